@@ -1,0 +1,38 @@
+//! Shared building blocks of the tracekit format crates.
+//!
+//! Every format crate of the workspace (`trac-x64dbg`, `gdb-tfile`, `dcfg`, `dcfg-trace`,
+//! `amber-tt6`) builds on the few types here, and only on types at least two of them use:
+//!
+//! - [`Cursor`]: a bounds-checked reader over `&[u8]` that knows the absolute file offset of
+//!   its data, also for sub-slices, so every error can say where it happened;
+//! - [`Offset`] and the error building blocks [`UnexpectedEof`], [`LimitExceeded`] and
+//!   [`BadValue`], which the crates' own error enums embed; their messages end with
+//!   `at offset 0x…`;
+//! - [`json`]: integers that deserialize from a JSON number or a C-style hex string, exactly
+//!   (never through `f64`), and header-row tables mapped to structs by column name;
+//! - [`Address`] and [`ThreadId`], small value types that display the way users expect;
+//! - [`hex`]: lowercase hex encoding and decoding of byte strings.
+//!
+//! # Example
+//!
+//! ```
+//! use trace_core::{Cursor, Offset};
+//!
+//! // A sub-slice that starts at file offset 0x100.
+//! let mut cur = Cursor::with_base(&[0x34, 0x12, 0xff], 0x100);
+//! assert_eq!(cur.read_u16_le()?, 0x1234);
+//! assert_eq!(cur.offset(), Offset(0x102));
+//! let err = cur.read_u32_le().unwrap_err();
+//! assert_eq!(err.to_string(), "unexpected end of input: needed 4 bytes, 1 available at offset 0x102");
+//! # Ok::<(), trace_core::UnexpectedEof>(())
+//! ```
+
+mod cursor;
+mod error;
+pub mod hex;
+pub mod json;
+mod types;
+
+pub use cursor::Cursor;
+pub use error::{BadValue, LimitExceeded, UnexpectedEof};
+pub use types::{Address, Offset, ThreadId};

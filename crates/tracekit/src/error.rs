@@ -1,0 +1,72 @@
+//! The CLI's error type and its exit codes.
+
+use std::fmt;
+use std::io;
+
+/// Everything that can end a `tracekit` command.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CliError {
+    /// Reading the input or writing the output failed.
+    Io {
+        /// What was being done, e.g. "cannot open trace.bin".
+        context: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The input is not valid for its format; the message ends with the offset.
+    Format(Box<dyn std::error::Error + Send + Sync>),
+    /// The format of the input could not be detected.
+    Detect(String),
+    /// The command line makes no sense for this input (exit code 2).
+    Usage(String),
+    /// Any other failure, with its message.
+    Failed(String),
+}
+
+impl CliError {
+    /// Wraps a format crate's parse error.
+    pub fn format<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
+        CliError::Format(Box::new(e))
+    }
+
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: io::Error) -> CliError {
+        CliError::Io { context: context.into(), source }
+    }
+
+    /// The process exit code for this error: 2 for usage errors, 1 otherwise.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether this is a write to a closed pipe (`tracekit dump big | head`), which ends the
+    /// command quietly and successfully.
+    #[must_use]
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Io { context, source } if context.is_empty() => write!(f, "{source}"),
+            CliError::Io { context, source } => write!(f, "{context}: {source}"),
+            CliError::Format(e) => write!(f, "{e}"),
+            CliError::Detect(m) | CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<io::Error> for CliError {
+    fn from(source: io::Error) -> CliError {
+        CliError::Io { context: String::new(), source }
+    }
+}

@@ -1,0 +1,255 @@
+//! Opening an input: a path or `-` for stdin; plain files memory-mapped; `.bz2` and `.gz`
+//! (recognised by their magic) decompressed as a stream.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::CliError;
+
+/// How many leading bytes of the (decompressed) input are kept for format detection.
+pub const HEAD_LEN: usize = 64 * 1024;
+
+/// The compression wrapped around an input, recognised by its magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// bzip2 (`BZh`), as Intel's tools write `.json.bz2`.
+    Bzip2,
+    /// gzip (`1f 8b`).
+    Gzip,
+}
+
+enum Data {
+    /// A memory-mapped file.
+    Mapped(memmap2::Mmap),
+    /// Bytes held in memory (small files, stdin or decompressed input read whole).
+    Memory(Vec<u8>),
+    /// A stream whose first bytes are in `head`.
+    Stream(Box<dyn Read + Send>),
+}
+
+/// One input of a command. Formats take it either whole ([`Input::bytes`], zero-copy for
+/// plain files) or as a stream ([`Input::into_reader`], constant memory for any size).
+pub struct Input {
+    name: String,
+    path: Option<PathBuf>,
+    compression: Option<Compression>,
+    /// The first bytes of a `Stream` (up to [`HEAD_LEN`]).
+    head: Vec<u8>,
+    data: Data,
+    file_len: Option<u64>,
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("name", &self.name)
+            .field("compression", &self.compression)
+            .field("file_len", &self.file_len)
+            .finish_non_exhaustive()
+    }
+}
+
+fn compression_of(head: &[u8]) -> Option<Compression> {
+    match head {
+        [b'B', b'Z', b'h', b'1'..=b'9', ..] => Some(Compression::Bzip2),
+        [0x1f, 0x8b, ..] => Some(Compression::Gzip),
+        _ => None,
+    }
+}
+
+fn decompressor(c: Compression, inner: Box<dyn Read + Send>) -> Box<dyn Read + Send> {
+    match c {
+        Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(inner)),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(inner)),
+    }
+}
+
+/// Reads up to `limit` bytes (fewer only at end of stream).
+fn read_head(r: &mut dyn Read, limit: usize) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(limit.min(HEAD_LEN));
+    r.take(limit as u64).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+impl Input {
+    /// Opens `path`, or stdin for `-`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be opened, mapped or read, or its compressed stream is corrupt at its
+    /// start.
+    pub fn open(path: &OsStr) -> Result<Input, CliError> {
+        if path == "-" {
+            let stdin: Box<dyn Read + Send> = Box::new(io::stdin());
+            return Input::from_stream("-".to_owned(), None, stdin);
+        }
+        let path = PathBuf::from(path);
+        let name = path.display().to_string();
+        let file = File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
+        let len = file.metadata().map_err(|e| CliError::io(format!("cannot read {name}"), e))?.len();
+        let mut magic = [0u8; 4];
+        let n = (&file).read(&mut magic).map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+        if let Some(c) = compression_of(magic.get(..n).unwrap_or_default()) {
+            // Decompress as a stream; reopen to start from byte 0.
+            let file = File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
+            let mut input = Input::from_stream(name, Some(path), decompressor(c, Box::new(io::BufReader::new(file))))?;
+            input.compression = Some(c);
+            input.file_len = Some(len);
+            return Ok(input);
+        }
+        let data = if len < HEAD_LEN as u64 {
+            let mut v = Vec::new();
+            File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut v))
+                .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+            Data::Memory(v)
+        } else {
+            Data::Mapped(map(&file).map_err(|e| CliError::io(format!("cannot map {name}"), e))?)
+        };
+        Ok(Input { name, path: Some(path), compression: None, head: Vec::new(), data, file_len: Some(len) })
+    }
+
+    /// An input over bytes in memory (tests, fuzzing, library use). Compressed bytes are
+    /// decompressed as for a file.
+    ///
+    /// # Errors
+    ///
+    /// A corrupt compressed stream.
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Input, CliError> {
+        let name = name.into();
+        if let Some(c) = compression_of(&bytes) {
+            let len = bytes.len() as u64;
+            let mut input = Input::from_stream(name, None, decompressor(c, Box::new(io::Cursor::new(bytes))))?;
+            input.compression = Some(c);
+            input.file_len = Some(len);
+            return Ok(input);
+        }
+        let len = bytes.len() as u64;
+        Ok(Input { name, path: None, compression: None, head: Vec::new(), data: Data::Memory(bytes), file_len: Some(len) })
+    }
+
+    fn from_stream(name: String, path: Option<PathBuf>, mut stream: Box<dyn Read + Send>) -> Result<Input, CliError> {
+        let head = read_head(&mut stream, HEAD_LEN).map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+        Ok(Input { name, path, compression: None, head, data: Data::Stream(stream), file_len: None })
+    }
+
+    /// The name to show in messages: the path as given, or `-`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The path, unless the input is stdin or in memory.
+    #[must_use]
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The file name without a compression extension (`a.tt6.gz` → `a.tt6`), for formats
+    /// recognised by extension.
+    #[must_use]
+    pub fn logical_name(&self) -> String {
+        let name = self.path.as_ref().and_then(|p| p.file_name()).map_or_else(|| self.name.clone(), |n| n.to_string_lossy().into_owned());
+        match self.compression {
+            Some(_) => name.strip_suffix(".bz2").or_else(|| name.strip_suffix(".gz")).unwrap_or(&name).to_owned(),
+            None => name,
+        }
+    }
+
+    /// The compression the input was wrapped in.
+    #[must_use]
+    pub fn compression(&self) -> Option<Compression> {
+        self.compression
+    }
+
+    /// The size of the file on disk (compressed size for compressed files), for progress.
+    #[must_use]
+    pub fn file_len(&self) -> Option<u64> {
+        self.file_len
+    }
+
+    /// The first bytes of the (decompressed) input, at most [`HEAD_LEN`], for detection.
+    #[must_use]
+    pub fn head(&self) -> &[u8] {
+        match &self.data {
+            Data::Mapped(m) => m.get(..HEAD_LEN).unwrap_or(m),
+            Data::Memory(v) => v.get(..HEAD_LEN).unwrap_or(v),
+            Data::Stream(_) => &self.head,
+        }
+    }
+
+    /// The whole (decompressed) input as bytes: the memory map of a plain file, or a stream
+    /// read into memory.
+    ///
+    /// # Errors
+    ///
+    /// Reading or decompressing the stream fails.
+    pub fn bytes(&mut self) -> Result<&[u8], CliError> {
+        if let Data::Stream(stream) = &mut self.data {
+            let mut all = std::mem::take(&mut self.head);
+            stream.read_to_end(&mut all).map_err(|e| CliError::io(format!("cannot read {}", self.name), e))?;
+            self.data = Data::Memory(all);
+        }
+        Ok(match &self.data {
+            Data::Mapped(m) => m,
+            Data::Memory(v) => v,
+            Data::Stream(_) => &[],
+        })
+    }
+
+    /// The input as a stream, from its first byte, in constant memory.
+    #[must_use]
+    pub fn into_reader(self) -> Box<dyn Read + Send> {
+        match self.data {
+            Data::Mapped(m) => Box::new(io::Cursor::new(m)),
+            Data::Memory(v) => Box::new(io::Cursor::new(v)),
+            Data::Stream(s) => Box::new(io::Cursor::new(self.head).chain(s)),
+        }
+    }
+}
+
+/// Memory-maps a file.
+#[allow(unsafe_code)]
+fn map(file: &File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only and private to this process. If another process truncates
+    // or rewrites the file while we read it, reads may see changed bytes or fault (SIGBUS);
+    // every reader treats the bytes as untrusted input, so changed bytes are only bad input.
+    // A command-line tool reading trace files accepts the fault risk, like every mmap-based
+    // tool (ripgrep, object readers) does.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn decompresses_bzip2_and_gzip_transparently() {
+        let plain: Vec<u8> = (0..400_000u32).map(|i| (i % 251) as u8).collect();
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(&plain).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        for (bytes, c) in [(bz.finish().unwrap(), Compression::Bzip2), (gz.finish().unwrap(), Compression::Gzip)] {
+            let mut input = Input::from_bytes("x.tt6.gz", bytes.clone()).unwrap();
+            assert_eq!(input.compression(), Some(c));
+            assert_eq!(input.head(), &plain[..HEAD_LEN]);
+            assert_eq!(input.bytes().unwrap(), &plain[..]);
+            let mut streamed = Vec::new();
+            Input::from_bytes("x", bytes).unwrap().into_reader().read_to_end(&mut streamed).unwrap();
+            assert_eq!(streamed, plain);
+        }
+        assert_eq!(Input::from_bytes("a.tt6.gz", Vec::new()).unwrap().logical_name(), "a.tt6.gz");
+    }
+
+    #[test]
+    fn corrupt_compressed_input_is_an_error_not_a_panic() {
+        let mut bytes = b"BZh9".to_vec();
+        bytes.extend_from_slice(&[0xff; 64]);
+        let r = Input::from_bytes("x", bytes).and_then(|mut i| i.bytes().map(<[u8]>::len));
+        assert!(r.is_err());
+    }
+}

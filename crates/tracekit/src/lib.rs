@@ -1,0 +1,316 @@
+//! `tracekit`: inspect, dump, validate and convert CPU execution traces.
+//!
+//! The binary is a thin layer over the workspace's format crates (`trac-x64dbg`,
+//! `gdb-tfile`, `dcfg`, `dcfg-trace`, `amber-tt6`). This library half exists so that tests
+//! and the fuzzer can drive every command in-process; see [`main_with_args`] and
+//! [`run_on_bytes`].
+//!
+//! ```text
+//! tracekit info FILE [--json]     summary of the trace
+//! tracekit dump FILE              one JSON line per record
+//! tracekit validate FILE          "ok" (exit 0) or the first error and its offset (exit 1)
+//! tracekit dot FILE               Graphviz drawing of a DCFG
+//! tracekit loops FILE             loop statistics of a DCFG (CSV)
+//! tracekit convert FILE --to din  amber trace → Dinero IV din
+//! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
+//! ```
+//!
+//! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
+//! The format is detected from the content (or the `.tt6`/`.tt6e` extension) unless
+//! `--format NAME` says otherwise. Errors print `error: … at offset 0x…` and exit 1; usage
+//! errors exit 2.
+
+mod detect;
+mod error;
+pub mod formats;
+mod input;
+mod progress;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use detect::{Format, detect, detection_error};
+pub use error::CliError;
+pub use formats::{Command, Ctx};
+pub use input::{Compression, HEAD_LEN, Input};
+pub use progress::Progress;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "tracekit", version, about = "Inspect, dump, validate and convert CPU execution traces")]
+pub struct Cli {
+    /// Read the input as this format instead of detecting it.
+    #[arg(long, global = true, value_enum)]
+    pub format: Option<Format>,
+    /// No progress line on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Format-specific options.
+    #[command(flatten)]
+    pub opts: FormatOptions,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Options that only some formats use; the others ignore them.
+#[derive(Debug, Default, Clone, Args)]
+pub struct FormatOptions {
+    /// dcfg-trace: the DCFG of the traced run, to map edges to blocks and check counts.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub dcfg: Option<PathBuf>,
+    /// gdb-tfile: the target is big-endian (the file does not say; little by default).
+    #[arg(long, global = true)]
+    pub big_endian: bool,
+    /// amber FULL: the record size (1004 or 1008) instead of detecting it.
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub record_size: Option<u32>,
+    /// dcfg-trace: lenient decoding (cut an overshooting multi-edge group, ignore "" next to
+    /// other codes) instead of strict errors.
+    #[arg(long, global = true)]
+    pub lenient: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Print a summary of a trace file.
+    Info {
+        /// The trace file, or - for stdin.
+        file: OsString,
+        /// Machine-readable JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every record as one JSON line (JSON Lines).
+    Dump {
+        /// The trace file, or - for stdin.
+        file: OsString,
+    },
+    /// Check the whole file; print "ok" or the first error with its offset.
+    Validate {
+        /// The trace file, or - for stdin.
+        file: OsString,
+    },
+    /// Draw a DCFG (or part of it) as Graphviz DOT.
+    Dot(DotArgs),
+    /// Loop statistics of a DCFG as CSV.
+    Loops {
+        /// The DCFG file, or - for stdin.
+        file: OsString,
+    },
+    /// Convert an amber trace to another format.
+    Convert {
+        /// The trace file, or - for stdin.
+        file: OsString,
+        /// The output format: `din` (Dinero IV).
+        #[arg(long, value_name = "FORMAT")]
+        to: String,
+        /// Write here instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Encode JSON Lines edge lists into a DCFG-Trace file.
+    Encode(EncodeArgs),
+}
+
+/// Arguments of `tracekit dot`.
+#[derive(Debug, Clone, Args)]
+pub struct DotArgs {
+    /// The DCFG file, or - for stdin.
+    pub file: OsString,
+    /// Only this process.
+    #[arg(long)]
+    pub process: Option<u64>,
+    /// Only this image.
+    #[arg(long)]
+    pub image: Option<u64>,
+    /// Only the routine with this entry block id.
+    #[arg(long)]
+    pub routine: Option<u64>,
+    /// Only the routine containing this loop (a loop-head block id), as `dcfg-to-dot` does.
+    #[arg(long = "loop")]
+    pub loop_id: Option<u64>,
+    /// Leave out edges that were never executed.
+    #[arg(long)]
+    pub hide_zero: bool,
+    /// Leave out images other than the main one (the first image listed).
+    #[arg(long)]
+    pub hide_libraries: bool,
+}
+
+/// Arguments of `tracekit encode`.
+#[derive(Debug, Clone, Args)]
+pub struct EncodeArgs {
+    /// JSON Lines input: one object per thread, e.g. `{"pid":0,"thread":0,"edges":[1,5,7]}`,
+    /// or - for stdin.
+    pub edges: OsString,
+    /// Write the DCFG-Trace here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Instructions per chunk.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub chunk_instrs: u64,
+    /// Fold deterministic chains into multi-edge transitions.
+    #[arg(long)]
+    pub fold_chains: bool,
+    /// Compress runs with `(N*…)` repeats.
+    #[arg(long)]
+    pub repeats: bool,
+    /// Substitute frequent substrings with `<key>` dictionary references.
+    #[arg(long)]
+    pub dictionary: bool,
+}
+
+/// Opens `file` and picks its format (`forced`, or detected).
+///
+/// # Errors
+///
+/// The file cannot be read, or its format is unknown.
+pub fn open(file: &OsStr, forced: Option<Format>) -> Result<(Input, Format), CliError> {
+    let input = Input::open(file)?;
+    let format = resolve_format(&input, forced)?;
+    Ok((input, format))
+}
+
+fn resolve_format(input: &Input, forced: Option<Format>) -> Result<Format, CliError> {
+    match forced {
+        Some(f) => Ok(f),
+        None => detect(input.head(), &input.logical_name()).ok_or_else(|| CliError::Detect(detection_error(input.name()))),
+    }
+}
+
+fn expect_format(got: Format, allowed: &[Format], cmd: &str) -> Result<(), CliError> {
+    if allowed.contains(&got) {
+        Ok(())
+    } else {
+        let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
+        Err(CliError::Usage(format!("`tracekit {cmd}` works on {} files, not {got}", names.join("/"))))
+    }
+}
+
+/// Runs a parsed command line, writing results to `out` and warnings to `err`.
+///
+/// # Errors
+///
+/// Whatever the command fails with.
+pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
+    let progress = |input: &Input| Progress::new(input.file_len(), !cli.quiet);
+    match &cli.command {
+        Cmd::Info { file, json } => run_common(cli, file, Command::Info, *json, out, err),
+        Cmd::Dump { file } => run_common(cli, file, Command::Dump, false, out, err),
+        Cmd::Validate { file } => {
+            run_common(cli, file, Command::Validate, false, out, err)?;
+            writeln!(out, "ok")?;
+            Ok(())
+        }
+        Cmd::Dot(args) => {
+            let (input, format) = open(&args.file, cli.format)?;
+            expect_format(format, &[Format::Dcfg], "dot")?;
+            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: progress(&input) };
+            formats::dcfg::dot(input, args, &mut ctx)
+        }
+        Cmd::Loops { file } => {
+            let (input, format) = open(file, cli.format)?;
+            expect_format(format, &[Format::Dcfg], "loops")?;
+            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: progress(&input) };
+            formats::dcfg::loops(input, &mut ctx)
+        }
+        Cmd::Convert { file, to, output } => {
+            let (input, format) = open(file, cli.format)?;
+            expect_format(format, &[Format::Tt6, Format::Tt6e, Format::AmberFull], "convert")?;
+            let progress = progress(&input);
+            with_output(output.as_ref(), out, |out| {
+                let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress };
+                formats::amber::convert(format, input, to, &mut ctx)
+            })
+        }
+        Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
+            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: Progress::hidden() };
+            formats::dcfg_trace::encode(args, &mut ctx)
+        }),
+    }
+}
+
+fn run_common(cli: &Cli, file: &OsStr, cmd: Command, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
+    let (input, format) = open(file, cli.format)?;
+    let mut ctx = Ctx { out, err, json, opts: &cli.opts, progress: Progress::new(input.file_len(), !cli.quiet) };
+    formats::run(format, cmd, input, &mut ctx)
+}
+
+/// Runs `f` with `-o FILE` (buffered) or stdout as its output.
+fn with_output<F>(path: Option<&PathBuf>, stdout: &mut dyn Write, f: F) -> Result<(), CliError>
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
+{
+    match path {
+        None => f(stdout),
+        Some(p) => {
+            let file = std::fs::File::create(p).map_err(|e| CliError::io(format!("cannot create {}", p.display()), e))?;
+            let mut w = io::BufWriter::new(file);
+            f(&mut w)?;
+            w.flush().map_err(|e| CliError::io(format!("cannot write {}", p.display()), e))
+        }
+    }
+}
+
+/// Runs one command over bytes in memory, as `tracekit --format F CMD -` would on them.
+/// Used by the never-panics property tests and the fuzzer.
+///
+/// # Errors
+///
+/// Whatever the command fails with.
+pub fn run_on_bytes(format: Option<Format>, cmd: Command, bytes: Vec<u8>, out: &mut Vec<u8>) -> Result<(), CliError> {
+    let input = Input::from_bytes("input", bytes)?;
+    let format = resolve_format(&input, format)?;
+    let opts = FormatOptions::default();
+    let mut err = Vec::new();
+    let mut ctx = Ctx { out, err: &mut err, json: false, opts: &opts, progress: Progress::hidden() };
+    formats::run(format, cmd, input, &mut ctx)
+}
+
+/// The whole program: parses `args`, runs the command with stdout and stderr, prints an
+/// error as `error: …`, and returns the exit code (0 ok, 1 error, 2 usage).
+pub fn main_with_args<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
+    let mut err = io::stderr();
+    let result = run(&cli, &mut out, &mut err).and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => 0,
+        Err(e) if e.is_broken_pipe() => 0,
+        Err(e) => {
+            // What was written before the error stays written (e.g. every complete record).
+            let _ = out.flush();
+            let _ = writeln!(err, "error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Fuzzing and property-test entry point: runs `info`, `dump` and `validate` on `data` with
+/// detection and with every forced format. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_cli(data: &[u8]) {
+    let formats = std::iter::once(None).chain(Format::ALL.into_iter().map(Some));
+    for format in formats {
+        for cmd in [Command::Info, Command::Dump, Command::Validate] {
+            let mut out = Vec::new();
+            let _ = run_on_bytes(format, cmd, data.to_vec(), &mut out);
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `cargo xtask ci`: everything CI checks, in order, each step timed.
+
+use std::process::Command;
+use std::time::Instant;
+
+use crate::{Flags, fuzz, run};
+
+fn cargo(args: &[&str]) -> Command {
+    let mut c = Command::new("cargo");
+    c.args(args);
+    c
+}
+
+pub fn task(args: &[String]) -> Result<(), String> {
+    let flags = Flags::parse(args, &["fuzz-secs"])?;
+    let fuzz_secs = flags.number("fuzz-secs", 10)?;
+    let mut steps: Vec<(&str, Box<dyn Fn() -> Result<(), String>>)> = Vec::new();
+    if !flags.has("no-test") {
+        // The README's test command.
+        steps.push(("test", Box::new(|| run(&mut cargo(&["test", "--workspace"])))));
+    }
+    steps.push(("fmt", Box::new(|| run(&mut cargo(&["fmt", "--all", "--check"])))));
+    steps.push(("clippy", Box::new(|| run(&mut cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])))));
+    steps.push((
+        "doc",
+        Box::new(|| run(cargo(&["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))),
+    ));
+    steps.push(("benches compile and run once", Box::new(|| run(&mut cargo(&["test", "--workspace", "--benches"])))));
+    steps.push(("fixtures --check", Box::new(|| crate::fixtures::run(true))));
+    steps.push((
+        "deny",
+        Box::new(|| {
+            if !Command::new("cargo").args(["deny", "--version"]).output().is_ok_and(|o| o.status.success()) {
+                run(&mut cargo(&["install", "--locked", "cargo-deny"]))?;
+            }
+            run(&mut cargo(&["deny", "--offline", "check", "bans", "licenses", "sources"]))
+        }),
+    ));
+    steps.push((
+        "fuzz smoke",
+        Box::new(move || {
+            let targets = fuzz::targets()?;
+            let mut args = targets;
+            args.extend(["--secs".to_owned(), fuzz_secs.to_string()]);
+            fuzz::task(&args)
+        }),
+    ));
+    for (name, step) in &steps {
+        let t = Instant::now();
+        eprintln!("==> {name}");
+        step().map_err(|e| format!("step `{name}` failed: {e}"))?;
+        eprintln!("==> {name}: ok in {:.0} s", t.elapsed().as_secs_f64());
+    }
+    Ok(())
+}
