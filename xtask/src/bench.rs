@@ -55,19 +55,38 @@ fn median_secs(runs: u64, mut f: impl FnMut()) -> f64 {
 pub fn task(args: &[String]) -> Result<(), String> {
     if cfg!(debug_assertions) {
         // Benchmarks mean nothing in a debug build: run again in release.
-        let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["run", "--release", "--quiet", "--package", "xtask", "--", "bench"]).args(args);
+        let mut cmd =
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args([
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "xtask",
+            "--",
+            "bench",
+        ])
+        .args(args);
         return crate::run(&mut cmd);
     }
     let flags = Flags::parse(args, &["mib", "runs"])?;
-    let config = BenchConfig { mib: flags.number("mib", 256)? };
+    let config = BenchConfig {
+        mib: flags.number("mib", 256)?,
+    };
     let runs = flags.number("runs", 5)?.max(1);
     let chosen: Vec<_> = if flags.positional.is_empty() {
         formats::ALL.to_vec()
     } else {
-        flags.positional.iter().map(|n| formats::find(n)).collect::<Result<_, _>>()?
+        flags
+            .positional
+            .iter()
+            .map(|n| formats::find(n))
+            .collect::<Result<_, _>>()?
     };
-    println!("{:<34} {:>9} {:>13} {:>12} {:>8} {:>16}", "format", "input MiB", "baseline GiB/s", "decode GiB/s", "ratio", "units/s");
+    println!(
+        "{:<34} {:>9} {:>13} {:>12} {:>8} {:>16}",
+        "format", "input MiB", "baseline GiB/s", "decode GiB/s", "ratio", "units/s"
+    );
     for f in chosen {
         let Some(cases) = f.bench else {
             println!("{:<34} (no benchmark yet)", f.name);

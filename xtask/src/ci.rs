@@ -17,23 +17,57 @@ pub fn task(args: &[String]) -> Result<(), String> {
     let mut steps: Vec<(&str, Box<dyn Fn() -> Result<(), String>>)> = Vec::new();
     if !flags.has("no-test") {
         // The README's test command.
-        steps.push(("test", Box::new(|| run(&mut cargo(&["test", "--workspace"])))));
+        steps.push((
+            "test",
+            Box::new(|| run(&mut cargo(&["test", "--workspace"]))),
+        ));
     }
-    steps.push(("fmt", Box::new(|| run(&mut cargo(&["fmt", "--all", "--check"])))));
-    steps.push(("clippy", Box::new(|| run(&mut cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])))));
+    steps.push((
+        "fmt",
+        Box::new(|| run(&mut cargo(&["fmt", "--all", "--check"]))),
+    ));
+    steps.push((
+        "clippy",
+        Box::new(|| {
+            run(&mut cargo(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]))
+        }),
+    ));
     steps.push((
         "doc",
-        Box::new(|| run(cargo(&["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))),
+        Box::new(|| {
+            run(cargo(&["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))
+        }),
     ));
-    steps.push(("benches compile and run once", Box::new(|| run(&mut cargo(&["test", "--workspace", "--benches"])))));
+    steps.push((
+        "benches compile and run once",
+        Box::new(|| run(&mut cargo(&["test", "--workspace", "--benches"]))),
+    ));
     steps.push(("fixtures --check", Box::new(|| crate::fixtures::run(true))));
     steps.push((
         "deny",
         Box::new(|| {
-            if !Command::new("cargo").args(["deny", "--version"]).output().is_ok_and(|o| o.status.success()) {
+            if !Command::new("cargo")
+                .args(["deny", "--version"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
                 run(&mut cargo(&["install", "--locked", "cargo-deny"]))?;
             }
-            run(&mut cargo(&["deny", "--offline", "check", "bans", "licenses", "sources"]))
+            run(&mut cargo(&[
+                "deny",
+                "--offline",
+                "check",
+                "bans",
+                "licenses",
+                "sources",
+            ]))
         }),
     ));
     steps.push((

@@ -17,7 +17,11 @@ impl Fixtures {
     /// Adds a generated file at `path` (relative to `testdata/`, e.g. "x64dbg/basic.trace64").
     pub fn add(&mut self, path: impl Into<PathBuf>, bytes: impl Into<Vec<u8>>) {
         let path = path.into();
-        assert!(self.files.insert(path.clone(), bytes.into()).is_none(), "fixture {} generated twice", path.display());
+        assert!(
+            self.files.insert(path.clone(), bytes.into()).is_none(),
+            "fixture {} generated twice",
+            path.display()
+        );
     }
 }
 
@@ -44,7 +48,8 @@ pub fn run(check: bool) -> Result<(), String> {
         if check {
             stale.push(rel.display().to_string());
         } else {
-            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::create_dir_all(path.parent().unwrap())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
             std::fs::write(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
             eprintln!("wrote testdata/{}", rel.display());
         }

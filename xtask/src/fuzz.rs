@@ -10,14 +10,19 @@ use crate::{Flags, root, run};
 
 /// The targets declared in `fuzz/Cargo.toml`.
 pub fn targets() -> Result<Vec<String>, String> {
-    let manifest = std::fs::read_to_string(root().join("fuzz/Cargo.toml")).map_err(|e| format!("fuzz/Cargo.toml: {e}"))?;
+    let manifest = std::fs::read_to_string(root().join("fuzz/Cargo.toml"))
+        .map_err(|e| format!("fuzz/Cargo.toml: {e}"))?;
     let mut names = Vec::new();
     let mut in_bin = false;
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
             in_bin = line == "[[bin]]";
         } else if in_bin && let Some(v) = line.strip_prefix("name") {
-            let v = v.trim_start().trim_start_matches('=').trim().trim_matches('"');
+            let v = v
+                .trim_start()
+                .trim_start_matches('=')
+                .trim()
+                .trim_matches('"');
             names.push(v.to_owned());
         }
     }
@@ -33,18 +38,31 @@ fn seed_dir(target: &str) -> Option<&'static str> {
         ("dcfg", "testdata/dcfg"),
         ("amber", "testdata/amber"),
     ];
-    SEEDS.iter().find(|(prefix, _)| target.starts_with(prefix)).map(|(_, dir)| *dir).filter(|d| root().join(d).is_dir())
+    SEEDS
+        .iter()
+        .find(|(prefix, _)| target.starts_with(prefix))
+        .map(|(_, dir)| *dir)
+        .filter(|d| root().join(d).is_dir())
 }
 
 fn has(cmd: &str, args: &[&str]) -> bool {
-    Command::new(cmd).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new(cmd)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 pub fn task(args: &[String]) -> Result<(), String> {
     let flags = Flags::parse(args, &["secs"])?;
     let secs = flags.number("secs", 30)?;
     let all = targets()?;
-    let chosen = if flags.positional.is_empty() { all.clone() } else { flags.positional.clone() };
+    let chosen = if flags.positional.is_empty() {
+        all.clone()
+    } else {
+        flags.positional.clone()
+    };
     for t in &chosen {
         if !all.contains(t) {
             return Err(format!("no fuzz target {t:?}; targets: {}", all.join(", ")));
@@ -68,7 +86,12 @@ pub fn task(args: &[String]) -> Result<(), String> {
         if let Some(seeds) = seed_dir(t) {
             cmd.arg(seeds);
         }
-        cmd.args(["--", &format!("-max_total_time={secs}"), "-rss_limit_mb=4096", "-timeout=20"]);
+        cmd.args([
+            "--",
+            &format!("-max_total_time={secs}"),
+            "-rss_limit_mb=4096",
+            "-timeout=20",
+        ]);
         if run(&mut cmd).is_err() {
             crashed.push(t.clone());
         }
@@ -77,22 +100,36 @@ pub fn task(args: &[String]) -> Result<(), String> {
     if crashed.is_empty() {
         Ok(())
     } else {
-        Err(format!("fuzz targets failed: {} (inputs kept in testdata/fuzz-crashes/)", crashed.join(", ")))
+        Err(format!(
+            "fuzz targets failed: {} (inputs kept in testdata/fuzz-crashes/)",
+            crashed.join(", ")
+        ))
     }
 }
 
 /// Copies crash, timeout and OOM inputs into `testdata/fuzz-crashes/TARGET/`.
 fn keep_artifacts(target: &str) -> Result<(), String> {
     let dir = root().join("fuzz/artifacts").join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(()) };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
     let keep = root().join("testdata/fuzz-crashes").join(target);
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if ["crash-", "timeout-", "oom-", "leak-"].iter().any(|p| name.starts_with(p)) {
+        if ["crash-", "timeout-", "oom-", "leak-"]
+            .iter()
+            .any(|p| name.starts_with(p))
+        {
             std::fs::create_dir_all(&keep).map_err(|e| format!("{}: {e}", keep.display()))?;
             let to = keep.join(&name);
             std::fs::copy(e.path(), &to).map_err(|e| format!("{}: {e}", to.display()))?;
-            eprintln!("kept {}", Path::new("testdata/fuzz-crashes").join(target).join(&name).display());
+            eprintln!(
+                "kept {}",
+                Path::new("testdata/fuzz-crashes")
+                    .join(target)
+                    .join(&name)
+                    .display()
+            );
         }
     }
     Ok(())

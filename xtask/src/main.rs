@@ -2,7 +2,13 @@
 //! workspace's own crates).
 
 // A developer tool: its inputs are our own files, so panicking on a broken invariant is fine.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 #![allow(missing_docs, missing_debug_implementations)]
 
 mod bench;
@@ -18,11 +24,31 @@ use std::process::{Command, ExitCode};
 type Task = fn(&[String]) -> Result<(), String>;
 
 const TASKS: &[(&str, Task, &str)] = &[
-    ("fixtures", fixtures::task, "[--check]  regenerate testdata/ from the writers (--check: fail on any difference)"),
-    ("synth", synth, "FORMAT --records N [--seed S] -o FILE  write a large deterministic synthetic trace"),
-    ("bench", bench::task, "[FORMAT…] [--mib N] [--runs N]  throughput of each format's decoder next to a raw scan"),
-    ("fuzz", fuzz::task, "[TARGET…] [--secs N]  run the cargo-fuzz targets (installs cargo-fuzz if missing)"),
-    ("ci", ci::task, "[--no-test] [--fuzz-secs N]  everything CI checks"),
+    (
+        "fixtures",
+        fixtures::task,
+        "[--check]  regenerate testdata/ from the writers (--check: fail on any difference)",
+    ),
+    (
+        "synth",
+        synth,
+        "FORMAT --records N [--seed S] -o FILE  write a large deterministic synthetic trace",
+    ),
+    (
+        "bench",
+        bench::task,
+        "[FORMAT…] [--mib N] [--runs N]  throughput of each format's decoder next to a raw scan",
+    ),
+    (
+        "fuzz",
+        fuzz::task,
+        "[TARGET…] [--secs N]  run the cargo-fuzz targets (installs cargo-fuzz if missing)",
+    ),
+    (
+        "ci",
+        ci::task,
+        "[--no-test] [--fuzz-secs N]  everything CI checks",
+    ),
 ];
 
 fn main() -> ExitCode {
@@ -51,19 +77,36 @@ fn usage() {
     for (name, _, help) in TASKS {
         eprintln!("  {name:<9} {help}");
     }
-    eprintln!("\nformats: {}", formats::ALL.iter().map(|f| f.name).collect::<Vec<_>>().join(", "));
+    eprintln!(
+        "\nformats: {}",
+        formats::ALL
+            .iter()
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 }
 
 /// The repository root (xtask's parent directory).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Runs a command from the repository root, failing unless it exits 0.
 pub fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("$ {cmd:?}");
-    let status = cmd.current_dir(root()).status().map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("{cmd:?} failed: {status}")) }
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
 }
 
 /// A tiny flag parser: `--name value` pairs and positional arguments.
@@ -75,10 +118,16 @@ pub struct Flags {
 impl Flags {
     /// Parses `args`; `with_value` lists the flags that take a value.
     pub fn parse(args: &[String], with_value: &[&str]) -> Result<Flags, String> {
-        let mut flags = Flags { positional: Vec::new(), pairs: Vec::new() };
+        let mut flags = Flags {
+            positional: Vec::new(),
+            pairs: Vec::new(),
+        };
         let mut it = args.iter();
         while let Some(a) = it.next() {
-            if let Some(name) = a.strip_prefix("--").or_else(|| a.strip_prefix('-').filter(|n| n.len() == 1)) {
+            if let Some(name) = a
+                .strip_prefix("--")
+                .or_else(|| a.strip_prefix('-').filter(|n| n.len() == 1))
+            {
                 if with_value.contains(&name) {
                     let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
                     flags.pairs.push((name.to_owned(), Some(v.clone())));
@@ -97,13 +146,19 @@ impl Flags {
     }
 
     pub fn value(&self, name: &str) -> Option<&str> {
-        self.pairs.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.as_deref())
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.as_deref())
     }
 
     pub fn number(&self, name: &str, default: u64) -> Result<u64, String> {
         match self.value(name) {
             None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("--{name} takes a whole number, not {v:?}")),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("--{name} takes a whole number, not {v:?}")),
         }
     }
 }
@@ -114,10 +169,15 @@ fn synth(args: &[String]) -> Result<(), String> {
         return Err("usage: cargo xtask synth FORMAT --records N [--seed S] -o FILE".into());
     };
     let f = formats::find(format)?;
-    let synth = f.synth.ok_or_else(|| format!("{} has no synthetic generator yet", f.name))?;
+    let synth = f
+        .synth
+        .ok_or_else(|| format!("{} has no synthetic generator yet", f.name))?;
     let records = flags.number("records", 1_000_000)?;
     let seed = flags.number("seed", 1)?;
-    let out = flags.value("o").or(flags.value("output")).ok_or("-o FILE is required")?;
+    let out = flags
+        .value("o")
+        .or(flags.value("output"))
+        .ok_or("-o FILE is required")?;
     let bytes = synth(records, seed);
     std::fs::write(out, &bytes).map_err(|e| format!("cannot write {out}: {e}"))?;
     eprintln!("wrote {out}: {} records, {} bytes", records, bytes.len());

@@ -35,7 +35,11 @@ impl<'a> Cursor<'a> {
     /// A cursor over `data`, whose first byte is at file offset 0.
     #[must_use]
     pub const fn new(data: &'a [u8]) -> Self {
-        Cursor { data, pos: 0, base: 0 }
+        Cursor {
+            data,
+            pos: 0,
+            base: 0,
+        }
     }
 
     /// A cursor over `data`, whose first byte is at file offset `base`.
@@ -98,7 +102,11 @@ impl<'a> Cursor<'a> {
     /// [`UnexpectedEof`] at the current offset when fewer remain.
     #[inline]
     pub fn ensure(&self, n: usize) -> Result<(), UnexpectedEof> {
-        if self.remaining() >= n { Ok(()) } else { Err(self.eof(n)) }
+        if self.remaining() >= n {
+            Ok(())
+        } else {
+            Err(self.eof(n))
+        }
     }
 
     #[cold]
@@ -194,7 +202,9 @@ impl<'a> Cursor<'a> {
     where
         T: FromBytes + Immutable + Unaligned,
     {
-        let size = count.checked_mul(core::mem::size_of::<T>()).unwrap_or(usize::MAX);
+        let size = count
+            .checked_mul(core::mem::size_of::<T>())
+            .unwrap_or(usize::MAX);
         self.ensure(size)?;
         match <[T]>::ref_from_prefix_with_elems(self.rest(), count) {
             Ok((values, _)) => {
@@ -252,7 +262,11 @@ impl<'a> Cursor<'a> {
     /// [`UnexpectedEof`] when fewer than 2 bytes remain.
     #[inline]
     pub fn read_u16(&mut self, big_endian: bool) -> Result<u16, UnexpectedEof> {
-        if big_endian { self.read_u16_be() } else { self.read_u16_le() }
+        if big_endian {
+            self.read_u16_be()
+        } else {
+            self.read_u16_le()
+        }
     }
 
     /// Reads a `u32` in the byte order given at run time.
@@ -262,7 +276,11 @@ impl<'a> Cursor<'a> {
     /// [`UnexpectedEof`] when fewer than 4 bytes remain.
     #[inline]
     pub fn read_u32(&mut self, big_endian: bool) -> Result<u32, UnexpectedEof> {
-        if big_endian { self.read_u32_be() } else { self.read_u32_le() }
+        if big_endian {
+            self.read_u32_be()
+        } else {
+            self.read_u32_le()
+        }
     }
 
     /// Reads a `u64` in the byte order given at run time.
@@ -272,7 +290,11 @@ impl<'a> Cursor<'a> {
     /// [`UnexpectedEof`] when fewer than 8 bytes remain.
     #[inline]
     pub fn read_u64(&mut self, big_endian: bool) -> Result<u64, UnexpectedEof> {
-        if big_endian { self.read_u64_be() } else { self.read_u64_le() }
+        if big_endian {
+            self.read_u64_be()
+        } else {
+            self.read_u64_le()
+        }
     }
 }
 
@@ -303,7 +325,14 @@ mod tests {
         assert_eq!(c.read_u64_be().unwrap(), 0x0e0f_1011_1213_1415);
         assert!(c.is_empty());
         let e = c.read_u8().unwrap_err();
-        assert_eq!(e, UnexpectedEof { offset: Offset(21), needed: 1, available: 0 });
+        assert_eq!(
+            e,
+            UnexpectedEof {
+                offset: Offset(21),
+                needed: 1,
+                available: 0
+            }
+        );
     }
 
     #[test]
@@ -316,7 +345,14 @@ mod tests {
         let p = sub.read_ref::<Pair>().unwrap();
         assert_eq!((p.a.get(), p.b.get()), (0x1234, 7));
         assert_eq!(sub.read_u8().unwrap_err().offset, Offset(0x1007));
-        assert_eq!(c.read_copy::<Pair>().unwrap_err(), UnexpectedEof { offset: Offset(0x1007), needed: 6, available: 1 });
+        assert_eq!(
+            c.read_copy::<Pair>().unwrap_err(),
+            UnexpectedEof {
+                offset: Offset(0x1007),
+                needed: 6,
+                available: 1
+            }
+        );
         let words = Cursor::new(&data).read_slice::<U16>(4).unwrap();
         assert_eq!(words[1].get(), 0x0012);
         assert!(Cursor::new(&data).read_slice::<U16>(usize::MAX).is_err());

@@ -64,7 +64,12 @@ impl LimitExceeded {
         if found <= limit {
             Ok(())
         } else {
-            Err(LimitExceeded { offset, what, found, limit })
+            Err(LimitExceeded {
+                offset,
+                what,
+                found,
+                limit,
+            })
         }
     }
 }
@@ -75,12 +80,27 @@ mod tests {
 
     #[test]
     fn messages_end_with_offset() {
-        let e = UnexpectedEof { offset: Offset(0x10), needed: 4, available: 1 };
+        let e = UnexpectedEof {
+            offset: Offset(0x10),
+            needed: 4,
+            available: 1,
+        };
         assert!(e.to_string().ends_with("at offset 0x10"));
         let e = LimitExceeded::check(Offset(8), "header length", 20_000, 16_384).unwrap_err();
-        assert_eq!(e.to_string(), "header length is 20000, above the limit of 16384 at offset 0x8");
+        assert_eq!(
+            e.to_string(),
+            "header length is 20000, above the limit of 16384 at offset 0x8"
+        );
         assert!(LimitExceeded::check(Offset(8), "x", 5, 5).is_ok());
-        let e = BadValue { offset: Offset(0x2a), what: "block type", found: 7, expected: "0 or 0x80..=0xff" };
-        assert_eq!(e.to_string(), "bad block type: found 0x7, expected 0 or 0x80..=0xff at offset 0x2a");
+        let e = BadValue {
+            offset: Offset(0x2a),
+            what: "block type",
+            found: 7,
+            expected: "0 or 0x80..=0xff",
+        };
+        assert_eq!(
+            e.to_string(),
+            "bad block type: found 0x7, expected 0 or 0x80..=0xff at offset 0x2a"
+        );
     }
 }

@@ -84,7 +84,13 @@ mod tests {
         assert_eq!(encode(&[0x48, 0x83, 0xec, 0x28]), "4883ec28");
         assert_eq!(decode(b"4883EC28").unwrap(), [0x48, 0x83, 0xec, 0x28]);
         assert_eq!(decode(b"abc"), Err(HexError::OddLength { len: 3 }));
-        assert_eq!(decode(b"a0zz"), Err(HexError::BadDigit { position: 2, found: 'z' }));
+        assert_eq!(
+            decode(b"a0zz"),
+            Err(HexError::BadDigit {
+                position: 2,
+                found: 'z'
+            })
+        );
     }
 
     quickcheck::quickcheck! {

@@ -209,7 +209,10 @@ where
     T: Deserialize<'de>,
     F: FnMut(T) -> Result<(), String>,
 {
-    d.deserialize_seq(TableVisitor { f, marker: PhantomData })
+    d.deserialize_seq(TableVisitor {
+        f,
+        marker: PhantomData,
+    })
 }
 
 struct TableVisitor<T, F> {
@@ -234,7 +237,11 @@ where
             .map_err(|e| de::Error::custom(format_args!("table header row: {e}")))?
             .ok_or_else(|| de::Error::custom("table has no header row"))?;
         let mut row: u64 = 1;
-        while let Some(value) = seq.next_element_seed(RowSeed { header: &header, row, marker: PhantomData })? {
+        while let Some(value) = seq.next_element_seed(RowSeed {
+            header: &header,
+            row,
+            marker: PhantomData,
+        })? {
             (self.f)(value).map_err(|e| de::Error::custom(format_args!("table row {row}: {e}")))?;
             row = row.saturating_add(1);
         }
@@ -264,13 +271,25 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for RowSeed<'_, T> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
-        let mut map = RowMap { seq: &mut seq, header: self.header, row: self.row, col: 0, ended: false, located: false };
+        let mut map = RowMap {
+            seq: &mut seq,
+            header: self.header,
+            row: self.row,
+            col: 0,
+            ended: false,
+            located: false,
+        };
         let value = T::deserialize(de::value::MapAccessDeserializer::new(&mut map));
         let (col, ended, located) = (map.col, map.ended, map.located);
         let value = match value {
             Ok(v) => v,
             Err(e) if located => return Err(e),
-            Err(e) => return Err(de::Error::custom(format_args!("table row {}: {e}", self.row))),
+            Err(e) => {
+                return Err(de::Error::custom(format_args!(
+                    "table row {}: {e}",
+                    self.row
+                )));
+            }
         };
         if !ended && seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(de::Error::custom(format_args!(
@@ -299,12 +318,17 @@ struct RowMap<'a, 'h, A> {
 impl<'de, A: SeqAccess<'de>> MapAccess<'de> for &mut RowMap<'_, '_, A> {
     type Error = A::Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
         if self.ended {
             return Ok(None);
         }
         match self.header.get(self.col) {
-            Some(name) => seed.deserialize(de::value::StrDeserializer::new(name)).map(Some),
+            Some(name) => seed
+                .deserialize(de::value::StrDeserializer::new(name))
+                .map(Some),
             None => Ok(None),
         }
     }
@@ -320,7 +344,12 @@ impl<'de, A: SeqAccess<'de>> MapAccess<'de> for &mut RowMap<'_, '_, A> {
                 // A short row: the announced column has no value; an `Option` field takes
                 // `None`, anything else is an error naming the column.
                 self.ended = true;
-                let missing = MissingValue { row: self.row, col, name, marker: PhantomData };
+                let missing = MissingValue {
+                    row: self.row,
+                    col,
+                    name,
+                    marker: PhantomData,
+                };
                 match slot.take() {
                     Some(seed) => match seed.deserialize(missing) {
                         Ok(v) => return Ok(v),
@@ -335,7 +364,10 @@ impl<'de, A: SeqAccess<'de>> MapAccess<'de> for &mut RowMap<'_, '_, A> {
             Err(e) => e,
         };
         self.located = true;
-        Err(de::Error::custom(format_args!("table row {}, column {col} ({name}): {err}", self.row)))
+        Err(de::Error::custom(format_args!(
+            "table row {}, column {col} ({name}): {err}",
+            self.row
+        )))
     }
 }
 
@@ -406,35 +438,85 @@ mod tests {
     }
 
     fn table(json: &str) -> Result<Vec<Row>, String> {
-        serde_json::from_str::<Table<Row>>(json).map(|t| t.0).map_err(|e| e.to_string())
+        serde_json::from_str::<Table<Row>>(json)
+            .map(|t| t.0)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn integers_from_numbers_and_strings() {
-        let v: Vec<JsonU64> = serde_json::from_str(r#"[1, "0x400000", "0X1f", "42", 18446744073709551615]"#).unwrap();
-        assert_eq!(v, [JsonU64(1), JsonU64(0x40_0000), JsonU64(31), JsonU64(42), JsonU64(u64::MAX)]);
+        let v: Vec<JsonU64> =
+            serde_json::from_str(r#"[1, "0x400000", "0X1f", "42", 18446744073709551615]"#).unwrap();
+        assert_eq!(
+            v,
+            [
+                JsonU64(1),
+                JsonU64(0x40_0000),
+                JsonU64(31),
+                JsonU64(42),
+                JsonU64(u64::MAX)
+            ]
+        );
         // Above 2^53: exact, never through f64.
         let v: JsonU64 = serde_json::from_str("9007199254740993").unwrap();
         assert_eq!(v.0, 9_007_199_254_740_993);
-        let v: Vec<JsonI64> = serde_json::from_str(r#"[-5, "-0x10", "0x7fffffffffffffff"]"#).unwrap();
+        let v: Vec<JsonI64> =
+            serde_json::from_str(r#"[-5, "-0x10", "0x7fffffffffffffff"]"#).unwrap();
         assert_eq!(v, [JsonI64(-5), JsonI64(-16), JsonI64(i64::MAX)]);
-        for bad in ["1.5", "1e3", "-1", r#""0x""#, r#""12z""#, r#""""#, "18446744073709551616", "true"] {
+        for bad in [
+            "1.5",
+            "1e3",
+            "-1",
+            r#""0x""#,
+            r#""12z""#,
+            r#""""#,
+            "18446744073709551616",
+            "true",
+        ] {
             assert!(serde_json::from_str::<JsonU64>(bad).is_err(), "{bad}");
         }
         assert!(serde_json::from_str::<JsonI64>("9223372036854775808").is_err());
-        assert_eq!(serde_json::to_string(&HexU64(0x40_1000)).unwrap(), r#""0x401000""#);
+        assert_eq!(
+            serde_json::to_string(&HexU64(0x40_1000)).unwrap(),
+            r#""0x401000""#
+        );
         assert_eq!(serde_json::to_string(&JsonU64(7)).unwrap(), "7");
-        assert_eq!(serde_json::from_str::<HexU64>(r#""0x401000""#).unwrap(), HexU64(0x40_1000));
+        assert_eq!(
+            serde_json::from_str::<HexU64>(r#""0x401000""#).unwrap(),
+            HexU64(0x40_1000)
+        );
     }
 
     #[test]
     fn tables_map_by_header_name() {
-        let rows = table(r#"[["NAME","DELTA","ID","UNKNOWN"],["a",-1,"0x10",[1,2]],["b","0x2",3]]"#).unwrap();
-        assert_eq!(rows[0], Row { id: JsonU64(16), delta: JsonI64(-1), name: Some("a".into()), parent: None });
-        assert_eq!(rows[1], Row { id: JsonU64(3), delta: JsonI64(2), name: Some("b".into()), parent: None });
+        let rows =
+            table(r#"[["NAME","DELTA","ID","UNKNOWN"],["a",-1,"0x10",[1,2]],["b","0x2",3]]"#)
+                .unwrap();
+        assert_eq!(
+            rows[0],
+            Row {
+                id: JsonU64(16),
+                delta: JsonI64(-1),
+                name: Some("a".into()),
+                parent: None
+            }
+        );
+        assert_eq!(
+            rows[1],
+            Row {
+                id: JsonU64(3),
+                delta: JsonI64(2),
+                name: Some("b".into()),
+                parent: None
+            }
+        );
         // Short rows: trailing optional columns missing.
-        let rows = table(r#"[["ID","DELTA","NAME","PARENT"],[1,2],[3,4,"x"],[5,6,"y",7]]"#).unwrap();
-        assert_eq!(rows.iter().map(|r| r.parent).collect::<Vec<_>>(), [None, None, Some(JsonU64(7))]);
+        let rows =
+            table(r#"[["ID","DELTA","NAME","PARENT"],[1,2],[3,4,"x"],[5,6,"y",7]]"#).unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.parent).collect::<Vec<_>>(),
+            [None, None, Some(JsonU64(7))]
+        );
         assert_eq!(rows[0].name, None);
         assert!(table(r#"[["ID","DELTA"]]"#).unwrap().is_empty());
     }
@@ -442,19 +524,31 @@ mod tests {
     #[test]
     fn table_errors_name_row_and_column() {
         let e = table(r#"[["ID","DELTA"],[1,2],[3,"x"]]"#).unwrap_err();
-        assert!(e.starts_with("table row 2, column 1 (DELTA): invalid value"), "{e}");
+        assert!(
+            e.starts_with("table row 2, column 1 (DELTA): invalid value"),
+            "{e}"
+        );
         let e = table(r#"[["ID","DELTA","NAME"],[1,2],[3]]"#).unwrap_err();
-        assert!(e.starts_with("table row 2, column 1 (DELTA): missing"), "{e}");
+        assert!(
+            e.starts_with("table row 2, column 1 (DELTA): missing"),
+            "{e}"
+        );
         let e = table(r#"[["ID","NAME"],[1,"a"]]"#).unwrap_err();
         assert!(e.starts_with("table row 1: missing field `DELTA`"), "{e}");
         let e = table(r#"[["ID","DELTA"],[1,2,3]]"#).unwrap_err();
-        assert!(e.starts_with("table row 1, column 2: more values than the 2 columns"), "{e}");
+        assert!(
+            e.starts_with("table row 1, column 2: more values than the 2 columns"),
+            "{e}"
+        );
         let e = table(r#"[]"#).unwrap_err();
         assert!(e.starts_with("table has no header row"), "{e}");
         let e = table(r#"[[1,2]]"#).unwrap_err();
         assert!(e.starts_with("table header row:"), "{e}");
         let e = table(r#"[["ID","DELTA"],[1.5,2]]"#).unwrap_err();
-        assert!(e.starts_with("table row 1, column 0 (ID): invalid type: floating point"), "{e}");
+        assert!(
+            e.starts_with("table row 1, column 0 (ID): invalid type: floating point"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -463,7 +557,11 @@ mod tests {
         let mut sum = 0;
         let header = for_each_row(&mut de, |r: Row| {
             sum += r.id.0;
-            if r.id.0 == 3 { Err("three".to_owned()) } else { Ok(()) }
+            if r.id.0 == 3 {
+                Err("three".to_owned())
+            } else {
+                Ok(())
+            }
         })
         .unwrap_err();
         assert!(header.to_string().starts_with("table row 2: three"));

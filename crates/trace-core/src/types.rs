@@ -30,8 +30,19 @@ impl From<Offset> for u64 {
 }
 
 /// A virtual address in the traced program. Displays as `0x…` lowercase hex.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Address(pub u64);
 
@@ -55,8 +66,19 @@ impl From<u64> for Address {
 
 /// A thread identifier as the trace records it: an OS thread id (x64dbg), a thread index
 /// (DCFG, amber), and so on. Displays in decimal.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct ThreadId(pub u64);
 

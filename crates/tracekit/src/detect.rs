@@ -25,8 +25,15 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order they are listed to users.
-    pub const ALL: [Format; 7] =
-        [Format::X64dbg, Format::GdbTfile, Format::Dcfg, Format::DcfgTrace, Format::Tt6, Format::Tt6e, Format::AmberFull];
+    pub const ALL: [Format; 7] = [
+        Format::X64dbg,
+        Format::GdbTfile,
+        Format::Dcfg,
+        Format::DcfgTrace,
+        Format::Tt6,
+        Format::Tt6e,
+        Format::AmberFull,
+    ];
 
     /// The name used by `--format` and in `info --json`.
     #[must_use]
@@ -116,8 +123,17 @@ mod tests {
     fn detects_by_content_then_extension() {
         assert_eq!(detect(b"TRAC\x10\0\0\0{}", "x.bin"), Some(Format::X64dbg));
         assert_eq!(detect(b"\x7fTRACE0\nR 2a0\n", "x"), Some(Format::GdbTfile));
-        assert_eq!(detect(&[0xA1, 0x11, 0x8E, 0x17, 0, 0], "x.tt6"), Some(Format::AmberFull));
-        assert_eq!(detect(b" {\"MAJOR_VERSION\" : 1, \"PROCESSES\" : [[\"PROCESS_ID\",\"INSTR_COUNT\"]]}", "a"), Some(Format::Dcfg));
+        assert_eq!(
+            detect(&[0xA1, 0x11, 0x8E, 0x17, 0, 0], "x.tt6"),
+            Some(Format::AmberFull)
+        );
+        assert_eq!(
+            detect(
+                b" {\"MAJOR_VERSION\" : 1, \"PROCESSES\" : [[\"PROCESS_ID\",\"INSTR_COUNT\"]]}",
+                "a"
+            ),
+            Some(Format::Dcfg)
+        );
         let trace = b"{\n\"MAJOR_VERSION\" : 1,\n\"PROCESSES\" : [ [\"PROCESS_ID\", \"STRING_DICTIONARY\", \"TRANSITION_TABLE\", \"THREAD_DATA\"]";
         assert_eq!(detect(trace, "a.trace.json"), Some(Format::DcfgTrace));
         assert_eq!(detect(b"\0\0\0\x10", "thread_001.tt6"), Some(Format::Tt6));

@@ -32,7 +32,10 @@ impl CliError {
 
     /// Wraps an I/O error with what was being done.
     pub fn io(context: impl Into<String>, source: io::Error) -> CliError {
-        CliError::Io { context: context.into(), source }
+        CliError::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// The process exit code for this error: 2 for usage errors, 1 otherwise.
@@ -67,6 +70,9 @@ impl std::error::Error for CliError {}
 
 impl From<io::Error> for CliError {
     fn from(source: io::Error) -> CliError {
-        CliError::Io { context: String::new(), source }
+        CliError::Io {
+            context: String::new(),
+            source,
+        }
     }
 }

@@ -88,13 +88,23 @@ impl Input {
         let path = PathBuf::from(path);
         let name = path.display().to_string();
         let file = File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
-        let len = file.metadata().map_err(|e| CliError::io(format!("cannot read {name}"), e))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?
+            .len();
         let mut magic = [0u8; 4];
-        let n = (&file).read(&mut magic).map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+        let n = (&file)
+            .read(&mut magic)
+            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
         if let Some(c) = compression_of(magic.get(..n).unwrap_or_default()) {
             // Decompress as a stream; reopen to start from byte 0.
-            let file = File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
-            let mut input = Input::from_stream(name, Some(path), decompressor(c, Box::new(io::BufReader::new(file))))?;
+            let file =
+                File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
+            let mut input = Input::from_stream(
+                name,
+                Some(path),
+                decompressor(c, Box::new(io::BufReader::new(file))),
+            )?;
             input.compression = Some(c);
             input.file_len = Some(len);
             return Ok(input);
@@ -108,7 +118,14 @@ impl Input {
         } else {
             Data::Mapped(map(&file).map_err(|e| CliError::io(format!("cannot map {name}"), e))?)
         };
-        Ok(Input { name, path: Some(path), compression: None, head: Vec::new(), data, file_len: Some(len) })
+        Ok(Input {
+            name,
+            path: Some(path),
+            compression: None,
+            head: Vec::new(),
+            data,
+            file_len: Some(len),
+        })
     }
 
     /// An input over bytes in memory (tests, fuzzing, library use). Compressed bytes are
@@ -121,18 +138,41 @@ impl Input {
         let name = name.into();
         if let Some(c) = compression_of(&bytes) {
             let len = bytes.len() as u64;
-            let mut input = Input::from_stream(name, None, decompressor(c, Box::new(io::Cursor::new(bytes))))?;
+            let mut input = Input::from_stream(
+                name,
+                None,
+                decompressor(c, Box::new(io::Cursor::new(bytes))),
+            )?;
             input.compression = Some(c);
             input.file_len = Some(len);
             return Ok(input);
         }
         let len = bytes.len() as u64;
-        Ok(Input { name, path: None, compression: None, head: Vec::new(), data: Data::Memory(bytes), file_len: Some(len) })
+        Ok(Input {
+            name,
+            path: None,
+            compression: None,
+            head: Vec::new(),
+            data: Data::Memory(bytes),
+            file_len: Some(len),
+        })
     }
 
-    fn from_stream(name: String, path: Option<PathBuf>, mut stream: Box<dyn Read + Send>) -> Result<Input, CliError> {
-        let head = read_head(&mut stream, HEAD_LEN).map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
-        Ok(Input { name, path, compression: None, head, data: Data::Stream(stream), file_len: None })
+    fn from_stream(
+        name: String,
+        path: Option<PathBuf>,
+        mut stream: Box<dyn Read + Send>,
+    ) -> Result<Input, CliError> {
+        let head = read_head(&mut stream, HEAD_LEN)
+            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+        Ok(Input {
+            name,
+            path,
+            compression: None,
+            head,
+            data: Data::Stream(stream),
+            file_len: None,
+        })
     }
 
     /// The name to show in messages: the path as given, or `-`.
@@ -151,9 +191,17 @@ impl Input {
     /// recognised by extension.
     #[must_use]
     pub fn logical_name(&self) -> String {
-        let name = self.path.as_ref().and_then(|p| p.file_name()).map_or_else(|| self.name.clone(), |n| n.to_string_lossy().into_owned());
+        let name = self
+            .path
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map_or_else(|| self.name.clone(), |n| n.to_string_lossy().into_owned());
         match self.compression {
-            Some(_) => name.strip_suffix(".bz2").or_else(|| name.strip_suffix(".gz")).unwrap_or(&name).to_owned(),
+            Some(_) => name
+                .strip_suffix(".bz2")
+                .or_else(|| name.strip_suffix(".gz"))
+                .unwrap_or(&name)
+                .to_owned(),
             None => name,
         }
     }
@@ -189,7 +237,9 @@ impl Input {
     pub fn bytes(&mut self) -> Result<&[u8], CliError> {
         if let Data::Stream(stream) = &mut self.data {
             let mut all = std::mem::take(&mut self.head);
-            stream.read_to_end(&mut all).map_err(|e| CliError::io(format!("cannot read {}", self.name), e))?;
+            stream
+                .read_to_end(&mut all)
+                .map_err(|e| CliError::io(format!("cannot read {}", self.name), e))?;
             self.data = Data::Memory(all);
         }
         Ok(match &self.data {
@@ -233,16 +283,28 @@ mod tests {
         bz.write_all(&plain).unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&plain).unwrap();
-        for (bytes, c) in [(bz.finish().unwrap(), Compression::Bzip2), (gz.finish().unwrap(), Compression::Gzip)] {
+        for (bytes, c) in [
+            (bz.finish().unwrap(), Compression::Bzip2),
+            (gz.finish().unwrap(), Compression::Gzip),
+        ] {
             let mut input = Input::from_bytes("x.tt6.gz", bytes.clone()).unwrap();
             assert_eq!(input.compression(), Some(c));
             assert_eq!(input.head(), &plain[..HEAD_LEN]);
             assert_eq!(input.bytes().unwrap(), &plain[..]);
             let mut streamed = Vec::new();
-            Input::from_bytes("x", bytes).unwrap().into_reader().read_to_end(&mut streamed).unwrap();
+            Input::from_bytes("x", bytes)
+                .unwrap()
+                .into_reader()
+                .read_to_end(&mut streamed)
+                .unwrap();
             assert_eq!(streamed, plain);
         }
-        assert_eq!(Input::from_bytes("a.tt6.gz", Vec::new()).unwrap().logical_name(), "a.tt6.gz");
+        assert_eq!(
+            Input::from_bytes("a.tt6.gz", Vec::new())
+                .unwrap()
+                .logical_name(),
+            "a.tt6.gz"
+        );
     }
 
     #[test]

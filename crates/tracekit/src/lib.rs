@@ -40,7 +40,11 @@ pub use progress::Progress;
 
 /// The command line.
 #[derive(Debug, Parser)]
-#[command(name = "tracekit", version, about = "Inspect, dump, validate and convert CPU execution traces")]
+#[command(
+    name = "tracekit",
+    version,
+    about = "Inspect, dump, validate and convert CPU execution traces"
+)]
 pub struct Cli {
     /// Read the input as this format instead of detecting it.
     #[arg(long, global = true, value_enum)]
@@ -179,7 +183,8 @@ pub fn open(file: &OsStr, forced: Option<Format>) -> Result<(Input, Format), Cli
 fn resolve_format(input: &Input, forced: Option<Format>) -> Result<Format, CliError> {
     match forced {
         Some(f) => Ok(f),
-        None => detect(input.head(), &input.logical_name()).ok_or_else(|| CliError::Detect(detection_error(input.name()))),
+        None => detect(input.head(), &input.logical_name())
+            .ok_or_else(|| CliError::Detect(detection_error(input.name()))),
     }
 }
 
@@ -188,7 +193,10 @@ fn expect_format(got: Format, allowed: &[Format], cmd: &str) -> Result<(), CliEr
         Ok(())
     } else {
         let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
-        Err(CliError::Usage(format!("`tracekit {cmd}` works on {} files, not {got}", names.join("/"))))
+        Err(CliError::Usage(format!(
+            "`tracekit {cmd}` works on {} files, not {got}",
+            names.join("/")
+        )))
     }
 }
 
@@ -210,34 +218,75 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Dot(args) => {
             let (input, format) = open(&args.file, cli.format)?;
             expect_format(format, &[Format::Dcfg], "dot")?;
-            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: progress(&input) };
+            let mut ctx = Ctx {
+                out,
+                err,
+                json: false,
+                opts: &cli.opts,
+                progress: progress(&input),
+            };
             formats::dcfg::dot(input, args, &mut ctx)
         }
         Cmd::Loops { file } => {
             let (input, format) = open(file, cli.format)?;
             expect_format(format, &[Format::Dcfg], "loops")?;
-            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: progress(&input) };
+            let mut ctx = Ctx {
+                out,
+                err,
+                json: false,
+                opts: &cli.opts,
+                progress: progress(&input),
+            };
             formats::dcfg::loops(input, &mut ctx)
         }
         Cmd::Convert { file, to, output } => {
             let (input, format) = open(file, cli.format)?;
-            expect_format(format, &[Format::Tt6, Format::Tt6e, Format::AmberFull], "convert")?;
+            expect_format(
+                format,
+                &[Format::Tt6, Format::Tt6e, Format::AmberFull],
+                "convert",
+            )?;
             let progress = progress(&input);
             with_output(output.as_ref(), out, |out| {
-                let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress };
+                let mut ctx = Ctx {
+                    out,
+                    err,
+                    json: false,
+                    opts: &cli.opts,
+                    progress,
+                };
                 formats::amber::convert(format, input, to, &mut ctx)
             })
         }
         Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
-            let mut ctx = Ctx { out, err, json: false, opts: &cli.opts, progress: Progress::hidden() };
+            let mut ctx = Ctx {
+                out,
+                err,
+                json: false,
+                opts: &cli.opts,
+                progress: Progress::hidden(),
+            };
             formats::dcfg_trace::encode(args, &mut ctx)
         }),
     }
 }
 
-fn run_common(cli: &Cli, file: &OsStr, cmd: Command, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
+fn run_common(
+    cli: &Cli,
+    file: &OsStr,
+    cmd: Command,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
     let (input, format) = open(file, cli.format)?;
-    let mut ctx = Ctx { out, err, json, opts: &cli.opts, progress: Progress::new(input.file_len(), !cli.quiet) };
+    let mut ctx = Ctx {
+        out,
+        err,
+        json,
+        opts: &cli.opts,
+        progress: Progress::new(input.file_len(), !cli.quiet),
+    };
     formats::run(format, cmd, input, &mut ctx)
 }
 
@@ -249,10 +298,12 @@ where
     match path {
         None => f(stdout),
         Some(p) => {
-            let file = std::fs::File::create(p).map_err(|e| CliError::io(format!("cannot create {}", p.display()), e))?;
+            let file = std::fs::File::create(p)
+                .map_err(|e| CliError::io(format!("cannot create {}", p.display()), e))?;
             let mut w = io::BufWriter::new(file);
             f(&mut w)?;
-            w.flush().map_err(|e| CliError::io(format!("cannot write {}", p.display()), e))
+            w.flush()
+                .map_err(|e| CliError::io(format!("cannot write {}", p.display()), e))
         }
     }
 }
@@ -263,12 +314,23 @@ where
 /// # Errors
 ///
 /// Whatever the command fails with.
-pub fn run_on_bytes(format: Option<Format>, cmd: Command, bytes: Vec<u8>, out: &mut Vec<u8>) -> Result<(), CliError> {
+pub fn run_on_bytes(
+    format: Option<Format>,
+    cmd: Command,
+    bytes: Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<(), CliError> {
     let input = Input::from_bytes("input", bytes)?;
     let format = resolve_format(&input, format)?;
     let opts = FormatOptions::default();
     let mut err = Vec::new();
-    let mut ctx = Ctx { out, err: &mut err, json: false, opts: &opts, progress: Progress::hidden() };
+    let mut ctx = Ctx {
+        out,
+        err: &mut err,
+        json: false,
+        opts: &opts,
+        progress: Progress::hidden(),
+    };
     formats::run(format, cmd, input, &mut ctx)
 }
 

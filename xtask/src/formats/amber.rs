@@ -2,4 +2,9 @@
 
 use super::FormatTasks;
 
-pub const TASKS: FormatTasks = FormatTasks { name: "amber", fixtures: None, synth: None, bench: None };
+pub const TASKS: FormatTasks = FormatTasks {
+    name: "amber",
+    fixtures: None,
+    synth: None,
+    bench: None,
+};

@@ -2,4 +2,9 @@
 
 use super::FormatTasks;
 
-pub const TASKS: FormatTasks = FormatTasks { name: "dcfg-trace", fixtures: None, synth: None, bench: None };
+pub const TASKS: FormatTasks = FormatTasks {
+    name: "dcfg-trace",
+    fixtures: None,
+    synth: None,
+    bench: None,
+};

@@ -22,10 +22,19 @@ pub struct FormatTasks {
     pub bench: Option<fn(&BenchConfig) -> Vec<BenchCase>>,
 }
 
-pub const ALL: &[&FormatTasks] = &[&x64dbg::TASKS, &gdb_tfile::TASKS, &dcfg::TASKS, &dcfg_trace::TASKS, &amber::TASKS];
+pub const ALL: &[&FormatTasks] = &[
+    &x64dbg::TASKS,
+    &gdb_tfile::TASKS,
+    &dcfg::TASKS,
+    &dcfg_trace::TASKS,
+    &amber::TASKS,
+];
 
 pub fn find(name: &str) -> Result<&'static FormatTasks, String> {
     ALL.iter().copied().find(|f| f.name == name).ok_or_else(|| {
-        format!("unknown format {name:?}; formats: {}", ALL.iter().map(|f| f.name).collect::<Vec<_>>().join(", "))
+        format!(
+            "unknown format {name:?}; formats: {}",
+            ALL.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
+        )
     })
 }

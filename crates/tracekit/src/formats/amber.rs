@@ -19,6 +19,11 @@ pub fn validate(format: Format, _input: Input, _ctx: &mut Ctx<'_>) -> Result<(),
 }
 
 /// `tracekit convert FILE --to din`.
-pub fn convert(format: Format, _input: Input, _to: &str, _ctx: &mut Ctx<'_>) -> Result<(), CliError> {
+pub fn convert(
+    format: Format,
+    _input: Input,
+    _to: &str,
+    _ctx: &mut Ctx<'_>,
+) -> Result<(), CliError> {
     Err(not_yet(format.name(), "convert"))
 }

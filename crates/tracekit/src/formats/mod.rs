@@ -27,7 +27,10 @@ pub struct Ctx<'a> {
 
 impl std::fmt::Debug for Ctx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx").field("json", &self.json).field("opts", &self.opts).finish_non_exhaustive()
+        f.debug_struct("Ctx")
+            .field("json", &self.json)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -61,9 +64,15 @@ pub fn run(format: Format, cmd: Command, input: Input, ctx: &mut Ctx<'_>) -> Res
         (Format::DcfgTrace, Command::Info) => dcfg_trace::info(input, ctx),
         (Format::DcfgTrace, Command::Dump) => dcfg_trace::dump(input, ctx),
         (Format::DcfgTrace, Command::Validate) => dcfg_trace::validate(input, ctx),
-        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Info) => amber::info(format, input, ctx),
-        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Dump) => amber::dump(format, input, ctx),
-        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Validate) => amber::validate(format, input, ctx),
+        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Info) => {
+            amber::info(format, input, ctx)
+        }
+        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Dump) => {
+            amber::dump(format, input, ctx)
+        }
+        (Format::Tt6 | Format::Tt6e | Format::AmberFull, Command::Validate) => {
+            amber::validate(format, input, ctx)
+        }
     }
 }
 

@@ -1,0 +1,1 @@
+//! CLI tests for the amber format (owned by its crate's work).

@@ -1,0 +1,106 @@
+//! Helpers shared by the CLI tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A path under `testdata/`.
+pub fn testdata(rel: &str) -> PathBuf {
+    root().join("testdata").join(rel)
+}
+
+/// A real file under `../shared/realdata/` (beside the repository; never copied into it).
+/// `None`, with a note on stderr, when it is not there, unless `TRACEKIT_REQUIRE_REALDATA=1`
+/// (set by CI), which makes a missing file a failure.
+pub fn realdata(rel: &str) -> Option<PathBuf> {
+    let p = root().join("../shared/realdata").join(rel);
+    if p.exists() {
+        Some(p)
+    } else if std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_some_and(|v| v == "1") {
+        panic!(
+            "real data file {} is missing and TRACEKIT_REQUIRE_REALDATA=1",
+            p.display()
+        );
+    } else {
+        eprintln!("skipped: real data file {} is not there", p.display());
+        None
+    }
+}
+
+/// Runs the tracekit binary with `args`.
+pub fn tracekit<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Runs the tracekit binary with `args` and `stdin` as standard input.
+pub fn tracekit_stdin<I, S>(args: I, stdin: &[u8]) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Compares `actual` with the golden file `path`; with `TRACE_BLESS=1`, rewrites the file.
+pub fn assert_golden(path: &std::path::Path, actual: &str) {
+    if std::env::var_os("TRACE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with TRACE_BLESS=1 to create it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{} differs from the output at line {}:\n  expected: {}\n  actual:   {}\n(TRACE_BLESS=1 rewrites it)",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line).unwrap_or(""),
+            actual.lines().nth(line).unwrap_or("")
+        );
+    }
+}

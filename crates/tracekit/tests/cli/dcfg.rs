@@ -1,0 +1,1 @@
+//! CLI tests for the dcfg format (owned by its crate's work).

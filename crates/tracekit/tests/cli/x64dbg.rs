@@ -1,0 +1,1 @@
+//! CLI tests for the x64dbg format (owned by its crate's work).
