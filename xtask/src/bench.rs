@@ -16,6 +16,9 @@ pub struct BenchConfig {
     pub mib: u64,
 }
 
+/// Decodes a whole input, touching every field, and returns the number of units.
+pub type Decoder = Box<dyn Fn(&[u8]) -> u64>;
+
 /// One row of the table: an input and a decoder to time on it.
 pub struct BenchCase {
     /// e.g. "x64dbg blocks".
@@ -24,7 +27,7 @@ pub struct BenchCase {
     /// What `run` counts: "records", "edges", "chars", …
     pub unit: &'static str,
     /// Decodes all of `input`, touching every field, and returns the number of units.
-    pub run: Box<dyn Fn(&[u8]) -> u64>,
+    pub run: Decoder,
 }
 
 /// The baseline: read every byte (a sum of little-endian u64 words).

@@ -11,10 +11,12 @@ fn cargo(args: &[&str]) -> Command {
     c
 }
 
+type Step = Box<dyn Fn() -> Result<(), String>>;
+
 pub fn task(args: &[String]) -> Result<(), String> {
     let flags = Flags::parse(args, &["fuzz-secs"])?;
     let fuzz_secs = flags.number("fuzz-secs", 10)?;
-    let mut steps: Vec<(&str, Box<dyn Fn() -> Result<(), String>>)> = Vec::new();
+    let mut steps: Vec<(&str, Step)> = Vec::new();
     if !flags.has("no-test") {
         // The README's test command.
         steps.push((

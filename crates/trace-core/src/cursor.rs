@@ -202,9 +202,7 @@ impl<'a> Cursor<'a> {
     where
         T: FromBytes + Immutable + Unaligned,
     {
-        let size = count
-            .checked_mul(core::mem::size_of::<T>())
-            .unwrap_or(usize::MAX);
+        let size = count.saturating_mul(core::mem::size_of::<T>());
         self.ensure(size)?;
         match <[T]>::ref_from_prefix_with_elems(self.rest(), count) {
             Ok((values, _)) => {
@@ -299,6 +297,7 @@ impl<'a> Cursor<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use quickcheck::quickcheck;

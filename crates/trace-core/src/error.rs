@@ -75,6 +75,7 @@ impl LimitExceeded {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -1,14 +1,22 @@
 //! Lowercase hex encoding and decoding of byte strings (opcodes, register bytes, GDB's
 //! hex-encoded names and notes).
 
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
+/// The lowercase hex digit of a nibble (`n < 16`).
+#[inline]
+fn nibble(n: u8) -> char {
+    char::from(if n < 10 {
+        b'0'.wrapping_add(n)
+    } else {
+        b'a'.wrapping_add(n.wrapping_sub(10))
+    })
+}
 
 /// Appends the lowercase hex form of `bytes` to `out`.
 pub fn encode_to(out: &mut String, bytes: &[u8]) {
     out.reserve(bytes.len().saturating_mul(2));
     for &b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        out.push(nibble(b >> 4));
+        out.push(nibble(b & 0xf));
     }
 }
 
@@ -54,7 +62,7 @@ fn digit(c: u8) -> Option<u8> {
 ///
 /// [`HexError`] on an odd length or a character that is not a hex digit.
 pub fn decode(s: &[u8]) -> Result<Vec<u8>, HexError> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(HexError::OddLength { len: s.len() });
     }
     let bad = |position: usize| HexError::BadDigit {
@@ -76,6 +84,7 @@ pub fn decode(s: &[u8]) -> Result<Vec<u8>, HexError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -420,7 +420,28 @@ impl<'de, E: de::Error> Deserializer<'de> for MissingValue<'_, E> {
     }
 }
 
+/// Fuzzing entry point: integers and a table of arbitrary JSON text. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_table(data: &[u8]) {
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Row {
+        #[serde(rename = "A")]
+        a: JsonU64,
+        #[serde(rename = "B", default)]
+        b: Option<JsonI64>,
+        #[serde(rename = "C", default)]
+        c: Option<HexU64>,
+    }
+    let _ = serde_json::from_slice::<Table<Row>>(data);
+    let _ = serde_json::from_slice::<Vec<JsonU64>>(data);
+    if let Ok(s) = core::str::from_utf8(data) {
+        let _ = (parse_u64(s), parse_i64(s));
+    }
+}
+
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use quickcheck::quickcheck;
@@ -612,25 +633,5 @@ mod tests {
             let _ = serde_json::from_str::<Table<Row>>(&s);
             true
         }
-    }
-}
-
-/// Fuzzing entry point: integers and a table of arbitrary JSON text. Must never panic.
-#[doc(hidden)]
-pub fn fuzz_table(data: &[u8]) {
-    #[derive(Deserialize)]
-    #[allow(dead_code)]
-    struct Row {
-        #[serde(rename = "A")]
-        a: JsonU64,
-        #[serde(rename = "B", default)]
-        b: Option<JsonI64>,
-        #[serde(rename = "C", default)]
-        c: Option<HexU64>,
-    }
-    let _ = serde_json::from_slice::<Table<Row>>(data);
-    let _ = serde_json::from_slice::<Vec<JsonU64>>(data);
-    if let Ok(s) = core::str::from_utf8(data) {
-        let _ = (parse_u64(s), parse_i64(s));
     }
 }

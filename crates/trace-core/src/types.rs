@@ -101,6 +101,7 @@ impl From<u32> for ThreadId {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -116,6 +116,7 @@ pub fn detection_error(name: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -272,6 +272,7 @@ fn map(file: &File) -> io::Result<memmap2::Mmap> {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use std::io::Write;

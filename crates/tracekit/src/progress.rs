@@ -48,7 +48,7 @@ impl Progress {
             return;
         }
         self.calls = self.calls.wrapping_add(1);
-        if self.calls % 64 != 0 {
+        if !self.calls.is_multiple_of(64) {
             return;
         }
         let now = Instant::now();

@@ -1,4 +1,12 @@
 //! The tracekit command line, end to end: one test binary (link once), one module per format.
+// Test code: panicking on a failed expectation is the point.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod amber;
 mod common;
