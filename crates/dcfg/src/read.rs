@@ -1,0 +1,832 @@
+//! Reading: JSON text (plain, bzip2 or gzip) → [`Dcfg`].
+//!
+//! Parsing goes through `serde_json` with integers taken exactly from numbers or hex strings
+//! ([`trace_core::json`]) and tables mapped by their header row. Unknown keys and unknown
+//! columns are skipped; optional sections may be missing; rows may be short where the
+//! trailing columns are optional (spec 1.2.2).
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use trace_core::Offset;
+use trace_core::json::{JsonU64, Table};
+
+use crate::error::Error;
+use crate::model::{
+    BasicBlock, Counts, Dcfg, Edge, EdgeType, Edges, FileName, Image, Loop, Process, Routine,
+    RoutineNode, SourceLine, SpecialNode, Symbol,
+};
+use crate::raw;
+
+/// The compression around a DCFG, recognised by its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Plain JSON.
+    None,
+    /// bzip2 (`BZh`), Intel's default (`.dcfg.json.bz2`).
+    Bzip2,
+    /// gzip (`1f 8b`).
+    Gzip,
+}
+
+impl Compression {
+    /// Recognises the compression from the first bytes of a file.
+    #[must_use]
+    pub fn detect(head: &[u8]) -> Compression {
+        if head.starts_with(b"BZh") {
+            Compression::Bzip2
+        } else if head.starts_with(&[0x1f, 0x8b]) {
+            Compression::Gzip
+        } else {
+            Compression::None
+        }
+    }
+}
+
+impl Dcfg {
+    /// Reads a DCFG from bytes: plain JSON, or bzip2/gzip-compressed JSON (recognised by
+    /// their magic bytes).
+    ///
+    /// # Errors
+    ///
+    /// Malformed JSON, a value of the wrong type, or a corrupt compressed stream; the
+    /// message names the JSON path and ends with the byte offset.
+    pub fn from_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
+        match Compression::detect(bytes) {
+            Compression::None => from_json_slice(bytes),
+            _ => Dcfg::from_reader(bytes),
+        }
+    }
+
+    /// Reads a DCFG from a stream (plain, bzip2 or gzip), parsing as it reads: memory is the
+    /// model plus small buffers.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dcfg::from_slice`], plus I/O errors.
+    pub fn from_reader<R: Read>(reader: R) -> Result<Dcfg, Error> {
+        let mut buf = BufReader::with_capacity(64 * 1024, reader);
+        let head = buf.fill_buf().map_err(|e| io_error("cannot read", 0, e))?;
+        match Compression::detect(head) {
+            Compression::None => from_json_reader(buf),
+            Compression::Bzip2 => from_json_reader(BufReader::with_capacity(
+                64 * 1024,
+                bzip2::read::MultiBzDecoder::new(buf),
+            )),
+            Compression::Gzip => from_json_reader(BufReader::with_capacity(
+                64 * 1024,
+                flate2::read::MultiGzDecoder::new(buf),
+            )),
+        }
+    }
+
+    /// Reads a DCFG file: `.json`, `.json.bz2` or `.json.gz` (recognised by content, not by
+    /// name). A plain file is read whole and parsed from memory (fastest); a compressed one
+    /// is decompressed and parsed as a stream.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dcfg::from_reader`], plus the file cannot be opened.
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Dcfg, Error> {
+        let path = path.as_ref();
+        let ctx = |what: &str| format!("{what} {}", path.display());
+        let mut file =
+            std::fs::File::open(path).map_err(|e| io_error(&ctx("cannot open"), 0, e))?;
+        let mut head = [0u8; 3];
+        let n = read_head(&mut file, &mut head).map_err(|e| io_error(&ctx("cannot read"), 0, e))?;
+        let head = head.get(..n).unwrap_or_default();
+        match Compression::detect(head) {
+            Compression::None => {
+                let mut bytes = head.to_vec();
+                file.read_to_end(&mut bytes)
+                    .map_err(|e| io_error(&ctx("cannot read"), n as u64, e))?;
+                from_json_slice(&bytes)
+            }
+            _ => Dcfg::from_reader(io::Cursor::new(head.to_vec()).chain(file)),
+        }
+    }
+}
+
+fn read_head(file: &mut std::fs::File, head: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while let Some(rest) = head.get_mut(n..) {
+        if rest.is_empty() {
+            break;
+        }
+        match file.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n = n.saturating_add(k),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn io_error(context: &str, offset: u64, source: io::Error) -> Error {
+    Error::Io {
+        context: context.to_owned(),
+        offset: Offset(offset),
+        source,
+    }
+}
+
+/// Parses plain JSON bytes.
+fn from_json_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = DcfgSeed
+        .deserialize(&mut de)
+        .and_then(|d| de.end().map(|()| d));
+    result.map_err(|e| {
+        let offset = line_col_to_offset(bytes, e.line(), e.column());
+        json_error(&e, offset)
+    })
+}
+
+/// Parses plain JSON from a stream, counting bytes for error offsets.
+fn from_json_reader<R: Read>(reader: R) -> Result<Dcfg, Error> {
+    let mut counting = Counting {
+        inner: reader,
+        count: 0,
+        io_error: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(&mut counting);
+    let result = DcfgSeed
+        .deserialize(&mut de)
+        .and_then(|d| de.end().map(|()| d));
+    drop(de);
+    result.map_err(|e| {
+        if let Some(io) = counting.io_error.take() {
+            return io_error("cannot read or decompress the input", counting.count, io);
+        }
+        json_error(&e, counting.count.saturating_sub(1))
+    })
+}
+
+struct Counting<R> {
+    inner: R,
+    count: u64,
+    io_error: Option<io::Error>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.count = self.count.saturating_add(n as u64);
+                Ok(n)
+            }
+            Err(e) => {
+                let kind = e.kind();
+                self.io_error = Some(e);
+                Err(io::Error::from(kind))
+            }
+        }
+    }
+}
+
+/// The byte offset of serde_json's 1-based (line, column) in `bytes`.
+fn line_col_to_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
+    if line == 0 {
+        return bytes.len() as u64;
+    }
+    let mut start = 0usize;
+    let mut remaining = line.saturating_sub(1);
+    if remaining > 0 {
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                remaining = remaining.saturating_sub(1);
+                if remaining == 0 {
+                    start = i.saturating_add(1);
+                    break;
+                }
+            }
+        }
+    }
+    let off = start.saturating_add(column.saturating_sub(1));
+    off.min(bytes.len()) as u64
+}
+
+fn json_error(e: &serde_json::Error, offset: u64) -> Error {
+    Error::Json {
+        offset: Offset(offset),
+        message: strip_positions(&e.to_string()),
+    }
+}
+
+/// Removes serde_json's " at line N column M" decorations (nested errors repeat them); the
+/// caller appends the byte offset instead.
+fn strip_positions(msg: &str) -> String {
+    const PAT: &str = " at line ";
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(PAT) {
+        let (before, after) = rest.split_at(i);
+        out.push_str(before);
+        let tail = after.get(PAT.len()..).unwrap_or_default();
+        match skip_line_column(tail) {
+            Some(t) => rest = t,
+            None => {
+                out.push_str(PAT);
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Given text after " at line ", skips "N column M" and returns the rest.
+fn skip_line_column(s: &str) -> Option<&str> {
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit());
+    let s = s.strip_prefix(" column ")?;
+    let t = s.trim_start_matches(|c: char| c.is_ascii_digit());
+    (t.len() < s.len()).then_some(t)
+}
+
+/// Wraps an error with the key or column it happened under.
+fn under<E: de::Error>(path: &str, e: impl fmt::Display) -> E {
+    E::custom(format_args!("{path}: {e}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers for integer arrays.
+
+struct U64Seq;
+
+impl<'de> Visitor<'de> for U64Seq {
+    type Value = Vec<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of integers")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+        let mut v = Vec::new();
+        while let Some(JsonU64(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(v)
+    }
+}
+
+fn de_u64_vec<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+    struct Opt;
+    impl<'de> Visitor<'de> for Opt {
+        type Value = Option<Vec<u64>>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of integers")
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(U64Seq).map(Some)
+        }
+    }
+    d.deserialize_option(Opt)
+}
+
+fn de_counts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Counts>, D::Error> {
+    struct Seq;
+    impl<'de> Visitor<'de> for Seq {
+        type Value = Counts;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of integers")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Counts, A::Error> {
+            let mut v = Counts::new();
+            while let Some(JsonU64(x)) = seq.next_element()? {
+                v.push(x);
+            }
+            Ok(v)
+        }
+    }
+    struct Opt;
+    impl<'de> Visitor<'de> for Opt {
+        type Value = Option<Counts>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of integers")
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(Seq).map(Some)
+        }
+    }
+    d.deserialize_option(Opt)
+}
+
+fn opt(v: Option<JsonU64>) -> Option<u64> {
+    v.map(|x| x.0)
+}
+
+// ---------------------------------------------------------------------------------------
+// Table rows (column names from `raw`).
+
+#[derive(Deserialize)]
+struct FileNameRow {
+    #[serde(rename = "FILE_NAME_ID")]
+    id: JsonU64,
+    #[serde(rename = "FILE_NAME")]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct EdgeTypeRow {
+    #[serde(rename = "EDGE_TYPE_ID")]
+    id: JsonU64,
+    #[serde(rename = "EDGE_TYPE")]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct SpecialNodeRow {
+    #[serde(rename = "NODE_ID")]
+    id: JsonU64,
+    #[serde(rename = "NODE_NAME")]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct ProcessRow {
+    #[serde(rename = "PROCESS_ID")]
+    id: JsonU64,
+    #[serde(rename = "PROCESS_DATA", default)]
+    data: Option<ProcessData>,
+}
+
+#[derive(Deserialize)]
+struct ImageRow {
+    #[serde(rename = "IMAGE_ID")]
+    id: JsonU64,
+    #[serde(rename = "LOAD_ADDR")]
+    load_addr: JsonU64,
+    #[serde(rename = "SIZE")]
+    size: JsonU64,
+    #[serde(rename = "IMAGE_DATA", default)]
+    data: Option<ImageData>,
+}
+
+#[derive(Deserialize)]
+struct SymbolRow {
+    #[serde(rename = "NAME")]
+    name: String,
+    #[serde(rename = "ADDR_OFFSET")]
+    addr_offset: JsonU64,
+    // The specification's own example spells the header "SIZE " (with a space).
+    #[serde(rename = "SIZE", alias = "SIZE ", default)]
+    size: Option<JsonU64>,
+}
+
+#[derive(Deserialize)]
+struct SourceRow {
+    #[serde(rename = "FILE_NAME_ID")]
+    file_name_id: JsonU64,
+    #[serde(rename = "LINE_NUM")]
+    line: JsonU64,
+    #[serde(rename = "ADDR_OFFSET")]
+    addr_offset: JsonU64,
+    #[serde(rename = "SIZE", default)]
+    size: Option<JsonU64>,
+    #[serde(rename = "NUM_INSTRS", default)]
+    num_instrs: Option<JsonU64>,
+}
+
+#[derive(Deserialize)]
+struct BlockRow {
+    #[serde(rename = "NODE_ID")]
+    id: JsonU64,
+    #[serde(rename = "ADDR_OFFSET")]
+    addr_offset: JsonU64,
+    #[serde(rename = "SIZE")]
+    size: JsonU64,
+    #[serde(rename = "NUM_INSTRS")]
+    num_instrs: JsonU64,
+    #[serde(rename = "LAST_INSTR_OFFSET", default)]
+    last_instr_offset: Option<JsonU64>,
+    #[serde(rename = "COUNT", default)]
+    count: Option<JsonU64>,
+}
+
+#[derive(Deserialize)]
+struct RoutineRow {
+    #[serde(rename = "ENTRY_NODE_ID")]
+    entry: JsonU64,
+    #[serde(rename = "EXIT_NODE_IDS", default, deserialize_with = "de_u64_vec")]
+    exits: Option<Vec<u64>>,
+    #[serde(rename = "NODES", default)]
+    nodes: Option<Table<NodeRow>>,
+    #[serde(rename = "LOOPS", default)]
+    loops: Option<Table<LoopRow>>,
+}
+
+#[derive(Deserialize)]
+struct NodeRow {
+    #[serde(rename = "NODE_ID")]
+    id: JsonU64,
+    #[serde(rename = "IDOM_NODE_ID")]
+    idom: JsonU64,
+}
+
+#[derive(Deserialize)]
+struct LoopRow {
+    #[serde(rename = "LOOP_HEAD_NODE_ID")]
+    head: JsonU64,
+    #[serde(
+        rename = "LOOP_BACK_EDGE_SOURCE_NODE_IDS",
+        default,
+        deserialize_with = "de_u64_vec"
+    )]
+    back_edge_sources: Option<Vec<u64>>,
+    #[serde(rename = "LOOP_NODE_IDS", default, deserialize_with = "de_u64_vec")]
+    nodes: Option<Vec<u64>>,
+    #[serde(rename = "PARENT_LOOP_HEAD_NODE_ID", default)]
+    parent: Option<JsonU64>,
+}
+
+#[derive(Deserialize)]
+struct EdgeRow {
+    #[serde(rename = "EDGE_ID")]
+    id: JsonU64,
+    #[serde(rename = "SOURCE_NODE_ID")]
+    source: JsonU64,
+    #[serde(rename = "TARGET_NODE_ID")]
+    target: JsonU64,
+    #[serde(rename = "EDGE_TYPE_ID")]
+    type_id: JsonU64,
+    #[serde(rename = "COUNT_PER_THREAD", default, deserialize_with = "de_counts")]
+    counts: Option<Counts>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Tables with conversion, streamed row by row.
+
+struct TableOf<R, T>(fn(R) -> T);
+
+impl<'de, R: Deserialize<'de>, T> DeserializeSeed<'de> for TableOf<R, T> {
+    type Value = Vec<T>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<T>, D::Error> {
+        let mut out = Vec::new();
+        let f = self.0;
+        trace_core::json::for_each_row(d, |row: R| {
+            out.push(f(row));
+            Ok(())
+        })?;
+        out.shrink_to_fit();
+        Ok(out)
+    }
+}
+
+fn next_table<'de, A: MapAccess<'de>, R: Deserialize<'de>, T>(
+    map: &mut A,
+    key: &str,
+    f: fn(R) -> T,
+) -> Result<Vec<T>, A::Error> {
+    map.next_value_seed(TableOf(f)).map_err(|e| under(key, e))
+}
+
+fn block(r: BlockRow) -> BasicBlock {
+    BasicBlock {
+        id: r.id.0,
+        addr_offset: r.addr_offset.0,
+        size: r.size.0,
+        num_instrs: r.num_instrs.0,
+        last_instr_offset: opt(r.last_instr_offset),
+        count: opt(r.count),
+    }
+}
+
+fn edge(r: EdgeRow) -> Edge {
+    Edge {
+        id: r.id.0,
+        source: r.source.0,
+        target: r.target.0,
+        type_id: r.type_id.0,
+        counts: r.counts.unwrap_or_default(),
+    }
+}
+
+fn routine(r: RoutineRow) -> Routine {
+    Routine {
+        entry: r.entry.0,
+        exits: r.exits.unwrap_or_default(),
+        nodes: r
+            .nodes
+            .map(|t| {
+                t.0.into_iter()
+                    .map(|n| RoutineNode {
+                        id: n.id.0,
+                        idom: n.idom.0,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        loops: r.loops.map(|t| {
+            t.0.into_iter()
+                .map(|l| Loop {
+                    head: l.head.0,
+                    back_edge_sources: l.back_edge_sources.unwrap_or_default(),
+                    nodes: l.nodes.unwrap_or_default(),
+                    parent: opt(l.parent),
+                })
+                .collect()
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Objects.
+
+struct DcfgSeed;
+
+impl<'de> DeserializeSeed<'de> for DcfgSeed {
+    type Value = Dcfg;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Dcfg, D::Error> {
+        d.deserialize_map(DcfgVisitor)
+    }
+}
+
+struct DcfgVisitor;
+
+impl<'de> Visitor<'de> for DcfgVisitor {
+    type Value = Dcfg;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a DCFG: a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Dcfg, A::Error> {
+        let mut dcfg = Dcfg::default();
+        let (mut major, mut minor) = (None, None);
+        while let Some(key) = map.next_key::<KeyBuf>()? {
+            match key.as_str() {
+                raw::MAJOR_VERSION => {
+                    major = Some(
+                        map.next_value::<JsonU64>()
+                            .map_err(|e| under(raw::MAJOR_VERSION, e))?
+                            .0,
+                    );
+                }
+                raw::MINOR_VERSION => {
+                    minor = Some(
+                        map.next_value::<JsonU64>()
+                            .map_err(|e| under(raw::MINOR_VERSION, e))?
+                            .0,
+                    );
+                }
+                raw::FILE_NAMES => {
+                    dcfg.file_names =
+                        Some(next_table(&mut map, raw::FILE_NAMES, |r: FileNameRow| {
+                            FileName {
+                                id: r.id.0,
+                                name: r.name,
+                            }
+                        })?);
+                }
+                raw::EDGE_TYPES => {
+                    dcfg.edge_types =
+                        Some(next_table(&mut map, raw::EDGE_TYPES, |r: EdgeTypeRow| {
+                            EdgeType {
+                                id: r.id.0,
+                                name: r.name,
+                            }
+                        })?);
+                }
+                raw::SPECIAL_NODES => {
+                    dcfg.special_nodes = Some(next_table(
+                        &mut map,
+                        raw::SPECIAL_NODES,
+                        |r: SpecialNodeRow| SpecialNode {
+                            id: r.id.0,
+                            name: r.name,
+                        },
+                    )?);
+                }
+                raw::PROCESSES => {
+                    dcfg.processes = next_table(&mut map, raw::PROCESSES, |r: ProcessRow| {
+                        let mut p = Process {
+                            id: r.id.0,
+                            ..Process::default()
+                        };
+                        if let Some(d) = r.data {
+                            p.has_data = true;
+                            p.instr_count = d.instr_count;
+                            p.instr_count_per_thread = d.instr_count_per_thread;
+                            p.images = d.images;
+                            p.edges = d.edges;
+                        }
+                        p
+                    })?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        dcfg.major_version = major.ok_or_else(|| de::Error::missing_field(raw::MAJOR_VERSION))?;
+        dcfg.minor_version = minor.ok_or_else(|| de::Error::missing_field(raw::MINOR_VERSION))?;
+        Ok(dcfg)
+    }
+}
+
+/// An object key, borrowed when the input allows.
+struct KeyBuf(String);
+
+impl KeyBuf {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for KeyBuf {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBuf, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = KeyBuf;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyBuf, E> {
+                Ok(KeyBuf(v.to_owned()))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+#[derive(Default)]
+struct ProcessData {
+    instr_count: Option<u64>,
+    instr_count_per_thread: Option<Vec<u64>>,
+    images: Option<Vec<Image>>,
+    edges: Option<Edges>,
+}
+
+impl<'de> Deserialize<'de> for ProcessData {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ProcessData, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ProcessData;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a process-data object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProcessData, A::Error> {
+                let mut p = ProcessData::default();
+                while let Some(key) = map.next_key::<KeyBuf>()? {
+                    match key.as_str() {
+                        raw::INSTR_COUNT => {
+                            p.instr_count = Some(
+                                map.next_value::<JsonU64>()
+                                    .map_err(|e| under(raw::INSTR_COUNT, e))?
+                                    .0,
+                            );
+                        }
+                        raw::INSTR_COUNT_PER_THREAD => {
+                            p.instr_count_per_thread = map
+                                .next_value_seed(U64VecSeed)
+                                .map(Some)
+                                .map_err(|e| under(raw::INSTR_COUNT_PER_THREAD, e))?;
+                        }
+                        raw::IMAGES => {
+                            p.images = Some(next_table(&mut map, raw::IMAGES, |r: ImageRow| {
+                                let mut img = Image {
+                                    id: r.id.0,
+                                    load_addr: r.load_addr.0,
+                                    size: r.size.0,
+                                    ..Image::default()
+                                };
+                                if let Some(d) = r.data {
+                                    img.has_data = true;
+                                    img.file_name_id = d.file_name_id;
+                                    img.symbols = d.symbols;
+                                    img.source_data = d.source_data;
+                                    img.basic_blocks = d.basic_blocks;
+                                    img.routines = d.routines;
+                                }
+                                img
+                            })?);
+                        }
+                        raw::EDGES => {
+                            let mut edges = Edges::from(next_table(&mut map, raw::EDGES, edge)?);
+                            edges.shrink_to_fit();
+                            p.edges = Some(edges);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+struct U64VecSeed;
+
+impl<'de> DeserializeSeed<'de> for U64VecSeed {
+    type Value = Vec<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u64>, D::Error> {
+        d.deserialize_seq(U64Seq)
+    }
+}
+
+#[derive(Default)]
+struct ImageData {
+    file_name_id: Option<u64>,
+    symbols: Option<Vec<Symbol>>,
+    source_data: Option<Vec<SourceLine>>,
+    basic_blocks: Option<Vec<BasicBlock>>,
+    routines: Option<Vec<Routine>>,
+}
+
+impl<'de> Deserialize<'de> for ImageData {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ImageData, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ImageData;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an image-data object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageData, A::Error> {
+                let mut img = ImageData::default();
+                while let Some(key) = map.next_key::<KeyBuf>()? {
+                    match key.as_str() {
+                        raw::FILE_NAME_ID => {
+                            img.file_name_id = Some(
+                                map.next_value::<JsonU64>()
+                                    .map_err(|e| under(raw::FILE_NAME_ID, e))?
+                                    .0,
+                            );
+                        }
+                        raw::SYMBOLS => {
+                            img.symbols =
+                                Some(next_table(&mut map, raw::SYMBOLS, |r: SymbolRow| Symbol {
+                                    name: r.name,
+                                    addr_offset: r.addr_offset.0,
+                                    size: opt(r.size),
+                                })?);
+                        }
+                        raw::SOURCE_DATA => {
+                            img.source_data =
+                                Some(next_table(&mut map, raw::SOURCE_DATA, |r: SourceRow| {
+                                    SourceLine {
+                                        file_name_id: r.file_name_id.0,
+                                        line: r.line.0,
+                                        addr_offset: r.addr_offset.0,
+                                        size: opt(r.size),
+                                        num_instrs: opt(r.num_instrs),
+                                    }
+                                })?);
+                        }
+                        raw::BASIC_BLOCKS => {
+                            img.basic_blocks =
+                                Some(next_table(&mut map, raw::BASIC_BLOCKS, block)?);
+                        }
+                        raw::ROUTINES => {
+                            img.routines = Some(next_table(&mut map, raw::ROUTINES, routine)?);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(img)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_stripped() {
+        assert_eq!(
+            strip_positions("A: b at line 3 column 7: c at line 3 column 9"),
+            "A: b: c"
+        );
+        assert_eq!(strip_positions("x at line y"), "x at line y");
+    }
+
+    #[test]
+    fn offsets_from_line_and_column() {
+        let s = b"ab\ncd\nef";
+        assert_eq!(line_col_to_offset(s, 1, 1), 0);
+        assert_eq!(line_col_to_offset(s, 2, 2), 4);
+        assert_eq!(line_col_to_offset(s, 3, 1), 6);
+        assert_eq!(line_col_to_offset(s, 9, 9), 8);
+    }
+}
