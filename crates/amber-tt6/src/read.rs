@@ -1,0 +1,645 @@
+//! TT6 and TT6E readers: a lazy zero-copy iterator over `&[u8]` ([`Tt6Reader`]) and a
+//! constant-memory reader over `io::Read` ([`Tt6StreamReader`]). Both share one decoder.
+//!
+//! Stream (notes §3): word 0 is the initial PC; then, in the opcode slot, an escape word
+//! (top 6 bits zero) and its payload, any number of times, then an instruction whose class
+//! decides how many words follow: flow → next PC, memory → EA, memory-extended → EA and a
+//! third word. A clean end is EOF at an opcode slot; escapes right before it are "dangling"
+//! (kept, reported, not an error). EOF inside a record is [`Error::Truncated`], returned
+//! after every complete record.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use trace_core::{LimitExceeded, Offset, UnexpectedEof};
+use zerocopy::FromBytes;
+
+use crate::escape::{EscapeRef, Escapes, SyncEvent};
+use crate::opcode::{self, Access, Class, Dialect, StreamControl, classify, is_escape};
+use crate::raw::{Word, escape_count};
+use crate::write::Instruction;
+use crate::{Error, limits};
+
+/// The part a record plays in TT6E's synthetic trap pair (`b 0x700`, then `rfi`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyntheticTrap {
+    /// A major-18 branch whose next PC is 0x700 (the trap vector).
+    Branch,
+    /// The `rfi` right after such a branch (the return from the trap).
+    Return,
+}
+
+/// One instruction record, with the escapes that preceded it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Instruction index (0 = first record after the initial PC; escapes are not counted).
+    pub index: u64,
+    /// File offset of the opcode word.
+    pub offset: Offset,
+    /// The classification tables used.
+    pub dialect: Dialect,
+    /// The instruction's address (initial PC, then PC + 4 or the previous next PC).
+    pub pc: u32,
+    /// The opcode word.
+    pub opcode: u32,
+    /// Its class under [`Record::dialect`].
+    pub class: Class,
+    /// The address of the next instruction: the flow record's word, else `pc + 4`.
+    pub next_pc: u32,
+    /// The data effective address (memory and memory-extended records).
+    pub ea: Option<u32>,
+    /// The third word of a memory-extended record: XER (`lswx`/`stswx`) or rB (`dst*`).
+    pub extra: Option<u32>,
+    /// The escape records attached to this instruction.
+    pub escapes: Escapes<'a>,
+    /// TT6E's synthetic trap pair, recognised.
+    pub trap: Option<SyntheticTrap>,
+}
+
+impl<'a> Record<'a> {
+    /// The mnemonic, if the opcode is a known one.
+    #[must_use]
+    pub fn mnemonic(&self) -> Option<&'static str> {
+        opcode::mnemonic(self.opcode)
+    }
+
+    /// What the instruction does with [`Record::ea`].
+    #[must_use]
+    pub fn access(&self) -> Option<Access> {
+        if self.ea.is_some() {
+            opcode::access(self.dialect, self.opcode)
+        } else {
+            None
+        }
+    }
+
+    /// Whether it is a store.
+    #[must_use]
+    pub fn is_store(&self) -> bool {
+        self.access() == Some(Access::Store)
+    }
+
+    /// The operand size in bytes (notes §7), with `cache_line` bytes for cache-block ops.
+    #[must_use]
+    pub fn operand_size(&self, cache_line: u32) -> Option<u32> {
+        self.ea?;
+        opcode::operand_size(self.dialect, self.opcode, self.extra, cache_line)
+    }
+
+    /// For `lswx`/`stswx`: the byte count from XER (third word `& 0x7F`).
+    #[must_use]
+    pub fn xer_byte_count(&self) -> Option<u32> {
+        match (self.access(), self.extra) {
+            (Some(Access::Load | Access::Store), Some(x)) => Some(x & 0x7F),
+            _ => None,
+        }
+    }
+
+    /// For `dst*`: the stream-control word rB, decoded.
+    #[must_use]
+    pub fn stream_control(&self) -> Option<StreamControl> {
+        match (self.access(), self.extra) {
+            (Some(Access::Stream), Some(x)) => Some(StreamControl::from_word(x)),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a trap instruction (`tw`, `td`, `twi`, `tdi`).
+    #[must_use]
+    pub fn is_trap(&self) -> bool {
+        opcode::is_trap(self.opcode)
+    }
+
+    /// Whether control did not fall through to `pc + 4`.
+    #[must_use]
+    pub fn taken(&self) -> bool {
+        self.next_pc != self.pc.wrapping_add(4)
+    }
+
+    /// The synchronization events among the escapes.
+    pub fn sync_events(&self) -> impl Iterator<Item = SyncEvent> + 'a {
+        self.escapes.iter().filter_map(|e| e.sync())
+    }
+
+    /// The owned model of this record (for the writers).
+    #[must_use]
+    pub fn to_instruction(&self) -> Instruction {
+        Instruction {
+            opcode: self.opcode,
+            next_pc: (self.class == Class::Flow).then_some(self.next_pc),
+            ea: self.ea,
+            extra: self.extra,
+            escapes: self.escapes.iter().map(|e| e.to_owned()).collect(),
+        }
+    }
+}
+
+/// What one decoding step found.
+#[derive(Debug)]
+pub(crate) enum Step<'a> {
+    /// A record, and how many words it used (escapes included).
+    Record(Record<'a>, usize),
+    /// A clean end; the escapes (possibly none) left dangling at the end.
+    End(Escapes<'a>),
+    /// More input is needed (streams only).
+    More,
+}
+
+/// The decoder state: PC and record index.
+#[derive(Clone, Debug)]
+pub(crate) struct Decoder {
+    dialect: Dialect,
+    pc: u32,
+    index: u64,
+    after_trap_branch: bool,
+}
+
+fn words_of(bytes: &[u8]) -> (&[Word], usize) {
+    let n = bytes.len() / 4;
+    match <[Word]>::ref_from_prefix_with_elems(bytes, n) {
+        Ok((w, rest)) => (w, rest.len()),
+        Err(_) => (&[], bytes.len()),
+    }
+}
+
+#[inline]
+fn byte_offset(base: u64, words: usize) -> u64 {
+    base.saturating_add((words as u64).saturating_mul(4))
+}
+
+impl Decoder {
+    pub(crate) fn new(dialect: Dialect, pc: u32) -> Decoder {
+        Decoder {
+            dialect,
+            pc,
+            index: 0,
+            after_trap_branch: false,
+        }
+    }
+
+    #[cold]
+    fn truncated(&self, offset: u64, needed: usize, available: usize) -> Error {
+        Error::Truncated {
+            record: self.index,
+            offset: Offset(offset),
+            needed: needed as u64,
+            available: available as u64,
+        }
+    }
+
+    /// Decodes one record from `words` (which start at an opcode slot, at file offset
+    /// `base`); `tail` is the count of stray bytes after the last whole word, `eof` whether
+    /// no more input will come. Updates the PC and index only when a record is returned.
+    #[inline]
+    pub(crate) fn decode<'a>(
+        &mut self,
+        words: &'a [Word],
+        base: u64,
+        tail: usize,
+        eof: bool,
+    ) -> Result<Step<'a>, Error> {
+        let mut i = 0usize;
+        loop {
+            let Some(w) = words.get(i) else {
+                if !eof {
+                    return Ok(Step::More);
+                }
+                if tail == 0 {
+                    return Ok(Step::End(Escapes::new(words, base)));
+                }
+                return Err(self.truncated(byte_offset(base, i), 4, tail));
+            };
+            let w = w.get();
+            if is_escape(w) {
+                let end = i
+                    .saturating_add(1)
+                    .saturating_add(usize::from(escape_count(w)));
+                if end > limits::MAX_ESCAPE_WORDS {
+                    return Err(LimitExceeded {
+                        offset: Offset(byte_offset(base, i)),
+                        what: "escape words before one instruction",
+                        found: end as u64,
+                        limit: limits::MAX_ESCAPE_WORDS as u64,
+                    }
+                    .into());
+                }
+                if end > words.len() {
+                    if !eof {
+                        return Ok(Step::More);
+                    }
+                    let have = words.len().saturating_sub(i).saturating_mul(4);
+                    return Err(self.truncated(
+                        byte_offset(base, i),
+                        end.saturating_sub(i).saturating_mul(4),
+                        have.saturating_add(tail),
+                    ));
+                }
+                i = end;
+                continue;
+            }
+            let class = classify(self.dialect, w);
+            let end = i.saturating_add(1).saturating_add(class.extra_words());
+            let Some(rest) = words.get(i.saturating_add(1)..end) else {
+                if !eof {
+                    return Ok(Step::More);
+                }
+                let have = words.len().saturating_sub(i).saturating_mul(4);
+                return Err(self.truncated(
+                    byte_offset(base, i),
+                    end.saturating_sub(i).saturating_mul(4),
+                    have.saturating_add(tail),
+                ));
+            };
+            let second = rest.first().map(|x| x.get());
+            let third = rest.get(1).map(|x| x.get());
+            let pc = self.pc;
+            let fall = pc.wrapping_add(4);
+            let (next_pc, ea, extra) = match class {
+                Class::Compute => (fall, None, None),
+                Class::Flow => (second.unwrap_or(fall), None, None),
+                Class::Memory => (fall, second, None),
+                Class::MemoryExtended => (fall, second, third),
+            };
+            let trap = if self.dialect == Dialect::Tt6e {
+                if class == Class::Flow && opcode::major(w) == 18 && next_pc == 0x700 {
+                    Some(SyntheticTrap::Branch)
+                } else if self.after_trap_branch && opcode::major(w) == 19 && opcode::minor(w) == 50
+                {
+                    Some(SyntheticTrap::Return)
+                } else {
+                    None
+                }
+            } else {
+                None
+            };
+            self.after_trap_branch = trap == Some(SyntheticTrap::Branch);
+            let record = Record {
+                index: self.index,
+                offset: Offset(byte_offset(base, i)),
+                dialect: self.dialect,
+                pc,
+                opcode: w,
+                class,
+                next_pc,
+                ea,
+                extra,
+                escapes: Escapes::new(words.get(..i).unwrap_or_default(), base),
+                trap,
+            };
+            self.pc = next_pc;
+            self.index = self.index.wrapping_add(1);
+            return Ok(Step::Record(record, end));
+        }
+    }
+}
+
+/// A TT6/TT6E trace in memory: the initial PC and a lazy record iterator.
+#[derive(Clone, Debug)]
+pub struct Tt6Reader<'a> {
+    data: &'a [u8],
+    dialect: Dialect,
+    initial_pc: u32,
+}
+
+impl<'a> Tt6Reader<'a> {
+    /// Reads the initial PC of `data`, a TT6 (`dialect` = Tt6) or TT6E trace.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Eof`] when `data` is shorter than one word.
+    pub fn new(data: &'a [u8], dialect: Dialect) -> Result<Tt6Reader<'a>, Error> {
+        let initial_pc = trace_core::Cursor::new(data).read_u32_be()?;
+        Ok(Tt6Reader {
+            data,
+            dialect,
+            initial_pc,
+        })
+    }
+
+    /// The PC of the first instruction.
+    #[must_use]
+    pub fn initial_pc(&self) -> u32 {
+        self.initial_pc
+    }
+
+    /// The classification tables in use.
+    #[must_use]
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The records, lazily; fused after the first error.
+    #[must_use]
+    pub fn records(&self) -> Records<'a> {
+        let body = self.data.get(4..).unwrap_or_default();
+        let (words, tail) = words_of(body);
+        Records {
+            words,
+            tail,
+            pos: 0,
+            dec: Decoder::new(self.dialect, self.initial_pc),
+            done: false,
+            dangling: Escapes::default(),
+        }
+    }
+}
+
+/// The lazy record iterator of a [`Tt6Reader`].
+#[derive(Clone, Debug)]
+pub struct Records<'a> {
+    words: &'a [Word],
+    tail: usize,
+    pos: usize,
+    dec: Decoder,
+    done: bool,
+    dangling: Escapes<'a>,
+}
+
+impl<'a> Records<'a> {
+    /// Escapes after the last instruction (no instruction to attach them to); meaningful
+    /// once the iterator returned `None`.
+    #[must_use]
+    pub fn dangling_escapes(&self) -> Escapes<'a> {
+        self.dangling
+    }
+
+    /// The PC the next instruction would have (after the end: the last next PC).
+    #[must_use]
+    pub fn pc(&self) -> u32 {
+        self.dec.pc
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Record<'a>, Error>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let words = self.words.get(self.pos..).unwrap_or_default();
+        let base = byte_offset(4, self.pos);
+        match self.dec.decode(words, base, self.tail, true) {
+            Ok(Step::Record(r, n)) => {
+                self.pos = self.pos.saturating_add(n);
+                Some(Ok(r))
+            }
+            Ok(Step::End(e)) => {
+                self.dangling = e;
+                self.done = true;
+                None
+            }
+            Ok(Step::More) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            (0, Some(0))
+        } else {
+            (0, Some(self.words.len().saturating_sub(self.pos)))
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Records<'_> {}
+
+/// A TT6/TT6E reader over `io::Read` with a bounded buffer (64 KiB, growing only for long
+/// runs of escapes, up to [`limits::MAX_ESCAPE_WORDS`] words). Records borrow the buffer,
+/// so this is a lending reader: call [`Tt6StreamReader::next_record`] in a `while let`.
+#[derive(Debug)]
+pub struct Tt6StreamReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// File offset of `buf[start]`.
+    base: u64,
+    dec: Decoder,
+    done: bool,
+    dialect: Dialect,
+    initial_pc: u32,
+}
+
+const STREAM_BUF: usize = 64 * 1024;
+const MAX_STREAM_BUF: usize = (limits::MAX_ESCAPE_WORDS + 8) * 4;
+
+impl<R: Read> Tt6StreamReader<R> {
+    /// Reads the initial PC from `inner`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Eof`] if the stream is shorter than one word, [`Error::Io`] if it fails.
+    pub fn new(inner: R, dialect: Dialect) -> Result<Tt6StreamReader<R>, Error> {
+        let mut r = Tt6StreamReader {
+            inner,
+            buf: vec![0; STREAM_BUF],
+            start: 0,
+            end: 0,
+            eof: false,
+            base: 0,
+            dec: Decoder::new(dialect, 0),
+            done: false,
+            dialect,
+            initial_pc: 0,
+        };
+        r.fill_to(4)?;
+        let head = r.buf.get(..r.end).unwrap_or_default();
+        let Some(pc) = head.first_chunk::<4>().map(|b| u32::from_be_bytes(*b)) else {
+            return Err(UnexpectedEof {
+                offset: Offset(0),
+                needed: 4,
+                available: r.end as u64,
+            }
+            .into());
+        };
+        r.initial_pc = pc;
+        r.dec = Decoder::new(dialect, pc);
+        r.start = 4;
+        r.base = 4;
+        Ok(r)
+    }
+
+    /// The PC of the first instruction.
+    #[must_use]
+    pub fn initial_pc(&self) -> u32 {
+        self.initial_pc
+    }
+
+    /// The classification tables in use.
+    #[must_use]
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// How many bytes of the stream have been consumed by returned records.
+    #[must_use]
+    pub fn position(&self) -> u64 {
+        self.base
+    }
+
+    /// Reads until at least `want` bytes are buffered from `start`, or EOF.
+    fn fill_to(&mut self, want: usize) -> Result<(), Error> {
+        while !self.eof && self.end.saturating_sub(self.start) < want {
+            if self.start > 0 && self.end == self.buf.len() {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end = self.end.saturating_sub(self.start);
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let grow = self.buf.len().saturating_mul(2).min(MAX_STREAM_BUF);
+                if grow <= self.buf.len() {
+                    return Ok(());
+                }
+                self.buf.resize(grow, 0);
+            }
+            let space = self.buf.get_mut(self.end..).unwrap_or_default();
+            match self.inner.read(space) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end = self.end.saturating_add(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(Error::Io {
+                        offset: Offset(
+                            self.base
+                                .saturating_add(self.end.saturating_sub(self.start) as u64),
+                        ),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next record, `None` at the end (or after an error).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] for a record cut by EOF, [`Error::Io`], [`Error::Limit`].
+    pub fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        if self.done {
+            return None;
+        }
+        // A whole instruction record is at most 12 bytes; escapes may need more.
+        let mut want = 12usize;
+        loop {
+            if let Err(e) = self.fill_to(want) {
+                self.done = true;
+                return Some(Err(e));
+            }
+            let avail = self.buf.get(self.start..self.end).unwrap_or_default();
+            let (words, _) = words_of(avail);
+            let simple = avail.len() >= 12 && words.first().is_some_and(|w| !is_escape(w.get()));
+            if simple || self.eof || avail.len() < want {
+                // `avail.len() < want` without EOF: the buffer cannot grow (unreachable, as
+                // the escape limit is checked before a run outgrows it).
+                break;
+            }
+            let mut probe = self.dec.clone();
+            match probe.decode(words, self.base, 0, false) {
+                Ok(Step::More) => want = avail.len().saturating_add(4),
+                _ => break,
+            }
+        }
+        let avail = self.buf.get(self.start..self.end).unwrap_or_default();
+        let (words, tail) = words_of(avail);
+        match self.dec.decode(words, self.base, tail, self.eof) {
+            Ok(Step::Record(r, n)) => {
+                let bytes = n.saturating_mul(4);
+                self.start = self.start.saturating_add(bytes);
+                self.base = self.base.saturating_add(bytes as u64);
+                Some(Ok(r))
+            }
+            Ok(Step::End(_) | Step::More) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Escapes left after the last instruction, once [`Tt6StreamReader::next_record`]
+    /// returned `None`.
+    #[must_use]
+    pub fn dangling_escapes(&self) -> Escapes<'_> {
+        if !self.done {
+            return Escapes::default();
+        }
+        let avail = self.buf.get(self.start..self.end).unwrap_or_default();
+        let (words, tail) = words_of(avail);
+        if tail == 0 {
+            Escapes::new(words, self.base)
+        } else {
+            Escapes::default()
+        }
+    }
+}
+
+/// Counts of a TT6/TT6E trace, as `tracekit info` prints them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Instructions (records).
+    pub instructions: u64,
+    /// Records per class, indexed by `Class as usize`.
+    pub per_class: [u64; 4],
+    /// Escape records per code.
+    pub escapes: BTreeMap<u16, u64>,
+    /// Synchronization events (signal, broadcast, wait, try-wait escapes).
+    pub sync_events: u64,
+    /// Taken flow records (next PC ≠ PC + 4).
+    pub taken: u64,
+    /// Trap instructions and synthetic trap pairs (counted on the branch).
+    pub traps: u64,
+    /// Escapes after the last instruction.
+    pub dangling_escapes: u64,
+}
+
+impl Summary {
+    /// Adds one record.
+    #[inline]
+    pub fn add(&mut self, r: &Record<'_>) {
+        self.instructions = self.instructions.wrapping_add(1);
+        if let Some(c) = self.per_class.get_mut(r.class as usize) {
+            *c = c.wrapping_add(1);
+        }
+        if r.class == Class::Flow && r.taken() {
+            self.taken = self.taken.wrapping_add(1);
+        }
+        if r.is_trap() || r.trap == Some(SyntheticTrap::Branch) {
+            self.traps = self.traps.wrapping_add(1);
+        }
+        if !r.escapes.is_empty() {
+            for e in r.escapes {
+                self.add_escape(&e);
+            }
+        }
+    }
+
+    /// Records of class `c`.
+    #[must_use]
+    pub fn class_count(&self, c: Class) -> u64 {
+        self.per_class.get(c as usize).copied().unwrap_or(0)
+    }
+
+    /// Adds one escape.
+    pub fn add_escape(&mut self, e: &EscapeRef<'_>) {
+        let n = self.escapes.entry(e.code).or_insert(0);
+        *n = n.wrapping_add(1);
+        if e.kind().is_sync() {
+            self.sync_events = self.sync_events.wrapping_add(1);
+        }
+    }
+}
