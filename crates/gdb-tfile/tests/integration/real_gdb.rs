@@ -1,0 +1,255 @@
+//! Real GDB in the tests: files recorded on this machine with gdb + gdbserver are read by
+//! us and compared with what gdb prints for the same file; files from our writer are opened
+//! by gdb, which must report the same status, frames and values.
+
+use std::time::Instant;
+
+use gdb_tfile::{
+    BlockData, FrameData, FrameIndex, ReadOptions, StopReason, TraceFile, TraceFileData, write,
+};
+
+use super::gdb::{self, GdbFrame};
+
+fn tp_of(file: &TraceFile<'_>, at: &[u8]) -> i16 {
+    let t = file
+        .description()
+        .tracepoints
+        .iter()
+        .find(|t| t.at() == Some(at))
+        .unwrap();
+    i16::try_from(t.number).unwrap()
+}
+
+/// Our view of every frame, in the shape of [`GdbFrame`].
+fn our_frames(file: &TraceFile<'_>, mem_tp: i16, mem_addr: u64) -> Vec<GdbFrame> {
+    let td = file.tdesc().expect("the file has a target description");
+    file.frames()
+        .map(|f| {
+            let f = f.unwrap();
+            let rip = f.register(td, "rip").unwrap().and_then(|v| v.as_u64());
+            let (mem, hits) = if f.tracepoint == mem_tp {
+                let m = f.memory(mem_addr, 4).unwrap();
+                let m: Vec<u8> = m.into_iter().map(Option::unwrap).collect();
+                let hits = f
+                    .tsvs()
+                    .unwrap()
+                    .iter()
+                    .find(|(n, _)| *n == 2)
+                    .map(|(_, v)| *v);
+                (
+                    Some(i64::from(i32::from_le_bytes(m.try_into().unwrap()))),
+                    hits,
+                )
+            } else {
+                (None, None)
+            };
+            GdbFrame {
+                index: f.index,
+                tracepoint: i64::from(f.tracepoint),
+                rip,
+                mem,
+                hits,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn real_file_reads_like_gdb_and_round_trips() {
+    if !gdb::available("real_file_reads_like_gdb_and_round_trips") {
+        return;
+    }
+    let rec = gdb::recording();
+    let bytes = std::fs::read(&rec.tfile).unwrap();
+    let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+    let d = file.description();
+
+    // Byte-exact round trip of a file GDB wrote.
+    let again = write::to_bytes(&file.to_data().unwrap(), file.layout().endian).unwrap();
+    assert!(
+        again == bytes,
+        "read + write changed the bytes of {}",
+        rec.tfile.display()
+    );
+
+    // The description: what the recording script asked for.
+    let st = d.status.as_ref().unwrap();
+    assert_eq!(st.stop_reason, StopReason::Stop);
+    assert_eq!(st.stop_description.as_deref(), Some(&b"done-tracing"[..]));
+    assert_eq!(st.username.as_deref(), Some(&b"alice"[..]));
+    assert_eq!(st.notes.as_deref(), Some(&b"first-notes"[..]));
+    assert_eq!(st.size, Some(67_108_864));
+    let neg = d.tsvs.iter().find(|t| t.name == b"neg").unwrap();
+    assert_eq!(neg.initial, -5);
+    let traceme = d
+        .tracepoints
+        .iter()
+        .find(|t| t.at() == Some(b"traceme"))
+        .unwrap();
+    // The tracepoint sits after traceme's prologue.
+    assert!((rec.traceme..rec.traceme + 32).contains(&traceme.address));
+    assert_eq!(traceme.hits_decimal(), Some(gdb::ITERATIONS));
+    let cond = d
+        .tracepoints
+        .iter()
+        .find(|t| t.at() == Some(b"cond_fn"))
+        .unwrap();
+    assert_eq!(cond.step_count, 3);
+    assert!(cond.condition.is_some() && !cond.step_actions.is_empty());
+    assert_eq!(cond.cond_source(), Some(&b"i % 500 == 7"[..]));
+    // GDB writes tracepoints in reverse order: cond_fn (defined last) comes first.
+    assert!(d.tracepoints[0].at() == Some(b"cond_fn"));
+    // The register layout adds up to the R size.
+    let td = file.tdesc().unwrap();
+    assert_eq!(td.architecture.as_deref(), Some("i386:x86-64"));
+    assert_eq!(td.check_size(d.register_size.unwrap()), Ok(()));
+
+    // Frames: as many as the status says, at least 1000.
+    let n = file.frames().count() as u64;
+    assert!(n >= 1000, "only {n} frames");
+    assert_eq!(st.frames, Some(n));
+    let tp = tp_of(&file, b"traceme");
+    let ours = our_frames(&file, tp, rec.testglob);
+    // Independent check (from the C source): at the k-th call of traceme, testglob still
+    // holds the previous call's 3 * (k - 1), and $hits was incremented before collection.
+    let mut k = 0i64;
+    for f in ours.iter().filter(|f| f.tracepoint == i64::from(tp)) {
+        assert_eq!(
+            f.mem,
+            Some(if k == 0 { 0 } else { 3 * (k - 1) }),
+            "frame {}",
+            f.index
+        );
+        assert_eq!(f.hits, Some(k + 1));
+        assert_eq!(f.rip, Some(traceme.address));
+        k += 1;
+    }
+    assert_eq!(k as u64, gdb::ITERATIONS);
+
+    // And GDB agrees, frame by frame.
+    let t = Instant::now();
+    let (status, theirs) = gdb::gdb_frames(&rec.dir, &rec.tfile, i64::from(tp), rec.testglob);
+    eprintln!(
+        "gdb visited {} frames with a tfind loop in {:?}",
+        theirs.len(),
+        t.elapsed()
+    );
+    assert_eq!(
+        gdb::number_after(&status, "Collected "),
+        Some(n),
+        "{status}"
+    );
+    assert!(
+        status.contains("Trace stopped by a tstop command (done-tracing)."),
+        "{status}"
+    );
+    assert!(status.contains("Trace user is alice."), "{status}");
+    assert_eq!(
+        gdb::number_after(&status, "Trace buffer has "),
+        st.free,
+        "{status}"
+    );
+    assert_eq!(theirs.len(), ours.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(a, b);
+    }
+
+    // The index answers tfind lookups like GDB would.
+    let idx = FrameIndex::new(&file).unwrap();
+    assert_eq!(idx.len() as u64, n);
+    let first_cond = ours
+        .iter()
+        .position(|f| f.tracepoint != i64::from(tp))
+        .unwrap();
+    assert_eq!(
+        idx.find_tracepoint(tp_of(&file, b"cond_fn"), 0),
+        Some(first_cond)
+    );
+    let second_traceme = 1 + ours[1..]
+        .iter()
+        .position(|f| f.tracepoint == i64::from(tp))
+        .unwrap();
+    assert_eq!(idx.find_pc(traceme.address, 1), Some(second_traceme));
+    assert_eq!(idx.find_memory(rec.testglob, 4, 0), Some(0));
+}
+
+/// A file made by our writer from scratch (with the real file's target description) is
+/// read by GDB with the same status, frames, registers, memory and TSV values.
+#[test]
+fn gdb_reads_files_we_write() {
+    if !gdb::available("gdb_reads_files_we_write") {
+        return;
+    }
+    let rec = gdb::recording();
+    let bytes = std::fs::read(&rec.tfile).unwrap();
+    let real = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+    let td = real.tdesc().unwrap();
+    let rip = td.register("rip").unwrap().offset;
+    let rsize = real.description().register_size.unwrap() as usize;
+    let tp = tp_of(&real, b"traceme");
+    let mut description = real.description().clone();
+    let frames: Vec<FrameData> = (0..300i64)
+        .map(|i| {
+            let mut regs = vec![0u8; rsize];
+            let pc = 0x40_1000 + i as u64 * 0x10;
+            regs[rip..rip + 8].copy_from_slice(&pc.to_le_bytes());
+            let mut blocks = vec![BlockData::Registers(regs)];
+            if i % 3 != 2 {
+                blocks.push(BlockData::Memory {
+                    address: rec.testglob,
+                    data: ((i * 7) as i32).to_le_bytes().to_vec(),
+                });
+                blocks.push(BlockData::Tsv {
+                    number: 2,
+                    value: i * 11,
+                });
+            }
+            FrameData {
+                tracepoint: if i % 3 == 2 { tp + 1 } else { tp },
+                blocks,
+            }
+        })
+        .collect();
+    let st = description.status.as_mut().unwrap();
+    st.frames = Some(frames.len() as u64);
+    st.created = Some(frames.len() as u64);
+    st.free = Some(0x1234);
+    st.stop_description = Some(b"written-by-us".to_vec());
+    st.username = Some(b"bob".to_vec());
+    let data = TraceFileData {
+        description,
+        frames,
+        end: vec![0; 4],
+    };
+    let ours = write::to_bytes(&data, gdb_tfile::Endian::Little).unwrap();
+    let path = rec.dir.join("ours.tf");
+    std::fs::write(&path, &ours).unwrap();
+
+    let (status, theirs) = gdb::gdb_frames(&rec.dir, &path, i64::from(tp), rec.testglob);
+    assert_eq!(
+        gdb::number_after(&status, "Collected "),
+        Some(300),
+        "{status}"
+    );
+    assert!(status.contains("(written-by-us)"), "{status}");
+    assert!(status.contains("Trace user is bob."), "{status}");
+    assert_eq!(
+        gdb::number_after(&status, "Trace buffer has "),
+        Some(0x1234)
+    );
+    assert_eq!(theirs.len(), 300);
+    for (i, f) in theirs.iter().enumerate() {
+        let i = i as i64;
+        let expect_tp = if i % 3 == 2 { tp + 1 } else { tp };
+        assert_eq!(f.index as i64, i);
+        assert_eq!(f.tracepoint, i64::from(expect_tp));
+        assert_eq!(f.rip, Some(0x40_1000 + i as u64 * 0x10));
+        if i % 3 != 2 {
+            assert_eq!(f.mem, Some(i * 7));
+            assert_eq!(f.hits, Some(i * 11));
+        }
+    }
+    // And we read our own file back the same way.
+    let back = TraceFile::parse(&ours, ReadOptions::default()).unwrap();
+    assert_eq!(back.to_data().unwrap(), data);
+}
