@@ -1,5 +1,119 @@
 //! Read and write x64dbg trace files (`.trace64`, `.trace32`): the `TRAC` magic, the JSON
-//! header and the binary instruction blocks, with register state at any instruction.
+//! header and the binary instruction blocks, with the register state at any instruction.
 //!
-//! Specification: `specs/formats/x64dbg-trace-format.md`. Not implemented yet: see the
-//! `trac-x64dbg` issue.
+//! x64dbg's run traces record, for every single-stepped instruction, its thread, its bytes,
+//! the registers that change (delta-encoded against a full register dump written at the
+//! start and every 512 instructions) and the memory words it touches. The format is
+//! described in `specs/formats/x64dbg-trace-format.md`; how x64dbg really writes and reads
+//! it (register tables, the thread-id bug, user blocks, appended sessions) in
+//! `specs/notes/x64dbg-notes.md`.
+//!
+//! # Features of this crate
+//!
+//! - [`Header`]: the prefix and JSON header (serde; unknown keys kept; `ver` must be 1; the
+//!   length is bounded by the input and by [`raw::MAX_HEADER_LEN`]).
+//! - [`Trace::blocks`]: a lazy, zero-copy, fused iterator of [`Block`]s over `&[u8]` (for
+//!   example a memory-mapped file); [`StreamReader`]: the same over any `io::Read`, in
+//!   constant memory. Instructions expose thread, opcode, register changes with absolute
+//!   REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
+//!   [`UserBlock`]s and do not count as instructions. Every violation (block type, counts,
+//!   indices, opcode length, truncation) is an [`Error`] with its file offset.
+//! - The pre-PR-#3920 thread-id bug is detected and recovered ([`ThreadIdMode`]).
+//! - [`RegDump`]: the x64/x86 register dump with named accessors; [`Trace::replay`]: the
+//!   state before every instruction; [`Trace::build_index`] + [`Trace::seek`]: random
+//!   access by replaying at most one full-dump interval.
+//! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
+//!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
+//!
+//! No cargo features.
+//!
+//! # Example
+//!
+//! ```
+//! use trac_x64dbg::{Arch, Header, Recorder, RecorderOptions, RegDump, Step, Trace, Writer};
+//!
+//! // Record three instructions of one thread.
+//! let writer = Writer::new(Vec::new(), &Header::new(Arch::X64, r"C:\app.exe"))?;
+//! let mut rec = Recorder::new(writer, RecorderOptions::default());
+//! let mut regs = RegDump::new(Arch::X64);
+//! for (i, rip) in [0x1000u64, 0x1004, 0x1008].into_iter().enumerate() {
+//!     regs.set_ip(rip);
+//!     regs.set_word(0, i as u64); // rax
+//!     rec.step(Step { thread: 7, opcode: vec![0x48, 0xff, 0xc0], regs: regs.clone(), mem: vec![] })?;
+//! }
+//! let bytes = rec.finish()?;
+//!
+//! // Read it back with the register state before each instruction.
+//! let trace = Trace::parse(&bytes)?;
+//! let mut replay = trace.replay();
+//! let mut pcs = Vec::new();
+//! while let Some(ins) = replay.next_instruction() {
+//!     let ins = ins?;
+//!     assert_eq!(ins.thread(), 7);
+//!     pcs.push(replay.regs().ip());
+//! }
+//! assert_eq!(pcs, [0x1000, 0x1004, 0x1008]);
+//!
+//! // Random access.
+//! let index = trace.build_index()?;
+//! let (ins, replay) = trace.seek(&index, 2)?;
+//! assert_eq!((ins.index(), replay.regs().cax()), (2, 2));
+//! # Ok::<(), trac_x64dbg::Error>(())
+//! ```
+
+mod error;
+mod header;
+mod model;
+pub mod raw;
+mod read;
+mod regs;
+#[doc(hidden)]
+pub mod synth;
+mod write;
+
+pub use error::Error;
+pub use header::{Arch, Header};
+pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
+pub use read::{
+    Block, Blocks, Index, Instruction, MemAccesses, ReadOptions, RegChanges, Replay, StreamReader,
+    ThreadIdMode, Trace, UserBlock, read_records,
+};
+pub use regs::{DebugReg, MAX_WORDS, RegDump, Segment, X87Fpu, X87Register, word_names};
+pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
+
+/// Fuzzing entry point: parses `data` every way the crate can (blocks, replay, index and
+/// seeks, streaming) and re-writes what it read. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_read(data: &[u8]) {
+    for mode in [ThreadIdMode::Recover, ThreadIdMode::Flag] {
+        let opts = ReadOptions { thread_ids: mode };
+        let Ok(trace) = Trace::with_options(data, opts) else {
+            continue;
+        };
+        let mut records = Vec::new();
+        for b in trace.blocks() {
+            match b {
+                Ok(b) => records.push(b.to_record()),
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            }
+        }
+        let mut replay = trace.replay();
+        while let Some(Ok(_)) = replay.next_instruction() {
+            let _ = replay.regs().ip();
+        }
+        let (index, _) = trace.build_index_partial();
+        let n = index.instructions();
+        for i in [0, n / 2, n.saturating_sub(1), n] {
+            let _ = trace.seek(&index, i);
+        }
+        if let Ok(mut stream) = StreamReader::with_options(data, opts) {
+            while let Some(Ok(_)) = stream.next_block() {}
+        }
+        // Write back exactly what was read: must succeed and read back the same.
+        if let Ok(bytes) = write_records(trace.header(), &records) {
+            let _ = read_records(&bytes);
+        }
+    }
+}

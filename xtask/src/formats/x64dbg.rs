@@ -1,10 +1,216 @@
-//! xtask hooks for x64dbg.
+//! xtask hooks for x64dbg: fixtures under `testdata/x64dbg/`, synthetic traces and the
+//! benchmark rows, all made by `trac-x64dbg`'s own writer and synthetic machine.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use trac_x64dbg::synth::{self, Machine, Options};
+use trac_x64dbg::{Arch, Block, Header, Recorder, RecorderOptions, Trace, Writer};
 
 use super::FormatTasks;
+use crate::bench::{BenchCase, BenchConfig};
+use crate::fixtures::Fixtures;
 
 pub const TASKS: FormatTasks = FormatTasks {
     name: "x64dbg",
-    fixtures: None,
-    synth: None,
-    bench: None,
+    fixtures: Some(fixtures),
+    synth: Some(synth_trace),
+    bench: Some(bench),
 };
+
+const PATH64: &str = r"C:\Users\re\Desktop\crackme.exe";
+const PATH32: &str = r"C:\Program Files (x86)\Tools\app32.exe";
+
+fn opts(arch: Arch, threads: u32, max_run: u64, seed: u64) -> Options {
+    Options {
+        arch,
+        threads,
+        max_run,
+        seed,
+    }
+}
+
+fn legacy() -> RecorderOptions {
+    RecorderOptions {
+        legacy_thread_ids: true,
+        ..RecorderOptions::default()
+    }
+}
+
+/// Two recording sessions in one file (the second appended without a header), with user
+/// blocks 0x81 (PR #3752's test text) and 0x80 (a supertrace-style meta block).
+fn sessions() -> Vec<u8> {
+    let header = Header::new(Arch::X64, PATH64);
+    let writer = Writer::new(Vec::new(), &header).unwrap();
+    let mut rec = Recorder::new(writer, RecorderOptions::default());
+    let mut m = Machine::new(opts(Arch::X64, 2, 80, 5));
+    for _ in 0..300 {
+        rec.step(m.step()).unwrap();
+    }
+    rec.user_block(0x81, b"Hello LingMo").unwrap();
+    rec.new_session().unwrap();
+    let mut m = Machine::new(opts(Arch::X64, 2, 120, 6));
+    for _ in 0..700 {
+        rec.step(m.step()).unwrap();
+    }
+    rec.user_block(0x80, &[0x01, 0x00, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef])
+        .unwrap();
+    rec.finish().unwrap()
+}
+
+fn small(arch: Arch) -> Vec<u8> {
+    synth::trace(opts(arch, 1, 10, 9), 4, RecorderOptions::default(), PATH64)
+}
+
+fn with(mut base: Vec<u8>, tail: &[u8]) -> Vec<u8> {
+    base.extend_from_slice(tail);
+    base
+}
+
+fn fixtures(fx: &mut Fixtures) {
+    let d = RecorderOptions::default();
+    fx.add(
+        "x64dbg/basic.trace64",
+        synth::trace(opts(Arch::X64, 3, 150, 1), 1100, d, PATH64),
+    );
+    fx.add(
+        "x64dbg/basic.trace32",
+        synth::trace(opts(Arch::X86, 2, 200, 2), 700, d, PATH32),
+    );
+    fx.add(
+        "x64dbg/legacy-tid.trace64",
+        synth::trace(opts(Arch::X64, 3, 6, 3), 600, legacy(), PATH64),
+    );
+    fx.add(
+        "x64dbg/legacy-tid.trace32",
+        synth::trace(opts(Arch::X86, 2, 4, 4), 300, legacy(), PATH32),
+    );
+    fx.add("x64dbg/sessions.trace64", sessions());
+
+    // Negative fixtures, one per error.
+    let json = Header::new(Arch::X64, PATH64).to_json();
+    let mut truncated = b"TRAC".to_vec();
+    truncated.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    truncated.extend_from_slice(&json.as_bytes()[..40]);
+    fx.add("x64dbg/err-truncated-header.bin", truncated);
+    let mut huge = b"TRAC".to_vec();
+    huge.extend_from_slice(&0x7fff_ffffu32.to_le_bytes());
+    huge.extend_from_slice(br#"{"ver":1,"arch":"x64"}"#);
+    fx.add("x64dbg/err-huge-header.bin", huge);
+    let v2 = br#"{"ver":2,"arch":"x64","hashAlgorithm":"murmurhash","hash":"0x0","compression":"","path":""}"#;
+    let mut bad_version = b"TRAC".to_vec();
+    bad_version.extend_from_slice(&(v2.len() as u32).to_le_bytes());
+    bad_version.extend_from_slice(v2);
+    let first_block = &small(Arch::X64)[8 + json.len()..];
+    bad_version.extend_from_slice(first_block);
+    fx.add("x64dbg/err-bad-version.bin", bad_version);
+    // "Unsupported block type 51" (x64dbg issue #3888).
+    fx.add(
+        "x64dbg/err-bad-block-type.bin",
+        with(small(Arch::X64), &[0x33, 0x00, 0x00, 0x01, 0x90]),
+    );
+    // 173 register changes on x64.
+    fx.add(
+        "x64dbg/err-too-many-registers.bin",
+        with(small(Arch::X64), &[0x00, 173, 0x00, 0x01, 0x90]),
+    );
+    // x86: positions 200 then 20 reach index 221 of 216.
+    let mut oob = vec![0x00, 2, 0x00, 0x01, 0x90, 200, 20];
+    oob.extend_from_slice(&[0; 8]);
+    fx.add(
+        "x64dbg/err-register-out-of-range.bin",
+        with(small(Arch::X86), &oob),
+    );
+    fx.add(
+        "x64dbg/err-too-many-memory-accesses.bin",
+        with(small(Arch::X64), &[0x00, 0x00, 33, 0x01, 0x90]),
+    );
+    fx.add(
+        "x64dbg/err-empty-opcode.bin",
+        with(small(Arch::X64), &[0x00, 0x01, 0x00, 0x00, 0x00, 0x2a]),
+    );
+    // The last block cut in the middle (a recording that stopped mid-write).
+    let whole = synth::trace(opts(Arch::X64, 2, 3, 10), 6, d, PATH64);
+    fx.add(
+        "x64dbg/err-truncated-block.bin",
+        whole[..whole.len() - 7].to_vec(),
+    );
+}
+
+fn synth_trace(records: u64, seed: u64) -> Vec<u8> {
+    synth::trace(
+        opts(Arch::X64, 4, 300, seed),
+        records,
+        RecorderOptions::default(),
+        PATH64,
+    )
+}
+
+/// Decodes every field of every block; returns the instruction count.
+fn run_blocks(bytes: &[u8]) -> u64 {
+    let trace = Trace::parse(bytes).unwrap();
+    let mut n = 0u64;
+    let mut acc = 0u64;
+    for b in trace.blocks() {
+        match b.unwrap() {
+            Block::Instruction(ins) => {
+                n += 1;
+                acc ^= u64::from(ins.thread()) ^ ins.opcode().len() as u64;
+                for r in ins.regs() {
+                    acc = acc.wrapping_add(r.value ^ u64::from(r.index));
+                }
+                for m in ins.mem() {
+                    acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
+                }
+            }
+            Block::User(u) => acc ^= u.payload.len() as u64,
+        }
+    }
+    black_box(acc);
+    n
+}
+
+/// Full decode with the register state before every instruction.
+fn run_replay(bytes: &[u8]) -> u64 {
+    let trace = Trace::parse(bytes).unwrap();
+    let mut replay = trace.replay();
+    let mut n = 0u64;
+    let mut acc = 0u64;
+    while let Some(ins) = replay.next_instruction() {
+        let ins = ins.unwrap();
+        n += 1;
+        acc = acc.wrapping_add(replay.regs().ip() ^ u64::from(ins.thread()));
+        acc ^= ins.opcode().len() as u64;
+        for m in ins.mem() {
+            acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
+        }
+    }
+    black_box(acc);
+    n
+}
+
+fn run_index(bytes: &[u8]) -> u64 {
+    let trace = Trace::parse(bytes).unwrap();
+    let index = trace.build_index().unwrap();
+    black_box(index.full_dumps());
+    index.instructions()
+}
+
+fn bench(config: &BenchConfig) -> Vec<BenchCase> {
+    let want = config.mib << 20;
+    // Size a sample, then generate enough instructions for `want` bytes.
+    let sample = synth_trace(20_000, 1);
+    let per = (sample.len() as u64 / 20_000).max(1);
+    let input = Arc::new(synth_trace(want / per + want / per / 50 + 1, 1));
+    let row = |name: &str, run: fn(&[u8]) -> u64| BenchCase {
+        name: name.into(),
+        input: Arc::clone(&input),
+        unit: "instrs",
+        run: Box::new(run),
+    };
+    vec![
+        row("x64dbg blocks (iterate, all fields)", run_blocks),
+        row("x64dbg replay (decode + registers)", run_replay),
+        row("x64dbg index build", run_index),
+    ]
+}

@@ -1,0 +1,1342 @@
+//! Reading blocks: a lazy zero-copy iterator over `&[u8]` ([`Trace::blocks`]), a streaming
+//! reader over `io::Read` ([`StreamReader`]), register-state replay ([`Replay`]) and random
+//! access through an index of full dumps ([`Index`], [`Trace::seek`]).
+
+// The block layout arithmetic below adds and multiplies counts read from u8 fields by the
+// word size (at most 255 × 17 + 32 × 25 bytes, well under 4 KiB), or lengths bounded by
+// the input slice; none of it can overflow a usize.
+#![allow(clippy::arithmetic_side_effects)]
+
+use trace_core::{Offset, UnexpectedEof};
+
+use crate::Error;
+use crate::header::{Arch, Header};
+use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
+use crate::raw;
+use crate::regs::RegDump;
+
+/// How the reader decides whether a block carries a thread id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ThreadIdMode {
+    /// Follow the flag, and recover the thread-id bytes that writers before x64dbg PR #3920
+    /// put after a thread switch without the flag (`specs/notes/x64dbg-notes.md` section 5):
+    /// after a flagged block that neither was a full dump nor switched threads, the bytes are
+    /// certainly there; after a full dump or a flagged switch, both readings are tried and the
+    /// one after which the next blocks parse wins. Recovered blocks have
+    /// [`ThreadField::Unflagged`].
+    #[default]
+    Recover,
+    /// Trust the flag only (the published format text).
+    Flag,
+}
+
+/// Options of the readers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReadOptions {
+    /// Thread-id handling.
+    pub thread_ids: ThreadIdMode,
+}
+
+/// How many following blocks a trial parse looks at to choose a thread-id reading.
+const PROBE_BLOCKS: u32 = 8;
+
+/// An executed instruction (block type 0), borrowing the block's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instruction<'a> {
+    meta: InstrMeta,
+    bytes: &'a [u8],
+}
+
+/// A user-defined block (type `0x80..=0xff`): not an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserBlock<'a> {
+    /// Block number (instructions and user blocks, from 0).
+    pub block: u64,
+    /// File offset of the type byte.
+    pub offset: Offset,
+    /// The type byte.
+    pub block_type: u8,
+    /// The payload.
+    pub payload: &'a [u8],
+}
+
+/// One block of the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block<'a> {
+    /// An executed instruction.
+    Instruction(Instruction<'a>),
+    /// A user block, exposed as an unknown record.
+    User(UserBlock<'a>),
+}
+
+impl<'a> Block<'a> {
+    /// File offset of the block.
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        match self {
+            Block::Instruction(i) => i.offset(),
+            Block::User(u) => u.offset,
+        }
+    }
+
+    /// Length of the block in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Block::Instruction(i) => i.bytes.len(),
+            Block::User(u) => u.payload.len().saturating_add(5),
+        }
+    }
+
+    /// Never true: a block has at least 4 bytes.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The block as an owned value.
+    #[must_use]
+    pub fn to_record(&self) -> Record {
+        match self {
+            Block::Instruction(i) => Record::Instruction(i.to_record()),
+            Block::User(u) => Record::User {
+                block_type: u.block_type,
+                payload: u.payload.to_vec(),
+            },
+        }
+    }
+}
+
+/// What the decoder learns about an instruction block (no borrow, so the streaming reader
+/// can refill its buffer between decoding and handing the block out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InstrMeta {
+    index: u64,
+    block: u64,
+    offset: u64,
+    thread: u32,
+    thread_field: ThreadField,
+    new_session: bool,
+    word: u8,
+    regs: u8,
+    mems: u8,
+    flags: u8,
+    len: u32,
+    full: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Meta {
+    Instr(InstrMeta),
+    User {
+        block: u64,
+        offset: u64,
+        block_type: u8,
+        len: usize,
+    },
+}
+
+impl Meta {
+    fn len(&self) -> usize {
+        match self {
+            Meta::Instr(m) => m.len as usize,
+            Meta::User { len, .. } => *len,
+        }
+    }
+
+    /// The block over `bytes`, which start at the block and hold all of it.
+    fn materialize<'a>(&self, bytes: &'a [u8]) -> Block<'a> {
+        let whole = bytes.get(..self.len()).unwrap_or(bytes);
+        match *self {
+            Meta::Instr(meta) => Block::Instruction(Instruction { meta, bytes: whole }),
+            Meta::User {
+                block,
+                offset,
+                block_type,
+                ..
+            } => Block::User(UserBlock {
+                block,
+                offset: Offset(offset),
+                block_type,
+                payload: whole.get(5..).unwrap_or(&[]),
+            }),
+        }
+    }
+}
+
+/// Reads one little-endian word of 4 or 8 bytes.
+#[inline]
+fn word_value(chunk: &[u8]) -> u64 {
+    match chunk.len() {
+        8 => <[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes),
+        4 => <[u8; 4]>::try_from(chunk).map_or(0, |b| u64::from(u32::from_le_bytes(b))),
+        _ => 0,
+    }
+}
+
+impl<'a> Instruction<'a> {
+    fn tid_len(&self) -> usize {
+        if matches!(self.meta.thread_field, ThreadField::Absent) {
+            0
+        } else {
+            4
+        }
+    }
+
+    fn w(&self) -> usize {
+        usize::from(self.meta.word)
+    }
+
+    fn part(&self, start: usize, len: usize) -> &'a [u8] {
+        self.bytes.get(start..start + len).unwrap_or(&[])
+    }
+
+    fn opcode_start(&self) -> usize {
+        4 + self.tid_len()
+    }
+
+    fn positions_start(&self) -> usize {
+        self.opcode_start() + usize::from(self.meta.flags & raw::OPCODE_LEN_MASK)
+    }
+
+    fn mem_start(&self) -> usize {
+        self.positions_start() + usize::from(self.meta.regs) * (1 + self.w())
+    }
+
+    /// Instruction number (user blocks not counted), from 0.
+    #[must_use]
+    pub fn index(&self) -> u64 {
+        self.meta.index
+    }
+
+    /// Block number (instructions and user blocks), from 0.
+    #[must_use]
+    pub fn block(&self) -> u64 {
+        self.meta.block
+    }
+
+    /// File offset of the block.
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        Offset(self.meta.offset)
+    }
+
+    /// The whole block's bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The thread that executed the instruction (carried over when the block has none; 0
+    /// before the first thread id, as x64dbg's reader does).
+    #[must_use]
+    pub fn thread(&self) -> u32 {
+        self.meta.thread
+    }
+
+    /// How the block stores the thread id.
+    #[must_use]
+    pub fn thread_field(&self) -> ThreadField {
+        self.meta.thread_field
+    }
+
+    /// Whether this block holds every REGDUMP word (172/216 register changes).
+    #[must_use]
+    pub fn is_full_dump(&self) -> bool {
+        self.meta.full
+    }
+
+    /// Whether this full dump starts a new recording session appended to the file (a full
+    /// dump that is not at a multiple of 512 instructions of the current session; one
+    /// exactly at a multiple cannot be told apart from a periodic dump).
+    #[must_use]
+    pub fn starts_session(&self) -> bool {
+        self.meta.new_session
+    }
+
+    /// The flags byte (bit 7 thread id, bits 0-3 opcode length).
+    #[must_use]
+    pub fn flags(&self) -> u8 {
+        self.meta.flags
+    }
+
+    /// The instruction bytes.
+    #[must_use]
+    pub fn opcode(&self) -> &'a [u8] {
+        self.part(
+            self.opcode_start(),
+            usize::from(self.meta.flags & raw::OPCODE_LEN_MASK),
+        )
+    }
+
+    /// Number of register changes.
+    #[must_use]
+    pub fn reg_count(&self) -> usize {
+        usize::from(self.meta.regs)
+    }
+
+    /// The register changes, with absolute word indices (checked by the reader to be inside
+    /// the REGDUMP).
+    #[must_use]
+    pub fn regs(&self) -> RegChanges<'a> {
+        let n = self.reg_count();
+        let p = self.positions_start();
+        RegChanges {
+            positions: self.part(p, n).iter(),
+            values: self.part(p + n, n * self.w()).chunks_exact(self.w().max(1)),
+            next: 0,
+        }
+    }
+
+    /// Number of memory accesses.
+    #[must_use]
+    pub fn mem_count(&self) -> usize {
+        usize::from(self.meta.mems)
+    }
+
+    /// The memory accesses.
+    #[must_use]
+    pub fn mem(&self) -> MemAccesses<'a> {
+        let m = self.mem_count();
+        let w = self.w().max(1);
+        let s = self.mem_start();
+        let flags = self.part(s, m);
+        let addrs = self.part(s + m, m * w);
+        let old = self.part(s + m + m * w, m * w);
+        let new = self.bytes.get(s + m + 2 * m * w..).unwrap_or(&[]);
+        MemAccesses {
+            flags: flags.iter(),
+            addrs: addrs.chunks_exact(w),
+            old: old.chunks_exact(w),
+            new: new.chunks_exact(w),
+        }
+    }
+
+    /// The block as an owned record.
+    #[must_use]
+    pub fn to_record(&self) -> InstructionRecord {
+        InstructionRecord {
+            thread: self.thread(),
+            thread_field: self.thread_field(),
+            opcode: self.opcode().to_vec(),
+            regs: self.regs().collect(),
+            mem: self.mem().collect(),
+        }
+    }
+
+    /// Applies the register changes to `regs`, which then holds the state before this
+    /// instruction.
+    #[inline]
+    pub fn apply(&self, regs: &mut RegDump) {
+        let words = regs.words_mut();
+        if self.meta.full {
+            let n = self.reg_count();
+            let p = self.positions_start() + n;
+            let values = self.part(p, n * self.w());
+            for (slot, chunk) in words.iter_mut().zip(values.chunks_exact(self.w().max(1))) {
+                *slot = word_value(chunk);
+            }
+            return;
+        }
+        for c in self.regs() {
+            if let Some(slot) = words.get_mut(usize::from(c.index)) {
+                *slot = c.value;
+            }
+        }
+    }
+}
+
+/// Iterator over an instruction's register changes.
+#[derive(Clone, Debug)]
+pub struct RegChanges<'a> {
+    positions: core::slice::Iter<'a, u8>,
+    values: core::slice::ChunksExact<'a, u8>,
+    next: u16,
+}
+
+impl Iterator for RegChanges<'_> {
+    type Item = RegChange;
+
+    #[inline]
+    fn next(&mut self) -> Option<RegChange> {
+        let p = *self.positions.next()?;
+        let chunk = self.values.next()?;
+        let index = self.next.wrapping_add(u16::from(p));
+        self.next = index.wrapping_add(1);
+        Some(RegChange {
+            index,
+            value: word_value(chunk),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.positions.size_hint()
+    }
+}
+
+impl ExactSizeIterator for RegChanges<'_> {}
+
+/// Iterator over an instruction's memory accesses.
+#[derive(Clone, Debug)]
+pub struct MemAccesses<'a> {
+    flags: core::slice::Iter<'a, u8>,
+    addrs: core::slice::ChunksExact<'a, u8>,
+    old: core::slice::ChunksExact<'a, u8>,
+    new: core::slice::ChunksExact<'a, u8>,
+}
+
+impl Iterator for MemAccesses<'_> {
+    type Item = MemAccess;
+
+    #[inline]
+    fn next(&mut self) -> Option<MemAccess> {
+        let flags = *self.flags.next()?;
+        let address = word_value(self.addrs.next()?);
+        let old = word_value(self.old.next()?);
+        let new = if flags & raw::MEM_UNCHANGED == 0 {
+            self.new.next().map(word_value)
+        } else {
+            None
+        };
+        Some(MemAccess {
+            flags,
+            address,
+            old,
+            new,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.flags.size_hint()
+    }
+}
+
+impl ExactSizeIterator for MemAccesses<'_> {}
+
+/// Why a decode step stopped.
+#[derive(Debug)]
+enum Fail {
+    /// The data ends before the decision could be made and more may come (streams).
+    NeedMore(usize),
+    /// A real error.
+    Error(Error),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::Error(e)
+    }
+}
+
+/// The result of measuring an instruction block under one thread-id reading.
+enum Measure {
+    /// Complete and valid: total length.
+    Ok(usize),
+    /// The data holds fewer bytes than this.
+    Short(usize),
+    /// Invalid (the offset and error).
+    Bad(Error),
+}
+
+/// The block decoder's state between blocks: what the thread-id rule and the counters need.
+/// Small and `Copy`, so the index keeps one per full dump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DecoderState {
+    word: u8,
+    words: u16,
+    mode: ThreadIdMode,
+    thread: u32,
+    have_prev: bool,
+    prev_flag: bool,
+    prev_full: bool,
+    prev_switched: bool,
+    instructions: u64,
+    blocks: u64,
+    in_session: u64,
+    quirks: u64,
+    /// The last few distinct thread ids (0 = empty slot).
+    recent: [u32; 4],
+}
+
+impl DecoderState {
+    pub(crate) fn new(arch: Arch, opts: ReadOptions) -> DecoderState {
+        DecoderState {
+            word: arch.word_size() as u8,
+            words: arch.regdump_words(),
+            mode: opts.thread_ids,
+            thread: 0,
+            have_prev: false,
+            prev_flag: false,
+            prev_full: false,
+            prev_switched: false,
+            instructions: 0,
+            blocks: 0,
+            in_session: 0,
+            quirks: 0,
+            recent: [0; 4],
+        }
+    }
+
+    /// Measures the instruction block at the start of `rest` (file offset `at`).
+    #[inline]
+    fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
+        let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
+            return Measure::Short(4);
+        };
+        if u16::from(n) > self.words {
+            return Measure::Bad(Error::TooManyRegisters {
+                offset: Offset(at + 1),
+                block: self.blocks,
+                found: n,
+                limit: self.words,
+            });
+        }
+        if m > raw::MAX_MEMORY_ACCESSES {
+            return Measure::Bad(Error::TooManyMemoryAccesses {
+                offset: Offset(at + 2),
+                block: self.blocks,
+                found: m,
+            });
+        }
+        let l = usize::from(fl & raw::OPCODE_LEN_MASK);
+        if l == 0 {
+            return Measure::Bad(Error::EmptyOpcode {
+                offset: Offset(at + 3),
+                block: self.blocks,
+            });
+        }
+        let w = usize::from(self.word);
+        let n = usize::from(n);
+        let m = usize::from(m);
+        let pos_start = 4 + if with_tid { 4 } else { 0 } + l;
+        let mf_start = pos_start + n * (1 + w);
+        let fixed = mf_start + m * (1 + 2 * w);
+        let (Some(positions), Some(mem_flags)) = (
+            rest.get(pos_start..pos_start + n),
+            rest.get(mf_start..mf_start + m),
+        ) else {
+            return Measure::Short(fixed);
+        };
+        if rest.len() < fixed {
+            return Measure::Short(fixed);
+        }
+        // Positions are relative: the last absolute index is their sum plus n - 1, and the
+        // indices strictly increase, so checking the last one checks them all.
+        if n > 0 {
+            let sum: u32 = positions.iter().map(|&p| u32::from(p)).sum();
+            if sum + n as u32 > u32::from(self.words) {
+                return Measure::Bad(self.out_of_range(positions, at + pos_start as u64));
+            }
+        }
+        let changed = mem_flags
+            .iter()
+            .filter(|&&f| f & raw::MEM_UNCHANGED == 0)
+            .count();
+        let total = fixed + changed * w;
+        if rest.len() < total {
+            return Measure::Short(total);
+        }
+        Measure::Ok(total)
+    }
+
+    #[cold]
+    fn out_of_range(&self, positions: &[u8], at: u64) -> Error {
+        let mut next = 0u32;
+        for (i, &p) in positions.iter().enumerate() {
+            let index = next + u32::from(p);
+            if index >= u32::from(self.words) {
+                return Error::RegisterOutOfRange {
+                    offset: Offset(at + i as u64),
+                    block: self.blocks,
+                    index,
+                    limit: self.words,
+                };
+            }
+            next = index + 1;
+        }
+        Error::RegisterOutOfRange {
+            offset: Offset(at),
+            block: self.blocks,
+            index: next,
+            limit: self.words,
+        }
+    }
+
+    /// Counts the valid blocks from `pos` on (at most [`PROBE_BLOCKS`]; reaching the end of
+    /// complete data counts as all of them), trusting the flags.
+    fn probe(&self, data: &[u8], mut pos: usize, complete: bool) -> Result<u32, Fail> {
+        let mut count = 0;
+        while count < PROBE_BLOCKS {
+            let rest = data.get(pos..).unwrap_or(&[]);
+            let Some(&ty) = rest.first() else {
+                return if complete {
+                    Ok(PROBE_BLOCKS)
+                } else {
+                    Err(Fail::NeedMore(pos + 4))
+                };
+            };
+            let len = if ty >= raw::BLOCK_USER_MIN {
+                match rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+                    Some(b) => {
+                        let total = (u32::from_le_bytes(b) as usize).saturating_add(5);
+                        if total > rest.len() {
+                            // Past the end of the file: not a block. In a stream, wait
+                            // for it unless it is too big to buffer (then assume valid).
+                            return if complete {
+                                Ok(count)
+                            } else if total <= StreamReader::<std::io::Empty>::MAX_USER_BLOCK {
+                                Err(Fail::NeedMore(pos + total))
+                            } else {
+                                Ok(PROBE_BLOCKS)
+                            };
+                        }
+                        total
+                    }
+                    None if complete => return Ok(count),
+                    None => return Err(Fail::NeedMore(pos + 5)),
+                }
+            } else if ty == raw::BLOCK_INSTRUCTION {
+                let with_tid = rest.get(3).is_some_and(|f| f & raw::FLAG_THREAD_ID != 0);
+                match self.measure(rest, 0, with_tid) {
+                    Measure::Ok(total) => total,
+                    Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
+                    Measure::Short(_) | Measure::Bad(_) => return Ok(count),
+                }
+            } else {
+                return Ok(count);
+            };
+            pos += len;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Decides whether a flag-clear instruction block at `pos` carries thread-id bytes.
+    fn decide_thread_bytes(
+        &self,
+        data: &[u8],
+        pos: usize,
+        at: u64,
+        complete: bool,
+    ) -> Result<bool, Fail> {
+        if self.mode == ThreadIdMode::Flag || !self.have_prev || !self.prev_flag {
+            return Ok(false);
+        }
+        let certain = !self.prev_full && !self.prev_switched;
+        let rest = data.get(pos..).unwrap_or(&[]);
+        let tid = rest
+            .get(4..8)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_le_bytes);
+        let with = match self.measure(rest, at, true) {
+            Measure::Ok(total) if tid.is_some_and(|t| t != self.thread) => total,
+            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
+            _ => return Ok(false),
+        };
+        let without = match self.measure(rest, at, false) {
+            Measure::Ok(total) => total,
+            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
+            _ => return Ok(true),
+        };
+        if with == without {
+            // Both readings end at the same byte (on x86 a memory flag read 4 bytes off can
+            // add exactly the 4 thread-id bytes back), so the following blocks cannot tell
+            // them apart: decide by whether the 4 bytes look like a Windows thread id (one
+            // seen before, or a small multiple of 4).
+            let t = tid.unwrap_or(0);
+            let plausible = t != 0
+                && (self.recent.contains(&t) || (t.is_multiple_of(4) && t < 0x10_0000));
+            return Ok(certain || plausible);
+        }
+        let with_score = self.probe(data, pos + with, complete)?;
+        let without_score = self.probe(data, pos + without, complete)?;
+        Ok(if certain {
+            with_score >= without_score
+        } else {
+            with_score > without_score
+        })
+    }
+
+    /// Decodes the block at `data[pos..]` (file offset `base + pos`); `complete` says
+    /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
+    fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
+        let rest = data.get(pos..).unwrap_or(&[]);
+        let at = base + pos as u64;
+        let ty = rest.first().copied().unwrap_or(0);
+        if ty >= raw::BLOCK_USER_MIN {
+            let truncated = |needed: u64| {
+                if complete {
+                    Fail::Error(self.truncated(at, needed, rest.len()))
+                } else {
+                    Fail::NeedMore(
+                        usize::try_from(needed)
+                            .unwrap_or(usize::MAX)
+                            .saturating_add(pos),
+                    )
+                }
+            };
+            let Some(b) = rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) else {
+                return Err(truncated(5));
+            };
+            let total = u64::from(u32::from_le_bytes(b)) + 5;
+            if total > rest.len() as u64 {
+                return Err(truncated(total));
+            }
+            let meta = Meta::User {
+                block: self.blocks,
+                offset: at,
+                block_type: ty,
+                len: total as usize,
+            };
+            self.blocks += 1;
+            return Ok(meta);
+        }
+        if ty != raw::BLOCK_INSTRUCTION {
+            return Err(Fail::Error(Error::BadBlockType {
+                offset: Offset(at),
+                block: self.blocks,
+                found: ty,
+            }));
+        }
+        let fl = rest.get(3).copied().unwrap_or(0);
+        let flagged = fl & raw::FLAG_THREAD_ID != 0;
+        let with_tid = flagged || self.decide_thread_bytes(data, pos, at, complete)?;
+        let len = match self.measure(rest, at, with_tid) {
+            Measure::Ok(len) => len,
+            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
+            Measure::Short(n) => return Err(Fail::Error(self.truncated(at, n as u64, rest.len()))),
+            Measure::Bad(e) => return Err(Fail::Error(e)),
+        };
+        let n = rest.get(1).copied().unwrap_or(0);
+        let m = rest.get(2).copied().unwrap_or(0);
+        let full = u16::from(n) == self.words;
+        let mut switched = false;
+        let thread_field = if flagged {
+            ThreadField::Flagged
+        } else if with_tid {
+            self.quirks += 1;
+            ThreadField::Unflagged
+        } else {
+            ThreadField::Absent
+        };
+        if with_tid {
+            let tid = rest
+                .get(4..8)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(0, u32::from_le_bytes);
+            switched = self.have_prev && tid != self.thread;
+            self.thread = tid;
+            if !self.recent.contains(&tid) {
+                self.recent.rotate_right(1);
+                self.recent[0] = tid;
+            }
+        }
+        let new_session = full
+            && self.have_prev
+            && !self
+                .in_session
+                .is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL));
+        if new_session {
+            self.in_session = 0;
+        }
+        let meta = InstrMeta {
+            index: self.instructions,
+            block: self.blocks,
+            offset: at,
+            thread: self.thread,
+            thread_field,
+            new_session,
+            word: self.word,
+            regs: n,
+            mems: m,
+            flags: fl,
+            len: len as u32,
+            full,
+        };
+        self.have_prev = true;
+        self.prev_flag = flagged;
+        self.prev_full = full;
+        self.prev_switched = switched;
+        self.instructions += 1;
+        self.blocks += 1;
+        self.in_session += 1;
+        Ok(Meta::Instr(meta))
+    }
+
+    #[cold]
+    fn truncated(&self, at: u64, needed: u64, available: usize) -> Error {
+        Error::TruncatedBlock {
+            offset: Offset(at),
+            block: self.blocks,
+            needed,
+            available: available as u64,
+        }
+    }
+}
+
+/// A trace file in memory (or memory-mapped): the parsed header and lazy access to the
+/// blocks.
+#[derive(Clone, Debug)]
+pub struct Trace<'a> {
+    data: &'a [u8],
+    header: Header,
+    first_block: usize,
+    options: ReadOptions,
+}
+
+impl<'a> Trace<'a> {
+    /// Parses the header of `data`; blocks are read lazily.
+    ///
+    /// # Errors
+    ///
+    /// A bad prefix or JSON header (see [`Header::parse`]).
+    pub fn parse(data: &'a [u8]) -> Result<Trace<'a>, Error> {
+        Trace::with_options(data, ReadOptions::default())
+    }
+
+    /// [`Trace::parse`] with options.
+    ///
+    /// # Errors
+    ///
+    /// As [`Trace::parse`].
+    pub fn with_options(data: &'a [u8], options: ReadOptions) -> Result<Trace<'a>, Error> {
+        let (header, first_block) = Header::parse(data)?;
+        Ok(Trace {
+            data,
+            header,
+            first_block,
+            options,
+        })
+    }
+
+    /// The JSON header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The architecture (word size).
+    #[must_use]
+    pub fn arch(&self) -> Arch {
+        self.header.arch
+    }
+
+    /// The whole file.
+    #[must_use]
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// File offset of the first block.
+    #[must_use]
+    pub fn first_block_offset(&self) -> u64 {
+        self.first_block as u64
+    }
+
+    fn state(&self) -> DecoderState {
+        DecoderState::new(self.arch(), self.options)
+    }
+
+    /// Every block, lazily; the iterator fuses after the first error (a truncated last
+    /// block comes after every complete block).
+    #[must_use]
+    pub fn blocks(&self) -> Blocks<'a> {
+        Blocks {
+            data: self.data,
+            pos: self.first_block,
+            state: self.state(),
+            done: false,
+        }
+    }
+
+    /// The register state before every instruction.
+    #[must_use]
+    pub fn replay(&self) -> Replay<'a> {
+        Replay {
+            blocks: self.blocks(),
+            regs: RegDump::new(self.arch()),
+            user_blocks: 0,
+            full_dumps: 0,
+            sessions: 0,
+            started_without_dump: false,
+        }
+    }
+
+    /// Builds the random-access index in one pass: the position and decoder state of every
+    /// full dump.
+    ///
+    /// # Errors
+    ///
+    /// The first error in the blocks; the index then covers the blocks before it (use
+    /// [`Trace::build_index_partial`] to keep it).
+    pub fn build_index(&self) -> Result<Index, Error> {
+        let (index, err) = self.build_index_partial();
+        match err {
+            Some(e) => Err(e),
+            None => Ok(index),
+        }
+    }
+
+    /// Builds the index of every complete block, returning it with the error that stopped it.
+    #[must_use]
+    pub fn build_index_partial(&self) -> (Index, Option<Error>) {
+        let mut state = self.state();
+        let mut pos = self.first_block;
+        let mut anchors = Vec::new();
+        let mut error = None;
+        while pos < self.data.len() {
+            let before = state;
+            // A full dump needs no earlier state but the decoder's: remember it.
+            let is_full = self.data.get(pos) == Some(&raw::BLOCK_INSTRUCTION)
+                && self.data.get(pos + 1).map(|&n| u16::from(n)) == Some(state.words);
+            match state.decode(self.data, pos, 0, true) {
+                Ok(meta) => {
+                    if is_full {
+                        anchors.push(Anchor {
+                            instruction: before.instructions,
+                            pos,
+                            state: before,
+                        });
+                    }
+                    pos += meta.len();
+                }
+                Err(Fail::Error(e)) => {
+                    error = Some(e);
+                    break;
+                }
+                Err(Fail::NeedMore(_)) => break,
+            }
+        }
+        let index = Index {
+            anchors,
+            instructions: state.instructions,
+            blocks: state.blocks,
+            first_block: self.first_block,
+            arch: self.arch(),
+            options: self.options,
+        };
+        (index, error)
+    }
+
+    /// Random access: the instruction number `instruction` and a [`Replay`] whose
+    /// [`Replay::regs`] is the state before it (and which continues after it). Costs a
+    /// binary search and the replay of at most one full-dump interval.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SeekOutOfRange`] past the last instruction; a decode error on the way; an
+    /// index made for another trace is detected only as far as its arch and options.
+    pub fn seek(
+        &self,
+        index: &Index,
+        instruction: u64,
+    ) -> Result<(Instruction<'a>, Replay<'a>), Error> {
+        if instruction >= index.instructions
+            || index.arch != self.arch()
+            || index.first_block != self.first_block
+        {
+            return Err(Error::SeekOutOfRange {
+                offset: Offset(self.data.len() as u64),
+                instruction,
+                count: index.instructions,
+            });
+        }
+        let i = index
+            .anchors
+            .partition_point(|a| a.instruction <= instruction);
+        let mut replay = self.replay();
+        if let Some(anchor) = i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
+            replay.blocks.pos = anchor.pos;
+            replay.blocks.state = anchor.state;
+        }
+        while let Some(ins) = replay.next_instruction() {
+            let ins = ins?;
+            if ins.index() == instruction {
+                return Ok((ins, replay));
+            }
+        }
+        Err(Error::SeekOutOfRange {
+            offset: Offset(self.data.len() as u64),
+            instruction,
+            count: index.instructions,
+        })
+    }
+}
+
+/// The lazy block iterator of a [`Trace`]. Fuses after the first error.
+#[derive(Clone, Debug)]
+pub struct Blocks<'a> {
+    data: &'a [u8],
+    pos: usize,
+    state: DecoderState,
+    done: bool,
+}
+
+impl<'a> Blocks<'a> {
+    /// Blocks seen so far whose thread-id bytes had no flag (recovered pre-#3920 quirk).
+    #[must_use]
+    pub fn recovered_thread_ids(&self) -> u64 {
+        self.state.quirks
+    }
+
+    /// File offset of the next block.
+    #[must_use]
+    pub fn offset(&self) -> u64 {
+        self.pos as u64
+    }
+
+    /// Instructions read so far.
+    #[must_use]
+    pub fn instructions(&self) -> u64 {
+        self.state.instructions
+    }
+}
+
+impl<'a> Iterator for Blocks<'a> {
+    type Item = Result<Block<'a>, Error>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.pos >= self.data.len() {
+            self.done = true;
+            return None;
+        }
+        match self.state.decode(self.data, self.pos, 0, true) {
+            Ok(meta) => {
+                let block = meta.materialize(self.data.get(self.pos..).unwrap_or(&[]));
+                self.pos += meta.len();
+                Some(Ok(block))
+            }
+            Err(Fail::Error(e)) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Err(Fail::NeedMore(n)) => {
+                // Cannot happen with complete data; report it as truncation anyway.
+                self.done = true;
+                Some(Err(self.state.truncated(
+                    self.pos as u64,
+                    n as u64,
+                    self.data.len() - self.pos,
+                )))
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            (0, Some(0))
+        } else {
+            (
+                0,
+                Some(self.data.len().saturating_sub(self.pos).div_ceil(5)),
+            )
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Blocks<'_> {}
+
+/// Register-state replay: each instruction with the register state before it.
+///
+/// `Replay` lends the state ([`Replay::regs`]) instead of copying 1.4 KB per instruction,
+/// so it is not an `Iterator`; use it as
+/// `while let Some(ins) = replay.next_instruction() { let ins = ins?; replay.regs()… }`.
+#[derive(Clone, Debug)]
+pub struct Replay<'a> {
+    blocks: Blocks<'a>,
+    regs: RegDump,
+    user_blocks: u64,
+    full_dumps: u64,
+    sessions: u64,
+    started_without_dump: bool,
+}
+
+impl<'a> Replay<'a> {
+    /// The next block; an instruction's register changes are applied first, so
+    /// [`Replay::regs`] is the state before it.
+    pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
+        let block = self.blocks.next()?;
+        match &block {
+            Ok(Block::Instruction(ins)) => {
+                if ins.index() == 0 && !ins.is_full_dump() {
+                    self.started_without_dump = true;
+                }
+                if ins.is_full_dump() {
+                    self.full_dumps += 1;
+                }
+                if ins.index() == 0 || ins.starts_session() {
+                    self.sessions += 1;
+                }
+                ins.apply(&mut self.regs);
+            }
+            Ok(Block::User(_)) => self.user_blocks += 1,
+            Err(_) => {}
+        }
+        Some(block)
+    }
+
+    /// The next instruction (user blocks are skipped and counted), with its register
+    /// changes applied.
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'a>, Error>> {
+        loop {
+            match self.next_block()? {
+                Ok(Block::Instruction(ins)) => return Some(Ok(ins)),
+                Ok(Block::User(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The register state before the last instruction returned.
+    #[must_use]
+    pub fn regs(&self) -> &RegDump {
+        &self.regs
+    }
+
+    /// User blocks seen so far.
+    #[must_use]
+    pub fn user_blocks(&self) -> u64 {
+        self.user_blocks
+    }
+
+    /// Full dumps seen so far.
+    #[must_use]
+    pub fn full_dumps(&self) -> u64 {
+        self.full_dumps
+    }
+
+    /// Recording sessions seen so far (the first, plus appended ones).
+    #[must_use]
+    pub fn sessions(&self) -> u64 {
+        self.sessions
+    }
+
+    /// Whether the first instruction was not a full dump (its state started as zeros).
+    #[must_use]
+    pub fn started_without_dump(&self) -> bool {
+        self.started_without_dump
+    }
+
+    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
+    #[must_use]
+    pub fn recovered_thread_ids(&self) -> u64 {
+        self.blocks.recovered_thread_ids()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Anchor {
+    instruction: u64,
+    pos: usize,
+    state: DecoderState,
+}
+
+/// The random-access index of a trace: one entry per full dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Index {
+    anchors: Vec<Anchor>,
+    instructions: u64,
+    blocks: u64,
+    first_block: usize,
+    arch: Arch,
+    options: ReadOptions,
+}
+
+impl Index {
+    /// Instructions in the trace (complete blocks).
+    #[must_use]
+    pub fn instructions(&self) -> u64 {
+        self.instructions
+    }
+
+    /// Blocks in the trace, user blocks included.
+    #[must_use]
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Number of full dumps.
+    #[must_use]
+    pub fn full_dumps(&self) -> usize {
+        self.anchors.len()
+    }
+
+    /// The instruction number and file offset of every full dump.
+    pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.anchors.iter().map(|a| (a.instruction, a.pos as u64))
+    }
+}
+
+/// The streaming reader: blocks from an `io::Read` in constant memory (a buffer of 64 KiB
+/// plus the largest block; user blocks up to [`StreamReader::MAX_USER_BLOCK`] bytes).
+#[derive(Debug)]
+pub struct StreamReader<R> {
+    inner: R,
+    header: Header,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    base: u64,
+    eof: bool,
+    state: DecoderState,
+    done: bool,
+}
+
+/// Bytes kept ahead of the current block (enough for the thread-id trial parse).
+const LOOKAHEAD: usize = 64 * 1024;
+
+impl<R: std::io::Read> StreamReader<R> {
+    /// The largest user block the streaming reader buffers.
+    pub const MAX_USER_BLOCK: usize = 256 * 1024 * 1024;
+
+    /// Reads the header from `inner`.
+    ///
+    /// # Errors
+    ///
+    /// I/O errors and header errors, as [`Header::parse`].
+    pub fn new(inner: R) -> Result<StreamReader<R>, Error> {
+        StreamReader::with_options(inner, ReadOptions::default())
+    }
+
+    /// [`StreamReader::new`] with options.
+    ///
+    /// # Errors
+    ///
+    /// As [`StreamReader::new`].
+    pub fn with_options(inner: R, options: ReadOptions) -> Result<StreamReader<R>, Error> {
+        let mut r = StreamReader {
+            inner,
+            header: Header::new(Arch::X64, ""),
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            state: DecoderState::new(Arch::X64, options),
+            done: false,
+        };
+        r.fill(8)?;
+        let len = r
+            .buf
+            .get(4..8)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0, u32::from_le_bytes);
+        // Header::parse checks the length limit before anything is read for it.
+        let want = 8 + len.min(raw::MAX_HEADER_LEN + 1) as usize;
+        r.fill(want)?;
+        let (header, consumed) = Header::parse(r.buf.get(..r.end).unwrap_or(&[]))?;
+        r.state = DecoderState::new(header.arch, options);
+        r.header = header;
+        r.start = consumed;
+        Ok(r)
+    }
+
+    /// The JSON header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
+    #[must_use]
+    pub fn recovered_thread_ids(&self) -> u64 {
+        self.state.quirks
+    }
+
+    /// Makes at least `want` bytes available from `start`, unless the input ends first.
+    fn fill(&mut self, want: usize) -> Result<(), Error> {
+        while self.end - self.start < want && !self.eof {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.base += self.start as u64;
+                self.end -= self.start;
+                self.start = 0;
+            }
+            let target = want.max(LOOKAHEAD).saturating_mul(2);
+            if self.buf.len() < target {
+                self.buf.resize(target, 0);
+            }
+            let Some(space) = self.buf.get_mut(self.end..) else {
+                break;
+            };
+            match self.inner.read(space) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(Error::Io {
+                        offset: Offset(self.base + self.end as u64),
+                        source,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The next block, borrowing the reader's buffer; `None` at the end. After an error,
+    /// `None` forever.
+    pub fn next_block(&mut self) -> Option<Result<Block<'_>, Error>> {
+        if self.done {
+            return None;
+        }
+        let mut want = LOOKAHEAD;
+        let meta = loop {
+            if let Err(e) = self.fill(want) {
+                self.done = true;
+                return Some(Err(e));
+            }
+            if self.start >= self.end {
+                self.done = true;
+                return None;
+            }
+            let data = self.buf.get(self.start..self.end).unwrap_or(&[]);
+            let base = self.base + self.start as u64;
+            match self.state.decode(data, 0, base, self.eof) {
+                Ok(meta) => break meta,
+                Err(Fail::Error(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Err(Fail::NeedMore(n)) => {
+                    if n > Self::MAX_USER_BLOCK + LOOKAHEAD {
+                        self.done = true;
+                        return Some(Err(Error::Limit(trace_core::LimitExceeded {
+                            offset: Offset(base),
+                            what: "block length for the streaming reader",
+                            found: n as u64,
+                            limit: Self::MAX_USER_BLOCK as u64,
+                        })));
+                    }
+                    want = n.max(want.saturating_mul(2));
+                }
+            }
+        };
+        let start = self.start;
+        self.start += meta.len();
+        let bytes = self.buf.get(start..self.end).unwrap_or(&[]);
+        Some(Ok(meta.materialize(bytes)))
+    }
+}
+
+/// Reads a whole trace from `data` into owned records (convenience for small files and
+/// tests).
+///
+/// # Errors
+///
+/// The first error.
+pub fn read_records(data: &[u8]) -> Result<(Header, Vec<Record>), Error> {
+    let trace = Trace::parse(data)?;
+    let records = trace
+        .blocks()
+        .map(|b| b.map(|b| b.to_record()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((trace.header, records))
+}
+
+impl From<UnexpectedEof> for Fail {
+    fn from(e: UnexpectedEof) -> Fail {
+        Fail::Error(Error::Eof(e))
+    }
+}
