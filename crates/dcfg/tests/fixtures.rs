@@ -1,0 +1,138 @@
+//! The generated fixtures in `testdata/dcfg/`: positive ones read to the expected models,
+//! negative ones fail with a JSON path and an offset, inconsistent ones give findings.
+
+use dcfg::testgen::qemu_dialect;
+use dcfg::{Dcfg, SpecialKind};
+
+use crate::{assert_golden, sample, testdata};
+
+fn read(name: &str) -> Result<Dcfg, dcfg::Error> {
+    Dcfg::from_path(testdata(name))
+}
+
+#[test]
+fn sample_in_every_container_reads_the_same() {
+    let want = sample();
+    for name in [
+        "sample.dcfg.json",
+        "sample.dcfg.json.bz2",
+        "sample.dcfg.json.gz",
+    ] {
+        let d = read(name).unwrap();
+        assert_eq!(d, want, "{name}");
+        let bytes = std::fs::read(testdata(name)).unwrap();
+        assert_eq!(Dcfg::from_slice(&bytes).unwrap(), want, "{name} (slice)");
+        assert_eq!(
+            Dcfg::from_reader(&bytes[..]).unwrap(),
+            want,
+            "{name} (reader)"
+        );
+        assert!(d.validate().is_empty(), "{name}: {:?}", d.validate());
+    }
+    // Canonical: read then write gives the bytes back.
+    let bytes = std::fs::read(testdata("sample.dcfg.json")).unwrap();
+    assert_eq!(Dcfg::from_slice(&bytes).unwrap().to_vec(), bytes);
+}
+
+#[test]
+fn dialects_read_to_the_same_model() {
+    let want = sample();
+    for name in ["dialect-hex.dcfg.json", "dialect-numbers.dcfg.json"] {
+        assert_eq!(read(name).unwrap(), want, "{name}");
+    }
+    let q = read("dialect-qemu.dcfg.json").unwrap();
+    assert_eq!(q, qemu_dialect(&want));
+    assert_eq!(q.version(), "0.01");
+    // 64-bit ids above 2^53 survive exactly.
+    let big = q.processes[0].blocks().map(|(_, b)| b.id).max().unwrap();
+    assert!(big > 1 << 53);
+    assert_eq!(
+        q.special_node_id(SpecialKind::Start),
+        Some(0xffff_8000_0000_0001)
+    );
+    let g = q.graph(q.processes[0].id).unwrap();
+    let start = g.special_node(SpecialKind::Start).unwrap();
+    let first = g.outbound_edges(start).next().unwrap();
+    assert!(g.block(first.target).is_some());
+    assert_eq!(g.edge_type_name(first), Some("UNKNOWN"));
+    // Header-only tables are present and empty.
+    assert_eq!(q.processes[0].images()[0].symbols, Some(vec![]));
+    assert!(q.validate().is_empty(), "{:?}", q.validate());
+}
+
+#[test]
+fn missing_optional_sections() {
+    let d = read("minimal.dcfg.json").unwrap();
+    assert!(d.file_names.is_none());
+    let p = &d.processes[0];
+    assert!(p.instr_count.is_none());
+    assert!(
+        p.images()
+            .iter()
+            .all(|i| i.routines.is_none() && i.symbols.is_none())
+    );
+    let g = d.graph(p.id).unwrap();
+    // Without COUNT, a block's executions come from its inbound edges.
+    let s = sample();
+    let gs = s.graph(s.processes[0].id).unwrap();
+    for (_, b) in p.blocks() {
+        assert_eq!(b.count, None);
+        assert_eq!(g.block_count(b.id), gs.block(b.id).unwrap().count.unwrap());
+        assert_eq!(g.block_routine(b.id), None);
+        assert_eq!(g.block_symbol(b.id), None);
+    }
+    assert!(d.validate().is_empty(), "{:?}", d.validate());
+    assert_eq!(Dcfg::from_slice(&d.to_vec()).unwrap(), d);
+
+    let d = read("no-cfg.dcfg.json").unwrap();
+    assert!(d.processes[0].edges.is_none());
+    assert_eq!(d.processes[0].blocks().count(), 0);
+    assert!(d.validate().is_empty());
+}
+
+#[test]
+fn inconsistent_file_gives_findings() {
+    let d = read("invalid-inconsistent.dcfg.json").unwrap();
+    let text: String = d.validate().iter().map(|f| format!("{f}\n")).collect();
+    assert!(
+        text.contains("PROCESSES[0].EDGES[1]: target node 999999"),
+        "{text}"
+    );
+    assert!(
+        text.contains("COUNT_PER_THREAD has 3 entries for 2 threads"),
+        "{text}"
+    );
+    assert!(text.contains("appears twice"), "{text}");
+    assert!(text.contains("INSTR_COUNT_PER_THREAD sums to"), "{text}");
+    assert_golden("invalid-inconsistent.findings.expected", &text);
+}
+
+#[test]
+fn negative_fixtures_fail_with_path_and_offset() {
+    let mut all = String::new();
+    for name in [
+        "err-truncated.dcfg.json",
+        "err-float-id.dcfg.json",
+        "err-bad-hex.dcfg.json",
+        "err-not-a-table.dcfg.json",
+        "err-missing-version.dcfg.json",
+        "err-short-row.dcfg.json",
+        "err-bz2-corrupt.dcfg.json.bz2",
+    ] {
+        let e = read(name).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains(" at offset 0x"), "{name}: {msg}");
+        assert!(e.offset().is_some());
+        // The offset is inside the (uncompressed) input.
+        if !name.ends_with(".bz2") {
+            let len = std::fs::read(testdata(name)).unwrap().len() as u64;
+            assert!(e.offset().unwrap() <= len, "{name}: {msg}");
+        }
+        all.push_str(&format!("{name}: {msg}\n"));
+    }
+    assert!(
+        all.contains("BASIC_BLOCKS: table row 1, column 0 (NODE_ID)"),
+        "{all}"
+    );
+    assert_golden("errors.expected", &all);
+}
