@@ -245,7 +245,7 @@ use SizeRule::{Fixed, Multiple, StringImmediate, StringIndexed};
 
 /// Every instruction of the spec's class macros (in the macros' order), then the compute
 /// instructions that get a mnemonic. `(major, minor)` pairs are unique (checked by a test).
-static OPS: [Entry; 133] = [
+static OPS: [Entry; 135] = [
     // tt6_isFlowAltering / tt6e_isFlowAltering
     flow(18, ANY, "b"),
     flow(16, ANY, "bc"),
@@ -385,6 +385,8 @@ static OPS: [Entry; 133] = [
     cmp(31, 824, "srawi"),
     cmp(31, 598, "sync"),
     cmp(31, 822, "dss"),
+    cmp(31, 6, "lvsl"),
+    cmp(31, 38, "lvsr"),
 ];
 
 /// XO-form arithmetic under major 31, by the 9-bit extended opcode `(w >> 1) & 0x1FF` (the

@@ -426,6 +426,7 @@ pub struct Tt6StreamReader<R> {
     base: u64,
     dec: Decoder,
     done: bool,
+    clean_end: bool,
     dialect: Dialect,
     initial_pc: u32,
 }
@@ -449,6 +450,7 @@ impl<R: Read> Tt6StreamReader<R> {
             base: 0,
             dec: Decoder::new(dialect, 0),
             done: false,
+            clean_end: false,
             dialect,
             initial_pc: 0,
         };
@@ -560,7 +562,12 @@ impl<R: Read> Tt6StreamReader<R> {
                 self.base = self.base.saturating_add(bytes as u64);
                 Some(Ok(r))
             }
-            Ok(Step::End(_) | Step::More) => {
+            Ok(Step::End(_)) => {
+                self.done = true;
+                self.clean_end = true;
+                None
+            }
+            Ok(Step::More) => {
                 self.done = true;
                 None
             }
@@ -575,7 +582,7 @@ impl<R: Read> Tt6StreamReader<R> {
     /// returned `None`.
     #[must_use]
     pub fn dangling_escapes(&self) -> Escapes<'_> {
-        if !self.done {
+        if !self.clean_end {
             return Escapes::default();
         }
         let avail = self.buf.get(self.start..self.end).unwrap_or_default();
