@@ -110,6 +110,67 @@ impl Dcfg {
     }
 }
 
+impl Dcfg {
+    /// Recovers what precedes a parse error: the longest prefix of `bytes` (plain JSON)
+    /// ending at a complete array or object before `error_offset`, closed with the brackets
+    /// still open there, read as a DCFG. A truncated file thus gives every complete row (for
+    /// example every basic block) before the cut. `None` if no such prefix reads.
+    #[must_use]
+    pub fn recover_prefix(bytes: &[u8], error_offset: u64) -> Option<Dcfg> {
+        const TRIES: usize = 64;
+        let end = usize::try_from(error_offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let prefix = bytes.get(..end)?;
+        // Forward scan: bracket stack, strings skipped; remember the last closing positions.
+        let mut stack: Vec<u8> = Vec::new();
+        let mut cuts: std::collections::VecDeque<(usize, Vec<u8>)> =
+            std::collections::VecDeque::with_capacity(TRIES);
+        let (mut in_str, mut esc) = (false, false);
+        for (i, &b) in prefix.iter().enumerate() {
+            if in_str {
+                if esc {
+                    esc = false;
+                } else if b == b'\\' {
+                    esc = true;
+                } else if b == b'"' {
+                    in_str = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_str = true,
+                b'[' | b'{' => {
+                    if stack.len() >= 256 {
+                        return None;
+                    }
+                    stack.push(b);
+                }
+                b']' | b'}' => {
+                    stack.pop();
+                    if !stack.is_empty() {
+                        if cuts.len() == TRIES {
+                            cuts.pop_front();
+                        }
+                        cuts.push_back((i, stack.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (pos, open) in cuts.iter().rev() {
+            let mut text = prefix.get(..=*pos)?.to_vec();
+            for &o in open.iter().rev() {
+                text.push(if o == b'[' { b']' } else { b'}' });
+            }
+            if let Ok(d) = from_json_slice(&text) {
+                return Some(d);
+            }
+        }
+        None
+    }
+}
+
 fn read_head(file: &mut std::fs::File, head: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while let Some(rest) = head.get_mut(n..) {

@@ -136,3 +136,42 @@ fn negative_fixtures_fail_with_path_and_offset() {
     );
     assert_golden("errors.expected", &all);
 }
+
+/// A block row of Intel's layout: `[ id, "0x…", n, n, n, n ]` on its own line.
+fn is_block_row(line: &str) -> bool {
+    let t = line.trim().trim_end_matches(',');
+    let Some(inner) = t.strip_prefix("[ ").and_then(|t| t.strip_suffix(" ]")) else {
+        return false;
+    };
+    let cells: Vec<&str> = inner.split(", ").collect();
+    cells.len() == 6
+        && cells[1].starts_with("\"0x")
+        && [0, 2, 3, 4, 5]
+            .iter()
+            .all(|&i| cells[i].bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[test]
+fn truncated_files_recover_every_complete_block() {
+    let bytes = std::fs::read(testdata("sample.dcfg.json")).unwrap();
+    let full = sample();
+    let g = full.graph(full.processes[0].id).unwrap();
+    for cut in (200..bytes.len()).step_by(97) {
+        let prefix = &bytes[..cut];
+        let err = Dcfg::from_slice(prefix).unwrap_err();
+        // Independent count: complete block lines (ending in a newline) before the cut.
+        let text = std::str::from_utf8(prefix).unwrap();
+        let complete = text.rsplit_once('\n').map_or("", |(head, _)| head);
+        let want = complete.lines().filter(|l| is_block_row(l)).count();
+        let got = Dcfg::recover_prefix(prefix, err.offset().unwrap());
+        let blocks: Vec<_> = got
+            .iter()
+            .flat_map(|d| d.processes.iter())
+            .flat_map(|p| p.blocks().map(|(_, b)| *b))
+            .collect();
+        assert!(blocks.len() >= want, "cut {cut}: {} < {want}", blocks.len());
+        for b in &blocks {
+            assert_eq!(Some(b), g.block(b.id), "cut {cut}");
+        }
+    }
+}
