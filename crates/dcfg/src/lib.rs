@@ -67,6 +67,7 @@
 
 mod error;
 mod export;
+mod fast;
 mod model;
 mod query;
 pub mod raw;

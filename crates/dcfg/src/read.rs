@@ -12,12 +12,13 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use trace_core::Offset;
-use trace_core::json::{JsonU64, Table};
+use trace_core::json::JsonU64;
 
 use crate::error::Error;
+use crate::fast::{FastRow, FastTable};
 use crate::model::{
-    BasicBlock, Counts, Dcfg, Edge, EdgeType, Edges, FileName, Image, Loop, Process, Routine,
-    RoutineNode, SourceLine, SpecialNode, Symbol,
+    BasicBlock, Dcfg, Edge, EdgeType, Edges, FileName, Image, Process, Routine, SourceLine,
+    SpecialNode, Symbol,
 };
 use crate::raw;
 
@@ -332,64 +333,6 @@ impl<'de> Visitor<'de> for U64Seq {
     }
 }
 
-fn de_u64_vec<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
-    struct Opt;
-    impl<'de> Visitor<'de> for Opt {
-        type Value = Option<Vec<u64>>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an array of integers")
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_seq(U64Seq).map(Some)
-        }
-    }
-    d.deserialize_option(Opt)
-}
-
-fn de_counts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Counts>, D::Error> {
-    struct Seq;
-    impl<'de> Visitor<'de> for Seq {
-        type Value = Counts;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an array of integers")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Counts, A::Error> {
-            let mut v = Counts::new();
-            while let Some(JsonU64(x)) = seq.next_element()? {
-                v.push(x);
-            }
-            Ok(v)
-        }
-    }
-    struct Opt;
-    impl<'de> Visitor<'de> for Opt {
-        type Value = Option<Counts>;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an array of integers")
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_seq(Seq).map(Some)
-        }
-    }
-    d.deserialize_option(Opt)
-}
-
-fn opt(v: Option<JsonU64>) -> Option<u64> {
-    v.map(|x| x.0)
-}
-
 // ---------------------------------------------------------------------------------------
 // Table rows (column names from `raw`).
 
@@ -437,97 +380,6 @@ struct ImageRow {
     data: Option<ImageData>,
 }
 
-#[derive(Deserialize)]
-struct SymbolRow {
-    #[serde(rename = "NAME")]
-    name: String,
-    #[serde(rename = "ADDR_OFFSET")]
-    addr_offset: JsonU64,
-    // The specification's own example spells the header "SIZE " (with a space).
-    #[serde(rename = "SIZE", alias = "SIZE ", default)]
-    size: Option<JsonU64>,
-}
-
-#[derive(Deserialize)]
-struct SourceRow {
-    #[serde(rename = "FILE_NAME_ID")]
-    file_name_id: JsonU64,
-    #[serde(rename = "LINE_NUM")]
-    line: JsonU64,
-    #[serde(rename = "ADDR_OFFSET")]
-    addr_offset: JsonU64,
-    #[serde(rename = "SIZE", default)]
-    size: Option<JsonU64>,
-    #[serde(rename = "NUM_INSTRS", default)]
-    num_instrs: Option<JsonU64>,
-}
-
-#[derive(Deserialize)]
-struct BlockRow {
-    #[serde(rename = "NODE_ID")]
-    id: JsonU64,
-    #[serde(rename = "ADDR_OFFSET")]
-    addr_offset: JsonU64,
-    #[serde(rename = "SIZE")]
-    size: JsonU64,
-    #[serde(rename = "NUM_INSTRS")]
-    num_instrs: JsonU64,
-    #[serde(rename = "LAST_INSTR_OFFSET", default)]
-    last_instr_offset: Option<JsonU64>,
-    #[serde(rename = "COUNT", default)]
-    count: Option<JsonU64>,
-}
-
-#[derive(Deserialize)]
-struct RoutineRow {
-    #[serde(rename = "ENTRY_NODE_ID")]
-    entry: JsonU64,
-    #[serde(rename = "EXIT_NODE_IDS", default, deserialize_with = "de_u64_vec")]
-    exits: Option<Vec<u64>>,
-    #[serde(rename = "NODES", default)]
-    nodes: Option<Table<NodeRow>>,
-    #[serde(rename = "LOOPS", default)]
-    loops: Option<Table<LoopRow>>,
-}
-
-#[derive(Deserialize)]
-struct NodeRow {
-    #[serde(rename = "NODE_ID")]
-    id: JsonU64,
-    #[serde(rename = "IDOM_NODE_ID")]
-    idom: JsonU64,
-}
-
-#[derive(Deserialize)]
-struct LoopRow {
-    #[serde(rename = "LOOP_HEAD_NODE_ID")]
-    head: JsonU64,
-    #[serde(
-        rename = "LOOP_BACK_EDGE_SOURCE_NODE_IDS",
-        default,
-        deserialize_with = "de_u64_vec"
-    )]
-    back_edge_sources: Option<Vec<u64>>,
-    #[serde(rename = "LOOP_NODE_IDS", default, deserialize_with = "de_u64_vec")]
-    nodes: Option<Vec<u64>>,
-    #[serde(rename = "PARENT_LOOP_HEAD_NODE_ID", default)]
-    parent: Option<JsonU64>,
-}
-
-#[derive(Deserialize)]
-struct EdgeRow {
-    #[serde(rename = "EDGE_ID")]
-    id: JsonU64,
-    #[serde(rename = "SOURCE_NODE_ID")]
-    source: JsonU64,
-    #[serde(rename = "TARGET_NODE_ID")]
-    target: JsonU64,
-    #[serde(rename = "EDGE_TYPE_ID")]
-    type_id: JsonU64,
-    #[serde(rename = "COUNT_PER_THREAD", default, deserialize_with = "de_counts")]
-    counts: Option<Counts>,
-}
-
 // ---------------------------------------------------------------------------------------
 // Tables with conversion, streamed row by row.
 
@@ -547,61 +399,17 @@ impl<'de, R: Deserialize<'de>, T> DeserializeSeed<'de> for TableOf<R, T> {
     }
 }
 
+fn fast<'de, A: MapAccess<'de>, T: FastRow>(map: &mut A, key: &str) -> Result<Vec<T>, A::Error> {
+    map.next_value_seed(FastTable::<T>::new())
+        .map_err(|e| under(key, e))
+}
+
 fn next_table<'de, A: MapAccess<'de>, R: Deserialize<'de>, T>(
     map: &mut A,
     key: &str,
     f: fn(R) -> T,
 ) -> Result<Vec<T>, A::Error> {
     map.next_value_seed(TableOf(f)).map_err(|e| under(key, e))
-}
-
-fn block(r: BlockRow) -> BasicBlock {
-    BasicBlock {
-        id: r.id.0,
-        addr_offset: r.addr_offset.0,
-        size: r.size.0,
-        num_instrs: r.num_instrs.0,
-        last_instr_offset: opt(r.last_instr_offset),
-        count: opt(r.count),
-    }
-}
-
-fn edge(r: EdgeRow) -> Edge {
-    Edge {
-        id: r.id.0,
-        source: r.source.0,
-        target: r.target.0,
-        type_id: r.type_id.0,
-        counts: r.counts.unwrap_or_default(),
-    }
-}
-
-fn routine(r: RoutineRow) -> Routine {
-    Routine {
-        entry: r.entry.0,
-        exits: r.exits.unwrap_or_default(),
-        nodes: r
-            .nodes
-            .map(|t| {
-                t.0.into_iter()
-                    .map(|n| RoutineNode {
-                        id: n.id.0,
-                        idom: n.idom.0,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        loops: r.loops.map(|t| {
-            t.0.into_iter()
-                .map(|l| Loop {
-                    head: l.head.0,
-                    back_edge_sources: l.back_edge_sources.unwrap_or_default(),
-                    nodes: l.nodes.unwrap_or_default(),
-                    parent: opt(l.parent),
-                })
-                .collect()
-        }),
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -777,7 +585,7 @@ impl<'de> Deserialize<'de> for ProcessData {
                             })?);
                         }
                         raw::EDGES => {
-                            let mut edges = Edges::from(next_table(&mut map, raw::EDGES, edge)?);
+                            let mut edges = Edges::from(fast::<_, Edge>(&mut map, raw::EDGES)?);
                             edges.shrink_to_fit();
                             p.edges = Some(edges);
                         }
@@ -831,31 +639,16 @@ impl<'de> Deserialize<'de> for ImageData {
                             );
                         }
                         raw::SYMBOLS => {
-                            img.symbols =
-                                Some(next_table(&mut map, raw::SYMBOLS, |r: SymbolRow| Symbol {
-                                    name: r.name,
-                                    addr_offset: r.addr_offset.0,
-                                    size: opt(r.size),
-                                })?);
+                            img.symbols = Some(fast(&mut map, raw::SYMBOLS)?);
                         }
                         raw::SOURCE_DATA => {
-                            img.source_data =
-                                Some(next_table(&mut map, raw::SOURCE_DATA, |r: SourceRow| {
-                                    SourceLine {
-                                        file_name_id: r.file_name_id.0,
-                                        line: r.line.0,
-                                        addr_offset: r.addr_offset.0,
-                                        size: opt(r.size),
-                                        num_instrs: opt(r.num_instrs),
-                                    }
-                                })?);
+                            img.source_data = Some(fast(&mut map, raw::SOURCE_DATA)?);
                         }
                         raw::BASIC_BLOCKS => {
-                            img.basic_blocks =
-                                Some(next_table(&mut map, raw::BASIC_BLOCKS, block)?);
+                            img.basic_blocks = Some(fast(&mut map, raw::BASIC_BLOCKS)?);
                         }
                         raw::ROUTINES => {
-                            img.routines = Some(next_table(&mut map, raw::ROUTINES, routine)?);
+                            img.routines = Some(fast(&mut map, raw::ROUTINES)?);
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
