@@ -46,14 +46,12 @@ def decode(data, tt6e):
     while True:
         if i >= n:
             if len(data) % 4:
-                out.append("error %#x" % (4 * i if not esc else esc_start))
+                out.append("error %#x" % (4 * i))
             elif esc:
                 out.append("dangling " + ";".join(esc))
             break
         w = words[i]
         if w >> 26 == 0:
-            if not esc:
-                esc_start = 4 * i
             count = w & 0xFFFF
             if i + 1 + count > n:
                 out.append("error %#x" % (4 * i))

@@ -1,0 +1,6 @@
+//! amber TT6/TT6E (slice and stream readers, which must agree) and FULL on arbitrary bytes.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    amber_tt6::fuzz_read(data);
+});
