@@ -4,7 +4,7 @@
 //! Fields (notes §6.1, IBM bit 0 = most significant): the major opcode is `w >> 26`, the
 //! minor opcode the macros test is always the 10-bit `(w >> 1) & 0x3FF`. Classification is
 //! two table lookups (one by major, one by minor for majors 19 and 31), built at compile
-//! time from one list of instructions ([`OPS`] below), so the tables and the facts cannot
+//! time from one list of instructions (`OPS` in the source), so the tables and the facts cannot
 //! disagree.
 
 use core::fmt;

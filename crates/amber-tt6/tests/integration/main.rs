@@ -1,5 +1,14 @@
 //! amber-tt6 integration tests: one test binary.
 
+// Test helpers outside `#[test]` functions may panic on broken fixtures.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+
 mod fixtures;
 mod full;
 mod properties;
