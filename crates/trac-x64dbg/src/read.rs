@@ -19,11 +19,14 @@ use crate::regs::RegDump;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ThreadIdMode {
     /// Follow the flag, and recover the thread-id bytes that writers before x64dbg PR #3920
-    /// put after a thread switch without the flag (`specs/notes/x64dbg-notes.md` section 5):
-    /// after a flagged block that neither was a full dump nor switched threads, the bytes are
-    /// certainly there; after a full dump or a flagged switch, both readings are tried and the
-    /// one after which the next blocks parse wins. Recovered blocks have
-    /// [`ThreadField::Unflagged`].
+    /// put without the flag on the first block after a thread switch
+    /// (`specs/notes/x64dbg-notes.md` section 5). Only a flag-clear block right after a
+    /// flagged one can carry them. The first such block after a flagged non-full block
+    /// shows which writer made the file: both readings are decoded ahead (16 blocks, each
+    /// under its writer's rules) and the one that decodes further wins; the answer holds
+    /// for the rest of the file. After a flagged full dump the old writer writes the bytes
+    /// only if the thread changed, so there the trial parse decides every time. Recovered
+    /// blocks have [`ThreadField::Unflagged`].
     #[default]
     Recover,
     /// Trust the flag only (the published format text).
@@ -38,7 +41,7 @@ pub struct ReadOptions {
 }
 
 /// How many following blocks a trial parse looks at to choose a thread-id reading.
-const PROBE_BLOCKS: u32 = 8;
+const PROBE_BLOCKS: u32 = 16;
 
 /// An executed instruction (block type 0), borrowing the block's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -449,13 +452,27 @@ pub(crate) struct DecoderState {
     have_prev: bool,
     prev_flag: bool,
     prev_full: bool,
-    prev_switched: bool,
     instructions: u64,
     blocks: u64,
     in_session: u64,
     quirks: u64,
     /// The last few distinct thread ids (0 = empty slot).
     recent: [u32; 4],
+    /// Which x64dbg thread-id behaviour the file shows, once known.
+    dialect: Dialect,
+    /// Decoding ahead inside a trial parse (no nested trials).
+    probing: bool,
+}
+
+/// The thread-id behaviour of the writer of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dialect {
+    /// Not seen yet.
+    Unknown,
+    /// x64dbg with PR #3920: flag and bytes together.
+    Fixed,
+    /// x64dbg before PR #3920: bytes without the flag after a switch.
+    Legacy,
 }
 
 impl DecoderState {
@@ -468,12 +485,13 @@ impl DecoderState {
             have_prev: false,
             prev_flag: false,
             prev_full: false,
-            prev_switched: false,
             instructions: 0,
             blocks: 0,
             in_session: 0,
             quirks: 0,
             recent: [0; 4],
+            dialect: Dialect::Unknown,
+            probing: false,
         }
     }
 
@@ -562,99 +580,276 @@ impl DecoderState {
         }
     }
 
-    /// Counts the valid blocks from `pos` on (at most [`PROBE_BLOCKS`]; reaching the end of
-    /// complete data counts as all of them), trusting the flags.
-    fn probe(&self, data: &[u8], mut pos: usize, complete: bool) -> Result<u32, Fail> {
+    /// Decodes up to [`PROBE_BLOCKS`] blocks from `pos` with a copy of the state set to
+    /// `dialect`, and counts those that decode (reaching the end of complete data counts as
+    /// all of them).
+    fn probe(
+        &self,
+        data: &[u8],
+        mut pos: usize,
+        complete: bool,
+        dialect: Dialect,
+    ) -> Result<u32, Fail> {
+        let mut st = *self;
+        st.dialect = dialect;
+        st.probing = true;
         let mut count = 0;
         while count < PROBE_BLOCKS {
+            if pos >= data.len() {
+                return if complete {
+                    Ok(PROBE_BLOCKS)
+                } else {
+                    Err(Fail::NeedMore(pos + 4))
+                };
+            }
+            match st.decode(data, pos, 0, complete) {
+                Ok(meta) => {
+                    if let Meta::Instr(m) = meta
+                        && (m.flags & raw::FLAGS_RESERVED != 0)
+                    {
+                        // Real writers leave the reserved bits clear.
+                        return Ok(count);
+                    }
+                    pos += meta.len();
+                    count += 1;
+                }
+                Err(Fail::NeedMore(n)) => {
+                    // A user block too big to wait for counts as plausible.
+                    return if n > pos + StreamReader::<std::io::Empty>::MAX_USER_BLOCK {
+                        Ok(PROBE_BLOCKS)
+                    } else {
+                        Err(Fail::NeedMore(n))
+                    };
+                }
+                Err(Fail::Error(_)) => return Ok(count),
+            }
+        }
+        Ok(count)
+    }
+
+    /// The thread id of the first flagged block from `pos` on (walking by the flags: no
+    /// block before it can carry unflagged bytes), `None` if there is none or it is a full
+    /// dump (which may start another recording session).
+    fn next_flagged_tid(
+        &self,
+        data: &[u8],
+        mut pos: usize,
+        complete: bool,
+    ) -> Result<Option<u32>, Fail> {
+        loop {
             let rest = data.get(pos..).unwrap_or(&[]);
             let Some(&ty) = rest.first() else {
                 return if complete {
-                    Ok(PROBE_BLOCKS)
+                    Ok(None)
                 } else {
                     Err(Fail::NeedMore(pos + 4))
                 };
             };
             let len = if ty >= raw::BLOCK_USER_MIN {
                 match rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
-                    Some(b) => {
-                        let total = (u32::from_le_bytes(b) as usize).saturating_add(5);
-                        if total > rest.len() {
-                            // Past the end of the file: not a block. In a stream, wait
-                            // for it unless it is too big to buffer (then assume valid).
-                            return if complete {
-                                Ok(count)
-                            } else if total <= StreamReader::<std::io::Empty>::MAX_USER_BLOCK {
-                                Err(Fail::NeedMore(pos + total))
-                            } else {
-                                Ok(PROBE_BLOCKS)
-                            };
-                        }
-                        total
+                    Some(b) if (u32::from_le_bytes(b) as usize) < rest.len().saturating_sub(5) => {
+                        u32::from_le_bytes(b) as usize + 5
                     }
-                    None if complete => return Ok(count),
-                    None => return Err(Fail::NeedMore(pos + 5)),
+                    _ => return Ok(None),
                 }
             } else if ty == raw::BLOCK_INSTRUCTION {
-                let with_tid = rest.get(3).is_some_and(|f| f & raw::FLAG_THREAD_ID != 0);
-                match self.measure(rest, 0, with_tid) {
-                    Measure::Ok(total) => total,
+                if rest.get(3).is_some_and(|f| f & raw::FLAG_THREAD_ID != 0) {
+                    if rest.get(1).is_some_and(|&n| u16::from(n) == self.words) {
+                        // A full dump may start a new recording session: no evidence.
+                        return Ok(None);
+                    }
+                    return match rest.get(4..8).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
+                        Some(b) => Ok(Some(u32::from_le_bytes(b))),
+                        None if complete => Ok(None),
+                        None => Err(Fail::NeedMore(pos + 8)),
+                    };
+                }
+                match self.measure(rest, 0, false) {
+                    Measure::Ok(n) => n,
                     Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
-                    Measure::Short(_) | Measure::Bad(_) => return Ok(count),
+                    _ => return Ok(None),
                 }
             } else {
-                return Ok(count);
+                return Ok(None);
             };
             pos += len;
-            count += 1;
         }
-        Ok(count)
     }
 
-    /// Decides whether a flag-clear instruction block at `pos` carries thread-id bytes.
-    fn decide_thread_bytes(
+    /// Breaks a tie between the two readings of a flag-clear block whose 4 bytes after the
+    /// head would be thread `tid`, continuing at `next`: the next flagged block carries the
+    /// id of this block's thread (the last block of a thread's run is always flagged), so it
+    /// says which reading is right; failing that, whether `tid` looks like a thread id.
+    ///
+    /// Failing that, the reading with the bytes must look like a thread switch: a plausible
+    /// thread id, and the stack pointer (word 4) among the register changes (x64dbg lists
+    /// every word that differs between the two threads' states, and threads never share a
+    /// stack).
+    fn tie_break(
         &self,
+        data: &[u8],
+        pos: usize,
+        next: usize,
+        complete: bool,
+        tid: u32,
+    ) -> Result<bool, Fail> {
+        Ok(match self.next_flagged_tid(data, next, complete)? {
+            Some(t) if t == tid => true,
+            Some(t) if t == self.thread => false,
+            _ => {
+                self.plausible_tid(tid) && self.lists_stack_pointer(data.get(pos..).unwrap_or(&[]))
+            }
+        })
+    }
+
+    /// Whether the instruction block at the start of `rest`, read with thread-id bytes,
+    /// lists word 4 (rsp/esp).
+    fn lists_stack_pointer(&self, rest: &[u8]) -> bool {
+        let (Some(&n), Some(&fl)) = (rest.get(1), rest.get(3)) else {
+            return false;
+        };
+        let start = 8 + usize::from(fl & raw::OPCODE_LEN_MASK);
+        let Some(positions) = rest.get(start..start + usize::from(n)) else {
+            return false;
+        };
+        let mut next = 0u32;
+        for &p in positions {
+            let index = next + u32::from(p);
+            if index == 4 {
+                return true;
+            }
+            if index > 4 {
+                return false;
+            }
+            next = index + 1;
+        }
+        false
+    }
+
+    /// The state after a flag-clear instruction block read with (`Some(thread)`) or
+    /// without thread-id bytes, for decoding ahead.
+    fn after_flag_clear(&self, data: &[u8], pos: usize, tid: Option<u32>) -> DecoderState {
+        let mut st = *self;
+        st.have_prev = true;
+        st.prev_flag = false;
+        st.prev_full = data
+            .get(pos + 1)
+            .is_some_and(|&n| u16::from(n) == self.words);
+        if let Some(t) = tid {
+            st.thread = t;
+        }
+        st.instructions += 1;
+        st.blocks += 1;
+        st.in_session += 1;
+        st
+    }
+
+    /// Whether 4 bytes look like a Windows thread id: one seen recently, or a small
+    /// non-zero multiple of 4.
+    fn plausible_tid(&self, t: u32) -> bool {
+        t != 0 && (self.recent.contains(&t) || (t.is_multiple_of(4) && t < 0x10_0000))
+    }
+
+    /// Decides whether a flag-clear instruction block at `pos` carries thread-id bytes
+    /// (`specs/notes/x64dbg-notes.md` section 5). Only a flag-clear block right after a
+    /// flagged one can: the old writer (before PR #3920) puts the new thread's id there
+    /// without the flag after every switch; the fixed one never does. The first such block
+    /// after a flagged non-full block tells the two writers apart (by trial parse) and the
+    /// answer is kept for the rest of the file; after a flagged full dump, the old writer
+    /// writes the bytes only if the thread changed, so that case is always a trial parse.
+    fn decide_thread_bytes(
+        &mut self,
         data: &[u8],
         pos: usize,
         at: u64,
         complete: bool,
     ) -> Result<bool, Fail> {
-        if self.mode == ThreadIdMode::Flag || !self.have_prev || !self.prev_flag {
+        if self.mode == ThreadIdMode::Flag
+            || !self.have_prev
+            || !self.prev_flag
+            || self.dialect == Dialect::Fixed
+        {
             return Ok(false);
         }
-        let certain = !self.prev_full && !self.prev_switched;
         let rest = data.get(pos..).unwrap_or(&[]);
         let tid = rest
             .get(4..8)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(u32::from_le_bytes);
+            .map_or(0, u32::from_le_bytes);
         let with = match self.measure(rest, at, true) {
-            Measure::Ok(total) if tid.is_some_and(|t| t != self.thread) => total,
+            Measure::Ok(total) if tid != self.thread => total,
             Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
             _ => return Ok(false),
         };
-        let without = match self.measure(rest, at, false) {
-            Measure::Ok(total) => total,
-            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
-            _ => return Ok(true),
-        };
-        if with == without {
-            // Both readings end at the same byte (on x86 a memory flag read 4 bytes off can
-            // add exactly the 4 thread-id bytes back), so the following blocks cannot tell
-            // them apart: decide by whether the 4 bytes look like a Windows thread id (one
-            // seen before, or a small multiple of 4).
-            let t = tid.unwrap_or(0);
-            let plausible = t != 0
-                && (self.recent.contains(&t) || (t.is_multiple_of(4) && t < 0x10_0000));
-            return Ok(certain || plausible);
+        if self.dialect == Dialect::Legacy && !self.prev_full {
+            return Ok(true);
         }
-        let with_score = self.probe(data, pos + with, complete)?;
-        let without_score = self.probe(data, pos + without, complete)?;
-        Ok(if certain {
-            with_score >= without_score
-        } else {
-            with_score > without_score
-        })
+        if self.probing {
+            // Inside a trial parse: a cheap local rule, no nested trials.
+            return Ok(match self.dialect {
+                Dialect::Legacy => {
+                    let mut st = self.after_flag_clear(data, pos, Some(tid));
+                    st.dialect = Dialect::Fixed;
+                    pos + with >= data.len() || st.decode(data, pos + with, 0, complete).is_ok()
+                }
+                Dialect::Fixed | Dialect::Unknown => false,
+            });
+        }
+        let without = match self.measure(rest, at, false) {
+            Measure::Ok(total) => Some(total),
+            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
+            _ => None,
+        };
+        let choice = match without {
+            None => true,
+            Some(without) if without == with => {
+                // Both readings end at the same byte (on x86 a memory flag read 4 bytes off
+                // can add exactly the 4 bytes back), so decoding ahead cannot tell them
+                // apart.
+                self.tie_break(data, pos, pos + with, complete, tid)?
+            }
+            Some(without) => {
+                let st_with = self.after_flag_clear(data, pos, Some(tid));
+                let st_without = self.after_flag_clear(data, pos, None);
+                let with_score = st_with.probe(data, pos + with, complete, Dialect::Legacy)?;
+                let mut without_score = if self.dialect == Dialect::Legacy {
+                    0
+                } else {
+                    st_without.probe(data, pos + without, complete, Dialect::Fixed)?
+                };
+                if self.prev_full {
+                    let legacy =
+                        st_without.probe(data, pos + without, complete, Dialect::Legacy)?;
+                    without_score = without_score.max(legacy);
+                }
+                match with_score.cmp(&without_score) {
+                    core::cmp::Ordering::Greater => true,
+                    core::cmp::Ordering::Less => false,
+                    core::cmp::Ordering::Equal if with_score == PROBE_BLOCKS => {
+                        // Both decode far: compare what each says about the thread.
+                        let w = self.tie_break(data, pos, pos + with, complete, tid)?;
+                        let t = self.next_flagged_tid(data, pos + without, complete)?;
+                        if t == Some(self.thread) && !w {
+                            false
+                        } else {
+                            w
+                        }
+                    }
+                    core::cmp::Ordering::Equal => {
+                        self.plausible_tid(tid)
+                            && self.lists_stack_pointer(data.get(pos..).unwrap_or(&[]))
+                    }
+                }
+            }
+        };
+        if self.dialect == Dialect::Unknown {
+            if choice {
+                self.dialect = Dialect::Legacy;
+            } else if !self.prev_full {
+                self.dialect = Dialect::Fixed;
+            }
+        }
+        Ok(choice)
     }
 
     /// Decodes the block at `data[pos..]` (file offset `base + pos`); `complete` says
@@ -710,7 +905,6 @@ impl DecoderState {
         let n = rest.get(1).copied().unwrap_or(0);
         let m = rest.get(2).copied().unwrap_or(0);
         let full = u16::from(n) == self.words;
-        let mut switched = false;
         let thread_field = if flagged {
             ThreadField::Flagged
         } else if with_tid {
@@ -724,7 +918,6 @@ impl DecoderState {
                 .get(4..8)
                 .and_then(|b| <[u8; 4]>::try_from(b).ok())
                 .map_or(0, u32::from_le_bytes);
-            switched = self.have_prev && tid != self.thread;
             self.thread = tid;
             if !self.recent.contains(&tid) {
                 self.recent.rotate_right(1);
@@ -756,7 +949,6 @@ impl DecoderState {
         self.have_prev = true;
         self.prev_flag = flagged;
         self.prev_full = full;
-        self.prev_switched = switched;
         self.instructions += 1;
         self.blocks += 1;
         self.in_session += 1;

@@ -2,11 +2,12 @@
 
 use trac_x64dbg::synth::{Machine, Options};
 use trac_x64dbg::{
-    Arch, Block, Error, ReadOptions, ThreadField, ThreadIdMode, Trace, read_records,
-    write_records,
+    Arch, Block, Error, ReadOptions, ThreadField, ThreadIdMode, Trace, read_records, write_records,
 };
 
-use crate::common::{Decoded, check_seek_everywhere, replay_all, slice_records, stream_records, testdata};
+use crate::common::{
+    Decoded, check_seek_everywhere, replay_all, slice_records, stream_records, testdata,
+};
 
 const POSITIVE: [&str; 5] = [
     "basic.trace64",
@@ -55,7 +56,11 @@ fn streaming_reader_matches_slice_reader() {
         let slice = slice_records(&data);
         assert!(slice.1.is_none(), "{name}: {:?}", slice.1);
         for chunk in [7, 4096, 1 << 20] {
-            assert_eq!(stream_records(&data, chunk), slice, "{name}, {chunk}-byte reads");
+            assert_eq!(
+                stream_records(&data, chunk),
+                slice,
+                "{name}, {chunk}-byte reads"
+            );
         }
     }
     for name in ["err-truncated-block.bin", "err-bad-block-type.bin"] {
@@ -98,7 +103,10 @@ fn basic_fixture_has_what_the_quick_start_shows() {
     let index = trace.build_index().unwrap();
     assert_eq!(index.instructions(), 1100);
     assert_eq!(
-        index.full_dump_positions().map(|(i, _)| i).collect::<Vec<_>>(),
+        index
+            .full_dump_positions()
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>(),
         [0, 512, 1024]
     );
     let mut threads = std::collections::BTreeSet::new();
@@ -169,7 +177,10 @@ fn sessions_and_user_blocks() {
     assert_eq!(users.len(), 2);
     assert_eq!(users[0].0, 0x81);
     assert_eq!(users[0].1, b"Hello LingMo");
-    assert_eq!(users[0].2, 300, "after the first session's 300 instructions");
+    assert_eq!(
+        users[0].2, 300,
+        "after the first session's 300 instructions"
+    );
     assert_eq!(users[1].0, 0x80);
     // The state of the second session is its own machine's.
     let (got, _) = replay_all(&trace);
@@ -197,8 +208,11 @@ fn first_error(name: &str) -> (usize, Error) {
 
 #[test]
 fn negative_fixtures_fail_where_expected() {
-    let cases: [(&str, usize, fn(&Error) -> bool); 9] = [
-        ("err-truncated-header.bin", 0, |e| matches!(e, Error::Eof(_))),
+    type Check = fn(&Error) -> bool;
+    let cases: [(&str, usize, Check); 9] = [
+        ("err-truncated-header.bin", 0, |e| {
+            matches!(e, Error::Eof(_))
+        }),
         ("err-huge-header.bin", 0, |e| matches!(e, Error::Limit(_))),
         ("err-bad-version.bin", 0, |e| {
             matches!(e, Error::UnsupportedVersion { .. })
@@ -215,7 +229,9 @@ fn negative_fixtures_fail_where_expected() {
         ("err-too-many-memory-accesses.bin", 4, |e| {
             matches!(e, Error::TooManyMemoryAccesses { found: 33, .. })
         }),
-        ("err-empty-opcode.bin", 4, |e| matches!(e, Error::EmptyOpcode { .. })),
+        ("err-empty-opcode.bin", 4, |e| {
+            matches!(e, Error::EmptyOpcode { .. })
+        }),
         ("err-truncated-block.bin", 5, |e| {
             matches!(e, Error::TruncatedBlock { block: 5, .. })
         }),
@@ -226,7 +242,10 @@ fn negative_fixtures_fail_where_expected() {
         assert!(check(&e), "{name}: {e}");
         let msg = e.to_string();
         let off = e.offset().unwrap();
-        assert!(msg.ends_with(&format!("at offset {off:#x}")), "{name}: {msg}");
+        assert!(
+            msg.ends_with(&format!("at offset {off:#x}")),
+            "{name}: {msg}"
+        );
         assert!((off as usize) < testdata(name).len(), "{name}");
     }
 }

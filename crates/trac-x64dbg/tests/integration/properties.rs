@@ -1,1 +1,317 @@
-//! Property tests (filled below).
+//! Property tests: round trips through the writer and the reader, the recorder against the
+//! replayed register states (thread-id recovery included), truncation, and never panicking.
+
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use trac_x64dbg::{
+    Arch, Header, InstructionRecord, MemAccess, ReadOptions, Record, Recorder, RecorderOptions,
+    RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read, write_records,
+};
+
+use crate::common::{replay_all, slice_records, stream_records, testdata};
+
+fn below(g: &mut Gen, n: u64) -> u64 {
+    u64::arbitrary(g) % n.max(1)
+}
+
+fn arch(g: &mut Gen) -> Arch {
+    if bool::arbitrary(g) {
+        Arch::X64
+    } else {
+        Arch::X86
+    }
+}
+
+fn word(g: &mut Gen, arch: Arch) -> u64 {
+    // Mix small and full-width values.
+    let v = u64::arbitrary(g);
+    let v = if bool::arbitrary(g) { v & 0xffff } else { v };
+    v & arch.word_max()
+}
+
+fn opcode(g: &mut Gen) -> Vec<u8> {
+    let n = 1 + below(g, 15) as usize;
+    (0..n).map(|_| u8::arbitrary(g)).collect()
+}
+
+fn mem(g: &mut Gen, arch: Arch) -> Vec<MemAccess> {
+    let n = if below(g, 10) == 0 {
+        32
+    } else {
+        below(g, 4) as usize
+    };
+    (0..n)
+        .map(|_| {
+            let new = if bool::arbitrary(g) {
+                Some(word(g, arch))
+            } else {
+                None
+            };
+            MemAccess {
+                flags: u8::from(new.is_none()),
+                address: word(g, arch),
+                old: word(g, arch),
+                new,
+            }
+        })
+        .collect()
+}
+
+const TIDS: [u32; 4] = [0x1234, 0x1278, 0x12bc, 0x2f0];
+
+/// A header and records whose thread fields follow the flag (what `ThreadIdMode::Flag`
+/// reads back exactly).
+#[derive(Clone, Debug)]
+struct FlagRecords(Header, Vec<Record>);
+
+impl Arbitrary for FlagRecords {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let arch = arch(g);
+        let words = u64::from(arch.regdump_words());
+        let mut header = Header::new(arch, "C:\\t\\a.exe");
+        if bool::arbitrary(g) {
+            header
+                .extra
+                .insert("note".into(), String::arbitrary(g).into());
+        }
+        let n = below(g, 40) as usize;
+        let mut thread = 0;
+        let records = (0..n)
+            .map(|_| {
+                if below(g, 10) == 0 {
+                    let len = below(g, 20) as usize;
+                    return Record::User {
+                        block_type: 0x80 | u8::arbitrary(g),
+                        payload: (0..len).map(|_| u8::arbitrary(g)).collect(),
+                    };
+                }
+                let thread_field = if bool::arbitrary(g) {
+                    thread = u32::arbitrary(g);
+                    ThreadField::Flagged
+                } else {
+                    ThreadField::Absent
+                };
+                let regs = if below(g, 8) == 0 {
+                    (0..words)
+                        .map(|i| RegChange {
+                            index: i as u16,
+                            value: word(g, arch),
+                        })
+                        .collect()
+                } else {
+                    let mut idx: Vec<u16> =
+                        (0..below(g, 6)).map(|_| below(g, words) as u16).collect();
+                    idx.sort_unstable();
+                    idx.dedup();
+                    idx.into_iter()
+                        .map(|index| RegChange {
+                            index,
+                            value: word(g, arch),
+                        })
+                        .collect()
+                };
+                Record::Instruction(InstructionRecord {
+                    thread,
+                    thread_field,
+                    opcode: opcode(g),
+                    regs,
+                    mem: mem(g, arch),
+                })
+            })
+            .collect();
+        FlagRecords(header, records)
+    }
+}
+
+#[test]
+fn records_bytes_records() {
+    fn prop(FlagRecords(header, records): FlagRecords) -> bool {
+        let bytes = write_records(&header, &records).unwrap();
+        let opts = ReadOptions {
+            thread_ids: ThreadIdMode::Flag,
+        };
+        let trace = Trace::with_options(&bytes, opts).unwrap();
+        let back: Vec<Record> = trace.blocks().map(|b| b.unwrap().to_record()).collect();
+        let again = write_records(trace.header(), &back).unwrap();
+        trace.header() == &header && back == records && again == bytes
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(FlagRecords) -> bool);
+}
+
+/// Executed steps as the recorder takes them, with recorder options and session breaks.
+#[derive(Clone, Debug)]
+struct Steps {
+    arch: Arch,
+    opts: RecorderOptions,
+    steps: Vec<Step>,
+    breaks: Vec<usize>,
+}
+
+impl Arbitrary for Steps {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let arch = arch(g);
+        let words = u64::from(arch.regdump_words());
+        let opts = RecorderOptions {
+            full_dump_interval: *g.choose(&[512, 1, 3, 16, 0]).unwrap_or(&512),
+            legacy_thread_ids: bool::arbitrary(g),
+        };
+        let n = 1 + below(g, 120) as usize;
+        let max_run = 1 + below(g, 6);
+        let init: Vec<u64> = (0..words).map(|_| word(g, arch)).collect();
+        // Threads share most register values but never a stack (nor, here, a pc).
+        let mut states: Vec<RegDump> = (0..TIDS.len() as u64)
+            .map(|k| {
+                let mut r = RegDump::from_words(arch, &init);
+                r.set_word(4, 0x10_0000 * (k + 1) + below(g, 0x1000) * 8);
+                r.set_ip(0x40_0000 + 0x1000 * k + below(g, 0x100));
+                r
+            })
+            .collect();
+        let mut cur = 0usize;
+        let mut left = 0;
+        let mut steps = Vec::with_capacity(n);
+        for _ in 0..n {
+            if left == 0 {
+                cur = below(g, TIDS.len() as u64) as usize;
+                left = 1 + below(g, max_run);
+            }
+            left -= 1;
+            let before = states[cur].clone();
+            for _ in 0..below(g, 5) {
+                let i = below(g, words) as usize;
+                states[cur].set_word(i, word(g, arch));
+            }
+            steps.push(Step {
+                thread: TIDS[cur],
+                opcode: opcode(g),
+                regs: before,
+                mem: mem(g, arch),
+            });
+        }
+        let breaks = (0..below(g, 3))
+            .map(|_| below(g, n as u64) as usize)
+            .collect();
+        Steps {
+            arch,
+            opts,
+            steps,
+            breaks,
+        }
+    }
+}
+
+fn record(s: &Steps) -> Vec<u8> {
+    let header = Header::new(s.arch, "x");
+    let mut rec = Recorder::new(Writer::new(Vec::new(), &header).unwrap(), s.opts);
+    for (i, step) in s.steps.iter().enumerate() {
+        if i > 0 && s.breaks.contains(&i) {
+            rec.new_session().unwrap();
+        }
+        rec.step(step.clone()).unwrap();
+    }
+    rec.finish().unwrap()
+}
+
+#[test]
+fn recorded_states_replay_exactly() {
+    fn prop(s: Steps) -> TestResult {
+        let bytes = record(&s);
+        let trace = Trace::parse(&bytes).unwrap();
+        let (got, err) = replay_all(&trace);
+        if let Some(e) = err {
+            return TestResult::error(format!("{e} ({:?})", s.opts));
+        }
+        if got.len() != s.steps.len() {
+            return TestResult::error(format!("{} of {} instructions", got.len(), s.steps.len()));
+        }
+        for (g, w) in got.iter().zip(&s.steps) {
+            if (g.thread, &g.opcode, &g.regs, &g.mem) != (w.thread, &w.opcode, &w.regs, &w.mem) {
+                return TestResult::error(format!(
+                    "instruction {} differs (legacy {}): thread {:#x} vs {:#x}",
+                    g.index, s.opts.legacy_thread_ids, g.thread, w.thread
+                ));
+            }
+        }
+        // The streaming reader agrees, and random access matches the replay.
+        if stream_records(&bytes, 61) != slice_records(&bytes) {
+            return TestResult::error("streaming reader differs");
+        }
+        let index = trace.build_index().unwrap();
+        for d in got.iter().step_by(7) {
+            let (_, r) = trace.seek(&index, d.index).unwrap();
+            if r.regs() != &d.regs {
+                return TestResult::error(format!("seek {} differs", d.index));
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(prop as fn(Steps) -> TestResult);
+}
+
+#[test]
+fn truncated_files_give_every_complete_block_then_an_error() {
+    fn prop(s: Steps, cut: u16) -> TestResult {
+        let bytes = record(&s);
+        let (all, err) = slice_records(&bytes);
+        assert!(err.is_none());
+        let first = Trace::parse(&bytes).unwrap().first_block_offset() as usize;
+        let cut = first + usize::from(cut) % (bytes.len() - first + 1);
+        let (part, err) = slice_records(&bytes[..cut]);
+        let complete: Vec<_> = all
+            .iter()
+            .filter(|(off, r)| {
+                let len = match r {
+                    Record::User { payload, .. } => payload.len() + 5,
+                    Record::Instruction(_) => 0,
+                };
+                (*off as usize) < cut && (len == 0 || *off as usize + len <= cut)
+            })
+            .cloned()
+            .collect();
+        // Every block that ends before the cut is read; the one cut through is an error.
+        let ok = part.iter().zip(&all).all(|(a, b)| a == b)
+            && (part.len() == complete.len() || part.len() + 1 == complete.len())
+            && (err.is_some() || all.iter().any(|(o, _)| *o as usize == cut) || cut == bytes.len());
+        TestResult::from_bool(ok)
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, u16) -> TestResult);
+}
+
+#[test]
+fn never_panics_on_arbitrary_bytes() {
+    fn raw(data: Vec<u8>) -> bool {
+        fuzz_read(&data);
+        true
+    }
+    fn after_header(tail: Vec<u8>, x86: bool) -> bool {
+        let arch = if x86 { Arch::X86 } else { Arch::X64 };
+        let mut data = Header::new(arch, "p").to_bytes().unwrap();
+        data.extend_from_slice(&tail);
+        fuzz_read(&data);
+        true
+    }
+    fn mutated(flips: Vec<(u16, u8)>) -> bool {
+        let mut data = testdata("legacy-tid.trace32");
+        data.truncate(3000);
+        for (at, b) in flips {
+            let i = usize::from(at) % data.len();
+            data[i] ^= b;
+        }
+        fuzz_read(&data);
+        true
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(raw as fn(Vec<u8>) -> bool);
+    QuickCheck::new()
+        .tests(1000)
+        .quickcheck(after_header as fn(Vec<u8>, bool) -> bool);
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(mutated as fn(Vec<(u16, u8)>) -> bool);
+}
