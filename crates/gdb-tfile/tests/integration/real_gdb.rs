@@ -253,3 +253,74 @@ fn gdb_reads_files_we_write() {
     let back = TraceFile::parse(&ours, ReadOptions::default()).unwrap();
     assert_eq!(back.to_data().unwrap(), data);
 }
+
+/// `tdump` of a frame (with the executable loaded, so GDB recreates the tracepoints and
+/// knows the variables): every register GDB prints as a plain hex value, `testglob` and
+/// `$hits` equal what we read.
+#[test]
+fn tdump_matches_our_frame() {
+    if !gdb::available("tdump_matches_our_frame") {
+        return;
+    }
+    let rec = gdb::recording();
+    let bytes = std::fs::read(&rec.tfile).unwrap();
+    let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+    let td = file.tdesc().unwrap();
+    let tp = tp_of(&file, b"traceme");
+    // The 11th frame of traceme.
+    let frame = file
+        .frames()
+        .map(Result::unwrap)
+        .filter(|f| f.tracepoint == tp)
+        .nth(10)
+        .unwrap();
+    let script = format!(
+        "set pagination off\nset confirm off\nfile ./tracee\ntarget tfile {}\ntfind {}\ntdump\n",
+        rec.tfile.display(),
+        frame.index
+    );
+    let out = gdb::gdb_batch(&rec.dir, &script);
+    assert!(
+        out.contains(&format!("trace frame {}:", frame.index)),
+        "{out}"
+    );
+    let mut checked = 0;
+    for line in out.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(name), Some(value)) = (w.next(), w.next()) else {
+            continue;
+        };
+        if let (Some(reg), Some(hex)) = (td.register(name), value.strip_prefix("0x")) {
+            let ours = frame.register(td, &reg.name).unwrap().unwrap();
+            assert_eq!(
+                ours.as_u64(),
+                Some(u64::from_str_radix(hex, 16).unwrap()),
+                "{line}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 24, "only {checked} registers compared:\n{out}");
+    assert!(td.register("rip").is_some());
+    let glob: Vec<u8> = frame
+        .memory(rec.testglob, 4)
+        .unwrap()
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    let glob = i32::from_le_bytes(glob.try_into().unwrap());
+    assert_eq!(
+        glob,
+        3 * 9,
+        "independently: testglob = 3 * (k - 1) at the k-th call"
+    );
+    assert!(out.contains(&format!("testglob = {glob}\n")), "{out}");
+    let hits = frame
+        .tsvs()
+        .unwrap()
+        .iter()
+        .find(|(n, _)| *n == 2)
+        .unwrap()
+        .1;
+    assert!(out.contains(&format!("$hits = {hits}\n")), "{out}");
+}

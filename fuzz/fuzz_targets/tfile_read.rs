@@ -1,0 +1,6 @@
+//! gdb-tfile: frames and blocks (slice reader, stream reader, index, write-back).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    gdb_tfile::fuzz_frames(data);
+});
