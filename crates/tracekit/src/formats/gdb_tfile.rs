@@ -11,7 +11,10 @@
 
 use std::fmt::Write as _;
 
-use gdb_tfile::{Block, Endian, FrameIndex, ReadOptions, StopReason, TargetDescription, TraceFile};
+use gdb_tfile::{
+    Block, Endian, Frame, FrameIndex, ReadOptions, StopReason, StreamReader, TargetDescription,
+    TraceFile,
+};
 
 use super::Ctx;
 use crate::{CliError, Input};
@@ -27,9 +30,7 @@ fn read_options(ctx: &Ctx<'_>) -> ReadOptions {
 
 fn open<'a>(bytes: &'a [u8], ctx: &mut Ctx<'_>) -> Result<TraceFile<'a>, CliError> {
     let file = TraceFile::parse(bytes, read_options(ctx)).map_err(CliError::format)?;
-    for w in file.warnings() {
-        writeln!(ctx.err, "warning: {w}")?;
-    }
+    warn(file.warnings(), ctx)?;
     Ok(file)
 }
 
@@ -291,110 +292,158 @@ fn push_reg_value(line: &mut String, bytes: &[u8], endian: Endian) {
     }
 }
 
-/// `tracekit dump`.
-pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
-    let bytes = input.bytes()?;
-    let file = open(bytes, ctx)?;
-    let endian = file.layout().endian;
-    let regfmt = file.tdesc().map(RegFmt::new);
-    let mut line = String::with_capacity(4096);
-    let mut tsvs: Vec<(i32, i64)> = Vec::new();
-    for f in file.frames() {
-        let f = f.map_err(CliError::format)?;
-        line.clear();
-        let _ = write!(
-            line,
-            "{{\"i\":{},\"offset\":{},\"tracepoint\":{}",
-            f.index, f.offset, f.tracepoint
-        );
-        // Blocks are checked before anything of the frame is printed.
-        let mut regs = None;
-        tsvs.clear();
-        for b in f.blocks() {
-            match b.map_err(CliError::format)? {
-                Block::Registers { data, .. } => {
-                    regs.get_or_insert(data);
-                }
-                Block::Tsv { number, value, .. } => {
-                    match tsvs.iter_mut().find(|(n, _)| *n == number) {
-                        Some(e) => e.1 = value,
-                        None => tsvs.push((number, value)),
+/// Whether to read through the streaming reader (constant memory): stdin and compressed
+/// inputs; plain files are memory-mapped and read in place.
+fn streaming(input: &Input) -> bool {
+    input.path().is_none() || input.compression().is_some()
+}
+
+/// Appends the JSON line of one frame to `line` (cleared first).
+fn frame_json(
+    line: &mut String,
+    f: &Frame<'_>,
+    regfmt: Option<&RegFmt>,
+    tsvs: &mut Vec<(i32, i64)>,
+) -> Result<(), CliError> {
+    line.clear();
+    let _ = write!(
+        line,
+        "{{\"i\":{},\"offset\":{},\"tracepoint\":{}",
+        f.index, f.offset, f.tracepoint
+    );
+    // Blocks are checked before anything of the frame is printed.
+    let mut regs = None;
+    tsvs.clear();
+    for b in f.blocks() {
+        match b.map_err(CliError::format)? {
+            Block::Registers { data, .. } => {
+                regs.get_or_insert(data);
+            }
+            Block::Tsv { number, value, .. } => match tsvs.iter_mut().find(|(n, _)| *n == number) {
+                Some(e) => e.1 = value,
+                None => tsvs.push((number, value)),
+            },
+            Block::Memory { .. } => {}
+        }
+    }
+    if let Some(r) = regs {
+        match regfmt {
+            Some(fmt) => {
+                line.push_str(",\"regs\":{");
+                let mut first = true;
+                for (key, off, size) in &fmt.regs {
+                    let Some(bytes) = r.get(*off..off.saturating_add(*size)) else {
+                        continue;
+                    };
+                    if !first {
+                        line.push(',');
                     }
+                    first = false;
+                    line.push_str(key);
+                    line.push(':');
+                    push_reg_value(line, bytes, f.layout.endian);
                 }
-                Block::Memory { .. } => {}
+                line.push('}');
+            }
+            None => {
+                line.push_str(",\"regs_raw\":\"");
+                trace_core::hex::encode_to(line, r);
+                line.push('"');
             }
         }
-        if let Some(r) = regs {
-            match &regfmt {
-                Some(fmt) => {
-                    line.push_str(",\"regs\":{");
-                    let mut first = true;
-                    for (key, off, size) in &fmt.regs {
-                        let Some(bytes) = r.get(*off..off.saturating_add(*size)) else {
-                            continue;
-                        };
-                        if !first {
-                            line.push(',');
-                        }
-                        first = false;
-                        line.push_str(key);
-                        line.push(':');
-                        push_reg_value(&mut line, bytes, endian);
-                    }
-                    line.push('}');
-                }
-                None => {
-                    line.push_str(",\"regs_raw\":\"");
-                    trace_core::hex::encode_to(&mut line, r);
-                    line.push('"');
-                }
-            }
-        }
-        line.push_str(",\"mem\":[");
-        let mut first = true;
-        for b in f.blocks().flatten() {
-            if let Block::Memory { address, data, .. } = b {
-                if !first {
-                    line.push(',');
-                }
-                first = false;
-                let _ = write!(
-                    line,
-                    "{{\"addr\":\"{address:#x}\",\"len\":{},\"data\":\"",
-                    data.len()
-                );
-                trace_core::hex::encode_to(&mut line, data);
-                line.push_str("\"}");
-            }
-        }
-        line.push_str("],\"tsv\":{");
-        for (i, (n, v)) in tsvs.iter().enumerate() {
-            if i > 0 {
+    }
+    line.push_str(",\"mem\":[");
+    let mut first = true;
+    for b in f.blocks().flatten() {
+        if let Block::Memory { address, data, .. } = b {
+            if !first {
                 line.push(',');
             }
-            let _ = write!(line, "\"{n}\":{v}");
+            first = false;
+            let _ = write!(
+                line,
+                "{{\"addr\":\"{address:#x}\",\"len\":{},\"data\":\"",
+                data.len()
+            );
+            trace_core::hex::encode_to(line, data);
+            line.push_str("\"}");
         }
-        line.push_str("}}\n");
-        ctx.out.write_all(line.as_bytes())?;
-        if f.index.is_multiple_of(PROGRESS_EVERY) {
-            ctx.progress.update(f.offset);
+    }
+    line.push_str("],\"tsv\":{");
+    for (i, (n, v)) in tsvs.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        let _ = write!(line, "\"{n}\":{v}");
+    }
+    line.push_str("}}\n");
+    Ok(())
+}
+
+fn warn(warnings: &[gdb_tfile::Warning], ctx: &mut Ctx<'_>) -> Result<(), CliError> {
+    for w in warnings {
+        writeln!(ctx.err, "warning: {w}")?;
+    }
+    Ok(())
+}
+
+/// `tracekit dump`.
+pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
+    let mut line = String::with_capacity(4096);
+    let mut tsvs: Vec<(i32, i64)> = Vec::new();
+    if streaming(&input) {
+        let mut s =
+            StreamReader::new(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+        warn(s.warnings(), ctx)?;
+        let regfmt = s.tdesc().map(RegFmt::new);
+        while let Some(f) = s.next_frame().map_err(CliError::format)? {
+            frame_json(&mut line, &f, regfmt.as_ref(), &mut tsvs)?;
+            ctx.out.write_all(line.as_bytes())?;
+            if f.index.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress.update(f.offset);
+            }
+        }
+    } else {
+        let bytes = input.bytes()?;
+        let file = open(bytes, ctx)?;
+        let regfmt = file.tdesc().map(RegFmt::new);
+        for f in file.frames() {
+            let f = f.map_err(CliError::format)?;
+            frame_json(&mut line, &f, regfmt.as_ref(), &mut tsvs)?;
+            ctx.out.write_all(line.as_bytes())?;
+            if f.index.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress.update(f.offset);
+            }
         }
     }
     ctx.progress.finish();
     Ok(())
 }
 
+fn check_blocks(f: &Frame<'_>, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
+    for b in f.blocks() {
+        b.map_err(CliError::format)?;
+    }
+    if f.index.is_multiple_of(PROGRESS_EVERY) {
+        ctx.progress.update(f.offset);
+    }
+    Ok(())
+}
+
 /// `tracekit validate`: the description, every frame and every block.
 pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
-    let bytes = input.bytes()?;
-    let file = open(bytes, ctx)?;
-    for f in file.frames() {
-        let f = f.map_err(CliError::format)?;
-        for b in f.blocks() {
-            b.map_err(CliError::format)?;
+    if streaming(&input) {
+        let mut s =
+            StreamReader::new(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+        warn(s.warnings(), ctx)?;
+        while let Some(f) = s.next_frame().map_err(CliError::format)? {
+            check_blocks(&f, ctx)?;
         }
-        if f.index.is_multiple_of(PROGRESS_EVERY) {
-            ctx.progress.update(f.offset);
+    } else {
+        let bytes = input.bytes()?;
+        let file = open(bytes, ctx)?;
+        for f in file.frames() {
+            check_blocks(&f.map_err(CliError::format)?, ctx)?;
         }
     }
     ctx.progress.finish();

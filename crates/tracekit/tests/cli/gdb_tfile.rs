@@ -158,3 +158,32 @@ fn warnings_go_to_stderr() {
     assert_eq!(stdout(&o), "ok\n");
     assert!(stderr(&o).contains("warning: Ignoring trace file definition \"future-line 1 2 3\""));
 }
+
+#[test]
+fn stdin_and_gzip_use_the_streaming_reader_with_the_same_output() {
+    use std::io::Write;
+    let bytes = std::fs::read(path("amd64.tf")).unwrap();
+    let from_file = tracekit(["dump", "-q", &path("amd64.tf")]);
+    let from_stdin = tracekit_stdin(["dump", "-q", "-"], &bytes);
+    assert!(from_stdin.status.success(), "{}", stderr(&from_stdin));
+    assert_eq!(stdout(&from_file), stdout(&from_stdin));
+    let gz = std::env::temp_dir().join(format!("tracekit-gdb-tfile-{}.tf.gz", std::process::id()));
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&bytes).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let from_gz = tracekit(["dump", "-q", gz.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&gz);
+    assert_eq!(stdout(&from_file), stdout(&from_gz), "{}", stderr(&from_gz));
+    // A truncated stream: every complete frame, then the error.
+    let cut = std::fs::read(path("err-truncated-frame.tf")).unwrap();
+    let o = tracekit_stdin(["dump", "-q", "-"], &cut);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o).lines().count(), 39);
+    assert!(
+        stderr(&o).contains("trace frame 39 is truncated"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tracekit_stdin(["validate", "-q", "-"], &cut);
+    assert_eq!(o.status.code(), Some(1));
+}
