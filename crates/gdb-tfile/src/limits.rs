@@ -14,3 +14,7 @@ pub const MAX_STREAM_FRAME_LEN: u64 = 256 << 20;
 
 /// Most registers taken from a target description.
 pub const MAX_REGISTERS: usize = 4096;
+
+/// Most XML nodes in a target description (gdbserver's amd64 AVX-512 one has under 2000;
+/// the limit also bounds DTD entity expansion).
+pub const MAX_TDESC_NODES: u32 = 1 << 18;

@@ -68,9 +68,11 @@ impl TargetDescription {
             offset: Offset(offset),
             message,
         };
+        // gdbserver's descriptions start with a DOCTYPE line; entity expansion is bounded
+        // by the node limit (real descriptions have a few hundred nodes).
         let opts = roxmltree::ParsingOptions {
             allow_dtd: true,
-            ..roxmltree::ParsingOptions::default()
+            nodes_limit: limits::MAX_TDESC_NODES,
         };
         let doc = roxmltree::Document::parse_with_options(xml, opts)
             .map_err(|e| fail(format!("bad XML: {e}")))?;
@@ -270,6 +272,15 @@ mod tests {
         assert_eq!(e.offset(), Some(0x30));
         assert!(TargetDescription::parse("<target", 0).is_err());
         assert!(TargetDescription::parse("<foo/>", 0).is_err());
+        // Billion laughs: entity expansion stops at the node limit.
+        let mut xml =
+            String::from("<!DOCTYPE target [<!ENTITY a0 \"<reg name='x' bitsize='8'/>\">");
+        for i in 1..20 {
+            let p = i - 1;
+            xml.push_str(&format!("<!ENTITY a{i} \"&a{p};&a{p};&a{p};&a{p};\">"));
+        }
+        xml.push_str("]><target>&a19;</target>");
+        assert!(TargetDescription::parse(&xml, 0).is_err());
         assert_eq!(endian_of_architecture("powerpc:common"), None);
         assert_eq!(endian_of_architecture("s390:64-bit"), Some(Endian::Big));
     }
