@@ -234,6 +234,13 @@ impl<'p, R: Runs<'p>> BitReader<'p, R> {
 }
 
 #[cfg(test)]
+// Test code: panics are failures; helpers outside #[test] functions are not exempted.
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::panic
+)]
 mod tests {
     use super::*;
     use quickcheck::quickcheck;

@@ -485,6 +485,13 @@ pub fn encode(
 }
 
 #[cfg(test)]
+// Test code: panics are failures; helpers outside #[test] functions are not exempted.
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::panic
+)]
 mod tests {
     use super::*;
 

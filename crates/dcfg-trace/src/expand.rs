@@ -38,7 +38,7 @@ enum Token {
     /// Characters `text[start..end]`.
     Lit { start: u32, end: u32 },
     /// The next `len` tokens, `count` times.
-    Rep { count: u64, len: u32 },
+    Rep { count: u64, len: u32, size: u64 },
     /// `count` copies of a `unit`-character literal, stored `k` times in a row at
     /// `text[start..]`, yielded `k` copies per run.
     RepLit {
@@ -78,7 +78,7 @@ impl Program {
 }
 
 /// Longest literal a repeat is amplified for, and the size of an amplified run.
-const AMP_UNIT: usize = 64;
+const AMP_UNIT: usize = 256;
 const AMP_RUN: usize = 512;
 
 /// Resolves `<key>` while compiling.
@@ -137,37 +137,113 @@ impl<K: Keys> Compiler<'_, K> {
             self.prog.tokens.remove(at);
             return Ok(());
         }
-        if let (1, Some(&Token::Lit { start, end })) = (body, self.prog.tokens.last()) {
-            let unit = end.saturating_sub(start) as usize;
-            if unit <= AMP_UNIT && unit > 0 {
+        // A body that expands to at most AMP_UNIT characters (and has no reference) is
+        // expanded once and stored k times in a row, so the expander yields long runs.
+        let body_tokens = self
+            .prog
+            .tokens
+            .get(at.saturating_add(1)..)
+            .unwrap_or_default();
+        let size = self.size_of(body_tokens);
+        let amp_bytes = AMP_RUN.saturating_add(AMP_UNIT);
+        if size <= AMP_UNIT as u64
+            && amp_bytes <= self.amp_budget
+            && self.prog.text.len() < (u32::MAX as usize) / 2
+        {
+            let mut unit = Vec::with_capacity(AMP_UNIT);
+            if self.expand_small(body_tokens, &mut unit) && !unit.is_empty() {
                 let k = AMP_RUN
-                    .checked_div(unit)
+                    .checked_div(unit.len())
                     .unwrap_or(1)
+                    .max(1)
                     .min(usize::try_from(count).unwrap_or(usize::MAX));
-                let bytes = unit.saturating_mul(k);
-                if bytes <= self.amp_budget && self.prog.text.len() < (u32::MAX as usize) / 2 {
-                    self.amp_budget = self.amp_budget.saturating_sub(bytes);
-                    let new_start = self.prog.text.len() as u32;
-                    for _ in 0..k {
-                        self.prog
-                            .text
-                            .extend_from_within(start as usize..end as usize);
-                    }
-                    self.prog.tokens.truncate(at);
-                    self.prog.tokens.push(Token::RepLit {
-                        count,
-                        start: new_start,
-                        unit: unit as u32,
-                        k: k as u32,
-                    });
-                    return Ok(());
+                self.amp_budget = self.amp_budget.saturating_sub(unit.len().saturating_mul(k));
+                let new_start = self.prog.text.len() as u32;
+                for _ in 0..k {
+                    self.prog.text.extend_from_slice(&unit);
                 }
+                self.prog.tokens.truncate(at);
+                self.prog.tokens.push(Token::RepLit {
+                    count,
+                    start: new_start,
+                    unit: unit.len() as u32,
+                    k: k as u32,
+                });
+                return Ok(());
             }
         }
-        if let Some(Token::Rep { len, .. }) = self.prog.tokens.get_mut(at) {
+        if let Some(Token::Rep { len, size: sz, .. }) = self.prog.tokens.get_mut(at) {
             *len = body as u32;
+            *sz = size.saturating_mul(count);
         }
         Ok(())
+    }
+
+    /// Characters a token list expands to (saturating; `u64::MAX` with a reference).
+    fn size_of(&self, tokens: &[Token]) -> u64 {
+        let mut total = 0u64;
+        let mut i = 0usize;
+        while let Some(&t) = tokens.get(i) {
+            i = i.saturating_add(1);
+            let n = match t {
+                Token::Lit { start, end } => u64::from(end.saturating_sub(start)),
+                Token::RepLit { count, unit, .. } => count.saturating_mul(u64::from(unit)),
+                Token::Rep { len, size, .. } => {
+                    i = i.saturating_add(len as usize);
+                    size
+                }
+                Token::Ref(_) => u64::MAX,
+            };
+            total = total.saturating_add(n);
+        }
+        total
+    }
+
+    /// Appends the expansion of a small token list (see [`Self::size_of`]) to `out`.
+    fn expand_small(&self, tokens: &[Token], out: &mut Vec<u8>) -> bool {
+        let text = &self.prog.text;
+        let mut i = 0usize;
+        while let Some(&t) = tokens.get(i) {
+            i = i.saturating_add(1);
+            if out.len() > AMP_UNIT {
+                return false;
+            }
+            match t {
+                Token::Lit { start, end } => {
+                    out.extend_from_slice(
+                        text.get(start as usize..end as usize).unwrap_or_default(),
+                    );
+                }
+                Token::RepLit {
+                    count, start, unit, ..
+                } => {
+                    let u = text
+                        .get(start as usize..(start as usize).saturating_add(unit as usize))
+                        .unwrap_or_default();
+                    for _ in 0..count.min(AMP_UNIT as u64) {
+                        out.extend_from_slice(u);
+                    }
+                }
+                Token::Rep { count, len, .. } => {
+                    let body = tokens
+                        .get(i..i.saturating_add(len as usize))
+                        .unwrap_or_default();
+                    i = i.saturating_add(len as usize);
+                    let mut inner = Vec::new();
+                    if !self.expand_small(body, &mut inner) {
+                        return false;
+                    }
+                    for _ in 0..count.min(AMP_UNIT as u64) {
+                        out.extend_from_slice(&inner);
+                        if out.len() > AMP_UNIT {
+                            return false;
+                        }
+                    }
+                }
+                Token::Ref(_) => return false,
+            }
+        }
+        out.len() <= AMP_UNIT
     }
 
     fn run(mut self, src: &[u8]) -> Result<(Program, Vec<u32>), (SequenceErrorKind, usize)> {
@@ -201,7 +277,11 @@ impl<K: Keys> Compiler<'_, K> {
                         return Err((SequenceErrorKind::TooDeep, i));
                     }
                     self.open.push((self.prog.tokens.len(), i));
-                    self.prog.tokens.push(Token::Rep { count, len: 0 });
+                    self.prog.tokens.push(Token::Rep {
+                        count,
+                        len: 0,
+                        size: 0,
+                    });
                     self.prog.depth = self.prog.depth.max(self.depth_here());
                     i = j.wrapping_add(1);
                 }
@@ -598,7 +678,7 @@ impl<'p> Runs<'p> for Expander<'p> {
                         Token::Lit { start, end } => {
                             return prog.text.get(start as usize..end as usize);
                         }
-                        Token::Rep { count, len } => {
+                        Token::Rep { count, len, .. } => {
                             let body = *pc;
                             *pc = pc.saturating_add(len as usize);
                             Frame::Seq {
@@ -672,13 +752,21 @@ pub fn count_chars(prog: &Program, dict: &Dictionary, limit: u64) -> (u64, u64) 
         let Some(run) = ex.next_run() else { break };
         n = n.saturating_add(run.len() as u64);
         for &c in run {
-            sum = sum.wrapping_add(u64::from(value(c).unwrap_or(0)));
+            let v = crate::raw::DECODE.get(usize::from(c)).copied().unwrap_or(0) & 63;
+            sum = sum.wrapping_add(u64::from(v));
         }
     }
     (n, sum)
 }
 
 #[cfg(test)]
+// Test code: panics are failures; helpers outside #[test] functions are not exempted.
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::panic
+)]
 mod tests {
     use super::*;
 
@@ -822,6 +910,77 @@ mod tests {
             e.to_string(),
             "unknown dictionary key \"zz\" at position 2 of process 1 thread 0 chunk 4 at offset 0x12"
         );
+    }
+
+    /// A naive reference: expands the string by the specification's rewriting rules.
+    fn naive(s: &[u8], dict: &[(&str, &str)]) -> String {
+        let mut out = String::new();
+        let mut i = 0;
+        while i < s.len() {
+            match s[i] {
+                b'(' => {
+                    let star = i + s[i..].iter().position(|&b| b == b'*').unwrap();
+                    let m: usize = std::str::from_utf8(&s[i + 1..star])
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    let mut depth = 1;
+                    let mut j = star + 1;
+                    while depth > 0 {
+                        match s[j] {
+                            b'(' => depth += 1,
+                            b')' => depth -= 1,
+                            _ => {}
+                        }
+                        j += 1;
+                    }
+                    let body = naive(&s[star + 1..j - 1], dict);
+                    out.push_str(&body.repeat(m));
+                    i = j;
+                }
+                b'<' => {
+                    let end = i + s[i..].iter().position(|&b| b == b'>').unwrap();
+                    let key = std::str::from_utf8(&s[i + 1..end]).unwrap();
+                    let v = dict.iter().find(|(k, _)| *k == key).unwrap().1;
+                    out.push_str(&naive(v.as_bytes(), dict));
+                    i = end + 1;
+                }
+                c => {
+                    out.push(char::from(c));
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+
+    /// Builds a random well-formed sequence from bytes.
+    fn build(bytes: &mut impl Iterator<Item = u8>, depth: u32, out: &mut String) {
+        while let Some(b) = bytes.next() {
+            match b % 10 {
+                0 if depth < 5 => {
+                    let m = bytes.next().unwrap_or(0) % 5;
+                    out.push_str(&format!("({m}*"));
+                    build(bytes, depth + 1, out);
+                    out.push(')');
+                }
+                1 if depth > 0 => return,
+                2 => out.push_str(["<a>", "<b>"][usize::from(b / 10 % 2)]),
+                _ => out.push(char::from(crate::base64::char_of(b))),
+            }
+        }
+    }
+
+    quickcheck::quickcheck! {
+        fn expansion_matches_the_naive_rewriting(bytes: Vec<u8>) -> bool {
+            let entries = [("a", "xy(3*z)"), ("b", "(2*<a>Q)(0*R)")];
+            let d = dict(&entries).unwrap();
+            let mut s = String::new();
+            build(&mut bytes.into_iter(), 0, &mut s);
+            let want = naive(s.as_bytes(), &entries);
+            let got = expand_to_string(s.as_bytes(), &d, 1 << 24).unwrap();
+            got == want
+        }
     }
 
     #[test]

@@ -117,13 +117,27 @@ pub struct TransitionRow {
     pub next: Vec<u64>,
 }
 
-// Packed lookup entries: kind in bits 0..8, bits consumed at this level in 8..16, bits of the
-// sub-table in 16..24, payload (state, group or sub-table offset) in 32..64.
+// Lookup entries. `meta`: kind in bits 0..8, bits consumed at this level in 8..16, index width
+// in 16..24 and offset in 32..64 of the next table: the next edge's root table for SINGLE,
+// the sub-table for SUB; for MULTI the offset is the group index. `id`: the next edge
+// (SINGLE). Following the entry's offset needs no other lookup, so decoding an edge is one
+// dependent load.
 const INVALID: u64 = 0;
 const SINGLE: u64 = 1;
 const MULTI: u64 = 2;
 const SUB: u64 = 3;
 const LEVEL_BITS: u32 = 8;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Entry {
+    meta: u64,
+    id: u64,
+}
+
+const INVALID_ENTRY: Entry = Entry {
+    meta: INVALID,
+    id: 0,
+};
 
 #[inline]
 fn kind(e: u64) -> u64 {
@@ -134,22 +148,31 @@ fn elen(e: u64) -> u32 {
     ((e >> 8) & 0xff) as u32
 }
 #[inline]
-fn esub(e: u64) -> u32 {
+fn ebits(e: u64) -> u32 {
     ((e >> 16) & 0xff) as u32
 }
 #[inline]
-fn payload(e: u64) -> u32 {
+fn eoff(e: u64) -> u32 {
     (e >> 32) as u32
 }
 #[inline]
-fn pack(kind: u64, len: u32, sub: u32, payload: u32) -> u64 {
-    kind | (u64::from(len & 0xff) << 8) | (u64::from(sub & 0xff) << 16) | (u64::from(payload) << 32)
+fn pack(kind: u64, len: u32, bits: u32, offset: u32) -> u64 {
+    kind | (u64::from(len & 0xff) << 8) | (u64::from(bits & 0xff) << 16) | (u64::from(offset) << 32)
 }
 
+/// A root table: where the lookup for a current edge starts.
 #[derive(Clone, Copy, Debug, Default)]
 struct Root {
     offset: u32,
     bits: u32,
+}
+
+/// A multi-edge `NEXT_EDGE_IDS` group and the root of its last edge.
+#[derive(Clone, Copy, Debug, Default)]
+struct Group {
+    start: u32,
+    len: u32,
+    next: Root,
 }
 
 /// A process's transition table, checked and compiled for decoding.
@@ -159,9 +182,9 @@ pub struct TransitionTable {
     ids: Vec<u64>,
     index: HashMap<u64, u32>,
     roots: Vec<Root>,
-    entries: Vec<u64>,
-    groups: Vec<(u32, u32)>,
-    group_edges: Vec<u32>,
+    entries: Vec<Entry>,
+    groups: Vec<Group>,
+    group_ids: Vec<u64>,
     max_code: u8,
 }
 
@@ -172,7 +195,7 @@ impl TransitionTable {
     /// # Errors
     ///
     /// [`Error::Codes`] naming the edge and the two codes that are not unique or not
-    /// prefix-free, or a limit exceeded.
+    /// prefix-free.
     pub fn new(
         pid: u64,
         rows: Vec<TransitionRow>,
@@ -180,7 +203,7 @@ impl TransitionTable {
         lenient: bool,
     ) -> Result<TransitionTable, Error> {
         let mut t = TransitionTable {
-            entries: vec![INVALID],
+            entries: vec![INVALID_ENTRY],
             ..TransitionTable::default()
         };
         let dense = |t: &mut TransitionTable, id: u64| -> u32 {
@@ -206,6 +229,8 @@ impl TransitionTable {
         }
         let row_offset = |i: u32| Offset(offsets.get(i as usize).copied().unwrap_or(0));
         t.roots = vec![Root::default(); t.ids.len()];
+        // Group index → dense index of its last edge, patched once every root is known.
+        let mut group_last: Vec<u32> = Vec::new();
         for (s, codes) in by_state.iter_mut().enumerate() {
             if codes.is_empty() {
                 continue;
@@ -215,19 +240,17 @@ impl TransitionTable {
             if codes.len() > 1
                 && let Some(&(c, i)) = codes.iter().find(|(c, _)| c.len == 0)
             {
-                {
-                    if lenient {
-                        codes.retain(|(c, _)| c.len > 0);
-                    } else {
-                        let other = codes.iter().find(|(c, _)| c.len > 0).map_or(c, |x| x.0);
-                        return Err(Error::Codes {
-                            pid,
-                            edge,
-                            codes: format!("\"\" and \"{other}\""),
-                            reason: "are not prefix-free (\"\" must be the only code of its edge)",
-                            offset: row_offset(i),
-                        });
-                    }
+                if lenient {
+                    codes.retain(|(c, _)| c.len > 0);
+                } else {
+                    let other = codes.iter().find(|(c, _)| c.len > 0).map_or(c, |x| x.0);
+                    return Err(Error::Codes {
+                        pid,
+                        edge,
+                        codes: format!("\"\" and \"{other}\""),
+                        reason: "are not prefix-free (\"\" must be the only code of its edge)",
+                        offset: row_offset(i),
+                    });
                 }
             }
             for pair in codes.windows(2) {
@@ -253,16 +276,31 @@ impl TransitionTable {
                     continue;
                 };
                 t.max_code = t.max_code.max(code.len);
+                // Leaves name the next state by dense index for now (in `id`).
                 let leaf = match row.next.as_slice() {
-                    [one] => pack(SINGLE, 0, 0, t.index.get(one).copied().unwrap_or(0)),
+                    [one] => Entry {
+                        meta: SINGLE,
+                        id: u64::from(t.index.get(one).copied().unwrap_or(0)),
+                    },
                     many => {
-                        let start = t.group_edges.len() as u32;
-                        for n in many {
-                            t.group_edges.push(t.index.get(n).copied().unwrap_or(0));
-                        }
+                        let start = t.group_ids.len() as u32;
+                        t.group_ids.extend_from_slice(many);
                         let g = t.groups.len() as u32;
-                        t.groups.push((start, many.len() as u32));
-                        pack(MULTI, 0, 0, g)
+                        t.groups.push(Group {
+                            start,
+                            len: many.len() as u32,
+                            next: Root::default(),
+                        });
+                        group_last.push(
+                            many.last()
+                                .and_then(|l| t.index.get(l))
+                                .copied()
+                                .unwrap_or(0),
+                        );
+                        Entry {
+                            meta: pack(MULTI, 0, 0, g),
+                            id: 0,
+                        }
                     }
                 };
                 leaves.push((code.value, u32::from(code.len), leaf));
@@ -271,6 +309,18 @@ impl TransitionTable {
             if let Some(r) = t.roots.get_mut(s) {
                 *r = Root { offset, bits };
             }
+        }
+        // Patch: a SINGLE leaf points at its next edge's root table and carries its id.
+        for e in &mut t.entries {
+            if kind(e.meta) == SINGLE {
+                let next = e.id as usize;
+                let root = t.roots.get(next).copied().unwrap_or_default();
+                e.meta = pack(SINGLE, elen(e.meta), root.bits, root.offset);
+                e.id = t.ids.get(next).copied().unwrap_or(0);
+            }
+        }
+        for (g, last) in t.groups.iter_mut().zip(group_last) {
+            g.next = t.roots.get(last as usize).copied().unwrap_or_default();
         }
         t.rows = rows;
         Ok(t)
@@ -313,7 +363,8 @@ impl TransitionTable {
         ChunkDecoder {
             table: self,
             bits,
-            state: None,
+            cur: Root::default(),
+            cur_id: 0,
             first,
             remaining: edge_count,
             started: false,
@@ -327,24 +378,25 @@ impl TransitionTable {
 
 /// Fills a lookup level for `leaves` = (left-aligned code, length, leaf entry); returns its
 /// offset and index width.
-fn build_level(entries: &mut Vec<u64>, leaves: &[(u32, u32, u64)]) -> (u32, u32) {
+fn build_level(entries: &mut Vec<Entry>, leaves: &[(u32, u32, Entry)]) -> (u32, u32) {
     let maxlen = leaves.iter().map(|l| l.1).max().unwrap_or(0);
     let k = maxlen.min(LEVEL_BITS);
     let base = entries.len();
-    entries.resize(base.saturating_add(1usize << k), INVALID);
+    entries.resize(base.saturating_add(1usize << k), INVALID_ENTRY);
     let index = |v: u32| -> usize { (u64::from(v) >> 32u32.wrapping_sub(k)) as usize };
     let mut i = 0usize;
     while let Some(&(v, len, leaf)) = leaves.get(i) {
         if len <= k {
-            let first = index(v);
+            let first = base.saturating_add(index(v));
             let span = 1usize << (k.wrapping_sub(len));
             for e in entries
-                .get_mut(
-                    base.saturating_add(first)..base.saturating_add(first).saturating_add(span),
-                )
+                .get_mut(first..first.saturating_add(span))
                 .unwrap_or_default()
             {
-                *e = leaf | (u64::from(len) << 8);
+                *e = Entry {
+                    meta: leaf.meta | (u64::from(len) << 8),
+                    id: leaf.id,
+                };
             }
             i = i.wrapping_add(1);
         } else {
@@ -361,7 +413,10 @@ fn build_level(entries: &mut Vec<u64>, leaves: &[(u32, u32, u64)]) -> (u32, u32)
             }
             let (soff, sbits) = build_level(entries, &sub);
             if let Some(e) = entries.get_mut(base.saturating_add(p)) {
-                *e = pack(SUB, k, sbits, soff);
+                *e = Entry {
+                    meta: pack(SUB, k, sbits, soff),
+                    id: 0,
+                };
             }
             i = j;
         }
@@ -369,12 +424,16 @@ fn build_level(entries: &mut Vec<u64>, leaves: &[(u32, u32, u64)]) -> (u32, u32)
     (base as u32, k)
 }
 
+/// Edges decoded per block into a stack buffer before they are appended to the output.
+const BLOCK: usize = 256;
+
 /// Decodes one chunk's edges, resumably, so a huge chunk can be read in batches.
 #[derive(Debug)]
 pub struct ChunkDecoder<'p, R> {
     table: &'p TransitionTable,
     bits: BitReader<'p, R>,
-    state: Option<u32>,
+    cur: Root,
+    cur_id: u64,
     first: Option<u64>,
     remaining: u64,
     started: bool,
@@ -398,14 +457,36 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
     }
 
     #[cold]
-    fn fail(&mut self, kind: DecodeErrorKind, bit: u64) -> Error {
+    fn fail(&mut self, kind: DecodeErrorKind) -> Error {
         self.failed = true;
         Error::Decode {
             kind,
             context: self.context.clone(),
-            bit,
+            bit: self.bits.position(),
             offset: Offset(self.offset),
         }
+    }
+
+    /// The error for an entry that is not a code, or a code longer than the bits left.
+    #[cold]
+    fn no_code(&mut self, e: u64, used: u32, k: u32) -> Error {
+        let edge = self.cur_id;
+        let kind = if self.cur.offset == 0 && self.cur.bits == 0 {
+            DecodeErrorKind::NoSuccessor { edge }
+        } else if kind(e) != INVALID || used.wrapping_add(k) > self.bits.available() {
+            DecodeErrorKind::OutOfBits { edge }
+        } else {
+            let n = self.bits.available().min(MAX_CODE_BITS);
+            let top = Code {
+                value: (self.bits.window() >> 32) as u32,
+                len: n as u8,
+            };
+            DecodeErrorKind::NoTransition {
+                edge,
+                bits: top.to_string(),
+            }
+        };
+        self.fail(kind)
     }
 
     /// Appends up to about `max` more edges to `out` (a multi-edge group may add a few
@@ -423,121 +504,149 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
         if !self.started {
             self.started = true;
             let Some(first) = self.first else {
-                return Err(self.fail(DecodeErrorKind::MissingFirstEdge, 0));
+                return Err(self.fail(DecodeErrorKind::MissingFirstEdge));
             };
             out.push(first);
             self.remaining = self.remaining.wrapping_sub(1);
-            self.state = self.table.index.get(&first).copied();
-            if self.remaining > 0 && self.state.is_none() {
-                return Err(self.fail(DecodeErrorKind::NoSuccessor { edge: first }, 0));
+            self.cur_id = first;
+            match self.table.index.get(&first) {
+                Some(&s) => {
+                    self.cur = self
+                        .table
+                        .roots
+                        .get(s as usize)
+                        .copied()
+                        .unwrap_or_default()
+                }
+                None if self.remaining > 0 => {
+                    return Err(self.fail(DecodeErrorKind::NoSuccessor { edge: first }));
+                }
+                None => {}
             }
         }
-        let t = self.table;
-        let mut state = self.state.unwrap_or(0);
-        let mut remaining = self.remaining;
-        let stop = before.saturating_add(usize::try_from(max).unwrap_or(usize::MAX));
-        let mut result = Ok(());
-        while remaining > 0 && out.len() < stop {
+        let want = max.saturating_sub(out.len().saturating_sub(before) as u64);
+        let mut left = self.remaining.min(want);
+        let mut block = [0u64; BLOCK];
+        while left > 0 {
+            let n = usize::try_from(left).unwrap_or(BLOCK).min(BLOCK);
+            let got = self.block(&mut block, n);
+            out.extend_from_slice(block.get(..got.0).unwrap_or_default());
+            self.remaining = self.remaining.saturating_sub(got.0 as u64);
+            left = left.saturating_sub(got.0 as u64);
+            match got.1 {
+                Step::Ok => {}
+                Step::Group(g) => {
+                    // A multi-edge group: rare, handled outside the hot loop.
+                    let t = self.table;
+                    let group = t.groups.get(g as usize).copied().unwrap_or_default();
+                    let ids = t
+                        .group_ids
+                        .get(
+                            group.start as usize
+                                ..(group.start as usize).saturating_add(group.len as usize),
+                        )
+                        .unwrap_or_default();
+                    let n = ids.len() as u64;
+                    if n > self.remaining && !self.lenient {
+                        let kind = DecodeErrorKind::Overshoot {
+                            edge: self.cur_id,
+                            group: n,
+                            remaining: self.remaining,
+                        };
+                        return Err(self.fail(kind));
+                    }
+                    self.bits.consume(got.2);
+                    let take = usize::try_from(n.min(self.remaining)).unwrap_or(0);
+                    out.extend_from_slice(ids.get(..take).unwrap_or_default());
+                    self.remaining = self.remaining.saturating_sub(n);
+                    left = left.saturating_sub(n);
+                    self.cur = group.next;
+                    self.cur_id = ids.last().copied().unwrap_or(self.cur_id);
+                }
+                Step::Fail(e, used, k) => return Err(self.no_code(e, used, k)),
+            }
+        }
+        Ok(out.len().saturating_sub(before) as u64)
+    }
+
+    /// The hot loop: decodes up to `n` ≤ [`BLOCK`] single-edge transitions into `block`;
+    /// stops early at a multi-edge group (not consumed) or an error.
+    #[inline]
+    fn block(&mut self, block: &mut [u64; BLOCK], n: usize) -> (usize, Step, u32) {
+        let entries = self.table.entries.as_slice();
+        let mut cur = self.cur;
+        let mut cur_id = self.cur_id;
+        let mut i = 0usize;
+        let mut step = Step::Ok;
+        let mut pending = 0u32;
+        while i < n {
             if self.bits.available() < MAX_CODE_BITS {
                 self.bits.refill();
             }
-            let root = t.roots.get(state as usize).copied().unwrap_or_default();
-            let mut off = root.offset;
-            let mut k = root.bits;
+            let mut off = cur.offset;
+            let mut k = cur.bits;
             let mut w = self.bits.window();
             let mut used = 0u32;
             let e = loop {
                 let idx = (w >> 32).wrapping_shr(32u32.wrapping_sub(k)) as u32;
-                let e = t
-                    .entries
+                let e = entries
                     .get(off.wrapping_add(idx) as usize)
                     .copied()
-                    .unwrap_or(INVALID);
-                if kind(e) != SUB {
+                    .unwrap_or(INVALID_ENTRY);
+                if kind(e.meta) != SUB {
                     break e;
                 }
                 w = w.wrapping_shl(k);
                 used = used.wrapping_add(k);
-                off = payload(e);
-                k = esub(e);
+                off = eoff(e.meta);
+                k = ebits(e.meta);
             };
-            let total = used.wrapping_add(elen(e));
-            let edge = t.ids.get(state as usize).copied().unwrap_or(0);
-            match kind(e) {
-                SINGLE | MULTI if total > self.bits.available() => {
-                    result = Err((DecodeErrorKind::OutOfBits { edge }, 0));
-                    break;
+            let total = used.wrapping_add(elen(e.meta));
+            let kd = kind(e.meta);
+            if kd == SINGLE && total <= self.bits.available() {
+                self.bits.consume(total);
+                if let Some(slot) = block.get_mut(i) {
+                    *slot = e.id;
                 }
-                SINGLE => {
-                    self.bits.consume(total);
-                    state = payload(e);
-                    out.push(t.ids.get(state as usize).copied().unwrap_or(0));
-                    remaining = remaining.wrapping_sub(1);
-                }
-                MULTI => {
-                    let (start, len) = t.groups.get(payload(e) as usize).copied().unwrap_or((0, 0));
-                    let group = t
-                        .group_edges
-                        .get(start as usize..(start as usize).saturating_add(len as usize))
-                        .unwrap_or_default();
-                    let n = group.len() as u64;
-                    if n > remaining && !self.lenient {
-                        result = Err((
-                            DecodeErrorKind::Overshoot {
-                                edge,
-                                group: n,
-                                remaining,
-                            },
-                            0,
-                        ));
-                        break;
-                    }
-                    self.bits.consume(total);
-                    let take = usize::try_from(n.min(remaining)).unwrap_or(0);
-                    for &g in group.iter().take(take) {
-                        out.push(t.ids.get(g as usize).copied().unwrap_or(0));
-                    }
-                    state = group.last().copied().unwrap_or(state);
-                    remaining = remaining.saturating_sub(n);
-                }
-                _ => {
-                    let kind = if root.bits == 0
-                        && kind(t.entries.get(root.offset as usize).copied().unwrap_or(0))
-                            == INVALID
-                    {
-                        DecodeErrorKind::NoSuccessor { edge }
-                    } else if used.wrapping_add(k) > self.bits.available() {
-                        DecodeErrorKind::OutOfBits { edge }
-                    } else {
-                        let n = self.bits.available().min(MAX_CODE_BITS);
-                        let top = Code {
-                            value: (self.bits.window() >> 32) as u32,
-                            len: n as u8,
-                        };
-                        DecodeErrorKind::NoTransition {
-                            edge,
-                            bits: top.to_string(),
-                        }
-                    };
-                    result = Err((kind, 0));
-                    break;
-                }
+                i = i.wrapping_add(1);
+                cur = Root {
+                    offset: eoff(e.meta),
+                    bits: ebits(e.meta),
+                };
+                cur_id = e.id;
+            } else if kd == MULTI && total <= self.bits.available() {
+                step = Step::Group(eoff(e.meta));
+                pending = total;
+                break;
+            } else {
+                step = Step::Fail(e.meta, used, k);
+                break;
             }
         }
-        self.state = Some(state);
-        self.remaining = remaining;
-        let added = out.len().saturating_sub(before) as u64;
-        match result {
-            Ok(()) => Ok(added),
-            Err((kind, _)) => {
-                let bit = self.bits.position();
-                Err(self.fail(kind, bit))
-            }
-        }
+        self.cur = cur;
+        self.cur_id = cur_id;
+        (i, step, pending)
     }
 }
 
+/// How a block of the hot loop ended.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Ok,
+    /// At a multi-edge group (index), whose code is not consumed yet.
+    Group(u32),
+    /// At an entry that is no code (or too long for the bits left).
+    Fail(u64, u32, u32),
+}
+
 #[cfg(test)]
+// Test code: panics are failures; helpers outside #[test] functions are not exempted.
+#[allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::panic
+)]
 mod tests {
     use super::*;
     use crate::base64::{BitWriter, Plain};
