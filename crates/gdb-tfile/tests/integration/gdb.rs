@@ -152,15 +152,22 @@ pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> String {
 
 /// Runs `gdb -batch -nx -x SCRIPT` in `dir` with a 120 s limit.
 pub fn gdb_batch(dir: &Path, script: &str) -> String {
-    let path = dir.join(
-        format!("script-{:?}.gdb", std::thread::current().id()).replace(['(', ')', ' '], "_"),
-    );
+    // The script goes to the temporary directory, never next to the inputs.
+    let name = format!(
+        "gdb-tfile-{}-{:?}.gdb",
+        std::process::id(),
+        std::thread::current().id()
+    )
+    .replace(['(', ')', ' '], "_");
+    let path = std::env::temp_dir().join(name);
     std::fs::write(&path, script).unwrap();
     let mut cmd = Command::new("gdb");
     cmd.current_dir(dir)
         .args(["-batch", "-nx", "-x"])
         .arg(&path);
-    run_with_timeout(&mut cmd, Duration::from_secs(120))
+    let out = run_with_timeout(&mut cmd, Duration::from_secs(120));
+    let _ = std::fs::remove_file(&path);
+    out
 }
 
 fn symbol(dir: &Path, name: &str) -> u64 {

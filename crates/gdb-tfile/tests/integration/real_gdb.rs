@@ -324,3 +324,45 @@ fn tdump_matches_our_frame() {
         .1;
     assert!(out.contains(&format!("$hits = {hits}\n")), "{out}");
 }
+
+/// GDB's own testsuite files, rebuilt by our writer from the notes, read by GDB with what
+/// `gdb.trace/tfile.exp` expects (each file in a fresh GDB: switching tfile targets in one
+/// session carries stale state over).
+#[test]
+fn gdb_reads_the_rebuilt_testsuite_files() {
+    if !gdb::available("gdb_reads_the_rebuilt_testsuite_files") {
+        return;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/gdb-tfile");
+    let basic = gdb::gdb_batch(
+        &dir,
+        "set pagination off\ntarget tfile tfile-basic.tf\ntstatus\ntfind 0\nprintf \"V %d %d\\n\", *(int *) 0x40402c, *(int *) 0x404030\ntfind\n",
+    );
+    for expected in [
+        "Trace stopped by a tstop command.",
+        "Collected 1 trace frame",
+        "Trace buffer has 256 bytes of 4096 bytes free (93% full).",
+        "Found trace frame 0, tracepoint 1",
+        "V 31415 271828",
+        "No trace frame found",
+    ] {
+        assert!(
+            basic.contains(expected),
+            "missing {expected:?} in:\n{basic}"
+        );
+    }
+    let error = gdb::gdb_batch(
+        &dir,
+        "set pagination off\ntarget tfile tfile-error.tf\ntstatus\n",
+    );
+    for expected in [
+        "warning: No traceframes present in this file.",
+        "Trace stopped by an error (made-up error, tracepoint 1).",
+        "Collected 0 trace frame",
+    ] {
+        assert!(
+            error.contains(expected),
+            "missing {expected:?} in:\n{error}"
+        );
+    }
+}
