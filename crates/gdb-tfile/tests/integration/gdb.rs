@@ -220,10 +220,23 @@ pub struct GdbFrame {
 
 /// Runs the `tfind` loop in gdb over `tfile`; also returns the `tstatus` text.
 pub fn gdb_frames(dir: &Path, tfile: &Path, mem_tp: i64, mem_addr: u64) -> (String, Vec<GdbFrame>) {
+    gdb_frames_with(dir, tfile, mem_tp, mem_addr, true, false)
+}
+
+/// [`gdb_frames`], printing `$hits` only if `hits`, and loading `./tracee` first if `exe`
+/// (GDB then renumbers the tracepoints it recreates from 1).
+pub fn gdb_frames_with(
+    dir: &Path,
+    tfile: &Path,
+    mem_tp: i64,
+    mem_addr: u64,
+    hits: bool,
+    exe: bool,
+) -> (String, Vec<GdbFrame>) {
     let script = format!(
         r#"set pagination off
 set confirm off
-target tfile {}
+{exe_line}target tfile {}
 tstatus
 tfind start
 while ($trace_frame != -1)
@@ -231,12 +244,17 @@ while ($trace_frame != -1)
   printf "R %lx\n", (unsigned long) $rip
   if $tracepoint == {mem_tp}
     printf "M %d\n", *(int *) {mem_addr:#x}
-    printf "H %d\n", $hits
-  end
+{hits_line}  end
   tfind
 end
 "#,
-        tfile.display()
+        tfile.display(),
+        exe_line = if exe { "file ./tracee\n" } else { "" },
+        hits_line = if hits {
+            "    printf \"H %d\\n\", $hits\n"
+        } else {
+            ""
+        }
     );
     let out = gdb_batch(dir, &script);
     let mut frames: Vec<GdbFrame> = Vec::new();
@@ -269,4 +287,63 @@ pub fn number_after(text: &str, prefix: &str) -> Option<u64> {
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok()
+}
+
+const FAST_TRACEE: &str = r#"
+#include <stdlib.h>
+long fcount_g = 0;
+__attribute__((noinline)) long fastfn(long x) {
+  asm volatile(".globl fast_site\nfast_site:\n\taddq $0x12345678, %0" : "+r"(x));
+  fcount_g += 1;
+  return x;
+}
+void end_marker(void) {}
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 100;
+  long s = 0;
+  for (int i = 0; i < n; i++) s += fastfn(i);
+  end_marker();
+  return (int)(s & 1);
+}
+"#;
+
+/// A recording of a fast tracepoint (`ftrace`, run by gdbserver's in-process agent) on a
+/// 6-byte `add $imm32,%rax`: 100 frames of registers and `fcount_g`. `None` (with a note)
+/// when the agent library is not installed or the agent cannot run here.
+pub fn fast_recording() -> Option<Recording> {
+    let agent = [
+        "/usr/lib/libinproctrace.so",
+        "/usr/lib/x86_64-linux-gnu/libinproctrace.so",
+        "/usr/lib64/libinproctrace.so",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists());
+    let Some(agent) = agent else {
+        eprintln!("skipped fast tracepoints: gdbserver's libinproctrace.so not found");
+        return None;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gdb-tfile-fast");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("fast.c"), FAST_TRACEE).unwrap();
+    let mut cc = Command::new("gcc");
+    cc.current_dir(&dir)
+        .args(["-g", "-O0", "-fno-pie", "-no-pie", "-o", "tracee", "fast.c"]);
+    let out = run_with_timeout(&mut cc, Duration::from_secs(60));
+    assert!(dir.join("tracee").exists(), "gcc failed:\n{out}");
+    let script = format!(
+        "set pagination off\nset confirm off\nfile ./tracee\ntarget remote | gdbserver --wrapper env LD_PRELOAD={agent} -- - ./tracee 100\nbreak main\ncontinue\nftrace *fast_site\nactions\n  collect $regs\n  collect fcount_g\nend\nbreak end_marker\ntstart\ncontinue\ntstop\ntsave out.tf\nkill\n"
+    );
+    let log = gdb_batch(&dir, &script);
+    let tfile = dir.join("out.tf");
+    if !tfile.exists() {
+        eprintln!("skipped fast tracepoints: the in-process agent did not run here:\n{log}");
+        return None;
+    }
+    Some(Recording {
+        testglob: symbol(&dir, "fcount_g"),
+        traceme: symbol(&dir, "fast_site"),
+        tfile,
+        dir,
+    })
 }
