@@ -253,3 +253,45 @@ fn never_panics_on_mutated_files() {
         .tests(500)
         .quickcheck(prop as fn(Model, Vec<(u16, u8)>, u16) -> bool);
 }
+
+#[test]
+fn memory_view_matches_a_byte_model() {
+    // Overlapping M blocks over a small address space: the last block wins per byte.
+    fn prop(blocks: Vec<(u8, Vec<u8>)>, start: u8, len: u8) -> bool {
+        let frame = FrameData {
+            tracepoint: 1,
+            blocks: blocks
+                .iter()
+                .map(|(a, d)| BlockData::Memory {
+                    address: 0x1000 + u64::from(*a),
+                    data: d.clone(),
+                })
+                .collect(),
+        };
+        let mut model: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
+        for (a, d) in &blocks {
+            for (i, b) in d.iter().enumerate() {
+                model.insert(0x1000 + u64::from(*a) + i as u64, *b);
+            }
+        }
+        let file = TraceFileData {
+            description: Description {
+                register_size: Some(8),
+                ..Description::default()
+            },
+            frames: vec![frame],
+            ..TraceFileData::default()
+        };
+        let bytes = to_bytes(&file, Endian::Little).unwrap();
+        let tf = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+        let f = tf.frames().next().unwrap().unwrap();
+        let at = 0x1000 + u64::from(start);
+        let got = f.memory(at, usize::from(len)).unwrap();
+        got.iter()
+            .enumerate()
+            .all(|(i, v)| *v == model.get(&(at + i as u64)).copied())
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(prop as fn(Vec<(u8, Vec<u8>)>, u8, u8) -> bool);
+}

@@ -282,15 +282,21 @@ impl<'a> Frame<'a> {
                 let b_end = a.saturating_add(data.len() as u64);
                 let lo = a.max(address);
                 let hi = b_end.min(end);
-                let mut x = lo;
-                while x < hi {
-                    let src = data.get(usize::try_from(x.wrapping_sub(a)).unwrap_or(usize::MAX));
-                    let dst =
-                        out.get_mut(usize::try_from(x.wrapping_sub(address)).unwrap_or(usize::MAX));
-                    if let (Some(s), Some(d)) = (src, dst) {
-                        *d = Some(*s);
-                    }
-                    x = x.saturating_add(1);
+                if lo >= hi {
+                    continue;
+                }
+                // Both offsets are below `len` / `data.len()`, so they fit in usize.
+                let src_at = usize::try_from(lo.wrapping_sub(a)).unwrap_or(usize::MAX);
+                let dst_at = usize::try_from(lo.wrapping_sub(address)).unwrap_or(usize::MAX);
+                let n = usize::try_from(hi.wrapping_sub(lo)).unwrap_or(0);
+                let src = data
+                    .get(src_at..src_at.saturating_add(n))
+                    .unwrap_or_default();
+                let dst = out
+                    .get_mut(dst_at..dst_at.saturating_add(n))
+                    .unwrap_or_default();
+                for (d, s) in dst.iter_mut().zip(src) {
+                    *d = Some(*s);
                 }
             }
         }
