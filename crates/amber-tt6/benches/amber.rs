@@ -33,7 +33,7 @@ fn decode(data: &[u8]) -> u64 {
         let r = r.unwrap();
         acc = acc
             .wrapping_add(u64::from(r.pc ^ r.opcode ^ r.next_pc))
-            .wrapping_add(u64::from(r.ea.unwrap_or(0) ^ r.extra.unwrap_or(0)))
+            .wrapping_add(u64::from(r.ea().unwrap_or(0) ^ r.extra().unwrap_or(0)))
             .wrapping_add(r.class as u64 + r.escapes.raw().len() as u64);
     }
     acc
@@ -50,7 +50,7 @@ fn benches(c: &mut Criterion) {
             let mut acc = 0u32;
             while let Some(r) = s.next_record() {
                 let r = r.unwrap();
-                acc = acc.wrapping_add(r.pc ^ r.opcode ^ r.ea.unwrap_or(0));
+                acc = acc.wrapping_add(r.pc ^ r.opcode ^ r.ea().unwrap_or(0));
             }
             acc
         })

@@ -54,7 +54,7 @@ impl<W: Write> DinWriter<W> {
     /// The output fails.
     pub fn write_record(&mut self, r: &Record<'_>) -> std::io::Result<()> {
         self.line(2, r.pc)?;
-        if let (Some(label), Some(ea)) = (data_label(r), r.ea) {
+        if let (Some(label), Some(ea)) = (data_label(r), r.ea()) {
             self.line(label, ea)?;
         }
         Ok(())

@@ -35,7 +35,7 @@
 //!     if r.class == Class::Memory && !r.is_store() {
 //!         loads += 1;
 //!     }
-//!     println!("{:#x} {:?} {:?}", r.pc, r.mnemonic(), r.ea);
+//!     println!("{:#x} {:?} {:?}", r.pc, r.mnemonic(), r.ea());
 //! }
 //! assert_eq!(loads, 1); // lvx
 //! # Ok::<(), amber_tt6::Error>(())

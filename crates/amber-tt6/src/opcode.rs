@@ -12,12 +12,13 @@ use core::fmt;
 /// Which class macros to use: TT6, or TT6E (which adds the cache-block operations to the
 /// MEMORY class).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub enum Dialect {
     /// The original TT6 tables.
     #[default]
-    Tt6,
+    Tt6 = 0,
     /// TT6E: `dcba`, `dcbf`, `dcbi`, `dcbst`, `dcbt`, `dcbtst`, `dcbz`, `icbi` are MEMORY.
-    Tt6e,
+    Tt6e = 1,
 }
 
 impl Dialect {
@@ -460,8 +461,8 @@ const fn build_major_class() -> [u8; 64] {
     let mut t = [0u8; 64];
     let mut i = 0;
     while i < 64 {
-        if MAJOR_INDEX[i] != NONE {
-            t[i] = class_bits(&OPS[MAJOR_INDEX[i] as usize].info);
+        if MAJOR_IDX[i] != NONE {
+            t[i] = class_bits(&OPS[MAJOR_IDX[i] as usize].info);
         }
         i += 1;
     }
@@ -470,12 +471,41 @@ const fn build_major_class() -> [u8; 64] {
     t
 }
 
-static MAJOR_INDEX: [u8; 64] = build_major_index();
+const MAJOR_IDX: [u8; 64] = build_major_index();
+static MAJOR_INDEX: [u8; 64] = MAJOR_IDX;
 static X19_INDEX: [u8; 1024] = build_index(19);
 static X31_INDEX: [u8; 1024] = build_index(31);
-static MAJOR_CLASS: [u8; 64] = build_major_class();
-static X19_CLASS: [u8; 1024] = build_minor_class(&X19_INDEX);
-static X31_CLASS: [u8; 1024] = build_minor_class(&X31_INDEX);
+
+/// Class bits by `(major << 10) | minor` (64 KiB): one branch-free load per opcode on the
+/// hot path. Built from the tables above.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn build_class_table() -> [u8; 65536] {
+    let mut t = [0u8; 65536];
+    let mut i = 0;
+    while i < 65536 {
+        let m = MAJOR_CLASS[i >> 10];
+        t[i] = if m & BY_MINOR == 0 {
+            m
+        } else if m & 1 == 0 {
+            X19_CLASS[i & 0x3FF]
+        } else {
+            X31_CLASS[i & 0x3FF]
+        };
+        i += 1;
+    }
+    t
+}
+
+const MAJOR_CLASS: [u8; 64] = build_major_class();
+const X19_CLASS: [u8; 1024] = build_minor_class(&build_index(19));
+const X31_CLASS: [u8; 1024] = build_minor_class(&build_index(31));
+static CLASS_TABLE: [u8; 65536] = build_class_table();
+
+/// The index of [`CLASS_TABLE`]: major opcode in bits 10-15, minor in bits 0-9.
+#[inline]
+const fn class_index(word: u32) -> usize {
+    (((word >> 16) & 0xFC00) | ((word >> 1) & 0x3FF)) as usize
+}
 
 /// The major (primary) opcode, `w >> 26`.
 #[inline]
@@ -503,20 +533,11 @@ pub const fn is_escape(word: u32) -> bool {
 #[inline]
 #[must_use]
 pub fn classify(dialect: Dialect, word: u32) -> Class {
-    let shift = match dialect {
-        Dialect::Tt6 => 0,
-        Dialect::Tt6e => 2,
-    };
-    let m = MAJOR_CLASS
-        .get(major(word) as usize)
+    let shift = (dialect as u8) << 1;
+    let bits = CLASS_TABLE
+        .get(class_index(word))
         .copied()
         .unwrap_or_default();
-    let bits = if m & BY_MINOR == 0 {
-        m
-    } else {
-        let table = if m & 1 == 0 { &X19_CLASS } else { &X31_CLASS };
-        table.get(minor(word) as usize).copied().unwrap_or_default()
-    };
     Class::from_bits(bits >> shift)
 }
 

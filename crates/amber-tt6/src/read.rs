@@ -46,10 +46,11 @@ pub struct Record<'a> {
     pub class: Class,
     /// The address of the next instruction: the flow record's word, else `pc + 4`.
     pub next_pc: u32,
-    /// The data effective address (memory and memory-extended records).
-    pub ea: Option<u32>,
-    /// The third word of a memory-extended record: XER (`lswx`/`stswx`) or rB (`dst*`).
-    pub extra: Option<u32>,
+    /// The second word of a memory or memory-extended record (0 otherwise); see
+    /// [`Record::ea`]. (Plain words rather than `Option`s keep the record cheap to move.)
+    second: u32,
+    /// The third word of a memory-extended record (0 otherwise); see [`Record::extra`].
+    third: u32,
     /// The escape records attached to this instruction.
     pub escapes: Escapes<'a>,
     /// TT6E's synthetic trap pair, recognised.
@@ -57,6 +58,22 @@ pub struct Record<'a> {
 }
 
 impl<'a> Record<'a> {
+    /// The data effective address (memory and memory-extended records).
+    #[inline]
+    #[must_use]
+    pub fn ea(&self) -> Option<u32> {
+        (self.class as u8 >= Class::Memory as u8).then_some(self.second)
+    }
+
+    /// The third word of a memory-extended record: XER (`lswx`/`stswx`, byte count in its
+    /// low 7 bits, see [`Record::xer_byte_count`]) or rB (`dst*`, see
+    /// [`Record::stream_control`]).
+    #[inline]
+    #[must_use]
+    pub fn extra(&self) -> Option<u32> {
+        (self.class == Class::MemoryExtended).then_some(self.third)
+    }
+
     /// The mnemonic, if the opcode is a known one.
     #[must_use]
     pub fn mnemonic(&self) -> Option<&'static str> {
@@ -66,7 +83,7 @@ impl<'a> Record<'a> {
     /// What the instruction does with [`Record::ea`].
     #[must_use]
     pub fn access(&self) -> Option<Access> {
-        if self.ea.is_some() {
+        if self.ea().is_some() {
             opcode::access(self.dialect, self.opcode)
         } else {
             None
@@ -82,14 +99,14 @@ impl<'a> Record<'a> {
     /// The operand size in bytes (notes §7), with `cache_line` bytes for cache-block ops.
     #[must_use]
     pub fn operand_size(&self, cache_line: u32) -> Option<u32> {
-        self.ea?;
-        opcode::operand_size(self.dialect, self.opcode, self.extra, cache_line)
+        self.ea()?;
+        opcode::operand_size(self.dialect, self.opcode, self.extra(), cache_line)
     }
 
     /// For `lswx`/`stswx`: the byte count from XER (third word `& 0x7F`).
     #[must_use]
     pub fn xer_byte_count(&self) -> Option<u32> {
-        match (self.access(), self.extra) {
+        match (self.access(), self.extra()) {
             (Some(Access::Load | Access::Store), Some(x)) => Some(x & 0x7F),
             _ => None,
         }
@@ -98,7 +115,7 @@ impl<'a> Record<'a> {
     /// For `dst*`: the stream-control word rB, decoded.
     #[must_use]
     pub fn stream_control(&self) -> Option<StreamControl> {
-        match (self.access(), self.extra) {
+        match (self.access(), self.extra()) {
             (Some(Access::Stream), Some(x)) => Some(StreamControl::from_word(x)),
             _ => None,
         }
@@ -127,8 +144,8 @@ impl<'a> Record<'a> {
         Instruction {
             opcode: self.opcode,
             next_pc: (self.class == Class::Flow).then_some(self.next_pc),
-            ea: self.ea,
-            extra: self.extra,
+            ea: self.ea(),
+            extra: self.extra(),
             escapes: self.escapes.iter().map(|e| e.to_owned()).collect(),
         }
     }
@@ -185,6 +202,65 @@ impl Decoder {
             needed: needed as u64,
             available: available as u64,
         }
+    }
+
+    /// The hot path: an instruction record (no escapes) when at least three words are
+    /// available, decoded without branching on the class. `None` sends the caller to
+    /// [`Decoder::decode`] (an escape, or near the end of the input).
+    #[inline(always)]
+    pub(crate) fn fast<'a>(&mut self, words: &'a [Word], base: u64) -> Option<(Record<'a>, usize)> {
+        let [w0, w1, w2] = words.first_chunk::<3>()?;
+        let w = w0.get();
+        if is_escape(w) {
+            return None;
+        }
+        let class = classify(self.dialect, w);
+        let (second, third) = (w1.get(), w2.get());
+        let pc = self.pc;
+        let fall = pc.wrapping_add(4);
+        let next_pc = if class == Class::Flow { second } else { fall };
+        let has_ea = class as u8 >= Class::Memory as u8;
+        let second = if has_ea { second } else { 0 };
+        let third = if class == Class::MemoryExtended {
+            third
+        } else {
+            0
+        };
+        let trap = if self.dialect == Dialect::Tt6e {
+            self.trap(w, class, next_pc)
+        } else {
+            None
+        };
+        let record = Record {
+            index: self.index,
+            offset: Offset(base),
+            dialect: self.dialect,
+            pc,
+            opcode: w,
+            class,
+            next_pc,
+            second,
+            third,
+            escapes: Escapes::new(&[], base),
+            trap,
+        };
+        self.pc = next_pc;
+        self.index = self.index.wrapping_add(1);
+        Some((record, class.extra_words().wrapping_add(1)))
+    }
+
+    /// TT6E's synthetic trap pair, tracking the state across records.
+    #[inline]
+    fn trap(&mut self, w: u32, class: Class, next_pc: u32) -> Option<SyntheticTrap> {
+        let t = if class == Class::Flow && opcode::major(w) == 18 && next_pc == 0x700 {
+            Some(SyntheticTrap::Branch)
+        } else if self.after_trap_branch && opcode::major(w) == 19 && opcode::minor(w) == 50 {
+            Some(SyntheticTrap::Return)
+        } else {
+            None
+        };
+        self.after_trap_branch = t == Some(SyntheticTrap::Branch);
+        t
     }
 
     /// Decodes one record from `words` (which start at an opcode slot, at file offset
@@ -254,25 +330,17 @@ impl Decoder {
             let third = rest.get(1).map(|x| x.get());
             let pc = self.pc;
             let fall = pc.wrapping_add(4);
-            let (next_pc, ea, extra) = match class {
-                Class::Compute => (fall, None, None),
-                Class::Flow => (second.unwrap_or(fall), None, None),
-                Class::Memory => (fall, second, None),
-                Class::MemoryExtended => (fall, second, third),
+            let (next_pc, second, third) = match class {
+                Class::Compute => (fall, 0, 0),
+                Class::Flow => (second.unwrap_or(fall), 0, 0),
+                Class::Memory => (fall, second.unwrap_or(0), 0),
+                Class::MemoryExtended => (fall, second.unwrap_or(0), third.unwrap_or(0)),
             };
             let trap = if self.dialect == Dialect::Tt6e {
-                if class == Class::Flow && opcode::major(w) == 18 && next_pc == 0x700 {
-                    Some(SyntheticTrap::Branch)
-                } else if self.after_trap_branch && opcode::major(w) == 19 && opcode::minor(w) == 50
-                {
-                    Some(SyntheticTrap::Return)
-                } else {
-                    None
-                }
+                self.trap(w, class, next_pc)
             } else {
                 None
             };
-            self.after_trap_branch = trap == Some(SyntheticTrap::Branch);
             let record = Record {
                 index: self.index,
                 offset: Offset(byte_offset(base, i)),
@@ -281,8 +349,8 @@ impl Decoder {
                 opcode: w,
                 class,
                 next_pc,
-                ea,
-                extra,
+                second,
+                third,
                 escapes: Escapes::new(words.get(..i).unwrap_or_default(), base),
                 trap,
             };
@@ -334,9 +402,9 @@ impl<'a> Tt6Reader<'a> {
         let body = self.data.get(4..).unwrap_or_default();
         let (words, tail) = words_of(body);
         Records {
-            words,
+            rest: words,
+            base: 4,
             tail,
-            pos: 0,
             dec: Decoder::new(self.dialect, self.initial_pc),
             done: false,
             dangling: Escapes::default(),
@@ -347,9 +415,11 @@ impl<'a> Tt6Reader<'a> {
 /// The lazy record iterator of a [`Tt6Reader`].
 #[derive(Clone, Debug)]
 pub struct Records<'a> {
-    words: &'a [Word],
+    /// The words not yet decoded.
+    rest: &'a [Word],
+    /// File offset of `rest[0]`.
+    base: u64,
     tail: usize,
-    pos: usize,
     dec: Decoder,
     done: bool,
     dangling: Escapes<'a>,
@@ -378,11 +448,34 @@ impl<'a> Iterator for Records<'a> {
         if self.done {
             return None;
         }
-        let words = self.words.get(self.pos..).unwrap_or_default();
-        let base = byte_offset(4, self.pos);
-        match self.dec.decode(words, base, self.tail, true) {
+        if let Some((r, n)) = self.dec.fast(self.rest, self.base) {
+            self.advance(n);
+            return Some(Ok(r));
+        }
+        self.next_slow()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            (0, Some(0))
+        } else {
+            (0, Some(self.rest.len()))
+        }
+    }
+}
+
+impl<'a> Records<'a> {
+    #[inline(always)]
+    fn advance(&mut self, n: usize) {
+        self.rest = self.rest.get(n..).unwrap_or_default();
+        self.base = byte_offset(self.base, n);
+    }
+
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<Record<'a>, Error>> {
+        match self.dec.decode(self.rest, self.base, self.tail, true) {
             Ok(Step::Record(r, n)) => {
-                self.pos = self.pos.saturating_add(n);
+                self.advance(n);
                 Some(Ok(r))
             }
             Ok(Step::End(e)) => {
@@ -398,14 +491,6 @@ impl<'a> Iterator for Records<'a> {
                 self.done = true;
                 Some(Err(e))
             }
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        if self.done {
-            (0, Some(0))
-        } else {
-            (0, Some(self.words.len().saturating_sub(self.pos)))
         }
     }
 }
@@ -532,7 +617,26 @@ impl<R: Read> Tt6StreamReader<R> {
         if self.done {
             return None;
         }
-        // A whole instruction record is at most 12 bytes; escapes may need more.
+        // Hot path: a whole instruction record (at most 12 bytes) is buffered.
+        let buffered = self.end.saturating_sub(self.start);
+        let instruction_first = self
+            .buf
+            .get(self.start..)
+            .and_then(|b| b.first_chunk::<4>())
+            .is_some_and(|b| !is_escape(u32::from_be_bytes(*b)));
+        if buffered >= 12 && instruction_first {
+            let avail = self.buf.get(self.start..self.end).unwrap_or_default();
+            let (words, _) = words_of(avail);
+            let out = self.dec.fast(words, self.base);
+            if let Some((_, n)) = &out {
+                let bytes = n.wrapping_mul(4);
+                self.start = self.start.wrapping_add(bytes);
+                self.base = self.base.wrapping_add(bytes as u64);
+            }
+            // `fast` always succeeds on three words that do not start with an escape.
+            return out.map(|(r, _)| Ok(r));
+        }
+        // Escapes may need more than 12 bytes.
         let mut want = 12usize;
         loop {
             if let Err(e) = self.fill_to(want) {

@@ -552,8 +552,8 @@ fn decode_tt6(bytes: &[u8], dialect: Dialect) -> u64 {
             .wrapping_add(r.pc)
             .wrapping_add(r.opcode)
             .wrapping_add(r.next_pc)
-            .wrapping_add(r.ea.unwrap_or(0))
-            .wrapping_add(r.extra.unwrap_or(0))
+            .wrapping_add(r.ea().unwrap_or(0))
+            .wrapping_add(r.extra().unwrap_or(0))
             .wrapping_add(r.class as u32)
             .wrapping_add(r.escapes.raw().len() as u32);
         n += 1;
@@ -563,8 +563,7 @@ fn decode_tt6(bytes: &[u8], dialect: Dialect) -> u64 {
 }
 
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
-    // ~7 bytes per record on average.
-    let records = config.mib * (1 << 20) / 7 + 1;
+    let records = config.mib * (1 << 20) / 5 + 1; // ~5.6 bytes per record on average
     let tt6 = Arc::new(synth_trace(records, 1, Dialect::Tt6));
     let tt6e = Arc::new(synth_trace(records, 2, Dialect::Tt6e));
     let full_records = config.mib * (1 << 20) / 1004 + 1;
@@ -601,7 +600,7 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
                     let r = r.unwrap();
                     acc = acc
                         .wrapping_add(r.pc ^ r.opcode ^ r.next_pc)
-                        .wrapping_add(r.ea.unwrap_or(0) ^ r.extra.unwrap_or(0));
+                        .wrapping_add(r.ea().unwrap_or(0) ^ r.extra().unwrap_or(0));
                     n += 1;
                 }
                 black_box(acc);

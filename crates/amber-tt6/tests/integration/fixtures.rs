@@ -58,8 +58,8 @@ fn line(r: &Record<'_>) -> String {
         r.opcode,
         r.class.name(),
         r.next_pc,
-        opt(r.ea),
-        opt(r.extra),
+        opt(r.ea()),
+        opt(r.extra()),
         if esc.is_empty() { "-".into() } else { esc }
     )
 }
@@ -153,7 +153,7 @@ fn notes_example_by_hand() {
     assert_eq!(recs.len(), 6);
     let pcs: Vec<u32> = recs.iter().map(|r| r.pc).collect();
     assert_eq!(pcs, [0x1000, 0x1004, 0x1008, 0x1018, 0x101c, 0x1020]);
-    assert_eq!(recs[1].ea, Some(0xbfff_f9fc));
+    assert_eq!(recs[1].ea(), Some(0xbfff_f9fc));
     assert!(recs[1].is_store());
     assert_eq!(recs[1].operand_size(32), Some(4));
     assert_eq!(recs[2].class, Class::Flow);
@@ -163,7 +163,7 @@ fn notes_example_by_hand() {
     assert_eq!(cr[0].kind(), EscapeKind::ConditionRegister);
     assert_eq!(cr[0].value(), Some(0x4200_0000));
     assert_eq!(recs[3].class, Class::MemoryExtended);
-    assert_eq!((recs[3].ea, recs[3].extra), (Some(0x2000), Some(7)));
+    assert_eq!((recs[3].ea(), recs[3].extra()), (Some(0x2000), Some(7)));
     assert_eq!(recs[3].xer_byte_count(), Some(7));
     assert_eq!(recs[3].operand_size(32), Some(7));
     assert_eq!(recs[4].operand_size(32), Some(16));

@@ -202,7 +202,7 @@ fn record_json(line: &mut String, r: &Record<'_>) {
     if r.class == Class::Flow {
         let _ = write!(line, ",\"next_pc\":\"{:#x}\"", r.next_pc);
     }
-    if let Some(ea) = r.ea {
+    if let Some(ea) = r.ea() {
         let _ = write!(line, ",\"ea\":\"{ea:#x}\"");
         if let Some(size) = r.operand_size(CACHE_LINE) {
             let _ = write!(line, ",\"size\":{size}");
@@ -217,7 +217,7 @@ fn record_json(line: &mut String, r: &Record<'_>) {
             None => {}
         }
     }
-    if let Some(x) = r.extra {
+    if let Some(x) = r.extra() {
         let _ = write!(line, ",\"extra\":\"{x:#x}\"");
     }
     if r.is_trap() {
