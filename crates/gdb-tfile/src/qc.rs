@@ -295,3 +295,40 @@ fn memory_view_matches_a_byte_model() {
         .tests(500)
         .quickcheck(prop as fn(Vec<(u8, Vec<u8>)>, u8, u8) -> bool);
 }
+
+#[test]
+fn writer_rejects_fields_that_would_not_read_back() {
+    let mut d = TraceFileData::default();
+    d.description.register_size = Some(8);
+    assert!(to_bytes(&d, Endian::Little).is_ok());
+    for bad in [
+        "",
+        "R 10",
+        "status 0",
+        "tp T1:2:E:0:0",
+        "tsv 1:0:0:",
+        "x\ny",
+    ] {
+        let mut e = d.clone();
+        e.description.unknown_lines = vec![bad.to_string()];
+        assert!(to_bytes(&e, Endian::Little).is_err(), "{bad:?}");
+    }
+    let mut e = d.clone();
+    e.description.unknown_lines = vec!["tp Q1:2:x".into(), "future 1".into()];
+    assert!(to_bytes(&e, Endian::Little).is_ok());
+    let mut e = d.clone();
+    e.description.status = Some(Status {
+        unknown: vec![("a;b".into(), "1".into())],
+        ..Status::default()
+    });
+    assert!(to_bytes(&e, Endian::Little).is_err());
+    let mut e = d.clone();
+    e.description.register_size = None;
+    assert!(to_bytes(&e, Endian::Little).is_err());
+    let mut e = d;
+    e.frames = vec![FrameData {
+        tracepoint: 0,
+        blocks: vec![],
+    }];
+    assert!(to_bytes(&e, Endian::Little).is_err());
+}

@@ -9,7 +9,7 @@ use std::io;
 use zerocopy::IntoBytes;
 use zerocopy::byteorder::{ByteOrder, I16, I32, I64, U16, U32, U64};
 
-use crate::model::{BlockData, Description, FrameData, Status, TraceFileData};
+use crate::model::{BlockData, Description, FrameData, SourceKind, Status, TraceFileData};
 use crate::raw::{
     BLOCK_MEMORY, BLOCK_REGISTERS, BLOCK_TSV, BigEndian, FrameHeader, LittleEndian, MAGIC,
     MAX_LINE_LEN, MemoryBlockHeader, TsvBlock,
@@ -36,6 +36,15 @@ pub enum WriteError {
     Newline {
         /// The field.
         what: &'static str,
+    },
+    /// A field that would not read back as written (e.g. an empty unknown line, which
+    /// would end the description section early).
+    #[error("{what} {value:?} would not read back as written")]
+    Field {
+        /// The field.
+        what: &'static str,
+        /// Its value (cut to 60 characters).
+        value: String,
     },
     /// Frame `frame` uses tracepoint number 0, which ends the frames.
     #[error("frame {frame} has tracepoint number 0, which marks the end of the frames")]
@@ -92,6 +101,48 @@ fn push_line(out: &mut Vec<u8>, line: &str) -> Result<(), WriteError> {
     Ok(())
 }
 
+fn bad_field(what: &'static str, value: &str) -> WriteError {
+    WriteError::Field {
+        what,
+        value: value.chars().take(60).collect(),
+    }
+}
+
+/// Checks the fields the reader would otherwise split or misread.
+fn check_fields(desc: &Description) -> Result<(), WriteError> {
+    if let Some(st) = &desc.status {
+        for (k, v) in &st.unknown {
+            if k.is_empty() || k.contains([':', ';']) || k == "tunknown" {
+                return Err(bad_field("unknown status key", k));
+            }
+            if v.contains(';') {
+                return Err(bad_field("unknown status value", v));
+            }
+        }
+    }
+    for t in &desc.tracepoints {
+        for src in &t.sources {
+            if let SourceKind::Other(k) = &src.kind
+                && (k.is_empty() || k.contains(':') || ["at", "cond", "cmd"].contains(&k.as_str()))
+            {
+                return Err(bad_field("tp Z source kind", k));
+            }
+        }
+    }
+    for l in &desc.unknown_lines {
+        let known_tp = l
+            .strip_prefix("tp ")
+            .is_some_and(|r| r.starts_with(['T', 'A', 'S', 'Z', 'V']));
+        let known = ["R ", "status ", "tsv ", "tdesc "]
+            .iter()
+            .any(|p| l.starts_with(p));
+        if l.is_empty() || known || known_tp {
+            return Err(bad_field("unknown line", l));
+        }
+    }
+    Ok(())
+}
+
 fn hex(s: &mut String, bytes: &[u8]) {
     trace_core::hex::encode_to(s, bytes);
 }
@@ -138,13 +189,14 @@ pub fn status_payload(st: &Status) -> String {
 ///
 /// # Errors
 ///
-/// [`WriteError`] when a line would be too long, a field contains a newline, or there is
-/// no `R` size.
+/// [`WriteError`] when a line would be too long, a field contains a newline or would not
+/// read back as written, or there is no `R` size.
 pub fn write_description(desc: &Description, out: &mut Vec<u8>) -> Result<(), WriteError> {
     let rsize = desc
         .register_size
         .filter(|&n| n > 0)
         .ok_or(WriteError::NoRegisterSize)?;
+    check_fields(desc)?;
     out.extend_from_slice(MAGIC);
     push_line(out, &format!("R {rsize:x}"))?;
     for l in &desc.tdesc_lines {
