@@ -131,6 +131,7 @@ pub fn info(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         writeln!(ctx.out, "{v}")?;
         return Ok(());
     }
+    let big_flag = ctx.opts.big_endian;
     let out = &mut *ctx.out;
     writeln!(out, "format: gdb-tfile (GDB tracepoint file)")?;
     writeln!(
@@ -148,7 +149,14 @@ pub fn info(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         )?,
         None => writeln!(out, "architecture: unknown (no target description)")?,
     }
-    writeln!(out, "byte order: {endian}")?;
+    let source = if big_flag {
+        "--big-endian"
+    } else if td.and_then(TargetDescription::endian).is_some() {
+        "from the architecture"
+    } else {
+        "default; the file does not say"
+    };
+    writeln!(out, "byte order: {endian} ({source})")?;
     match &d.status {
         None => writeln!(out, "status: none")?,
         Some(s) => {
