@@ -27,7 +27,35 @@
 //!
 //! No cargo features.
 //!
-//! # Example
+//! # Examples
+//!
+//! Reading the example trace of `testdata/` (3 threads, 1100 instructions):
+//!
+//! ```
+//! use trac_x64dbg::{Block, Trace};
+//!
+//! let bytes = include_bytes!("../../../testdata/x64dbg/basic.trace64");
+//! let trace = Trace::parse(bytes)?;
+//! assert_eq!(trace.header().arch, trac_x64dbg::Arch::X64);
+//! let mut replay = trace.replay();
+//! let mut first_pc = None;
+//! while let Some(ins) = replay.next_instruction() {
+//!     let ins = ins?;
+//!     first_pc.get_or_insert(replay.regs().ip());
+//!     for m in ins.mem() {
+//!         let _ = (m.address, m.old, m.new);
+//!     }
+//! }
+//! assert_eq!(first_pc, Some(0x7ff6_a1b2_1000));
+//! let index = trace.build_index()?;
+//! assert_eq!(index.instructions(), 1100);
+//! let (ins, replay) = trace.seek(&index, 700)?;
+//! assert_eq!(ins.index(), 700);
+//! assert_ne!(replay.regs().sp(), 0);
+//! # Ok::<(), trac_x64dbg::Error>(())
+//! ```
+//!
+//! Writing a trace with the [`Recorder`] and reading it back:
 //!
 //! ```
 //! use trac_x64dbg::{Arch, Header, Recorder, RecorderOptions, RegDump, Step, Trace, Writer};

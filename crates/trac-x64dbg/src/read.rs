@@ -167,6 +167,46 @@ impl Meta {
     }
 }
 
+/// The low `n` (at most 8) bytes of the 8 bytes at `rest[start..]`, as a little-endian
+/// word, when 8 bytes are there.
+#[inline]
+fn low_bytes(rest: &[u8], start: usize, n: usize) -> Option<u64> {
+    if n > 8 {
+        return None;
+    }
+    let b = rest.get(start..start + 8)?;
+    let x = u64::from_le_bytes(<[u8; 8]>::try_from(b).ok()?);
+    Some(x & u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0))
+}
+
+/// The sum of the `n` bytes at `rest[start..]` (which the caller has checked are there),
+/// without a loop for the usual n ≤ 8.
+#[inline]
+fn byte_sum(rest: &[u8], start: usize, n: usize) -> u32 {
+    match low_bytes(rest, start, n) {
+        Some(x) => {
+            const LOW: u64 = 0x00ff_00ff_00ff_00ff;
+            let pairs = (x & LOW) + ((x >> 8) & LOW);
+            (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
+        }
+        None => rest
+            .get(start..start + n)
+            .map_or(0, |p| p.iter().map(|&b| u32::from(b)).sum()),
+    }
+}
+
+/// How many of the `m` memory flag bytes at `rest[start..]` have bit 0 clear (a new value
+/// follows).
+#[inline]
+fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
+    match low_bytes(rest, start, m) {
+        Some(x) => m - (x & 0x0101_0101_0101_0101).count_ones() as usize,
+        None => rest.get(start..start + m).map_or(0, |f| {
+            f.iter().filter(|&&f| f & raw::MEM_UNCHANGED == 0).count()
+        }),
+    }
+}
+
 /// Reads one little-endian word of 4 or 8 bytes.
 #[inline]
 fn word_value(chunk: &[u8]) -> u64 {
@@ -501,60 +541,55 @@ impl DecoderState {
         let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
             return Measure::Short(4);
         };
-        if u16::from(n) > self.words {
-            return Measure::Bad(Error::TooManyRegisters {
-                offset: Offset(at + 1),
-                block: self.blocks,
-                found: n,
-                limit: self.words,
-            });
-        }
-        if m > raw::MAX_MEMORY_ACCESSES {
-            return Measure::Bad(Error::TooManyMemoryAccesses {
-                offset: Offset(at + 2),
-                block: self.blocks,
-                found: m,
-            });
-        }
-        let l = usize::from(fl & raw::OPCODE_LEN_MASK);
-        if l == 0 {
-            return Measure::Bad(Error::EmptyOpcode {
-                offset: Offset(at + 3),
-                block: self.blocks,
-            });
+        if u16::from(n) > self.words
+            || m > raw::MAX_MEMORY_ACCESSES
+            || fl & raw::OPCODE_LEN_MASK == 0
+        {
+            return self.bad_counts(at, n, m);
         }
         let w = usize::from(self.word);
         let n = usize::from(n);
         let m = usize::from(m);
-        let pos_start = 4 + if with_tid { 4 } else { 0 } + l;
+        let pos_start = 4 + if with_tid { 4 } else { 0 } + usize::from(fl & raw::OPCODE_LEN_MASK);
         let mf_start = pos_start + n * (1 + w);
         let fixed = mf_start + m * (1 + 2 * w);
-        let (Some(positions), Some(mem_flags)) = (
-            rest.get(pos_start..pos_start + n),
-            rest.get(mf_start..mf_start + m),
-        ) else {
-            return Measure::Short(fixed);
-        };
         if rest.len() < fixed {
             return Measure::Short(fixed);
         }
         // Positions are relative: the last absolute index is their sum plus n - 1, and the
         // indices strictly increase, so checking the last one checks them all.
-        if n > 0 {
-            let sum: u32 = positions.iter().map(|&p| u32::from(p)).sum();
-            if sum + n as u32 > u32::from(self.words) {
-                return Measure::Bad(self.out_of_range(positions, at + pos_start as u64));
-            }
+        if n > 0 && byte_sum(rest, pos_start, n) + n as u32 > u32::from(self.words) {
+            let positions = rest.get(pos_start..pos_start + n).unwrap_or(&[]);
+            return Measure::Bad(self.out_of_range(positions, at + pos_start as u64));
         }
-        let changed = mem_flags
-            .iter()
-            .filter(|&&f| f & raw::MEM_UNCHANGED == 0)
-            .count();
-        let total = fixed + changed * w;
+        let total = fixed + changed_count(rest, mf_start, m) * w;
         if rest.len() < total {
             return Measure::Short(total);
         }
         Measure::Ok(total)
+    }
+
+    #[cold]
+    fn bad_counts(&self, at: u64, n: u8, m: u8) -> Measure {
+        Measure::Bad(if u16::from(n) > self.words {
+            Error::TooManyRegisters {
+                offset: Offset(at + 1),
+                block: self.blocks,
+                found: n,
+                limit: self.words,
+            }
+        } else if m > raw::MAX_MEMORY_ACCESSES {
+            Error::TooManyMemoryAccesses {
+                offset: Offset(at + 2),
+                block: self.blocks,
+                found: m,
+            }
+        } else {
+            Error::EmptyOpcode {
+                offset: Offset(at + 3),
+                block: self.blocks,
+            }
+        })
     }
 
     #[cold]
@@ -757,6 +792,7 @@ impl DecoderState {
     /// after a flagged non-full block tells the two writers apart (by trial parse) and the
     /// answer is kept for the rest of the file; after a flagged full dump, the old writer
     /// writes the bytes only if the thread changed, so that case is always a trial parse.
+    #[inline(never)]
     fn decide_thread_bytes(
         &mut self,
         data: &[u8],
@@ -895,7 +931,10 @@ impl DecoderState {
         }
         let fl = rest.get(3).copied().unwrap_or(0);
         let flagged = fl & raw::FLAG_THREAD_ID != 0;
-        let with_tid = flagged || self.decide_thread_bytes(data, pos, at, complete)?;
+        let with_tid = flagged
+            || (self.prev_flag
+                && self.dialect != Dialect::Fixed
+                && self.decide_thread_bytes(data, pos, at, complete)?);
         let len = match self.measure(rest, at, with_tid) {
             Measure::Ok(len) => len,
             Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
