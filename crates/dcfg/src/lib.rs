@@ -128,3 +128,18 @@ pub fn fuzz_read(data: &[u8]) {
         let _ = g.instr_count(Container::Process);
     }
 }
+
+/// Fuzzing entry point: whatever reads must write and read back to the same model, and
+/// write the same bytes again. Returns `false` on a mismatch (the fuzz target asserts).
+#[doc(hidden)]
+#[must_use]
+pub fn fuzz_roundtrip(data: &[u8]) -> bool {
+    let Ok(d) = Dcfg::from_slice(data) else {
+        return true;
+    };
+    let bytes = d.to_vec();
+    match Dcfg::from_slice(&bytes) {
+        Ok(again) => again == d && again.to_vec() == bytes,
+        Err(_) => false,
+    }
+}

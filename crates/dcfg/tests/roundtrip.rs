@@ -203,7 +203,7 @@ fn compressed_round_trip() {
 fn never_panics_on_arbitrary_bytes() {
     fn prop(data: Vec<u8>) -> bool {
         dcfg::fuzz_read(&data);
-        true
+        dcfg::fuzz_roundtrip(&data)
     }
     QuickCheck::new()
         .tests(500)
@@ -224,7 +224,7 @@ fn never_panics_on_mutated_fixtures() {
             v[i] = byte;
         }
         dcfg::fuzz_read(&v);
-        true
+        dcfg::fuzz_roundtrip(&v)
     }
     let mut g = Gen::new(1000);
     for _ in 0..300 {

@@ -1,0 +1,6 @@
+//! dcfg: read arbitrary bytes as a DCFG, then validate, query, draw and rewrite it.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    dcfg::fuzz_read(data);
+});

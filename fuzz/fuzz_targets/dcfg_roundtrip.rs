@@ -1,0 +1,6 @@
+//! dcfg: whatever reads must write and read back to the same model.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    assert!(dcfg::fuzz_roundtrip(data));
+});
