@@ -307,6 +307,27 @@ mod tests {
     }
 
     #[test]
+    fn long_headers_are_accepted_up_to_the_cap() {
+        // Above x64dbg's 16 KiB but below the 1 MiB cap: read, with the long value kept.
+        let long = "x".repeat(20_000);
+        let json = format!(r#"{{"ver":1,"arch":"x64","comment":"{long}"}}"#);
+        let mut bytes = b"TRAC".to_vec();
+        bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(json.as_bytes());
+        let (h, first) = Header::parse(&bytes).unwrap();
+        assert_eq!(first, bytes.len());
+        assert_eq!(h.extra["comment"].as_str().map(str::len), Some(20_000));
+        // A length above the cap is refused before anything is read or allocated.
+        let mut bytes = b"TRAC".to_vec();
+        bytes.extend_from_slice(&(raw::MAX_HEADER_LEN + 1).to_le_bytes());
+        let e = Header::parse(&bytes).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "JSON header length is 1048577, above the limit of 1048576 at offset 0x4"
+        );
+    }
+
+    #[test]
     fn header_errors() {
         let e = Header::from_json(br#"{"ver":2,"arch":"x64"}"#).unwrap_err();
         assert!(matches!(e, Error::UnsupportedVersion { .. }), "{e}");

@@ -103,8 +103,8 @@ pub use error::Error;
 pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
 pub use read::{
-    Block, Blocks, Index, Instruction, MemAccesses, ReadOptions, RegChanges, Replay, StreamReader,
-    ThreadIdMode, Trace, UserBlock, read_records,
+    Block, Blocks, Index, Instruction, MemAccesses, ReadOptions, RegChanges, Replay, States,
+    StreamReader, ThreadIdMode, Trace, UserBlock, read_records,
 };
 pub use regs::{DebugReg, MAX_WORDS, RegDump, Segment, X87Fpu, X87Register, word_names};
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};

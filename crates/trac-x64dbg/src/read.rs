@@ -207,6 +207,20 @@ fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
     }
 }
 
+/// How far ahead of the current block [`prefetch`] touches the input.
+const PREFETCH_AHEAD: usize = 512;
+
+/// Loads the byte at `at` and discards it. Decoding is a chain of dependent loads (a
+/// block's length comes from its own bytes), which the CPU cannot run ahead of; this load
+/// depends on nothing, so it brings the cache line in early, like a prefetch instruction
+/// (which would need `unsafe`).
+#[inline(always)]
+fn prefetch(data: &[u8], at: usize) {
+    if let Some(&b) = data.get(at) {
+        core::hint::black_box(b);
+    }
+}
+
 /// Reads one little-endian word of 4 or 8 bytes.
 #[inline]
 fn word_value(chunk: &[u8]) -> u64 {
@@ -218,6 +232,7 @@ fn word_value(chunk: &[u8]) -> u64 {
 }
 
 impl<'a> Instruction<'a> {
+    #[inline]
     fn tid_len(&self) -> usize {
         if matches!(self.meta.thread_field, ThreadField::Absent) {
             0
@@ -226,28 +241,34 @@ impl<'a> Instruction<'a> {
         }
     }
 
+    #[inline]
     fn w(&self) -> usize {
         usize::from(self.meta.word)
     }
 
+    #[inline]
     fn part(&self, start: usize, len: usize) -> &'a [u8] {
         self.bytes.get(start..start + len).unwrap_or(&[])
     }
 
+    #[inline]
     fn opcode_start(&self) -> usize {
         4 + self.tid_len()
     }
 
+    #[inline]
     fn positions_start(&self) -> usize {
         self.opcode_start() + usize::from(self.meta.flags & raw::OPCODE_LEN_MASK)
     }
 
+    #[inline]
     fn mem_start(&self) -> usize {
         self.positions_start() + usize::from(self.meta.regs) * (1 + self.w())
     }
 
     /// Instruction number (user blocks not counted), from 0.
     #[must_use]
+    #[inline]
     pub fn index(&self) -> u64 {
         self.meta.index
     }
@@ -260,12 +281,14 @@ impl<'a> Instruction<'a> {
 
     /// File offset of the block.
     #[must_use]
+    #[inline]
     pub fn offset(&self) -> Offset {
         Offset(self.meta.offset)
     }
 
     /// The whole block's bytes.
     #[must_use]
+    #[inline]
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -273,18 +296,21 @@ impl<'a> Instruction<'a> {
     /// The thread that executed the instruction (carried over when the block has none; 0
     /// before the first thread id, as x64dbg's reader does).
     #[must_use]
+    #[inline]
     pub fn thread(&self) -> u32 {
         self.meta.thread
     }
 
     /// How the block stores the thread id.
     #[must_use]
+    #[inline]
     pub fn thread_field(&self) -> ThreadField {
         self.meta.thread_field
     }
 
     /// Whether this block holds every REGDUMP word (172/216 register changes).
     #[must_use]
+    #[inline]
     pub fn is_full_dump(&self) -> bool {
         self.meta.full
     }
@@ -305,6 +331,7 @@ impl<'a> Instruction<'a> {
 
     /// The instruction bytes.
     #[must_use]
+    #[inline]
     pub fn opcode(&self) -> &'a [u8] {
         self.part(
             self.opcode_start(),
@@ -314,6 +341,7 @@ impl<'a> Instruction<'a> {
 
     /// Number of register changes.
     #[must_use]
+    #[inline]
     pub fn reg_count(&self) -> usize {
         usize::from(self.meta.regs)
     }
@@ -321,6 +349,7 @@ impl<'a> Instruction<'a> {
     /// The register changes, with absolute word indices (checked by the reader to be inside
     /// the REGDUMP).
     #[must_use]
+    #[inline]
     pub fn regs(&self) -> RegChanges<'a> {
         let n = self.reg_count();
         let p = self.positions_start();
@@ -333,12 +362,14 @@ impl<'a> Instruction<'a> {
 
     /// Number of memory accesses.
     #[must_use]
+    #[inline]
     pub fn mem_count(&self) -> usize {
         usize::from(self.meta.mems)
     }
 
     /// The memory accesses.
     #[must_use]
+    #[inline]
     pub fn mem(&self) -> MemAccesses<'a> {
         let m = self.mem_count();
         let w = self.w().max(1);
@@ -536,7 +567,7 @@ impl DecoderState {
     }
 
     /// Measures the instruction block at the start of `rest` (file offset `at`).
-    #[inline]
+    #[inline(always)]
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
         let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
             return Measure::Short(4);
@@ -891,6 +922,7 @@ impl DecoderState {
     /// Decodes the block at `data[pos..]` (file offset `base + pos`); `complete` says
     /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
     fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
+        prefetch(data, pos + PREFETCH_AHEAD);
         let rest = data.get(pos..).unwrap_or(&[]);
         let at = base + pos as u64;
         let ty = rest.first().copied().unwrap_or(0);
@@ -1091,6 +1123,13 @@ impl<'a> Trace<'a> {
             sessions: 0,
             started_without_dump: false,
         }
+    }
+
+    /// The register state before every instruction, as an `Iterator` of owned copies
+    /// (1.4 KB each; [`Trace::replay`] lends the state instead).
+    #[must_use]
+    pub fn states(&self) -> States<'a> {
+        States(self.replay())
     }
 
     /// Builds the random-access index in one pass: the position and decoder state of every
@@ -1355,6 +1394,22 @@ impl<'a> Replay<'a> {
         self.blocks.recovered_thread_ids()
     }
 }
+
+/// Each instruction with a copy of the register state before it; see [`Trace::states`].
+/// Fuses after the first error.
+#[derive(Clone, Debug)]
+pub struct States<'a>(Replay<'a>);
+
+impl<'a> Iterator for States<'a> {
+    type Item = Result<(Instruction<'a>, RegDump), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let ins = self.0.next_instruction()?;
+        Some(ins.map(|i| (i, self.0.regs.clone())))
+    }
+}
+
+impl core::iter::FusedIterator for States<'_> {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Anchor {

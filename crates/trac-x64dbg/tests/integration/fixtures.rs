@@ -78,6 +78,20 @@ fn random_access_matches_replay_everywhere() {
 }
 
 #[test]
+fn states_iterator_is_the_replay() {
+    for name in POSITIVE {
+        let data = testdata(name);
+        let trace = Trace::parse(&data).unwrap();
+        let (replayed, _) = replay_all(&trace);
+        let states: Vec<_> = trace.states().map(Result::unwrap).collect();
+        assert_eq!(states.len(), replayed.len(), "{name}");
+        for ((ins, regs), d) in states.iter().zip(&replayed) {
+            assert_eq!((ins.index(), regs), (d.index, &d.regs), "{name}");
+        }
+    }
+}
+
+#[test]
 fn decoded_states_are_the_generated_ones() {
     for (name, arch, threads, max_run, seed, n) in [
         ("basic.trace64", Arch::X64, 3, 150, 1, 1100),
