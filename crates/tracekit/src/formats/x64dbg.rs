@@ -33,8 +33,9 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
     while let Some(block) = replay.next_block() {
         match block {
             Ok(Block::Instruction(ins)) => {
-                s.instructions += 1;
-                *s.threads.entry(ins.thread()).or_default() += 1;
+                s.instructions = s.instructions.saturating_add(1);
+                let n = s.threads.entry(ins.thread()).or_default();
+                *n = n.saturating_add(1);
                 let pc = replay.regs().ip();
                 s.first_pc.get_or_insert(pc);
                 s.last_pc = Some(pc);
@@ -42,7 +43,7 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
                     s.first_recovered.get_or_insert(ins.offset().0);
                 }
                 if ins.flags() & raw::FLAGS_RESERVED != 0 {
-                    s.reserved_bits += 1;
+                    s.reserved_bits = s.reserved_bits.saturating_add(1);
                 }
                 s.end = ins.offset().0.saturating_add(ins.bytes().len() as u64);
                 if s.instructions.is_multiple_of(4096) {
@@ -50,7 +51,8 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
                 }
             }
             Ok(Block::User(u)) => {
-                *s.user_blocks.entry(u.block_type).or_default() += 1;
+                let n = s.user_blocks.entry(u.block_type).or_default();
+                *n = n.saturating_add(1);
                 s.end = u
                     .offset
                     .0
@@ -62,7 +64,7 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
                 break;
             }
         }
-        s.blocks += 1;
+        s.blocks = s.blocks.saturating_add(1);
     }
     s.full_dumps = replay.full_dumps();
     s.sessions = replay.sessions();
