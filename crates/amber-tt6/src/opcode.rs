@@ -70,11 +70,9 @@ impl Class {
     #[inline]
     #[must_use]
     pub fn extra_words(self) -> usize {
-        match self {
-            Class::Compute => 0,
-            Class::Flow | Class::Memory => 1,
-            Class::MemoryExtended => 2,
-        }
+        // 0, 1, 1, 2 for discriminants 0..=3: arithmetic, no memory load on the decoder's
+        // critical path (the next record's position depends on it).
+        ((self as u32).wrapping_add(1) >> 1) as usize
     }
 
     #[inline]
@@ -500,6 +498,46 @@ const MAJOR_CLASS: [u8; 64] = build_major_class();
 const X19_CLASS: [u8; 1024] = build_minor_class(&build_index(19));
 const X31_CLASS: [u8; 1024] = build_minor_class(&build_index(31));
 static CLASS_TABLE: [u8; 65536] = build_class_table();
+
+/// [`CLASS_TABLE`] for one dialect: the class discriminant itself, no shift needed.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn build_dialect_table(shift: u32) -> [u8; 65536] {
+    let all = build_class_table();
+    let mut t = [0u8; 65536];
+    let mut i = 0;
+    while i < 65536 {
+        t[i] = (all[i] >> shift) & 3;
+        i += 1;
+    }
+    t
+}
+
+static TT6_CLASS: [u8; 65536] = build_dialect_table(0);
+static TT6E_CLASS: [u8; 65536] = build_dialect_table(2);
+
+/// A classifier bound to one dialect (one table lookup per opcode, no shift).
+#[derive(Clone, Copy)]
+pub(crate) struct Classifier(&'static [u8; 65536]);
+
+impl core::fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Classifier")
+    }
+}
+
+impl Classifier {
+    pub(crate) fn new(dialect: Dialect) -> Classifier {
+        Classifier(match dialect {
+            Dialect::Tt6 => &TT6_CLASS,
+            Dialect::Tt6e => &TT6E_CLASS,
+        })
+    }
+
+    #[inline(always)]
+    pub(crate) fn classify(self, word: u32) -> Class {
+        Class::from_bits(self.0.get(class_index(word)).copied().unwrap_or_default())
+    }
+}
 
 /// The index of [`CLASS_TABLE`]: major opcode in bits 10-15, minor in bits 0-9.
 #[inline]

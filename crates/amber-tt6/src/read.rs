@@ -166,6 +166,7 @@ pub(crate) enum Step<'a> {
 #[derive(Clone, Debug)]
 pub(crate) struct Decoder {
     dialect: Dialect,
+    classifier: opcode::Classifier,
     pc: u32,
     index: u64,
     after_trap_branch: bool,
@@ -188,6 +189,7 @@ impl Decoder {
     pub(crate) fn new(dialect: Dialect, pc: u32) -> Decoder {
         Decoder {
             dialect,
+            classifier: opcode::Classifier::new(dialect),
             pc,
             index: 0,
             after_trap_branch: false,
@@ -214,17 +216,17 @@ impl Decoder {
         if is_escape(w) {
             return None;
         }
-        let class = classify(self.dialect, w);
-        let (second, third) = (w1.get(), w2.get());
+        let class = self.classifier.classify(w);
         let pc = self.pc;
         let fall = pc.wrapping_add(4);
-        let next_pc = if class == Class::Flow { second } else { fall };
-        let has_ea = class as u8 >= Class::Memory as u8;
-        let second = if has_ea { second } else { 0 };
-        let third = if class == Class::MemoryExtended {
-            third
-        } else {
-            0
+        // One arm per class: the record length is then predicted by the branch predictor
+        // (real traces repeat the same instruction sequences) instead of waiting for the
+        // opcode load and table lookup.
+        let (n, next_pc, second, third) = match class {
+            Class::Compute => (1, fall, 0, 0),
+            Class::Flow => (2, w1.get(), 0, 0),
+            Class::Memory => (2, fall, w1.get(), 0),
+            Class::MemoryExtended => (3, fall, w1.get(), w2.get()),
         };
         let trap = if self.dialect == Dialect::Tt6e {
             self.trap(w, class, next_pc)
@@ -246,7 +248,7 @@ impl Decoder {
         };
         self.pc = next_pc;
         self.index = self.index.wrapping_add(1);
-        Some((record, class.extra_words().wrapping_add(1)))
+        Some((record, n))
     }
 
     /// TT6E's synthetic trap pair, tracking the state across records.
@@ -461,6 +463,38 @@ impl<'a> Iterator for Records<'a> {
         } else {
             (0, Some(self.rest.len()))
         }
+    }
+
+    /// Internal iteration (`for_each`, `fold`, `count`, …): the same records as `next`,
+    /// with the decoder state kept in registers.
+    #[inline]
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        if self.done {
+            return acc;
+        }
+        let mut rest = self.rest;
+        let mut base = self.base;
+        let mut dec = self.dec.clone();
+        while let Some((r, n)) = dec.fast(rest, base) {
+            // `fast` used three words, so `n <= 3 <= rest.len()`.
+            if let Some(r) = rest.get(n..) {
+                rest = r;
+            }
+            // Offsets of a slice's words cannot overflow a u64.
+            base = base.wrapping_add((n as u64).wrapping_mul(4));
+            acc = f(acc, Ok(r));
+        }
+        self.rest = rest;
+        self.base = base;
+        self.dec = dec;
+        for item in self {
+            acc = f(acc, item);
+        }
+        acc
     }
 }
 

@@ -473,66 +473,122 @@ fn fixtures(fx: &mut Fixtures) {
     fx.add("amber/err-bad-magic.full", bad);
 }
 
-/// A realistic TT6 trace: a loop body over a code region with ~55% compute, ~25% memory
-/// (loads, stores, a few lmw/lvx), ~15% branches (60% taken), ~1% lswx/dst and a sync
-/// escape every ~5000 instructions.
+/// One static instruction of the synthetic program.
+#[derive(Clone, Copy)]
+enum Op {
+    Compute(u32),
+    /// Opcode, base EA, stride.
+    Memory(u32, u32, u32),
+    /// Opcode, base EA, third word.
+    Extended(u32, u32, u32),
+}
+
+/// A basic block: its instructions, then a conditional branch to `taken` (with
+/// probability `bias` %) or to the next block.
+struct Block {
+    ops: Vec<Op>,
+    taken: usize,
+    bias: u64,
+}
+
+/// A realistic TT6 trace: the walk of a fixed program of 256 basic blocks (3-24
+/// instructions: ~60% compute, ~30% loads and stores with strided addresses, ~1% lswx/dst,
+/// ending in a biased conditional branch), so each PC always holds the same instruction, as
+/// in a real trace, and a sync escape every ~5000 instructions.
 fn synth_trace(records: u64, seed: u64, dialect: Dialect) -> Vec<u8> {
     let mut rng = Rng::new(seed);
+    const BLOCKS: usize = 256;
+    let compute = [
+        ADDI,
+        x_form(266, 3, 4, 5),     // add
+        d_form(24, 0, 0, 0),      // nop
+        d_form(21, 3, 4, 0x063e), // rlwinm
+        x_form(339, 0, 8, 0),     // mflr
+        d_form(11, 0, 3, 0),      // cmpwi
+    ];
+    let memory = [
+        LWZ,
+        d_form(36, 3, 1, 16),  // stw
+        x_form(23, 3, 4, 5),   // lwzx
+        d_form(50, 1, 1, 8),   // lfd
+        x_form(103, 3, 4, 5),  // lvx
+        d_form(46, 29, 1, 16), // lmw
+    ];
+    let program: Vec<Block> = (0..BLOCKS)
+        .map(|_| {
+            let len = 3 + rng.below(22) as usize;
+            let ops = (0..len)
+                .map(|_| {
+                    let roll = rng.below(100);
+                    let base = 0x1000_0000 + (rng.below(1 << 16) as u32) * 64;
+                    if roll < 60 {
+                        Op::Compute(compute[rng.below(compute.len() as u64) as usize])
+                    } else if roll < 99 {
+                        let op = memory[rng.below(memory.len() as u64) as usize];
+                        Op::Memory(op, base, 4 * (rng.below(8) as u32))
+                    } else if rng.chance(50) {
+                        Op::Extended(
+                            x_form(533, 3, 4, 5),
+                            base,
+                            0x2000_0000 | rng.below(128) as u32,
+                        )
+                    } else {
+                        Op::Extended(x_form(342, 1, 4, 5), base, 0x0102_0010)
+                    }
+                })
+                .collect();
+            Block {
+                ops,
+                taken: rng.below(BLOCKS as u64) as usize,
+                bias: if rng.chance(50) { 10 } else { 90 },
+            }
+        })
+        .collect();
+    let block_pc = |b: usize| 0x0001_0000 + (b as u32) * 0x100;
     let mut w = Tt6Writer::new(
-        Vec::with_capacity((records * 7) as usize),
+        Vec::with_capacity((records * 6) as usize),
         dialect,
-        0x0001_0000,
+        block_pc(0),
     )
     .unwrap();
-    let mut pc: u32 = 0x0001_0000;
-    let mut data: u32 = 0x1000_0000;
     let mut count = 1u32;
-    for _ in 0..records {
-        let roll = rng.below(1000);
-        let mut ins = if roll < 550 {
-            let op = match rng.below(4) {
-                0 => ADDI,
-                1 => x_form(266, 3, 4, 5),
-                2 => d_form(24, 0, 0, 0),
-                _ => d_form(21, 3, 4, 0x063e), // rlwinm
+    let mut iteration = 0u32;
+    let mut b = 0usize;
+    let mut n = 0u64;
+    'walk: loop {
+        let block = &program[b];
+        iteration = iteration.wrapping_add(1);
+        for op in &block.ops {
+            if n == records {
+                break 'walk;
+            }
+            let mut ins = match *op {
+                Op::Compute(o) => Instruction::compute(o),
+                Op::Memory(o, base, stride) => {
+                    Instruction::memory(o, base.wrapping_add(stride.wrapping_mul(iteration & 0xFF)))
+                }
+                Op::Extended(o, base, x) => Instruction::memory_extended(o, base, x),
             };
-            Instruction::compute(op)
-        } else if roll < 800 {
-            data = data.wrapping_add(rng.below(64) as u32 * 4);
-            let op = match rng.below(8) {
-                0..=3 => LWZ,
-                4 | 5 => d_form(36, 3, 1, 16),
-                6 => x_form(103, 3, 4, 5),
-                _ => d_form(46, 29, 1, 16),
-            };
-            Instruction::memory(op, data)
-        } else if roll < 990 {
-            let target = if rng.chance(60) {
-                0x0001_0000 + (rng.below(0x4000) as u32) * 4
-            } else {
-                pc.wrapping_add(4)
-            };
-            let op = if rng.chance(70) {
-                b_form(12, 2, 8, 0, 0)
-            } else {
-                BLR
-            };
-            Instruction::flow(op, target)
-        } else {
-            let op = if rng.chance(50) {
-                x_form(533, 3, 4, 5)
-            } else {
-                x_form(342, 1, 4, 5)
-            };
-            Instruction::memory_extended(op, data, 0x2000_0000 | rng.below(128) as u32)
-        };
-        if rng.below(5000) == 0 {
-            ins.escapes
-                .push(Escape::sync(SyncKind::Signal, 0x8000_1000, count));
-            count += 1;
+            if rng.below(5000) == 0 {
+                ins.escapes
+                    .push(Escape::sync(SyncKind::Signal, 0x8000_1000, count));
+                count += 1;
+            }
+            w.write(&ins).unwrap();
+            n += 1;
         }
-        pc = ins.next_pc.unwrap_or(pc.wrapping_add(4));
-        w.write(&ins).unwrap();
+        if n == records {
+            break;
+        }
+        let next = if rng.chance(block.bias) {
+            block.taken
+        } else {
+            (b + 1) % BLOCKS
+        };
+        w.write(&Instruction::flow(b_form(12, 2, 8, 0, 0), block_pc(next)))
+            .unwrap();
+        n += 1;
+        b = next;
     }
     w.finish()
 }

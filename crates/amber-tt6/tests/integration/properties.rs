@@ -213,3 +213,23 @@ fn full_write_then_read() {
         .tests(200)
         .quickcheck(prop as fn(Vec<u32>, bool) -> bool);
 }
+
+#[test]
+fn internal_iteration_matches_next() {
+    // `fold`/`for_each` have their own fast loop: it must yield exactly what `next` does,
+    // also on damaged input.
+    fn prop(t: ArbTrace, cut: usize) -> bool {
+        let mut bytes = t.0.to_bytes().unwrap();
+        bytes.truncate(bytes.len() - cut % 6.min(bytes.len()));
+        let Ok(r) = amber_tt6::Tt6Reader::new(&bytes, t.0.dialect) else {
+            return true;
+        };
+        let a: Vec<String> = r.records().map(|x| format!("{x:?}")).collect();
+        let mut b = Vec::new();
+        r.records().for_each(|x| b.push(format!("{x:?}")));
+        a == b
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(ArbTrace, usize) -> bool);
+}
