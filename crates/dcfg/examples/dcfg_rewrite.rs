@@ -1,13 +1,18 @@
 //! Reads a DCFG and writes it back: as plain JSON (Intel's layout), DOT (`--dot [LOOP]`) or
-//! loop CSV (`--loops`), on stdout.
+//! loop CSV (`--loops`), or only counts (`--count`), on stdout.
 use std::io::Write;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args
         .next()
-        .ok_or("usage: dcfg_rewrite FILE [--dot [LOOP] | --loops]")?;
-    let d = dcfg::Dcfg::from_path(path)?;
+        .ok_or("usage: dcfg_rewrite FILE [--dot [LOOP] | --loops | --count]")?;
+    let stream = std::env::var_os("DCFG_STREAM").is_some();
+    let d = if stream {
+        dcfg::Dcfg::from_reader(std::fs::File::open(&path)?)?
+    } else {
+        dcfg::Dcfg::from_path(&path)?
+    };
     let out = std::io::stdout();
     match args.next().as_deref() {
         Some("--dot") => {
@@ -18,6 +23,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             d.write_dot(out, &opts)?;
         }
         Some("--loops") => d.write_loops_csv(out)?,
+        Some("--count") => {
+            let p = d.processes.first().ok_or("no process")?;
+            writeln!(
+                out.lock(),
+                "{} blocks, {} edges",
+                p.blocks().count(),
+                p.edge_count()
+            )?;
+        }
         _ => out.lock().write_all(&d.to_vec())?,
     }
     Ok(())
