@@ -213,6 +213,15 @@ impl<'p, R: Runs<'p>> BitReader<'p, R> {
         self.consumed = self.consumed.wrapping_add(u64::from(n));
     }
 
+    /// Drops `n` bits, `n` ≤ 32 and ≤ [`available`](Self::available) (the decoder's hot
+    /// path; a larger `n` only corrupts the window, it cannot panic).
+    #[inline]
+    pub fn advance(&mut self, n: u32) {
+        self.buf = self.buf.wrapping_shl(n);
+        self.nbits = self.nbits.wrapping_sub(n);
+        self.consumed = self.consumed.wrapping_add(u64::from(n));
+    }
+
     /// Bits consumed so far.
     #[must_use]
     pub fn position(&self) -> u64 {

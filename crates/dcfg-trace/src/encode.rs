@@ -6,7 +6,7 @@
 //! - With `fold_chains`, deterministic chains are folded into multi-edge `NEXT_EDGE_IDS`:
 //!   an edge is *deterministic* when it always has the same successor and never ends a
 //!   thread; a group then continues through deterministic edges (at most
-//!   [`MAX_FOLD`](crate::limits::MAX_FOLD)). Only single-successor chains are folded, so
+//!   [`limits::MAX_FOLD`](crate::limits::MAX_FOLD)). Only single-successor chains are folded, so
 //!   the "last edge becomes current" reading and any other give the same result, and
 //!   chunks are cut only between groups, so no group overshoots `EDGE_COUNT`.
 //! - Chunks are cut by instruction count: a chunk ends at the first group boundary where

@@ -9,7 +9,7 @@
 //!
 //! # What is here
 //!
-//! - [`read`]: a one-pass pull [`Reader`](read::Reader) of processes, threads and chunks,
+//! - [`read`]: a one-pass pull [`Reader`] of processes, threads and chunks,
 //!   over a byte slice (zero-copy) or any `io::Read` (memory bounded by the largest chunk
 //!   plus one process's tables); a [`Trace`](read::Trace) index of a whole file to
 //!   [seek](read::ThreadTrace::seek) to the chunk holding an instruction count without
@@ -22,7 +22,7 @@
 //!   checked unique and prefix-free, decoded by table lookups).
 //! - [`encode`]: edge sequences → a DCFG-Trace with canonical Huffman codes, optional chain
 //!   folding, chunks cut by instruction count, optional repeat and dictionary compression;
-//!   deterministic. [`write`]: the file model and its writer (the mirror of `read`).
+//!   deterministic. [`write`](mod@write): the file model and its writer (the mirror of `read`).
 //! - [`join`]: edges → blocks, and `INSTR_COUNT` and per-edge counts checked against a
 //!   DCFG given as plain data (this crate does not depend on the `dcfg` crate).
 //!

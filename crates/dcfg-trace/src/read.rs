@@ -123,7 +123,7 @@ impl Chunk<'_> {
     /// # Errors
     ///
     /// A bad sequence, a decoding error, or `EDGE_COUNT` above
-    /// [`MAX_CHUNK_EDGES`](crate::limits::MAX_CHUNK_EDGES) (use [`Chunk::for_each_batch`]
+    /// [`limits::MAX_CHUNK_EDGES`](crate::limits::MAX_CHUNK_EDGES) (use [`Chunk::for_each_batch`]
     /// for such chunks).
     pub fn decode_into(&self, out: &mut Vec<u64>) -> Result<(), Error> {
         LimitExceeded::check(

@@ -604,7 +604,7 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
             let total = used.wrapping_add(elen(e.meta));
             let kd = kind(e.meta);
             if kd == SINGLE && total <= self.bits.available() {
-                self.bits.consume(total);
+                self.bits.advance(total);
                 if let Some(slot) = block.get_mut(i) {
                     *slot = e.id;
                 }

@@ -1,0 +1,6 @@
+//! dcfg-trace: fuzz_expand (see the crate's `fuzz_expand` entry point).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    dcfg_trace::fuzz_expand(data);
+});

@@ -1,0 +1,6 @@
+//! dcfg-trace: fuzz_read (see the crate's `fuzz_read` entry point).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    dcfg_trace::fuzz_read(data);
+});

@@ -1,0 +1,6 @@
+//! dcfg-trace: fuzz_roundtrip (see the crate's `fuzz_roundtrip` entry point).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    dcfg_trace::fuzz_roundtrip(data);
+});
