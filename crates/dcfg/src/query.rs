@@ -102,7 +102,17 @@ impl LoopStats {
     }
 }
 
-/// Indexes over one process of a DCFG. See the [module documentation](self).
+/// Indexes over one process of a DCFG, built once by [`Graph::new`] (or [`Dcfg::graph`]):
+/// block id → image, routine and innermost loop; edge id; (source, target) pair; inbound
+/// and outbound adjacency; sorted block addresses. Unknown ids give `None` or empty lists.
+///
+/// Counting conventions: a block's executions are its `COUNT` column when present, else
+/// the sum of its inbound edges' counts (per-thread block counts always come from inbound
+/// edges); instruction counts are `NUM_INSTRS × executions` summed over a container's
+/// blocks (slightly different from `INSTR_COUNT` in real files, which is normal). Loop
+/// visits are the executions of its entry edges; [`LoopStats::iterations`] is the head
+/// block's executions (Intel's `dcfg-reader`), with the back-edge and entry counts
+/// reported separately.
 #[derive(Debug)]
 pub struct Graph<'a> {
     dcfg: &'a Dcfg,
@@ -673,6 +683,24 @@ impl<'a> Graph<'a> {
         self.container_blocks(c)
             .iter()
             .fold(0u64, |a, &b| a.saturating_add(self.block_instr_count(b)))
+    }
+
+    /// Instructions executed in a container per thread (thread 0 first): `NUM_INSTRS ×` the
+    /// block's per-thread executions (from inbound edges), summed over its blocks.
+    #[must_use]
+    pub fn instr_counts_per_thread(&self, c: Container) -> Vec<u64> {
+        let mut out = vec![0u64; self.process.threads()];
+        for b in self.container_blocks(c) {
+            let n = self.block(b).map_or(0, |b| b.num_instrs);
+            for (t, k) in self.block_counts_per_thread(b).into_iter().enumerate() {
+                let v = n.saturating_mul(k);
+                match out.get_mut(t) {
+                    Some(slot) => *slot = slot.saturating_add(v),
+                    None => out.push(v),
+                }
+            }
+        }
+        out
     }
 
     /// Static instructions of a container (sum of `NUM_INSTRS`).

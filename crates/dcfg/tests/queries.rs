@@ -108,6 +108,11 @@ fn counts_and_loops() {
     assert_eq!(g.loop_back_edges(b1).len(), 1);
     // The synthetic process is consistent: instruction counts add up exactly.
     assert_eq!(g.instr_count(Container::Process), p.instr_count.unwrap());
+    // Per thread, the synthetic process's INSTR_COUNT_PER_THREAD exactly.
+    assert_eq!(
+        g.instr_counts_per_thread(Container::Process),
+        p.instr_count_per_thread.clone().unwrap()
+    );
     let by_image: u64 = p
         .images()
         .iter()
