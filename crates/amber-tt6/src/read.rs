@@ -207,7 +207,7 @@ impl Decoder {
     }
 
     /// The hot path: an instruction record (no escapes) when at least three words are
-    /// available, decoded without branching on the class. `None` sends the caller to
+    /// available, so no length check depends on the class. `None` sends the caller to
     /// [`Decoder::decode`] (an escape, or near the end of the input).
     #[inline(always)]
     pub(crate) fn fast<'a>(&mut self, words: &'a [Word], base: u64) -> Option<(Record<'a>, usize)> {
