@@ -28,6 +28,25 @@
 //!
 //! No cargo features; no `unsafe`; no panics on any input.
 //!
+//! # The specification's open points (`dcfg-notes.md` §7) and how they are settled
+//!
+//! | # | Point | Handling |
+//! |---|---|---|
+//! | 1 | `""` next to other codes | strict: [`Error::Codes`]; lenient: the `""` row is ignored ([`table`]) |
+//! | 2 | multi-edge `NEXT_EDGE_IDS` | all emitted in order, the last becomes current; the encoder folds only single-successor chains ([`encode`]) |
+//! | 3 | `EDGE_COUNT` includes `FIRST_EDGE_ID`; overshooting group | strict: [`DecodeErrorKind::Overshoot`]; lenient: cut |
+//! | 4 | `EDGE_COUNT` 0 | accepted, `FIRST_EDGE_ID` may be absent or null, the sequence ignored ([`read`]) |
+//! | 5 | chunks independent; counts chain? boundary edge shared? | chunks decode alone (seek, parallel); a chain gap is a warning ([`read::ThreadTrace::chain_gaps`]); raw chunks exposed, the boundary convention shows in [`join::check`]'s per-edge counts; the encoder partitions edges |
+//! | 6 | bit order, padding | 6 bits per character, most significant first, no `=`; decoding stops after `EDGE_COUNT` edges ([`base64`]) |
+//! | 7 | repeats and references | decimal counts (0 allowed), any nesting up to [`limits::MAX_NESTING`], references in repeats and values, cycles named, lazy expansion ([`expand`]) |
+//! | 8 | whitespace in sequences | ASCII whitespace skipped; other bytes outside the syntax are errors with their position |
+//! | 9 | hex strings | every integer: number or `"0x…"`/decimal string, exactly ([`json`]) |
+//! | 10 | threads not traced | [`read::Trace::thread`] returns `None` |
+//! | 11 | unknown edges, missing transitions | [`DecodeErrorKind::NoSuccessor`] / [`DecodeErrorKind::NoTransition`] with chunk and bit position; [`join::Mismatch::UnknownEdge`] |
+//! | 12 | several processes | dictionary and transition table per process |
+//! | 13 | off-by-one section references | the transition table is section 3.5, thread data 3.6 |
+//! | 14 | ordering | the streaming reader needs only `THREAD_DATA` after the tables and `THREAD_ID` before `TRACE_DATA`; columns are found by header name |
+//!
 //! # Example
 //!
 //! ```

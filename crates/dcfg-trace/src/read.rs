@@ -134,13 +134,7 @@ impl Chunk<'_> {
         )?;
         let cap = usize::try_from(self.edge_count.min(1 << 20)).unwrap_or(0);
         out.reserve(cap);
-        self.for_each_batch(
-            u64::MAX,
-            |batch| {
-                let _ = batch;
-            },
-            out,
-        )
+        self.for_each_batch(u64::MAX, |_| {}, out)
     }
 
     /// Decodes the chunk into a new vector.
