@@ -62,6 +62,8 @@ pub fn task(args: &[String]) -> Result<(), String> {
             {
                 run(&mut cargo(&["install", "--locked", "cargo-deny"]))?;
             }
+            // cargo-deny reads `cargo metadata` for every platform, offline: fetch first.
+            run(&mut cargo(&["fetch"]))?;
             run(&mut cargo(&[
                 "deny",
                 "--offline",
