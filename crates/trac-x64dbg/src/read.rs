@@ -140,6 +140,7 @@ enum Meta {
 }
 
 impl Meta {
+    #[inline]
     fn len(&self) -> usize {
         match self {
             Meta::Instr(m) => m.len as usize,
@@ -148,6 +149,7 @@ impl Meta {
     }
 
     /// The block over `bytes`, which start at the block and hold all of it.
+    #[inline]
     fn materialize<'a>(&self, bytes: &'a [u8]) -> Block<'a> {
         let whole = bytes.get(..self.len()).unwrap_or(bytes);
         match *self {
@@ -200,7 +202,10 @@ fn byte_sum(rest: &[u8], start: usize, n: usize) -> u32 {
 #[inline]
 fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
     match low_bytes(rest, start, m) {
-        Some(x) => m - (x & 0x0101_0101_0101_0101).count_ones() as usize,
+        // Bit 0 of each byte: their sum (at most 8) fits the top byte of the product.
+        Some(x) => {
+            m - ((x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
+        }
         None => rest.get(start..start + m).map_or(0, |f| {
             f.iter().filter(|&&f| f & raw::MEM_UNCHANGED == 0).count()
         }),
@@ -921,6 +926,7 @@ impl DecoderState {
 
     /// Decodes the block at `data[pos..]` (file offset `base + pos`); `complete` says
     /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
+    #[inline]
     fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
         prefetch(data, pos + PREFETCH_AHEAD);
         let rest = data.get(pos..).unwrap_or(&[]);
@@ -1155,13 +1161,14 @@ impl<'a> Trace<'a> {
         let mut anchors = Vec::new();
         let mut error = None;
         while pos < self.data.len() {
-            let before = state;
-            // A full dump needs no earlier state but the decoder's: remember it.
+            // A full dump needs no earlier state but the decoder's: remember it (only then:
+            // copying the state every block costs more than decoding it).
             let is_full = self.data.get(pos) == Some(&raw::BLOCK_INSTRUCTION)
                 && self.data.get(pos + 1).map(|&n| u16::from(n)) == Some(state.words);
+            let before = if is_full { Some(state) } else { None };
             match state.decode(self.data, pos, 0, true) {
                 Ok(meta) => {
-                    if is_full {
+                    if let Some(before) = before {
                         anchors.push(Anchor {
                             instruction: before.instructions,
                             pos,
@@ -1325,6 +1332,7 @@ pub struct Replay<'a> {
 impl<'a> Replay<'a> {
     /// The next block; an instruction's register changes are applied first, so
     /// [`Replay::regs`] is the state before it.
+    #[inline]
     pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
         let block = self.blocks.next()?;
         match &block {
@@ -1348,6 +1356,7 @@ impl<'a> Replay<'a> {
 
     /// The next instruction (user blocks are skipped and counted), with its register
     /// changes applied.
+    #[inline]
     pub fn next_instruction(&mut self) -> Option<Result<Instruction<'a>, Error>> {
         loop {
             match self.next_block()? {
