@@ -76,7 +76,3 @@ pub fn run(format: Format, cmd: Command, input: Input, ctx: &mut Ctx<'_>) -> Res
     }
 }
 
-/// The error of a command a format does not support yet.
-pub(crate) fn not_yet(format: &str, what: &str) -> CliError {
-    CliError::Failed(format!("{what} is not supported for {format} yet"))
-}
