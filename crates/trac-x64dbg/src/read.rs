@@ -213,7 +213,7 @@ fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
 }
 
 /// How far ahead of the current block [`prefetch`] touches the input.
-const PREFETCH_AHEAD: usize = 512;
+const PREFETCH_AHEAD: usize = 2048;
 
 /// Loads the byte at `at` and discards it. Decoding is a chain of dependent loads (a
 /// block's length comes from its own bytes), which the CPU cannot run ahead of; this load
