@@ -8,7 +8,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .ok_or("usage: dcfg_rewrite FILE [--dot [LOOP] | --loops | --count]")?;
     let stream = std::env::var_os("DCFG_STREAM").is_some();
-    let d = if stream {
+    let d = if std::env::var_os("DCFG_SLICE").is_some() {
+        let bytes = std::fs::read(&path)?;
+        let t = std::time::Instant::now();
+        let d = dcfg::Dcfg::from_slice(&bytes)?;
+        eprintln!(
+            "from_slice: {:.1} MiB in {:.2} s",
+            bytes.len() as f64 / 1048576.0,
+            t.elapsed().as_secs_f64()
+        );
+        d
+    } else if stream {
         dcfg::Dcfg::from_reader(std::fs::File::open(&path)?)?
     } else {
         dcfg::Dcfg::from_path(&path)?

@@ -5,9 +5,11 @@
 //! columns are skipped; optional sections may be missing; rows may be short where the
 //! trailing columns are optional (spec 1.2.2).
 
+use std::cell::RefCell;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
+use std::rc::Rc;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -183,79 +185,112 @@ fn from_json_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
 
 /// Parses plain JSON from a stream, counting bytes for error offsets.
 fn from_json_reader<R: Read>(reader: R) -> Result<Dcfg, Error> {
-    let mut counting = Counting {
+    let state = Rc::new(RefCell::new(TapState::default()));
+    let tap = Tap {
         inner: reader,
-        count: 0,
-        io_error: None,
-        line: 1,
-        line_starts: [0; LINE_RING],
+        state: Rc::clone(&state),
     };
-    let mut de = serde_json::Deserializer::from_reader(&mut counting);
+    // serde_json reads one byte at a time; `std::io::Bytes` has a fast path for a `BufReader`
+    // passed by value, so the tap sits under the buffer.
+    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(READ_BUF, tap));
     let result = DcfgSeed
         .deserialize(&mut de)
         .and_then(|d| de.end().map(|()| d));
     drop(de);
     result.map_err(|e| {
-        if let Some(io) = counting.io_error.take() {
-            return io_error("cannot read or decompress the input", counting.count, io);
+        let mut st = state.borrow_mut();
+        let count = st.count;
+        if let Some(io) = st.io_error.take() {
+            return io_error("cannot read or decompress the input", count, io);
         }
-        let offset = counting
+        let offset = st
             .line_start(e.line())
-            .map_or(counting.count, |start| {
+            .map_or(count, |start| {
                 start.saturating_add((e.column() as u64).saturating_sub(1))
             })
-            .min(counting.count);
+            .min(count);
         json_error(&e, offset)
     })
 }
 
-/// How many recent line starts a [`Counting`] reader remembers.
-const LINE_RING: usize = 64;
+/// Buffer size between the input and serde_json.
+const READ_BUF: usize = 8 * 1024;
 
-/// Counts the bytes read and remembers where the last lines start, to turn serde_json's
-/// (line, column) into a byte offset.
-struct Counting<R> {
-    inner: R,
+/// What a [`Tap`] has seen: the byte count, the number of newlines, and copies of the last
+/// two chunks (the parser lags the input by at most one buffer, so the line an error is on
+/// starts in one of them, unless it is longer than a buffer).
+#[derive(Default)]
+struct TapState {
+    /// Bytes read from the input.
     count: u64,
     io_error: Option<io::Error>,
-    /// The number of the line being read (1-based).
-    line: usize,
-    /// Offsets of the starts of the last `LINE_RING` lines, by line number modulo the ring.
-    line_starts: [u64; LINE_RING],
+    /// Newlines seen so far.
+    newlines: usize,
+    /// The last two chunks: (offset of the chunk, newlines before it, bytes).
+    chunks: [(u64, usize, Vec<u8>); 2],
+    /// Which of `chunks` is the newer.
+    newer: usize,
 }
 
-impl<R> Counting<R> {
-    fn line_start(&self, line: usize) -> Option<u64> {
-        if line == 0 || line > self.line || self.line.saturating_sub(line) >= LINE_RING {
-            return None;
+impl TapState {
+    fn record(&mut self, bytes: &[u8]) {
+        self.newer ^= 1;
+        let (count, newlines) = (self.count, self.newlines);
+        let found = bytes.iter().filter(|&&b| b == b'\n').count();
+        if let Some(chunk) = self.chunks.get_mut(self.newer) {
+            chunk.0 = count;
+            chunk.1 = newlines;
+            chunk.2.clear();
+            chunk.2.extend_from_slice(bytes);
         }
-        self.line_starts.get(line.checked_rem(LINE_RING)?).copied()
+        self.newlines = newlines.saturating_add(found);
+        self.count = count.saturating_add(bytes.len() as u64);
+    }
+
+    /// The offset where 1-based line `line` starts, if known.
+    fn line_start(&self, line: usize) -> Option<u64> {
+        if line <= 1 {
+            return Some(0);
+        }
+        // The (line - 1)-th newline ends the previous line.
+        let nth = line.saturating_sub(1);
+        for (base, before, bytes) in &self.chunks {
+            if nth <= *before {
+                continue;
+            }
+            let k = nth.saturating_sub(*before);
+            if let Some((pos, _)) = bytes
+                .iter()
+                .enumerate()
+                .filter(|&(_, &b)| b == b'\n')
+                .nth(k.saturating_sub(1))
+            {
+                return Some(base.saturating_add(pos as u64).saturating_add(1));
+            }
+        }
+        None
     }
 }
 
-impl<R: Read> Read for Counting<R> {
+/// Counts bytes and lines as they pass from the input to the buffer.
+struct Tap<R> {
+    inner: R,
+    state: Rc<RefCell<TapState>>,
+}
+
+impl<R: Read> Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.inner.read(buf) {
             Ok(n) => {
-                for (i, &b) in buf.get(..n).unwrap_or_default().iter().enumerate() {
-                    if b == b'\n' {
-                        self.line = self.line.saturating_add(1);
-                        let start = self.count.saturating_add(i as u64).saturating_add(1);
-                        if let Some(slot) = self
-                            .line
-                            .checked_rem(LINE_RING)
-                            .and_then(|k| self.line_starts.get_mut(k))
-                        {
-                            *slot = start;
-                        }
-                    }
-                }
-                self.count = self.count.saturating_add(n as u64);
+                self.state
+                    .borrow_mut()
+                    .record(buf.get(..n).unwrap_or_default());
                 Ok(n)
             }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
             Err(e) => {
                 let kind = e.kind();
-                self.io_error = Some(e);
+                self.state.borrow_mut().io_error = Some(e);
                 Err(io::Error::from(kind))
             }
         }

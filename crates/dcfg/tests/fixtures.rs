@@ -175,3 +175,36 @@ fn truncated_files_recover_every_complete_block() {
         }
     }
 }
+
+/// Errors deep in a large stream (many read buffers in) get the same offset from the
+/// streaming reader as from the slice reader (±1: serde_json's column conventions differ).
+#[test]
+fn stream_and_slice_error_offsets_agree() {
+    let big = dcfg::testgen::synthetic(dcfg::testgen::SynthConfig {
+        images: 2,
+        routines_per_image: 200,
+        threads: 3,
+        seed: 9,
+    })
+    .to_vec();
+    assert!(big.len() > 100_000);
+    for frac in [3, 5, 7, 9] {
+        let mut bad = big.clone();
+        // Break a number somewhere deep: the first digit after the cut point.
+        let start = big.len() * frac / 10;
+        let pos = start
+            + big[start..]
+                .iter()
+                .position(|b| b.is_ascii_digit())
+                .unwrap();
+        bad[pos] = b'x';
+        let a = Dcfg::from_slice(&bad).unwrap_err().offset().unwrap();
+        let b = Dcfg::from_reader(&bad[..]).unwrap_err().offset().unwrap();
+        // At the broken value or the end of the string holding it.
+        assert!(
+            (pos as u64..pos as u64 + 24).contains(&a),
+            "slice {a:#x} vs {pos:#x}"
+        );
+        assert!(a.abs_diff(b) <= 1, "slice {a:#x} vs stream {b:#x}");
+    }
+}
