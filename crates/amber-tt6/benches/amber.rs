@@ -29,13 +29,16 @@ fn trace(n: u32) -> Vec<u8> {
 
 fn decode(data: &[u8]) -> u64 {
     let mut acc = 0u64;
-    for r in Tt6Reader::new(data, Dialect::Tt6).unwrap().records() {
-        let r = r.unwrap();
-        acc = acc
-            .wrapping_add(u64::from(r.pc ^ r.opcode ^ r.next_pc))
-            .wrapping_add(u64::from(r.ea().unwrap_or(0) ^ r.extra().unwrap_or(0)))
-            .wrapping_add(r.class as u64 + r.escapes.raw().len() as u64);
-    }
+    Tt6Reader::new(data, Dialect::Tt6)
+        .unwrap()
+        .records()
+        .for_each(|r| {
+            let r = r.unwrap();
+            acc = acc
+                .wrapping_add(u64::from(r.pc ^ r.opcode ^ r.next_pc))
+                .wrapping_add(u64::from(r.ea().unwrap_or(0) ^ r.extra().unwrap_or(0)))
+                .wrapping_add(r.class as u64 + r.escapes.raw().len() as u64);
+        });
     acc
 }
 

@@ -473,28 +473,31 @@ impl<'a> Iterator for Records<'a> {
         F: FnMut(B, Self::Item) -> B,
     {
         let mut acc = init;
-        if self.done {
-            return acc;
-        }
-        let mut rest = self.rest;
-        let mut base = self.base;
-        let mut dec = self.dec.clone();
-        while let Some((r, n)) = dec.fast(rest, base) {
-            // `fast` used three words, so `n <= 3 <= rest.len()`.
-            if let Some(r) = rest.get(n..) {
-                rest = r;
+        loop {
+            if self.done {
+                return acc;
             }
-            // Offsets of a slice's words cannot overflow a u64.
-            base = base.wrapping_add((n as u64).wrapping_mul(4));
-            acc = f(acc, Ok(r));
+            let mut rest = self.rest;
+            let mut base = self.base;
+            let mut dec = self.dec.clone();
+            while let Some((r, n)) = dec.fast(rest, base) {
+                // `fast` used three words, so `n <= 3 <= rest.len()`.
+                if let Some(r) = rest.get(n..) {
+                    rest = r;
+                }
+                // Offsets of a slice's words cannot overflow a u64.
+                base = base.wrapping_add((n as u64).wrapping_mul(4));
+                acc = f(acc, Ok(r));
+            }
+            self.rest = rest;
+            self.base = base;
+            self.dec = dec;
+            // Escapes, the last records or the end: one step of the general path.
+            match self.next_slow() {
+                Some(item) => acc = f(acc, item),
+                None => return acc,
+            }
         }
-        self.rest = rest;
-        self.base = base;
-        self.dec = dec;
-        for item in self {
-            acc = f(acc, item);
-        }
-        acc
     }
 }
 
