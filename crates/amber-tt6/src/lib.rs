@@ -19,6 +19,9 @@
 //!   always match their opcode.
 //! - **Export** to Dinero IV `din` ([`din`]).
 //!
+//! Speed: the slice reader's internal iteration (`records().for_each(…)`, `fold`) runs a
+//! fast loop with its state in registers, about twice as fast as a `for` loop over `next`.
+//!
 //! No cargo features.
 //!
 //! # Example
