@@ -208,3 +208,69 @@ fn stream_and_slice_error_offsets_agree() {
         assert!(a.abs_diff(b) <= 1, "slice {a:#x} vs stream {b:#x}");
     }
 }
+
+#[test]
+fn validation_reports_referential_problems_with_paths() {
+    let mut d = sample();
+    {
+        let p = &mut d.processes[0];
+        let images = p.images.as_mut().unwrap();
+        // A block id used twice (in another image) and a block with a special node's id.
+        let dup = images[0].basic_blocks()[0].id;
+        images[1].basic_blocks.as_mut().unwrap()[0].id = dup;
+        images[1].basic_blocks.as_mut().unwrap()[1].id = 3;
+        let r = &mut images[0].routines.as_mut().unwrap()[0];
+        r.nodes.push(dcfg::RoutineNode { id: 777, idom: 778 });
+        let l = &mut r.loops.as_mut().unwrap()[0];
+        l.parent = Some(4242);
+        l.back_edge_sources.push(999);
+        images[0].file_name_id = Some(31337);
+        let mut edges: Vec<dcfg::Edge> = p.edges().cloned().collect();
+        edges[0].type_id = 99;
+        edges[5].target = 3; // the UNKNOWN special node
+        p.edges = Some(edges.into_iter().collect());
+    }
+    let findings: Vec<String> = d.validate().iter().map(ToString::to_string).collect();
+    let has = |s: &str| findings.iter().any(|f| f.contains(s));
+    assert!(
+        has("PROCESSES[0].IMAGES[1].BASIC_BLOCKS[0]: block id 4 is already used in IMAGES[0]"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].IMAGES[1].BASIC_BLOCKS[1]: block id 3 is a special node id"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].IMAGES[0].ROUTINES[0].NODES[6]: node 777 is not a block of this image"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("immediate dominator 778 is not in the routine"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].IMAGES[0].ROUTINES[0].LOOPS[0]: parent loop 4242"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("back-edge source 999 is not in LOOP_NODE_IDS"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].IMAGES[0]: FILE_NAME_ID 31337 is not in FILE_NAMES"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].EDGES[0]: EDGE_TYPE_ID 99 is not in EDGE_TYPES"),
+        "{findings:#?}"
+    );
+    assert!(
+        has("PROCESSES[0].EDGES[5]: target node 3 is the UNKNOWN node"),
+        "{findings:#?}"
+    );
+    // Validation never panics, also on the reading of its own output.
+    assert_eq!(
+        Dcfg::from_slice(&d.to_vec()).unwrap().validate().len(),
+        findings.len()
+    );
+}
