@@ -190,31 +190,108 @@ fn write_list(out: &mut dyn Write, name: &str, items: &[u64]) -> std::io::Result
     out.write_all(b"]")
 }
 
-/// `tracekit dump`: one JSON line per chunk, streaming (one chunk in memory); with
-/// `--dcfg FILE`, the target blocks of the edges too.
+/// Writes `,"name":[…]` with the chunk's edges (or their target blocks), decoding in
+/// batches so that a chunk of any length is written in bounded memory.
+fn write_decoded(
+    out: &mut dyn Write,
+    name: &str,
+    c: &dcfg_trace::read::Chunk<'_>,
+    map: Option<&JoinProcess>,
+) -> Result<(), CliError> {
+    write!(out, ",\"{name}\":[")?;
+    let mut first = true;
+    let mut io_err: Option<std::io::Error> = None;
+    let mut unknown: Option<dcfg_trace::join::UnknownEdge> = None;
+    let mut line = String::new();
+    let mut buf = Vec::new();
+    c.for_each_batch(
+        1 << 14,
+        |batch| {
+            if io_err.is_some() || unknown.is_some() {
+                return;
+            }
+            line.clear();
+            for &e in batch {
+                if !first {
+                    line.push(',');
+                }
+                first = false;
+                let v = match map {
+                    None => e,
+                    Some(m) => match m.blocks(&[e]) {
+                        Ok(b) => b.first().copied().unwrap_or(0),
+                        Err(u) => {
+                            unknown = Some(u);
+                            return;
+                        }
+                    },
+                };
+                line.push_str(&v.to_string());
+            }
+            if let Err(e) = out.write_all(line.as_bytes()) {
+                io_err = Some(e);
+            }
+        },
+        &mut buf,
+    )
+    .map_err(CliError::format)?;
+    if let Some(e) = io_err {
+        return Err(e.into());
+    }
+    if let Some(u) = unknown {
+        return Err(CliError::Failed(format!(
+            "{u} (thread {} chunk {})",
+            c.thread, c.index
+        )));
+    }
+    out.write_all(b"]")?;
+    Ok(())
+}
+
+/// `tracekit dump`: one JSON line per chunk, streaming (one chunk's text in memory, edges
+/// written in batches); with `--dcfg FILE`, the target blocks of the edges too.
 pub fn dump(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     let dcfg = load_dcfg(ctx)?;
     let mut r = Reader::from_read(input.into_reader(), options(ctx));
     let mut edges = Vec::new();
     while let Some(ev) = r.next_event().map_err(CliError::format)? {
         let Event::Chunk(c) = ev else { continue };
-        edges.clear();
-        c.decode_into(&mut edges).map_err(CliError::format)?;
         let pid = c.process.pid;
+        let model = match &dcfg {
+            None => None,
+            Some(d) => Some(d.iter().find(|p| p.pid == pid).ok_or_else(|| {
+                CliError::Failed(format!("process {pid} of the trace is not in the DCFG"))
+            })?),
+        };
+        // Decode before writing, so that a bad chunk leaves no partial line: into a buffer
+        // for ordinary chunks, or (huge chunks) in a first pass that keeps nothing.
+        let small = c.edge_count <= 1 << 22;
+        if small {
+            edges.clear();
+            c.decode_into(&mut edges).map_err(CliError::format)?;
+        } else {
+            let mut scratch = Vec::new();
+            c.for_each_batch(1 << 14, |_| {}, &mut scratch)
+                .map_err(CliError::format)?;
+        }
         write!(
             ctx.out,
             "{{\"pid\":{pid},\"thread\":{},\"chunk\":{},\"preceding_instr_count\":{},\"instr_count\":{},\"edge_count\":{}",
             c.thread, c.index, c.preceding_instr_count, c.instr_count, c.edge_count
         )?;
-        write_list(ctx.out, "edges", &edges)?;
-        if let Some(d) = &dcfg {
-            let model = d.iter().find(|p| p.pid == pid).ok_or_else(|| {
-                CliError::Failed(format!("process {pid} of the trace is not in the DCFG"))
-            })?;
-            let blocks = model.blocks(&edges).map_err(|e| {
-                CliError::Failed(format!("{e} (thread {} chunk {})", c.thread, c.index))
-            })?;
-            write_list(ctx.out, "blocks", &blocks)?;
+        if small {
+            write_list(ctx.out, "edges", &edges)?;
+            if let Some(m) = model {
+                let blocks = m.blocks(&edges).map_err(|e| {
+                    CliError::Failed(format!("{e} (thread {} chunk {})", c.thread, c.index))
+                })?;
+                write_list(ctx.out, "blocks", &blocks)?;
+            }
+        } else {
+            write_decoded(ctx.out, "edges", &c, None)?;
+            if let Some(m) = model {
+                write_decoded(ctx.out, "blocks", &c, Some(m))?;
+            }
         }
         ctx.out.write_all(b"}\n")?;
         ctx.progress.update(r.offset());

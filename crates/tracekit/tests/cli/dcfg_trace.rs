@@ -319,3 +319,21 @@ fn join_with_a_real_dcfg() {
     );
     let _ = std::fs::remove_dir_all(Path::new(&dir));
 }
+
+#[test]
+fn huge_chunks_are_dumped_in_batches() {
+    // 5 million edges from a 30-byte repeat bomb over a zero-bit self-loop.
+    let text = r#"{"MAJOR_VERSION":1,"MINOR_VERSION":0,"PROCESSES":[["PROCESS_ID","STRING_DICTIONARY","TRANSITION_TABLE","THREAD_DATA"],
+[1,{},[["CURRENT_EDGE_ID","TRANSITION_CODE","NEXT_EDGE_IDS"],[7,"",[7]]],[["THREAD_ID","TRACE_DATA"],
+[0,[["PRECEDING_INSTR_COUNT","INSTR_COUNT","EDGE_COUNT","FIRST_EDGE_ID","EDGE_ID_SEQUENCE"],[0,0,5000000,7,""],[0,0,3,7,"(1000000000*(1000000000*A))"]]]]]]}"#;
+    let out = tracekit_stdin(["--format", "dcfg-trace", "dump", "-"], text.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = stdout(&out);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 2);
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    let edges = v["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), 5_000_000);
+    assert!(edges.iter().all(|e| e == 7));
+    assert!(lines[1].ends_with(r#""edges":[7,7,7]}"#));
+}
