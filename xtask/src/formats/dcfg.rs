@@ -172,6 +172,11 @@ fn synth(records: u64, seed: u64) -> Vec<u8> {
 /// Decodes everything and touches every field; returns blocks + edges.
 fn decode(bytes: &[u8]) -> u64 {
     let d = Dcfg::from_slice(bytes).expect("the synthetic DCFG reads");
+    touch(&d)
+}
+
+/// Touches every field of the model; returns blocks + edges.
+fn touch(d: &Dcfg) -> u64 {
     let mut rows = 0u64;
     let mut sum = 0u64;
     for p in &d.processes {
@@ -215,10 +220,22 @@ fn bench(cfg: &BenchConfig) -> Vec<BenchCase> {
         blocks += blocks / 20 + 1;
         input = synth(blocks, 7);
     }
-    vec![BenchCase {
-        name: "dcfg read (blocks+edges)".into(),
-        input: Arc::new(input),
-        unit: "rows",
-        run: Box::new(decode),
-    }]
+    let input = Arc::new(input);
+    vec![
+        BenchCase {
+            name: "dcfg read (blocks+edges)".into(),
+            input: Arc::clone(&input),
+            unit: "rows",
+            run: Box::new(decode),
+        },
+        BenchCase {
+            name: "dcfg read stream (io::Read)".into(),
+            input,
+            unit: "rows",
+            run: Box::new(|bytes: &[u8]| {
+                let d = Dcfg::from_reader(bytes).expect("the synthetic DCFG reads");
+                touch(&d)
+            }),
+        },
+    ]
 }
