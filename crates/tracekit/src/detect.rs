@@ -54,7 +54,7 @@ impl Format {
         match self {
             Format::X64dbg => "magic \"TRAC\"",
             Format::GdbTfile => "magic \"\\x7fTRACE0\\n\"",
-            Format::Dcfg => "JSON with MAJOR_VERSION",
+            Format::Dcfg => "JSON with DCFG keys (MAJOR_VERSION, PROCESSES, ...)",
             Format::DcfgTrace => "JSON whose PROCESSES table has TRANSITION_TABLE/THREAD_DATA",
             Format::Tt6 => "extension .tt6",
             Format::Tt6e => "extension .tt6e",
@@ -82,16 +82,30 @@ pub fn detect(head: &[u8], name: &str) -> Option<Format> {
     if head.starts_with(&[0xA1, 0x11, 0x8E, 0x17]) {
         return Some(Format::AmberFull);
     }
+    let lower = name.to_ascii_lowercase();
     if head.trim_ascii_start().first() == Some(&b'{') {
         // DCFG-Trace's PROCESSES header row names these columns; a DCFG's does not.
         if contains(head, b"\"TRANSITION_TABLE\"") || contains(head, b"\"THREAD_DATA\"") {
             return Some(Format::DcfgTrace);
         }
-        if contains(head, b"\"MAJOR_VERSION\"") {
-            return Some(Format::Dcfg);
+        // Any DCFG top-level key: writers differ in key order, and a large file with
+        // PROCESSES first has no MAJOR_VERSION in its first 64 KiB.
+        let dcfg_keys: [&[u8]; 5] = [
+            b"\"MAJOR_VERSION\"",
+            b"\"FILE_NAMES\"",
+            b"\"EDGE_TYPES\"",
+            b"\"SPECIAL_NODES\"",
+            b"\"PROCESSES\"",
+        ];
+        if dcfg_keys.iter().any(|k| contains(head, k)) {
+            // Intel's names decide between the two when the content does not.
+            return Some(if lower.contains(".trace.json") {
+                Format::DcfgTrace
+            } else {
+                Format::Dcfg
+            });
         }
     }
-    let lower = name.to_ascii_lowercase();
     if lower.ends_with(".tt6") {
         return Some(Format::Tt6);
     }
@@ -142,6 +156,22 @@ mod tests {
         assert_eq!(detect(b"TRAC", "thread_001.tt6"), Some(Format::X64dbg));
         assert_eq!(detect(b"hello", "x.txt"), None);
         assert_eq!(detect(b"{\"a\":1}", "x.json"), None);
+        // Other key orders: PROCESSES (or another DCFG key) first.
+        assert_eq!(
+            detect(
+                b"{\"PROCESSES\" : [[\"PROCESS_ID\",\"INSTR_COUNT\"",
+                "big.json"
+            ),
+            Some(Format::Dcfg)
+        );
+        assert_eq!(
+            detect(b"{\"EDGE_TYPES\" : [", "x.dcfg.json"),
+            Some(Format::Dcfg)
+        );
+        assert_eq!(
+            detect(b"{\"PROCESSES\" : [[\"PROCESS_ID\"", "run.trace.json"),
+            Some(Format::DcfgTrace)
+        );
         assert_eq!(detect(b"", ""), None);
     }
 
