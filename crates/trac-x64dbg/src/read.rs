@@ -417,11 +417,35 @@ impl<'a> Instruction<'a> {
             }
             return;
         }
-        for c in self.regs() {
-            if let Some(slot) = words.get_mut(usize::from(c.index)) {
-                *slot = c.value;
-            }
+        let n = self.reg_count();
+        let p = self.positions_start();
+        let positions = self.part(p, n);
+        let values = self.part(p + n, n * self.w());
+        if self.meta.word == 8 {
+            let (chunks, _) = values.as_chunks::<8>();
+            apply_words(
+                words,
+                positions,
+                chunks.iter().map(|c| u64::from_le_bytes(*c)),
+            );
+        } else {
+            let (chunks, _) = values.as_chunks::<4>();
+            let values = chunks.iter().map(|c| u64::from(u32::from_le_bytes(*c)));
+            apply_words(words, positions, values);
         }
+    }
+}
+
+/// Stores `values` at the absolute indices the relative `positions` give.
+#[inline(always)]
+fn apply_words(words: &mut [u64], positions: &[u8], values: impl Iterator<Item = u64>) {
+    let mut next = 0usize;
+    for (&p, v) in positions.iter().zip(values) {
+        let index = next + usize::from(p);
+        if let Some(slot) = words.get_mut(index) {
+            *slot = v;
+        }
+        next = index + 1;
     }
 }
 
