@@ -75,4 +75,3 @@ pub fn run(format: Format, cmd: Command, input: Input, ctx: &mut Ctx<'_>) -> Res
         }
     }
 }
-
