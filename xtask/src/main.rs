@@ -16,7 +16,6 @@ mod ci;
 mod fixtures;
 mod formats;
 mod fuzz;
-mod rng;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};

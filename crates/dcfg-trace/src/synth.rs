@@ -10,28 +10,26 @@ use crate::base64::BitWriter;
 use crate::encode::{canonical_codes, huffman_lengths};
 use crate::table::{Code, TransitionRow};
 use crate::write::{ChunkData, ProcessData, ThreadData, TraceFile};
+use trace_core::rng::SplitMix64;
 
-/// SplitMix64.
+/// SplitMix64 from trace-core, with this generator's own reduction to a range (modulo),
+/// which the committed fixtures were made with.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
-    /// A generator from a seed.
+    /// A generator whose state is `seed`.
     #[must_use]
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64::from_state(seed))
     }
     /// The next value.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// A value below `n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next_u64() % n }
+        self.next_u64().checked_rem(n).unwrap_or(0)
     }
 }
 

@@ -13,6 +13,7 @@ use crate::model::{
     BasicBlock, Counts, Dcfg, Edge, EdgeType, Edges, FileName, Image, Loop, Process, Routine,
     RoutineNode, SourceLine, SpecialNode, Symbol,
 };
+use trace_core::rng::SplitMix64;
 
 /// Intel's edge-type table (ids 1..=26), as in real files.
 pub const INTEL_EDGE_TYPES: [&str; 26] = [
@@ -51,17 +52,14 @@ fn type_id(name: &str) -> u64 {
         .map_or(26, |i| (i as u64).saturating_add(1))
 }
 
-/// SplitMix64, deterministic.
+/// SplitMix64 from trace-core, with this generator's own reduction to a range (modulo),
+/// which the committed fixtures were made with.
 #[derive(Debug)]
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: u64) -> u64 {
@@ -93,7 +91,7 @@ pub const BLOCKS_PER_ROUTINE: u64 = 6;
 /// block 4.
 #[must_use]
 pub fn synthetic(cfg: SynthConfig) -> Dcfg {
-    let mut rng = Rng(cfg.seed);
+    let mut rng = Rng(SplitMix64::from_state(cfg.seed));
     let threads = cfg.threads.max(1);
     let mut file_names = Vec::new();
     let mut images = Vec::new();

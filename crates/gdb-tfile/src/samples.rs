@@ -136,25 +136,8 @@ pub const AMD64_REGISTER_SIZE: u32 = 560;
 /// Offset of `rip` in an [`amd64_tdesc_xml`] register block.
 pub const AMD64_RIP_OFFSET: usize = 128;
 
-/// A small deterministic generator (SplitMix64).
-#[derive(Clone, Debug)]
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    /// Seeded generator.
-    #[must_use]
-    pub fn new(seed: u64) -> Self {
-        SplitMix(seed ^ 0x9e37_79b9_7f4a_7c15)
-    }
-    /// The next value.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
+/// The deterministic generator of the samples (SplitMix64, from trace-core).
+pub use trace_core::rng::SplitMix64 as SplitMix;
 
 /// The description of a synthetic amd64 session: two tracepoints (one collecting
 /// registers, memory and a TSV; one with a condition and while-stepping), three TSVs, a

@@ -15,23 +15,7 @@ use crate::model::MemAccess;
 use crate::regs::{RegDump, Segment};
 use crate::write::Step;
 
-/// SplitMix64.
-#[derive(Clone, Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n.max(1))) >> 64) as u64
-    }
-}
+use trace_core::rng::SplitMix64 as Rng;
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -84,7 +68,7 @@ impl Machine {
     /// A machine with `opts.threads` threads.
     #[must_use]
     pub fn new(opts: Options) -> Machine {
-        let mut rng = Rng(opts.seed ^ 0x5eed);
+        let mut rng = Rng::from_state(opts.seed ^ 0x5eed);
         let x64 = opts.arch == Arch::X64;
         let mut ops = vec![Op::Push(3), Op::Push(6), Op::SubRsp(0x28)];
         for _ in 0..40 {
@@ -200,7 +184,7 @@ impl Machine {
             .map(|t| {
                 let mut r = RegDump::new(opts.arch);
                 for i in 0..8 {
-                    r.set_word(i, rng.next() & mask & 0xffff_ffff);
+                    r.set_word(i, rng.next_u64() & mask & 0xffff_ffff);
                 }
                 let stack: u64 = if x64 {
                     0x14_fe28 + u64::from(t) * 0x10_0000
@@ -224,7 +208,10 @@ impl Machine {
                 }
                 r.set_x87_words(0x027f, 0, 0xffff);
                 r.set_mxcsr(0x1f80);
-                r.set_xmm(0, u128::from(rng.next()) << 64 | u128::from(rng.next()));
+                r.set_xmm(
+                    0,
+                    u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64()),
+                );
                 (0x1234 + t * 0x44, r, 0usize)
             })
             .collect();
@@ -355,7 +342,7 @@ impl Machine {
                     let a = base.wrapping_add(i as u64 * w) & mask;
                     self.access(&mut mem, a, Some(u64::from_le_bytes(word)));
                 }
-                r.set_xmm(0, r.xmm(0).rotate_left(8) ^ u128::from(self.rng.next()));
+                r.set_xmm(0, r.xmm(0).rotate_left(8) ^ u128::from(self.rng.next_u64()));
             }
             Op::SubRsp(i) => {
                 let v = sp.wrapping_sub(u64::from(i)) & mask;

@@ -11,7 +11,8 @@
 //! - [`json`]: integers that deserialize from a JSON number or a C-style hex string, exactly
 //!   (never through `f64`), and header-row tables mapped to structs by column name;
 //! - [`Address`] and [`ThreadId`], small value types that display the way users expect;
-//! - [`hex`]: lowercase hex encoding and decoding of byte strings.
+//! - [`hex`]: lowercase hex encoding and decoding of byte strings;
+//! - [`rng::SplitMix64`]: the deterministic generator behind synthetic traces and fixtures.
 //!
 //! # Example
 //!
@@ -31,6 +32,7 @@ mod cursor;
 mod error;
 pub mod hex;
 pub mod json;
+pub mod rng;
 mod types;
 
 pub use cursor::Cursor;

@@ -20,7 +20,7 @@ use amber_tt6::{
 use super::FormatTasks;
 use crate::bench::{BenchCase, BenchConfig};
 use crate::fixtures::Fixtures;
-use crate::rng::Rng;
+use trace_core::rng::SplitMix64 as Rng;
 
 pub const TASKS: FormatTasks = FormatTasks {
     name: "amber",
