@@ -38,7 +38,8 @@ impl SplitMix64 {
 
     /// A value in `0..n` by multiply-shift (Lemire); 0 when `n` is 0.
     pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+        // A u64 times a u64 always fits in a u128.
+        (u128::from(self.next_u64()).wrapping_mul(u128::from(n)) >> 64) as u64
     }
 
     /// True with probability `percent`/100.
