@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use trac_x64dbg::{Block, Error, Record, RegDump, StreamReader, Trace};
+use trac_x64dbg::{Block, Error, ReadOptions, Record, RegDump, StreamReader, Trace};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -45,7 +45,15 @@ pub fn replay_all(trace: &Trace<'_>) -> (Vec<Decoded>, Option<Error>) {
 
 /// Every block as (offset, record) from the slice iterator, then the error if any.
 pub fn slice_records(data: &[u8]) -> (Vec<(u64, Record)>, Option<String>) {
-    let trace = match Trace::parse(data) {
+    slice_records_with(data, ReadOptions::default())
+}
+
+/// [`slice_records`] with explicit read options.
+pub fn slice_records_with(
+    data: &[u8],
+    options: ReadOptions,
+) -> (Vec<(u64, Record)>, Option<String>) {
+    let trace = match Trace::with_options(data, options) {
         Ok(t) => t,
         Err(e) => return (Vec::new(), Some(e.to_string())),
     };
