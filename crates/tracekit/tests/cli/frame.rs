@@ -118,3 +118,27 @@ fn fuzz_crashes_stay_fixed() {
         }
     }
 }
+
+/// `tracekit dump big | head`: the reader closes the pipe early; tracekit ends quietly with
+/// exit 0 instead of an error about the broken pipe.
+#[test]
+fn closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command as Process, Stdio};
+    let mut child = Process::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["dump", testdata("x64dbg/basic.trace64").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("{\"i\":0,"), "{first}");
+    // The reader is dropped here: the rest of the dump (far more than a pipe buffer) hits
+    // a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+}
