@@ -104,3 +104,18 @@ pub fn assert_golden(path: &std::path::Path, actual: &str) {
         );
     }
 }
+
+/// `tracekit dump FILE` succeeds with one JSON object per line, equal to the golden file,
+/// and `tracekit validate FILE` prints `ok`.
+pub fn assert_dump_golden_and_valid(file: &str, golden: &std::path::Path) {
+    let o = tracekit(["dump", "-q", file]);
+    assert!(o.status.success(), "{file}: {}", stderr(&o));
+    let out = stdout(&o);
+    for line in out.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("{file}: {e}: {line}"));
+    }
+    assert_golden(golden, &out);
+    let o = tracekit(["validate", "-q", file]);
+    assert_eq!(stdout(&o), "ok\n", "{file}: {}", stderr(&o));
+}

@@ -37,15 +37,10 @@ fn path(rel: &str) -> String {
 #[test]
 fn dump_goldens_and_validate() {
     for name in POSITIVE {
-        let o = tracekit(["dump", "-q", &path(name)]);
-        assert!(o.status.success(), "{name}: {}", stderr(&o));
-        let out = stdout(&o);
-        for line in out.lines() {
-            serde_json::from_str::<serde_json::Value>(line).unwrap();
-        }
-        assert_golden(&testdata(&format!("gdb-tfile/{name}.dump.expected")), &out);
-        let o = tracekit(["validate", "-q", &path(name)]);
-        assert_eq!(stdout(&o), "ok\n", "{name}: {}", stderr(&o));
+        assert_dump_golden_and_valid(
+            &path(name),
+            &testdata(&format!("gdb-tfile/{name}.dump.expected")),
+        );
     }
 }
 
