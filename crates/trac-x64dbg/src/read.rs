@@ -213,16 +213,43 @@ fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
 }
 
 /// How far ahead of the current block [`prefetch`] touches the input.
-const PREFETCH_AHEAD: usize = 2048;
+const PREFETCH_AHEAD: usize = 4096;
 
-/// Loads the byte at `at` and discards it. Decoding is a chain of dependent loads (a
-/// block's length comes from its own bytes), which the CPU cannot run ahead of; this load
-/// depends on nothing, so it brings the cache line in early, like a prefetch instruction
-/// (which would need `unsafe`).
+/// [`prefetch`] touches the input a window of this many bytes at a time.
+const PREFETCH_WINDOW: usize = 512;
+
+/// Cache line size.
+const LINE: usize = 64;
+
+/// When a block from `pos` to `end` crosses into a new [`PREFETCH_WINDOW`], loads one byte
+/// of every cache line of the window [`PREFETCH_AHEAD`] bytes further on and discards them.
+/// Decoding is a chain of dependent loads (a block's length comes from its own bytes),
+/// which the CPU cannot run ahead of; these loads depend on nothing, so they bring the
+/// cache lines in early, like prefetch instructions (which would need `unsafe`). A whole
+/// window's loads go out together, so their misses overlap.
 #[inline(always)]
-fn prefetch(data: &[u8], at: usize) {
-    if let Some(&b) = data.get(at) {
-        core::hint::black_box(b);
+fn prefetch(data: &[u8], pos: usize, end: usize) {
+    let window = end / PREFETCH_WINDOW;
+    if window == pos / PREFETCH_WINDOW {
+        return;
+    }
+    let start = window * PREFETCH_WINDOW + PREFETCH_AHEAD;
+    if let Some(ahead) = data.get(start..start + PREFETCH_WINDOW) {
+        let mut x = 0u8;
+        for line in ahead.iter().step_by(LINE) {
+            x ^= *line;
+        }
+        core::hint::black_box(x);
+    }
+}
+
+/// `bytes` in words of `w` bytes, with the usual sizes as constants (no division).
+#[inline(always)]
+fn words_of(bytes: &[u8], w: usize) -> core::slice::ChunksExact<'_, u8> {
+    match w {
+        8 => bytes.chunks_exact(8),
+        4 => bytes.chunks_exact(4),
+        _ => bytes.chunks_exact(w.max(1)),
     }
 }
 
@@ -360,7 +387,7 @@ impl<'a> Instruction<'a> {
         let p = self.positions_start();
         RegChanges {
             positions: self.part(p, n).iter(),
-            values: self.part(p + n, n * self.w()).chunks_exact(self.w().max(1)),
+            values: words_of(self.part(p + n, n * self.w()), self.w()),
             next: 0,
         }
     }
@@ -385,9 +412,10 @@ impl<'a> Instruction<'a> {
         let new = self.bytes.get(s + m + 2 * m * w..).unwrap_or(&[]);
         MemAccesses {
             flags: flags.iter(),
-            addrs: addrs.chunks_exact(w),
-            old: old.chunks_exact(w),
-            new: new.chunks_exact(w),
+            addrs: words_of(addrs, w),
+            old: words_of(old, w),
+            new,
+            w,
         }
     }
 
@@ -485,7 +513,10 @@ pub struct MemAccesses<'a> {
     flags: core::slice::Iter<'a, u8>,
     addrs: core::slice::ChunksExact<'a, u8>,
     old: core::slice::ChunksExact<'a, u8>,
-    new: core::slice::ChunksExact<'a, u8>,
+    /// The new values not taken yet.
+    new: &'a [u8],
+    /// Word size (at least 1).
+    w: usize,
 }
 
 impl Iterator for MemAccesses<'_> {
@@ -496,11 +527,13 @@ impl Iterator for MemAccesses<'_> {
         let flags = *self.flags.next()?;
         let address = word_value(self.addrs.next()?);
         let old = word_value(self.old.next()?);
-        let new = if flags & raw::MEM_UNCHANGED == 0 {
-            self.new.next().map(word_value)
-        } else {
-            None
-        };
+        // Without a branch on the flag (random in real traces): read the next new value
+        // whenever one is there, and step past it only if the flag says it is this one's.
+        let head = self.new.get(..self.w);
+        let value = head.map_or(0, word_value);
+        let take = (flags & raw::MEM_UNCHANGED == 0) & head.is_some();
+        self.new = self.new.get(usize::from(take) * self.w..).unwrap_or(&[]);
+        let new = take.then_some(value);
         Some(MemAccess {
             flags,
             address,
@@ -952,7 +985,6 @@ impl DecoderState {
     /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
     #[inline]
     fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
-        prefetch(data, pos + PREFETCH_AHEAD);
         let rest = data.get(pos..).unwrap_or(&[]);
         let at = base + pos as u64;
         let ty = rest.first().copied().unwrap_or(0);
@@ -1047,6 +1079,7 @@ impl DecoderState {
             len: len as u32,
             full,
         };
+        prefetch(data, pos, pos + len);
         self.have_prev = true;
         self.prev_flag = flagged;
         self.prev_full = full;
