@@ -18,15 +18,6 @@ struct Lp<'a> {
     base: u64,
 }
 
-fn hex_nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c.wrapping_sub(b'0')),
-        b'a'..=b'f' => Some(c.wrapping_sub(b'a').wrapping_add(10)),
-        b'A'..=b'F' => Some(c.wrapping_sub(b'A').wrapping_add(10)),
-        _ => None,
-    }
-}
-
 impl<'a> Lp<'a> {
     fn new(s: &'a [u8], base: u64) -> Self {
         Lp { s, pos: 0, base }
@@ -53,7 +44,7 @@ impl<'a> Lp<'a> {
     /// overflow drops the high bits as GDB's shift does.
     fn hex(&mut self) -> u64 {
         let mut v = 0u64;
-        while let Some(n) = self.peek().and_then(hex_nibble) {
+        while let Some(n) = self.peek().and_then(trace_core::hex::digit) {
             v = v.wrapping_shl(4) | u64::from(n);
             self.pos = self.pos.saturating_add(1);
         }
@@ -74,20 +65,21 @@ fn hex2bin(lp: &Lp<'_>, from: usize, count: usize, what: &'static str) -> Result
     let digits =
         lp.s.get(from..from.saturating_add(count.saturating_mul(2)))
             .unwrap_or_default();
-    let mut out = Vec::with_capacity(digits.len() / 2);
-    for (i, pair) in digits.chunks_exact(2).enumerate() {
-        let mut byte = 0u8;
-        for (j, &c) in pair.iter().enumerate() {
-            let n = hex_nibble(c).ok_or_else(|| Error::BadHex {
-                offset: lp.offset_at(from.saturating_add(i.saturating_mul(2)).saturating_add(j)),
-                what,
-                found: char::from(c),
-            })?;
-            byte = (byte << 4) | n;
-        }
-        out.push(byte);
-    }
-    Ok(out)
+    // Whole pairs only: GDB ignores a dangling last digit.
+    let pairs = digits.get(..digits.len() & !1).unwrap_or_default();
+    trace_core::hex::decode(pairs).map_err(|e| match e {
+        trace_core::hex::HexError::BadDigit { position, found } => Error::BadHex {
+            offset: lp.offset_at(from.saturating_add(position)),
+            what,
+            found,
+        },
+        // Unreachable for an even slice; report it at the field's start all the same.
+        trace_core::hex::HexError::OddLength { .. } => Error::BadHex {
+            offset: lp.offset_at(from),
+            what,
+            found: '?',
+        },
+    })
 }
 
 fn line_text(line: &[u8]) -> String {

@@ -47,7 +47,9 @@ pub enum HexError {
     },
 }
 
-fn digit(c: u8) -> Option<u8> {
+/// The value of one hex digit (either case), `None` for any other byte.
+#[must_use]
+pub fn digit(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c.wrapping_sub(b'0')),
         b'a'..=b'f' => Some(c.wrapping_sub(b'a').wrapping_add(10)),
