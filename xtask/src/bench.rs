@@ -10,7 +10,6 @@ use std::time::Instant;
 use crate::{Flags, formats};
 
 /// Sizes and repetitions for the benchmark inputs.
-#[allow(dead_code)] // read by the formats' bench hooks
 pub struct BenchConfig {
     /// Target input size in MiB.
     pub mib: u64,

@@ -13,7 +13,6 @@ pub struct Fixtures {
 }
 
 impl Fixtures {
-    #[allow(dead_code)] // called by the formats' fixture hooks
     /// Adds a generated file at `path` (relative to `testdata/`, e.g. "x64dbg/basic.trace64").
     pub fn add(&mut self, path: impl Into<PathBuf>, bytes: impl Into<Vec<u8>>) {
         let path = path.into();
