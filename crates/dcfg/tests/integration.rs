@@ -47,3 +47,120 @@ pub fn sample() -> dcfg::Dcfg {
         seed: 1,
     })
 }
+
+/// A JSON value as text tokens, for [`intel_layout`].
+enum Tok {
+    Leaf(Vec<u8>),
+    Arr(Vec<Tok>),
+    Obj(Vec<(Vec<u8>, Tok)>),
+}
+
+/// Parses one JSON value of a well-formed text into tokens (strings and numbers verbatim).
+fn parse_tok(s: &[u8], i: &mut usize) -> Tok {
+    let ws = |i: &mut usize| {
+        while s[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    ws(i);
+    let open = s[*i];
+    if open == b'[' || open == b'{' {
+        *i += 1;
+        let (mut arr, mut obj) = (Vec::new(), Vec::new());
+        loop {
+            ws(i);
+            if s[*i] == b']' || s[*i] == b'}' {
+                *i += 1;
+                break;
+            }
+            if s[*i] == b',' {
+                *i += 1;
+            }
+            if open == b'{' {
+                let Tok::Leaf(k) = parse_tok(s, i) else {
+                    panic!("key")
+                };
+                ws(i);
+                assert_eq!(s[*i], b':');
+                *i += 1;
+                obj.push((k, parse_tok(s, i)));
+            } else {
+                arr.push(parse_tok(s, i));
+            }
+        }
+        return if open == b'[' {
+            Tok::Arr(arr)
+        } else {
+            Tok::Obj(obj)
+        };
+    }
+    let start = *i;
+    if open == b'"' {
+        *i += 1;
+        while s[*i] != b'"' {
+            *i += if s[*i] == b'\\' { 2 } else { 1 };
+        }
+        *i += 1;
+    } else {
+        while !b",]} \n".contains(&s[*i]) {
+            *i += 1;
+        }
+    }
+    Tok::Leaf(s[start..*i].to_vec())
+}
+
+fn tok_size(t: &Tok) -> usize {
+    match t {
+        Tok::Leaf(_) => 0,
+        Tok::Arr(v) => v.iter().map(|c| 1 + tok_size(c)).sum(),
+        Tok::Obj(v) => v.iter().map(|(_, c)| 1 + tok_size(c)).sum(),
+    }
+}
+
+fn tok_print(t: &Tok, level: usize, out: &mut Vec<u8>) {
+    let (open, close, n) = match t {
+        Tok::Leaf(s) => return out.extend_from_slice(s),
+        Tok::Arr(v) => (b'[', b']', v.len()),
+        Tok::Obj(v) => (b'{', b'}', v.len()),
+    };
+    let flat = tok_size(t) <= 23;
+    out.extend_from_slice(&[open, b' ']);
+    for k in 0..n {
+        if k > 0 {
+            if flat {
+                out.extend_from_slice(b", ");
+            } else {
+                out.extend_from_slice(b",\n");
+                out.extend(std::iter::repeat_n(b' ', 2 * (level + 1)));
+            }
+        }
+        match t {
+            Tok::Arr(v) => tok_print(&v[k], level + 1, out),
+            Tok::Obj(v) => {
+                out.extend_from_slice(&v[k].0);
+                out.extend_from_slice(b" : ");
+                tok_print(&v[k].1, level + 1, out);
+            }
+            Tok::Leaf(_) => unreachable!(),
+        }
+    }
+    if n == 0 {
+        out.push(close);
+    } else if flat {
+        out.extend_from_slice(&[b' ', close]);
+    } else {
+        out.push(b'\n');
+        out.extend(std::iter::repeat_n(b' ', 2 * level));
+        out.push(close);
+    }
+}
+
+/// An independent statement of Intel's layout rule, applied to the tokens of a JSON text: a
+/// container with at most 23 values at any depth on one line, else one element per line,
+/// two spaces of indentation per level; a newline at the end.
+pub fn intel_layout(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    tok_print(&parse_tok(json, &mut 0), 0, &mut out);
+    out.push(b'\n');
+    out
+}

@@ -152,17 +152,50 @@ impl Arbitrary for Model {
     }
 }
 
+/// write → read gives the model back, and write → read → write the same bytes.
 #[test]
 fn write_then_read_gives_the_model_back() {
     fn prop(m: Model) -> bool {
         let bytes = m.0.to_vec();
         let back = Dcfg::from_slice(&bytes).unwrap();
-        // Canonical bytes: writing again gives the same text.
         back == m.0 && back.to_vec() == bytes
     }
     QuickCheck::new()
         .tests(300)
         .quickcheck(prop as fn(Model) -> bool);
+}
+
+/// The writer's output follows Intel's layout rule as stated independently in the tests.
+#[test]
+fn output_follows_the_layout_rule() {
+    fn prop(m: Model) -> bool {
+        let bytes = m.0.to_vec();
+        crate::intel_layout(&bytes) == bytes
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Model) -> bool);
+}
+
+/// Canonical output: whatever the spelling read, write → read → write gives the same bytes
+/// again.
+#[test]
+fn written_output_is_a_fixed_point() {
+    fn prop(m: Model, rotate: u8, hex: bool) -> bool {
+        use dcfg::testgen::{IntStyle, dialect_json};
+        let style = if hex {
+            IntStyle::HexEverywhere
+        } else {
+            IntStyle::NumbersOnly
+        };
+        let once = Dcfg::from_slice(&dialect_json(&m.0, style, usize::from(rotate)))
+            .unwrap()
+            .to_vec();
+        Dcfg::from_slice(&once).unwrap().to_vec() == once
+    }
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(prop as fn(Model, u8, bool) -> bool);
 }
 
 #[test]

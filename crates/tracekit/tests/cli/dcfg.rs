@@ -111,7 +111,7 @@ fn dump_of_a_truncated_file_gives_complete_blocks_then_the_error() {
     );
     assert!(stderr(&o).contains("EOF while parsing"));
     assert!(
-        stderr(&o).trim_end().ends_with("at offset 0x10d3"),
+        stderr(&o).trim_end().ends_with("at offset 0xf28"),
         "{}",
         stderr(&o)
     );
