@@ -112,20 +112,59 @@ impl<'a> Block<'a> {
 
 /// What the decoder learns about an instruction block (no borrow, so the streaming reader
 /// can refill its buffer between decoding and handing the block out).
+///
+/// Whole `u64` fields only: the small ones are packed into one word, so the hot loop of
+/// the block iterator stores and loads the struct a word at a time (the compiler copies
+/// the `Block` enum around it through memory, and a wide load of bytes that narrower
+/// stores wrote stalls the CPU for a dozen cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct InstrMeta {
     index: u64,
     block: u64,
     offset: u64,
-    thread: u32,
-    thread_field: ThreadField,
-    new_session: bool,
-    word: u8,
-    regs: u8,
-    mems: u8,
-    flags: u8,
-    len: u32,
-    full: bool,
+    /// Length of the block in bytes.
+    len: u64,
+    /// The thread (bits 0-31), register changes (32-39), memory accesses (40-47), flags
+    /// byte (48-55) and `MARK_*` bits (56-63).
+    packed: u64,
+}
+
+/// [`InstrMeta::packed`]: the thread-id bytes are there with the flag.
+const MARK_FLAGGED: u64 = 1 << 56;
+/// [`InstrMeta::packed`]: the thread-id bytes are there without the flag.
+const MARK_UNFLAGGED: u64 = 2 << 56;
+/// [`InstrMeta::packed`]: a full dump.
+const MARK_FULL: u64 = 4 << 56;
+/// [`InstrMeta::packed`]: a full dump that starts a new session.
+const MARK_NEW_SESSION: u64 = 8 << 56;
+/// [`InstrMeta::packed`]: 8-byte words (x64), else 4 (x86).
+const MARK_WORD8: u64 = 16 << 56;
+
+impl InstrMeta {
+    #[inline(always)]
+    fn thread(&self) -> u32 {
+        self.packed as u32
+    }
+
+    #[inline(always)]
+    fn regs(&self) -> u8 {
+        (self.packed >> 32) as u8
+    }
+
+    #[inline(always)]
+    fn mems(&self) -> u8 {
+        (self.packed >> 40) as u8
+    }
+
+    #[inline(always)]
+    fn flags(&self) -> u8 {
+        (self.packed >> 48) as u8
+    }
+
+    #[inline(always)]
+    fn word(&self) -> usize {
+        if self.packed & MARK_WORD8 != 0 { 8 } else { 4 }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -169,21 +208,21 @@ impl Meta {
     }
 }
 
-/// The low `n` (at most 8) bytes of the 8 bytes at `rest[start..]`, as a little-endian
-/// word, when 8 bytes are there.
-#[inline]
+/// The low `n` bytes of the 8 bytes at `rest[start..]`, as a little-endian word, when
+/// `n` is at most 8 and 8 bytes are there.
+#[inline(always)]
 fn low_bytes(rest: &[u8], start: usize, n: usize) -> Option<u64> {
-    if n > 8 {
-        return None;
+    let x = u64::from_le_bytes(*rest.get(start..)?.first_chunk::<8>()?);
+    match n {
+        0..8 => Some(x & ((1u64 << (8 * n)) - 1)),
+        8 => Some(x),
+        _ => None,
     }
-    let b = rest.get(start..start + 8)?;
-    let x = u64::from_le_bytes(<[u8; 8]>::try_from(b).ok()?);
-    Some(x & u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0))
 }
 
 /// The sum of the `n` bytes at `rest[start..]` (which the caller has checked are there),
 /// without a loop for the usual n ≤ 8.
-#[inline]
+#[inline(always)]
 fn byte_sum(rest: &[u8], start: usize, n: usize) -> u32 {
     match low_bytes(rest, start, n) {
         Some(x) => {
@@ -191,25 +230,36 @@ fn byte_sum(rest: &[u8], start: usize, n: usize) -> u32 {
             let pairs = (x & LOW) + ((x >> 8) & LOW);
             (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
         }
-        None => rest
-            .get(start..start + n)
-            .map_or(0, |p| p.iter().map(|&b| u32::from(b)).sum()),
+        None => byte_sum_slow(rest, start, n),
     }
+}
+
+#[cold]
+fn byte_sum_slow(rest: &[u8], start: usize, n: usize) -> u32 {
+    rest.get(start..start + n)
+        .map_or(0, |p| p.iter().map(|&b| u32::from(b)).sum())
 }
 
 /// How many of the `m` memory flag bytes at `rest[start..]` have bit 0 clear (a new value
 /// follows).
-#[inline]
+#[inline(always)]
 fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
     match low_bytes(rest, start, m) {
-        // Bit 0 of each byte: their sum (at most 8) fits the top byte of the product.
+        // Bit 0 of each byte (set: unchanged): their sum (at most 8) fits the top byte of
+        // the product.
         Some(x) => {
-            m - ((x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
+            let unchanged = (x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56;
+            m - unchanged as usize
         }
-        None => rest.get(start..start + m).map_or(0, |f| {
-            f.iter().filter(|&&f| f & raw::MEM_UNCHANGED == 0).count()
-        }),
+        None => changed_count_slow(rest, start, m),
     }
+}
+
+#[cold]
+fn changed_count_slow(rest: &[u8], start: usize, m: usize) -> usize {
+    rest.get(start..start + m).map_or(0, |f| {
+        f.iter().filter(|&&f| f & raw::MEM_UNCHANGED == 0).count()
+    })
 }
 
 /// How far ahead of the current block [`prefetch`] touches the input.
@@ -266,7 +316,7 @@ fn word_value(chunk: &[u8]) -> u64 {
 impl<'a> Instruction<'a> {
     #[inline]
     fn tid_len(&self) -> usize {
-        if matches!(self.meta.thread_field, ThreadField::Absent) {
+        if self.meta.packed & (MARK_FLAGGED | MARK_UNFLAGGED) == 0 {
             0
         } else {
             4
@@ -275,7 +325,7 @@ impl<'a> Instruction<'a> {
 
     #[inline]
     fn w(&self) -> usize {
-        usize::from(self.meta.word)
+        self.meta.word()
     }
 
     #[inline]
@@ -290,12 +340,12 @@ impl<'a> Instruction<'a> {
 
     #[inline]
     fn positions_start(&self) -> usize {
-        self.opcode_start() + usize::from(self.meta.flags & raw::OPCODE_LEN_MASK)
+        self.opcode_start() + usize::from(self.meta.flags() & raw::OPCODE_LEN_MASK)
     }
 
     #[inline]
     fn mem_start(&self) -> usize {
-        self.positions_start() + usize::from(self.meta.regs) * (1 + self.w())
+        self.positions_start() + usize::from(self.meta.regs()) * (1 + self.w())
     }
 
     /// Instruction number (user blocks not counted), from 0.
@@ -330,21 +380,27 @@ impl<'a> Instruction<'a> {
     #[must_use]
     #[inline]
     pub fn thread(&self) -> u32 {
-        self.meta.thread
+        self.meta.thread()
     }
 
     /// How the block stores the thread id.
     #[must_use]
     #[inline]
     pub fn thread_field(&self) -> ThreadField {
-        self.meta.thread_field
+        if self.meta.packed & MARK_FLAGGED != 0 {
+            ThreadField::Flagged
+        } else if self.meta.packed & MARK_UNFLAGGED != 0 {
+            ThreadField::Unflagged
+        } else {
+            ThreadField::Absent
+        }
     }
 
     /// Whether this block holds every REGDUMP word (172/216 register changes).
     #[must_use]
     #[inline]
     pub fn is_full_dump(&self) -> bool {
-        self.meta.full
+        self.meta.packed & MARK_FULL != 0
     }
 
     /// Whether this full dump starts a new recording session appended to the file (a full
@@ -352,13 +408,13 @@ impl<'a> Instruction<'a> {
     /// exactly at a multiple cannot be told apart from a periodic dump).
     #[must_use]
     pub fn starts_session(&self) -> bool {
-        self.meta.new_session
+        self.meta.packed & MARK_NEW_SESSION != 0
     }
 
     /// The flags byte (bit 7 thread id, bits 0-3 opcode length).
     #[must_use]
     pub fn flags(&self) -> u8 {
-        self.meta.flags
+        self.meta.flags()
     }
 
     /// The instruction bytes.
@@ -367,7 +423,7 @@ impl<'a> Instruction<'a> {
     pub fn opcode(&self) -> &'a [u8] {
         self.part(
             self.opcode_start(),
-            usize::from(self.meta.flags & raw::OPCODE_LEN_MASK),
+            usize::from(self.meta.flags() & raw::OPCODE_LEN_MASK),
         )
     }
 
@@ -375,7 +431,7 @@ impl<'a> Instruction<'a> {
     #[must_use]
     #[inline]
     pub fn reg_count(&self) -> usize {
-        usize::from(self.meta.regs)
+        usize::from(self.meta.regs())
     }
 
     /// The register changes, with absolute word indices (checked by the reader to be inside
@@ -396,7 +452,7 @@ impl<'a> Instruction<'a> {
     #[must_use]
     #[inline]
     pub fn mem_count(&self) -> usize {
-        usize::from(self.meta.mems)
+        usize::from(self.meta.mems())
     }
 
     /// The memory accesses.
@@ -436,7 +492,7 @@ impl<'a> Instruction<'a> {
     #[inline]
     pub fn apply(&self, regs: &mut RegDump) {
         let words = regs.words_mut();
-        if self.meta.full {
+        if self.is_full_dump() {
             let n = self.reg_count();
             let p = self.positions_start() + n;
             let values = self.part(p, n * self.w());
@@ -449,7 +505,7 @@ impl<'a> Instruction<'a> {
         let p = self.positions_start();
         let positions = self.part(p, n);
         let values = self.part(p + n, n * self.w());
-        if self.meta.word == 8 {
+        if self.meta.word() == 8 {
             let (chunks, _) = values.as_chunks::<8>();
             apply_words(
                 words,
@@ -564,6 +620,19 @@ impl From<Error> for Fail {
     }
 }
 
+/// A block checked and measured by [`DecoderState::step`], not yet taken into the state.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// Length in bytes.
+    len: usize,
+    /// A user block.
+    user: bool,
+    /// The instruction block carries thread-id bytes.
+    with_tid: bool,
+    /// The writer dialect known after this block.
+    dialect: Dialect,
+}
+
 /// The result of measuring an instruction block under one thread-id reading.
 enum Measure {
     /// Complete and valid: total length.
@@ -628,9 +697,48 @@ impl DecoderState {
         }
     }
 
-    /// Measures the instruction block at the start of `rest` (file offset `at`).
+    /// The length of the instruction block at the start of `rest`, if it is complete and
+    /// valid; 0 otherwise ([`DecoderState::measure`] says why). Plain integers and no
+    /// early exits but one: this is the hot, serial part of decoding.
+    #[inline(always)]
+    fn quick_measure(&self, rest: &[u8], with_tid: bool) -> usize {
+        let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
+            return 0;
+        };
+        let w = usize::from(self.word);
+        let op = usize::from(fl & raw::OPCODE_LEN_MASK);
+        let pos_start = 4 + usize::from(with_tid) * 4 + op;
+        let mf_start = pos_start + usize::from(n) * (1 + w);
+        let fixed = mf_start + usize::from(m) * (1 + 2 * w);
+        let counts_ok =
+            u16::from(n) <= self.words && m <= raw::MAX_MEMORY_ACCESSES && op != 0;
+        if !counts_ok || rest.len() < fixed {
+            return 0;
+        }
+        // Positions are relative: the last absolute index is their sum plus n - 1, and the
+        // indices strictly increase, so checking the last one checks them all.
+        let last = byte_sum(rest, pos_start, usize::from(n)) + u32::from(n);
+        let total = fixed + changed_count(rest, mf_start, usize::from(m)) * w;
+        if (n > 0 && last > u32::from(self.words)) || rest.len() < total {
+            return 0;
+        }
+        total
+    }
+
+    /// Measures the instruction block at the start of `rest` (file offset `at`), saying
+    /// what is wrong when it is short or invalid.
     #[inline(always)]
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
+        match self.quick_measure(rest, with_tid) {
+            0 => self.diagnose(rest, at, with_tid),
+            total => Measure::Ok(total),
+        }
+    }
+
+    /// Why [`DecoderState::quick_measure`] gave 0.
+    #[cold]
+    #[inline(never)]
+    fn diagnose(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
         let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
             return Measure::Short(4);
         };
@@ -649,17 +757,11 @@ impl DecoderState {
         if rest.len() < fixed {
             return Measure::Short(fixed);
         }
-        // Positions are relative: the last absolute index is their sum plus n - 1, and the
-        // indices strictly increase, so checking the last one checks them all.
         if n > 0 && byte_sum(rest, pos_start, n) + n as u32 > u32::from(self.words) {
             let positions = rest.get(pos_start..pos_start + n).unwrap_or(&[]);
             return Measure::Bad(self.out_of_range(positions, at + pos_start as u64));
         }
-        let total = fixed + changed_count(rest, mf_start, m) * w;
-        if rest.len() < total {
-            return Measure::Short(total);
-        }
-        Measure::Ok(total)
+        Measure::Short(fixed + changed_count(rest, mf_start, m) * w)
     }
 
     #[cold]
@@ -733,7 +835,7 @@ impl DecoderState {
             match st.decode(data, pos, 0, complete) {
                 Ok(meta) => {
                     if let Meta::Instr(m) = meta
-                        && (m.flags & raw::FLAGS_RESERVED != 0)
+                        && (m.flags() & raw::FLAGS_RESERVED != 0)
                     {
                         // Real writers leave the reserved bits clear.
                         return Ok(count);
@@ -885,20 +987,24 @@ impl DecoderState {
     /// after a flagged non-full block tells the two writers apart (by trial parse) and the
     /// answer is kept for the rest of the file; after a flagged full dump, the old writer
     /// writes the bytes only if the thread changed, so that case is always a trial parse.
+    ///
+    /// Returns the choice and the dialect the decoder knows after it; the caller keeps the
+    /// dialect only if the block decodes, so a failed decode leaves the state unchanged.
     #[inline(never)]
     fn decide_thread_bytes(
-        &mut self,
+        &self,
         data: &[u8],
         pos: usize,
         at: u64,
         complete: bool,
-    ) -> Result<bool, Fail> {
+    ) -> Result<(bool, Dialect), Fail> {
+        let unchanged = |choice| Ok((choice, self.dialect));
         if self.mode == ThreadIdMode::Flag
             || !self.have_prev
             || !self.prev_flag
             || self.dialect == Dialect::Fixed
         {
-            return Ok(false);
+            return unchanged(false);
         }
         let rest = data.get(pos..).unwrap_or(&[]);
         let tid = rest
@@ -908,14 +1014,14 @@ impl DecoderState {
         let with = match self.measure(rest, at, true) {
             Measure::Ok(total) if tid != self.thread => total,
             Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
-            _ => return Ok(false),
+            _ => return unchanged(false),
         };
         if self.dialect == Dialect::Legacy && !self.prev_full {
-            return Ok(true);
+            return unchanged(true);
         }
         if self.probing {
             // Inside a trial parse: a cheap local rule, no nested trials.
-            return Ok(match self.dialect {
+            return unchanged(match self.dialect {
                 Dialect::Legacy => {
                     let mut st = self.after_flag_clear(data, pos, Some(tid));
                     st.dialect = Dialect::Fixed;
@@ -971,122 +1077,206 @@ impl DecoderState {
                 }
             }
         };
-        if self.dialect == Dialect::Unknown {
-            if choice {
-                self.dialect = Dialect::Legacy;
-            } else if !self.prev_full {
-                self.dialect = Dialect::Fixed;
-            }
-        }
-        Ok(choice)
+        let dialect = match self.dialect {
+            Dialect::Unknown if choice => Dialect::Legacy,
+            Dialect::Unknown if !self.prev_full => Dialect::Fixed,
+            known => known,
+        };
+        Ok((choice, dialect))
     }
 
     /// Decodes the block at `data[pos..]` (file offset `base + pos`); `complete` says
     /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
-    #[inline]
+    /// When it fails, the state is unchanged.
+    #[inline(always)]
     fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
+        let step = self.step(data, pos, base, complete)?;
+        Ok(self.commit(data, pos, base, step))
+    }
+
+    /// The first half of [`DecoderState::decode`]: checks the block and measures it,
+    /// leaving the state unchanged.
+    #[inline(always)]
+    fn step(&self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Step, Fail> {
         let rest = data.get(pos..).unwrap_or(&[]);
         let at = base + pos as u64;
-        let ty = rest.first().copied().unwrap_or(0);
-        if ty >= raw::BLOCK_USER_MIN {
-            let truncated = |needed: u64| {
-                if complete {
-                    Fail::Error(self.truncated(at, needed, rest.len()))
-                } else {
-                    Fail::NeedMore(
-                        usize::try_from(needed)
-                            .unwrap_or(usize::MAX)
-                            .saturating_add(pos),
-                    )
-                }
-            };
-            let Some(b) = rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) else {
-                return Err(truncated(5));
-            };
-            let total = u64::from(u32::from_le_bytes(b)) + 5;
-            if total > rest.len() as u64 {
-                return Err(truncated(total));
-            }
-            let meta = Meta::User {
-                block: self.blocks,
-                offset: at,
-                block_type: ty,
-                len: total as usize,
-            };
-            self.blocks += 1;
-            return Ok(meta);
-        }
+        let (ty, fl) = match rest.first_chunk::<4>() {
+            Some(&[ty, _, _, fl]) => (ty, fl),
+            _ => (rest.first().copied().unwrap_or(0), 0),
+        };
         if ty != raw::BLOCK_INSTRUCTION {
+            return self.step_other(rest, pos, at, complete);
+        }
+        let flagged = fl & raw::FLAG_THREAD_ID != 0;
+        let (with_tid, dialect) = if !flagged && self.prev_flag && self.dialect != Dialect::Fixed
+        {
+            self.decide_thread_bytes(data, pos, at, complete)?
+        } else {
+            (flagged, self.dialect)
+        };
+        match self.measure(rest, at, with_tid) {
+            Measure::Ok(len) => Ok(Step {
+                len,
+                user: false,
+                with_tid,
+                dialect,
+            }),
+            Measure::Short(n) if !complete => Err(Fail::NeedMore(pos + n)),
+            Measure::Short(n) => Err(Fail::Error(self.truncated(at, n as u64, rest.len()))),
+            Measure::Bad(e) => Err(Fail::Error(e)),
+        }
+    }
+
+    /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`], for the
+    /// usual block: an instruction whose thread-id bytes go with its flag. Its length, or
+    /// 0 for any other case (a user block, a thread-id decision, an error, the end), which
+    /// the caller hands to `step`.
+    #[inline(always)]
+    fn quick_step(&self, data: &[u8], pos: usize) -> usize {
+        let rest = data.get(pos..).unwrap_or(&[]);
+        match rest.first_chunk::<4>() {
+            Some(&[raw::BLOCK_INSTRUCTION, _, _, fl])
+                if fl & raw::FLAG_THREAD_ID != 0
+                    || !self.prev_flag
+                    || self.dialect == Dialect::Fixed =>
+            {
+                self.quick_measure(rest, fl & raw::FLAG_THREAD_ID != 0)
+            }
+            _ => 0,
+        }
+    }
+
+    /// [`DecoderState::step`] for a block that is not an instruction: a user block or an
+    /// error.
+    #[inline(never)]
+    fn step_other(&self, rest: &[u8], pos: usize, at: u64, complete: bool) -> Result<Step, Fail> {
+        let ty = rest.first().copied().unwrap_or(0);
+        if ty < raw::BLOCK_USER_MIN {
             return Err(Fail::Error(Error::BadBlockType {
                 offset: Offset(at),
                 block: self.blocks,
                 found: ty,
             }));
         }
-        let fl = rest.get(3).copied().unwrap_or(0);
-        let flagged = fl & raw::FLAG_THREAD_ID != 0;
-        let with_tid = flagged
-            || (self.prev_flag
-                && self.dialect != Dialect::Fixed
-                && self.decide_thread_bytes(data, pos, at, complete)?);
-        let len = match self.measure(rest, at, with_tid) {
-            Measure::Ok(len) => len,
-            Measure::Short(n) if !complete => return Err(Fail::NeedMore(pos + n)),
-            Measure::Short(n) => return Err(Fail::Error(self.truncated(at, n as u64, rest.len()))),
-            Measure::Bad(e) => return Err(Fail::Error(e)),
-        };
-        let n = rest.get(1).copied().unwrap_or(0);
-        let m = rest.get(2).copied().unwrap_or(0);
-        let full = u16::from(n) == self.words;
-        let thread_field = if flagged {
-            ThreadField::Flagged
-        } else if with_tid {
-            self.quirks += 1;
-            ThreadField::Unflagged
-        } else {
-            ThreadField::Absent
-        };
-        if with_tid {
-            let tid = rest
-                .get(4..8)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map_or(0, u32::from_le_bytes);
-            self.thread = tid;
-            if !self.recent.contains(&tid) {
-                self.recent.rotate_right(1);
-                self.recent[0] = tid;
+        let truncated = |needed: u64| {
+            if complete {
+                Fail::Error(self.truncated(at, needed, rest.len()))
+            } else {
+                Fail::NeedMore(
+                    usize::try_from(needed)
+                        .unwrap_or(usize::MAX)
+                        .saturating_add(pos),
+                )
             }
+        };
+        let Some(b) = rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) else {
+            return Err(truncated(5));
+        };
+        let total = u64::from(u32::from_le_bytes(b)) + 5;
+        if total > rest.len() as u64 {
+            return Err(truncated(total));
         }
-        let new_session = full
-            && self.have_prev
-            && !self
-                .in_session
-                .is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL));
-        if new_session {
-            self.in_session = 0;
+        Ok(Step {
+            len: total as usize,
+            user: true,
+            with_tid: false,
+            dialect: self.dialect,
+        })
+    }
+
+    /// The second half of [`DecoderState::decode`]: the block measured by `step` as a
+    /// [`Meta`], with the state moved past it.
+    #[inline(always)]
+    fn commit(&mut self, data: &[u8], pos: usize, base: u64, step: Step) -> Meta {
+        let at = base + pos as u64;
+        if step.user {
+            return self.commit_user(data.get(pos..).unwrap_or(&[]), at, step.len);
         }
+        self.dialect = step.dialect;
+        let bytes = data.get(pos..pos + step.len).unwrap_or(&[]);
+        prefetch(data, pos, pos + step.len);
+        Meta::Instr(self.commit_instruction(bytes, at, step.with_tid))
+    }
+
+    /// [`DecoderState::commit`] for the instruction block `bytes` (all of it) at file
+    /// offset `at`.
+    #[inline(always)]
+    fn commit_instruction(&mut self, bytes: &[u8], at: u64, with_tid: bool) -> InstrMeta {
+        let [n, m, fl] = match bytes.first_chunk::<4>() {
+            Some(&[_, n, m, fl]) => [n, m, fl],
+            None => [0; 3],
+        };
+        let flagged = fl & raw::FLAG_THREAD_ID != 0;
+        let full = u16::from(n) == self.words;
+        let unflagged = with_tid && !flagged;
+        if with_tid {
+            let tid = bytes
+                .get(4..)
+                .and_then(<[u8]>::first_chunk::<4>)
+                .map_or(0, |b| u32::from_le_bytes(*b));
+            self.switch_thread(tid, unflagged);
+        }
+        let new_session = full && self.full_dump_starts_session();
         let meta = InstrMeta {
             index: self.instructions,
             block: self.blocks,
             offset: at,
-            thread: self.thread,
-            thread_field,
-            new_session,
-            word: self.word,
-            regs: n,
-            mems: m,
-            flags: fl,
-            len: len as u32,
-            full,
+            len: bytes.len() as u64,
+            packed: u64::from(self.thread)
+                | u64::from(n) << 32
+                | u64::from(m) << 40
+                | u64::from(fl) << 48
+                | u64::from(flagged) * MARK_FLAGGED
+                | u64::from(unflagged) * MARK_UNFLAGGED
+                | u64::from(full) * MARK_FULL
+                | u64::from(new_session) * MARK_NEW_SESSION
+                | u64::from(self.word == 8) * MARK_WORD8,
         };
-        prefetch(data, pos, pos + len);
         self.have_prev = true;
         self.prev_flag = flagged;
         self.prev_full = full;
         self.instructions += 1;
         self.blocks += 1;
         self.in_session += 1;
-        Ok(Meta::Instr(meta))
+        meta
+    }
+
+    /// Takes the thread id of a block that carries one (`unflagged`: without the flag).
+    #[inline(always)]
+    fn switch_thread(&mut self, tid: u32, unflagged: bool) {
+        self.quirks += u64::from(unflagged);
+        self.thread = tid;
+        if !self.recent.contains(&tid) {
+            self.recent.rotate_right(1);
+            self.recent[0] = tid;
+        }
+    }
+
+    /// Whether the full dump being committed starts a new recording session (and if so,
+    /// starts counting it).
+    #[cold]
+    fn full_dump_starts_session(&mut self) -> bool {
+        let new_session = self.have_prev
+            && !self
+                .in_session
+                .is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL));
+        if new_session {
+            self.in_session = 0;
+        }
+        new_session
+    }
+
+    /// [`DecoderState::commit`] for a user block.
+    #[inline(never)]
+    fn commit_user(&mut self, rest: &[u8], at: u64, len: usize) -> Meta {
+        let meta = Meta::User {
+            block: self.blocks,
+            offset: at,
+            block_type: rest.first().copied().unwrap_or(0),
+            len,
+        };
+        self.blocks += 1;
+        meta
     }
 
     #[cold]
@@ -1167,12 +1357,7 @@ impl<'a> Trace<'a> {
     /// block comes after every complete block).
     #[must_use]
     pub fn blocks(&self) -> Blocks<'a> {
-        Blocks {
-            data: self.data,
-            pos: self.first_block,
-            state: self.state(),
-            done: false,
-        }
+        Blocks::new(self.data, self.first_block, self.state())
     }
 
     /// The register state before every instruction.
@@ -1280,8 +1465,7 @@ impl<'a> Trace<'a> {
             .partition_point(|a| a.instruction <= instruction);
         let mut replay = self.replay();
         if let Some(anchor) = i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
-            replay.blocks.pos = anchor.pos;
-            replay.blocks.state = anchor.state;
+            replay.blocks = Blocks::new(self.data, anchor.pos, anchor.state);
         }
         while let Some(ins) = replay.next_instruction() {
             let ins = ins?;
@@ -1301,12 +1485,79 @@ impl<'a> Trace<'a> {
 #[derive(Clone, Debug)]
 pub struct Blocks<'a> {
     data: &'a [u8],
+    /// Where the next block starts.
     pos: usize,
     state: DecoderState,
+    /// The length of the next block, checked and measured one step early by
+    /// [`DecoderState::quick_step`] (0: not measured).
+    ///
+    /// A block's length comes from its own bytes, so finding the blocks is a serial chain
+    /// of loads. Measuring block k + 1 before handing out block k puts that chain ahead of
+    /// the caller's work on block k in program order, so the CPU runs both at once, and a
+    /// mispredicted branch in the caller's loops (over a block's registers, say) does not
+    /// throw the measuring away.
+    ahead: usize,
+    /// Past the last block or an error.
     done: bool,
 }
 
 impl<'a> Blocks<'a> {
+    fn new(data: &'a [u8], pos: usize, state: DecoderState) -> Blocks<'a> {
+        Blocks {
+            data,
+            pos,
+            state,
+            ahead: 0,
+            done: false,
+        }
+    }
+
+    /// Hands out the usual block (see [`DecoderState::quick_step`]) at `pos`, `len` bytes
+    /// long, and measures the one after it.
+    #[inline(always)]
+    fn hand_out(&mut self, len: usize) -> Block<'a> {
+        let pos = self.pos;
+        let end = pos + len;
+        let bytes = self.data.get(pos..end).unwrap_or(&[]);
+        let with_tid = bytes.get(3).is_some_and(|fl| fl & raw::FLAG_THREAD_ID != 0);
+        let meta = self.state.commit_instruction(bytes, pos as u64, with_tid);
+        prefetch(self.data, pos, end);
+        self.pos = end;
+        self.ahead = self.state.quick_step(self.data, end);
+        Block::Instruction(Instruction { meta, bytes })
+    }
+
+    /// The next block when the quick path has not measured it: at the start, at the end,
+    /// at an error (made here), and for the blocks that need [`DecoderState::step`].
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<Block<'a>, Error>> {
+        if self.done || self.pos >= self.data.len() {
+            self.done = true;
+            return None;
+        }
+        match self.state.step(self.data, self.pos, 0, true) {
+            Ok(step) => {
+                let pos = self.pos;
+                let meta = self.state.commit(self.data, pos, 0, step);
+                self.pos += step.len;
+                self.ahead = self.state.quick_step(self.data, self.pos);
+                Some(Ok(meta.materialize(self.data.get(pos..).unwrap_or(&[]))))
+            }
+            Err(fail) => {
+                self.done = true;
+                Some(Err(match fail {
+                    Fail::Error(e) => e,
+                    // Cannot happen with complete data; report it as truncation anyway.
+                    Fail::NeedMore(n) => self.state.truncated(
+                        self.pos as u64,
+                        n as u64,
+                        self.data.len() - self.pos,
+                    ),
+                }))
+            }
+        }
+    }
+
     /// Blocks seen so far whose thread-id bytes had no flag (recovered pre-#3920 quirk).
     #[must_use]
     pub fn recovered_thread_ids(&self) -> u64 {
@@ -1331,41 +1582,19 @@ impl<'a> Iterator for Blocks<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done || self.pos >= self.data.len() {
-            self.done = true;
-            return None;
-        }
-        match self.state.decode(self.data, self.pos, 0, true) {
-            Ok(meta) => {
-                let block = meta.materialize(self.data.get(self.pos..).unwrap_or(&[]));
-                self.pos += meta.len();
-                Some(Ok(block))
-            }
-            Err(Fail::Error(e)) => {
-                self.done = true;
-                Some(Err(e))
-            }
-            Err(Fail::NeedMore(n)) => {
-                // Cannot happen with complete data; report it as truncation anyway.
-                self.done = true;
-                Some(Err(self.state.truncated(
-                    self.pos as u64,
-                    n as u64,
-                    self.data.len() - self.pos,
-                )))
-            }
+        match self.ahead {
+            0 => self.next_slow(),
+            len => Some(Ok(self.hand_out(len))),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         if self.done {
-            (0, Some(0))
-        } else {
-            (
-                0,
-                Some(self.data.len().saturating_sub(self.pos).div_ceil(5)),
-            )
+            return (0, Some(0));
         }
+        // A block has at least 5 bytes.
+        let most = self.data.len().saturating_sub(self.pos).div_ceil(5);
+        (usize::from(self.ahead != 0), Some(most))
     }
 }
 
