@@ -16,8 +16,11 @@
 //!   and columns are skipped; special nodes and edge types are found by name
 //!   ([`SpecialKind`], [`EdgeKind`]), never by number.
 //! - **Reading** ([`Dcfg::from_path`], [`Dcfg::from_reader`], [`Dcfg::from_slice`]): plain
-//!   `.json`, `.json.bz2` and `.json.gz`, recognised by their magic bytes. Errors name the
-//!   JSON path and end with the byte offset: [`Error`].
+//!   `.json`, `.json.bz2` and `.json.gz`, recognised by their magic bytes; one hand-written
+//!   pull parser serves slices and streams (a 64 KiB window: the JSON is never held whole).
+//!   Errors name the JSON path, what was expected and found, and the byte offset: [`Error`],
+//!   e.g. `PROCESSES[0].IMAGES[0].BASIC_BLOCKS[5].NUM_INSTRS: expected an unsigned integer
+//!   or a hex string such as "0x400000", found the number 4.5 at offset 0x9a3`.
 //! - **Queries** ([`Graph`], from [`Dcfg::graph`]): Intel's DCFG API — navigation by id
 //!   and back (a block's image, routine, innermost loop), inbound / outbound / internal
 //!   edges of any [`Container`], successors and predecessors, edge by id or by (source,
@@ -26,7 +29,8 @@
 //!   entry counts and dominators.
 //! - **Validation** ([`Dcfg::validate`]): a list of [`Finding`]s with JSON paths.
 //! - **Writing** ([`Dcfg::write_to`], [`Dcfg::write_compressed`], [`Dcfg::to_vec`]): Intel's
-//!   layout and key order; read → write → read gives the same model.
+//!   layout (line breaks included) and key order, so that rewriting a file Intel wrote gives
+//!   back its bytes; read → write → read gives the same model.
 //! - **Drawings and statistics** ([`Dcfg::write_dot`] with [`DotOptions`],
 //!   [`Dcfg::write_loops_csv`]).
 //!
@@ -67,11 +71,12 @@
 
 mod error;
 mod export;
-mod fast;
+mod json;
 mod model;
 mod query;
 pub mod raw;
 mod read;
+mod table;
 #[doc(hidden)]
 pub mod testgen;
 mod validate;
@@ -80,8 +85,8 @@ mod write;
 pub use error::Error;
 pub use export::DotOptions;
 pub use model::{
-    BasicBlock, Counts, Dcfg, Edge, EdgeIter, EdgeKind, EdgeType, Edges, FileName, Image, Loop,
-    Process, Routine, RoutineNode, SourceLine, SpecialKind, SpecialNode, Symbol,
+    BasicBlock, Counts, CountsIter, Dcfg, Edge, EdgeIter, EdgeKind, EdgeType, Edges, FileName,
+    Image, Loop, Process, Routine, RoutineNode, SourceLine, SpecialKind, SpecialNode, Symbol,
 };
 pub use query::{Container, ContainerEdges, Graph, LoopStats};
 pub use read::Compression;

@@ -9,7 +9,7 @@
 //! For navigation (block by id or address, edges of a node, loops of a block, …) build a
 //! [`Graph`](crate::Graph) over a process with [`Dcfg::graph`].
 
-use smallvec::SmallVec;
+use std::fmt;
 
 /// A whole DCFG file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -277,8 +277,219 @@ impl Loop {
     }
 }
 
-/// Per-thread counts of one edge; no allocation for up to 2 threads.
-pub type Counts = SmallVec<[u64; 2]>;
+/// Per-thread execution counts of one edge (`COUNT_PER_THREAD`), thread 0 first.
+///
+/// Stored compactly, because a DCFG holds one per edge: as LEB128 varints in 16 bytes
+/// inline while they fit in 13 bytes (8 threads with counts below 128, or 4 below 16384),
+/// on the heap otherwise. Build one with [`Counts::push`] or by collecting `u64`s.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Counts(Repr);
+
+/// Which representation a [`Counts`] uses is a function of its values (inline whenever they
+/// fit, and values are only appended), so the derived equality is equality of the values.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Repr {
+    Inline {
+        /// Number of values.
+        len: u8,
+        /// Bytes of `bytes` in use; the rest are zero.
+        used: u8,
+        bytes: [u8; INLINE],
+    },
+    Heap(Box<Spill>),
+}
+
+/// Bytes of varints a [`Counts`] holds inline.
+const INLINE: usize = 13;
+
+/// Counts that did not fit inline.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Spill(Vec<u64>);
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::Inline {
+            len: 0,
+            used: 0,
+            bytes: [0; INLINE],
+        }
+    }
+}
+
+/// Writes `v` as a LEB128 varint at the start of `out`; its length, or `None` if it does not
+/// fit.
+fn leb128(v: u64, out: &mut [u8]) -> Option<usize> {
+    let mut v = v;
+    let mut n = 0usize;
+    loop {
+        let slot = out.get_mut(n)?;
+        // The low 7 bits, so the cast cannot truncate.
+        let low = (v & 0x7f) as u8;
+        v >>= 7;
+        n = n.saturating_add(1);
+        if v == 0 {
+            *slot = low;
+            return Some(n);
+        }
+        *slot = low | 0x80;
+    }
+}
+
+impl Counts {
+    /// No counts.
+    #[must_use]
+    pub const fn new() -> Counts {
+        Counts(Repr::Inline {
+            len: 0,
+            used: 0,
+            bytes: [0; INLINE],
+        })
+    }
+
+    /// Appends the count of the next thread.
+    pub fn push(&mut self, v: u64) {
+        if let Repr::Inline { len, used, bytes } = &mut self.0 {
+            let start = usize::from(*used);
+            if let Some(n) = bytes.get_mut(start..).and_then(|free| leb128(v, free))
+                && let Some(l) = len.checked_add(1)
+            {
+                *len = l;
+                // start + n <= INLINE, which fits in a u8.
+                *used = u8::try_from(start.saturating_add(n)).unwrap_or(u8::MAX);
+                return;
+            }
+            let mut all: Vec<u64> = self.iter().collect();
+            all.push(v);
+            self.0 = Repr::Heap(Box::new(Spill(all)));
+            return;
+        }
+        if let Repr::Heap(spill) = &mut self.0 {
+            spill.0.push(v);
+        }
+    }
+
+    /// The number of threads counted.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { len, .. } => usize::from(*len),
+            Repr::Heap(spill) => spill.0.len(),
+        }
+    }
+
+    /// Whether there are no counts.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The count of thread `t`.
+    #[must_use]
+    pub fn get(&self, t: usize) -> Option<u64> {
+        match &self.0 {
+            Repr::Inline { .. } => self.iter().nth(t),
+            Repr::Heap(spill) => spill.0.get(t).copied(),
+        }
+    }
+
+    /// The counts, thread 0 first.
+    #[must_use]
+    pub fn iter(&self) -> CountsIter<'_> {
+        match &self.0 {
+            Repr::Inline { len, used, bytes } => CountsIter(IterRepr::Inline {
+                bytes: bytes.get(..usize::from(*used)).unwrap_or_default(),
+                left: usize::from(*len),
+            }),
+            Repr::Heap(spill) => CountsIter(IterRepr::Heap(spill.0.iter())),
+        }
+    }
+
+    /// The counts in a `Vec`, thread 0 first.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The sum over all threads (saturating).
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.iter().fold(0u64, u64::saturating_add)
+    }
+}
+
+impl fmt::Debug for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl FromIterator<u64> for Counts {
+    fn from_iter<I: IntoIterator<Item = u64>>(iter: I) -> Counts {
+        let mut c = Counts::new();
+        for v in iter {
+            c.push(v);
+        }
+        c
+    }
+}
+
+impl From<&[u64]> for Counts {
+    fn from(v: &[u64]) -> Counts {
+        v.iter().copied().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Counts {
+    type Item = u64;
+    type IntoIter = CountsIter<'a>;
+    fn into_iter(self) -> CountsIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over [`Counts`].
+#[derive(Clone, Debug)]
+pub struct CountsIter<'a>(IterRepr<'a>);
+
+#[derive(Clone, Debug)]
+enum IterRepr<'a> {
+    Inline { bytes: &'a [u8], left: usize },
+    Heap(core::slice::Iter<'a, u64>),
+}
+
+impl Iterator for CountsIter<'_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        match &mut self.0 {
+            IterRepr::Inline { bytes, left } => {
+                *left = left.checked_sub(1)?;
+                let mut v = 0u64;
+                let mut shift = 0u32;
+                while let Some((&b, rest)) = bytes.split_first() {
+                    *bytes = rest;
+                    v |= u64::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
+                    shift = shift.saturating_add(7);
+                    if b & 0x80 == 0 {
+                        break;
+                    }
+                }
+                Some(v)
+            }
+            IterRepr::Heap(it) => it.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match &self.0 {
+            IterRepr::Inline { left, .. } => *left,
+            IterRepr::Heap(it) => it.len(),
+        };
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for CountsIter<'_> {}
 
 /// A row of `EDGES`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -299,13 +510,13 @@ impl Edge {
     /// Executions over all threads (saturating).
     #[must_use]
     pub fn count(&self) -> u64 {
-        self.counts.iter().fold(0u64, |a, &c| a.saturating_add(c))
+        self.counts.total()
     }
 
     /// Executions by thread `t` (0 if the array is shorter).
     #[must_use]
     pub fn count_for_thread(&self, t: usize) -> u64 {
-        self.counts.get(t).copied().unwrap_or(0)
+        self.counts.get(t).unwrap_or(0)
     }
 }
 
@@ -354,10 +565,6 @@ impl Edges {
     /// Iterates in file order.
     pub fn iter(&self) -> EdgeIter<'_> {
         self.rows.iter()
-    }
-
-    pub(crate) fn shrink_to_fit(&mut self) {
-        self.rows.shrink_to_fit();
     }
 }
 

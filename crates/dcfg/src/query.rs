@@ -659,7 +659,7 @@ impl<'a> Graph<'a> {
     pub fn block_counts_per_thread(&self, id: u64) -> Vec<u64> {
         let mut out = vec![0u64; self.process.threads()];
         for e in self.inbound_edges(id) {
-            for (t, &c) in e.counts.iter().enumerate() {
+            for (t, c) in e.counts.iter().enumerate() {
                 if let Some(slot) = out.get_mut(t) {
                     *slot = slot.saturating_add(c);
                 } else {
@@ -829,7 +829,7 @@ impl<'a> Graph<'a> {
     pub fn routine_entry_count_per_thread(&self, entry: u64) -> Vec<u64> {
         let mut out = vec![0u64; self.process.threads()];
         for e in self.routine_entry_edges(entry) {
-            for (t, &c) in e.counts.iter().enumerate() {
+            for (t, c) in e.counts.iter().enumerate() {
                 if let Some(slot) = out.get_mut(t) {
                     *slot = slot.saturating_add(c);
                 }

@@ -1,28 +1,22 @@
 //! Reading: JSON text (plain, bzip2 or gzip) → [`Dcfg`].
 //!
-//! Parsing goes through `serde_json` with integers taken exactly from numbers or hex strings
-//! ([`trace_core::json`]) and tables mapped by their header row. Unknown keys and unknown
-//! columns are skipped; optional sections may be missing; rows may be short where the
-//! trailing columns are optional (spec 1.2.2).
+//! One hand-written pull parser ([`crate::json`]) reads a slice or a stream (through a 64 KiB
+//! window), straight into the model: integers exactly from numbers or hex strings, tables by
+//! their header rows ([`crate::table`]). Unknown keys and columns are skipped; optional
+//! sections may be missing; rows may be short where the trailing columns are optional (spec
+//! 1.2.2). Every failure names its JSON path and byte offset.
 
-use std::cell::RefCell;
-use std::fmt;
+use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::rc::Rc;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use trace_core::Offset;
-use trace_core::json::JsonU64;
 
 use crate::error::Error;
-use crate::fast::{FastRow, FastTable};
-use crate::model::{
-    BasicBlock, Dcfg, Edge, EdgeType, Edges, FileName, Image, Process, Routine, SourceLine,
-    SpecialNode, Symbol,
-};
+use crate::json::{Fail, Parser, ReadSource, Seg, SliceSource, Source};
+use crate::model::{Dcfg, Edges, Image, Process};
 use crate::raw;
+use crate::table::{Row, table};
 
 /// The compression around a DCFG, recognised by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,21 +45,24 @@ impl Compression {
 
 impl Dcfg {
     /// Reads a DCFG from bytes: plain JSON, or bzip2/gzip-compressed JSON (recognised by
-    /// their magic bytes).
+    /// their magic bytes, and decompressed as a stream).
+    ///
+    /// Memory: the model, about 0.8 to 1.0 times the JSON for Intel's layout, on top of
+    /// `bytes`.
     ///
     /// # Errors
     ///
-    /// Malformed JSON, a value of the wrong type, or a corrupt compressed stream; the
-    /// message names the JSON path and ends with the byte offset.
+    /// Malformed JSON, a value of the wrong type, or a corrupt compressed stream: the error
+    /// names the JSON path and the byte offset in the (uncompressed) JSON.
     pub fn from_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
         match Compression::detect(bytes) {
-            Compression::None => from_json_slice(bytes),
+            Compression::None => parse(SliceSource(bytes)),
             _ => Dcfg::from_reader(bytes),
         }
     }
 
-    /// Reads a DCFG from a stream (plain, bzip2 or gzip), parsing as it reads: memory is the
-    /// model plus small buffers.
+    /// Reads a DCFG from a stream (plain, bzip2 or gzip), parsing as it reads: the JSON text
+    /// is never held whole, so memory is the model plus a few buffers of 64 KiB.
     ///
     /// # Errors
     ///
@@ -74,22 +71,15 @@ impl Dcfg {
         let mut buf = BufReader::with_capacity(64 * 1024, reader);
         let head = buf.fill_buf().map_err(|e| io_error("cannot read", 0, e))?;
         match Compression::detect(head) {
-            Compression::None => from_json_reader(buf),
-            Compression::Bzip2 => from_json_reader(BufReader::with_capacity(
-                64 * 1024,
-                bzip2::read::MultiBzDecoder::new(buf),
-            )),
-            Compression::Gzip => from_json_reader(BufReader::with_capacity(
-                64 * 1024,
-                flate2::read::MultiGzDecoder::new(buf),
-            )),
+            Compression::None => parse(ReadSource::new(buf)),
+            Compression::Bzip2 => parse(ReadSource::new(bzip2::read::MultiBzDecoder::new(buf))),
+            Compression::Gzip => parse(ReadSource::new(flate2::read::MultiGzDecoder::new(buf))),
         }
     }
 
     /// Reads a DCFG file: `.json`, `.json.bz2` or `.json.gz` (recognised by content, not by
-    /// name), parsing as it reads: the JSON text is never held whole, so the peak memory is
-    /// the model plus small buffers (about 1.2× the uncompressed JSON for Intel's layout).
-    /// [`Dcfg::from_slice`] on a memory map or buffer is faster when memory allows.
+    /// name), parsing as it reads (see [`Dcfg::from_reader`]): the peak memory is the model
+    /// plus small buffers.
     ///
     /// # Errors
     ///
@@ -155,7 +145,7 @@ impl Dcfg {
             for &o in open.iter().rev() {
                 text.push(if o == b'[' { b']' } else { b'}' });
             }
-            if let Ok(d) = from_json_slice(&text) {
+            if let Ok(d) = parse(SliceSource(&text)) {
                 return Some(d);
             }
         }
@@ -171,563 +161,147 @@ fn io_error(context: &str, offset: u64, source: io::Error) -> Error {
     }
 }
 
-/// Parses plain JSON bytes.
-fn from_json_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let result = DcfgSeed
-        .deserialize(&mut de)
-        .and_then(|d| de.end().map(|()| d));
-    result.map_err(|e| {
-        let offset = line_col_to_offset(bytes, e.line(), e.column());
-        json_error(&e, offset)
-    })
+/// Parses a whole DCFG.
+fn parse<S: Source>(src: S) -> Result<Dcfg, Error> {
+    let mut p = Parser::new(src);
+    dcfg(&mut p)
+        .and_then(|d| p.end().map(|()| d))
+        .map_err(Fail::into_error)
 }
 
-/// Parses plain JSON from a stream, counting bytes for error offsets.
-fn from_json_reader<R: Read>(reader: R) -> Result<Dcfg, Error> {
-    let state = Rc::new(RefCell::new(TapState::default()));
-    let tap = Tap {
-        inner: reader,
-        state: Rc::clone(&state),
-    };
-    // serde_json reads one byte at a time; `std::io::Bytes` has a fast path for a `BufReader`
-    // passed by value, so the tap sits under the buffer.
-    let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(READ_BUF, tap));
-    let result = DcfgSeed
-        .deserialize(&mut de)
-        .and_then(|d| de.end().map(|()| d));
-    drop(de);
-    result.map_err(|e| {
-        let mut st = state.borrow_mut();
-        let count = st.count;
-        if let Some(io) = st.io_error.take() {
-            return io_error("cannot read or decompress the input", count, io);
-        }
-        let offset = st
-            .line_start(e.line())
-            .map_or(count, |start| {
-                start.saturating_add((e.column() as u64).saturating_sub(1))
-            })
-            .min(count);
-        json_error(&e, offset)
-    })
+/// Reads the value of object key `key` with `f`, naming the key in failures.
+fn under<S: Source, T>(
+    p: &mut Parser<S>,
+    key: &'static str,
+    f: impl FnOnce(&mut Parser<S>) -> Result<T, Fail>,
+) -> Result<T, Fail> {
+    f(p).map_err(|e| e.at(Seg::Key(key.into())))
 }
 
-/// Buffer size between the input and serde_json.
-const READ_BUF: usize = 8 * 1024;
-
-/// What a [`Tap`] has seen: the byte count, the number of newlines, and copies of the last
-/// two chunks (the parser lags the input by at most one buffer, so the line an error is on
-/// starts in one of them, unless it is longer than a buffer).
-#[derive(Default)]
-struct TapState {
-    /// Bytes read from the input.
-    count: u64,
-    io_error: Option<io::Error>,
-    /// Newlines seen so far.
-    newlines: usize,
-    /// The last two chunks: (offset of the chunk, newlines before it, bytes).
-    chunks: [(u64, usize, Vec<u8>); 2],
-    /// Which of `chunks` is the newer.
-    newer: usize,
+/// Skips the value of an unknown key, naming the key in failures.
+fn skip<S: Source>(p: &mut Parser<S>, key: Cow<'static, str>) -> Result<(), Fail> {
+    p.skip_value().map_err(|e| e.at(Seg::Key(key)))
 }
 
-impl TapState {
-    fn record(&mut self, bytes: &[u8]) {
-        self.newer ^= 1;
-        let (count, newlines) = (self.count, self.newlines);
-        let found = bytes.iter().filter(|&&b| b == b'\n').count();
-        if let Some(chunk) = self.chunks.get_mut(self.newer) {
-            chunk.0 = count;
-            chunk.1 = newlines;
-            chunk.2.clear();
-            chunk.2.extend_from_slice(bytes);
-        }
-        self.newlines = newlines.saturating_add(found);
-        self.count = count.saturating_add(bytes.len() as u64);
-    }
-
-    /// The offset where 1-based line `line` starts, if known.
-    fn line_start(&self, line: usize) -> Option<u64> {
-        if line <= 1 {
-            return Some(0);
-        }
-        // The (line - 1)-th newline ends the previous line.
-        let nth = line.saturating_sub(1);
-        for (base, before, bytes) in &self.chunks {
-            if nth <= *before {
-                continue;
-            }
-            let k = nth.saturating_sub(*before);
-            if let Some((pos, _)) = bytes
-                .iter()
-                .enumerate()
-                .filter(|&(_, &b)| b == b'\n')
-                .nth(k.saturating_sub(1))
-            {
-                return Some(base.saturating_add(pos as u64).saturating_add(1));
-            }
-        }
-        None
-    }
-}
-
-/// Counts bytes and lines as they pass from the input to the buffer.
-struct Tap<R> {
-    inner: R,
-    state: Rc<RefCell<TapState>>,
-}
-
-impl<R: Read> Read for Tap<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.inner.read(buf) {
-            Ok(n) => {
-                self.state
-                    .borrow_mut()
-                    .record(buf.get(..n).unwrap_or_default());
-                Ok(n)
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
-            Err(e) => {
-                let kind = e.kind();
-                self.state.borrow_mut().io_error = Some(e);
-                Err(io::Error::from(kind))
-            }
+/// The top-level object.
+fn dcfg<S: Source>(p: &mut Parser<S>) -> Result<Dcfg, Fail> {
+    p.begin_object("a DCFG (a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …)")?;
+    let mut d = Dcfg::default();
+    let (mut major, mut minor) = (None, None);
+    let mut first = true;
+    let keys = [
+        raw::MAJOR_VERSION,
+        raw::MINOR_VERSION,
+        raw::FILE_NAMES,
+        raw::EDGE_TYPES,
+        raw::SPECIAL_NODES,
+        raw::PROCESSES,
+    ];
+    while let Some(key) = p.next_key(&mut first, &keys)? {
+        match &*key {
+            raw::MAJOR_VERSION => major = Some(under(p, raw::MAJOR_VERSION, Parser::u64)?),
+            raw::MINOR_VERSION => minor = Some(under(p, raw::MINOR_VERSION, Parser::u64)?),
+            raw::FILE_NAMES => d.file_names = Some(under(p, raw::FILE_NAMES, table)?),
+            raw::EDGE_TYPES => d.edge_types = Some(under(p, raw::EDGE_TYPES, table)?),
+            raw::SPECIAL_NODES => d.special_nodes = Some(under(p, raw::SPECIAL_NODES, table)?),
+            raw::PROCESSES => d.processes = under(p, raw::PROCESSES, table)?,
+            _ => skip(p, key)?,
         }
     }
+    let end = p.offset().saturating_sub(1);
+    let missing = |key| Fail::msg(end, format!("missing key {key}"));
+    d.major_version = major.ok_or_else(|| missing(raw::MAJOR_VERSION))?;
+    d.minor_version = minor.ok_or_else(|| missing(raw::MINOR_VERSION))?;
+    Ok(d)
 }
 
-/// The byte offset of serde_json's 1-based (line, column) in `bytes`.
-fn line_col_to_offset(bytes: &[u8], line: usize, column: usize) -> u64 {
-    if line == 0 {
-        return bytes.len() as u64;
-    }
-    let mut start = 0usize;
-    let mut remaining = line.saturating_sub(1);
-    if remaining > 0 {
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' {
-                remaining = remaining.saturating_sub(1);
-                if remaining == 0 {
-                    start = i.saturating_add(1);
-                    break;
+impl Row for Process {
+    const COLUMNS: &'static [&'static str] = &raw::PROCESS_COLUMNS;
+    const REQUIRED: u32 = 0b1;
+    const TRANSPARENT: u32 = 0b10;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            _ => {
+                self.has_data = !p.null()?;
+                if self.has_data {
+                    process_data(p, self)?;
                 }
             }
         }
-    }
-    let off = start.saturating_add(column.saturating_sub(1));
-    off.min(bytes.len()) as u64
-}
-
-fn json_error(e: &serde_json::Error, offset: u64) -> Error {
-    Error::Json {
-        offset: Offset(offset),
-        message: strip_positions(&e.to_string()),
+        Ok(())
     }
 }
 
-/// Removes serde_json's " at line N column M" decorations (nested errors repeat them); the
-/// caller appends the byte offset instead.
-fn strip_positions(msg: &str) -> String {
-    const PAT: &str = " at line ";
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg;
-    while let Some(i) = rest.find(PAT) {
-        let (before, after) = rest.split_at(i);
-        out.push_str(before);
-        let tail = after.get(PAT.len()..).unwrap_or_default();
-        match skip_line_column(tail) {
-            Some(t) => rest = t,
-            None => {
-                out.push_str(PAT);
-                rest = tail;
+/// A `PROCESS_DATA` object.
+fn process_data<S: Source>(p: &mut Parser<S>, proc: &mut Process) -> Result<(), Fail> {
+    p.begin_object("a process-data object (`{ \"INSTR_COUNT\" : …, \"IMAGES\" : …, … }`)")?;
+    let mut first = true;
+    let keys = [
+        raw::INSTR_COUNT,
+        raw::INSTR_COUNT_PER_THREAD,
+        raw::IMAGES,
+        raw::EDGES,
+    ];
+    while let Some(key) = p.next_key(&mut first, &keys)? {
+        match &*key {
+            raw::INSTR_COUNT => proc.instr_count = Some(under(p, raw::INSTR_COUNT, Parser::u64)?),
+            raw::INSTR_COUNT_PER_THREAD => {
+                let mut v = Vec::new();
+                under(p, raw::INSTR_COUNT_PER_THREAD, |p| {
+                    p.u64_array(|x| v.push(x))
+                })?;
+                v.shrink_to_fit();
+                proc.instr_count_per_thread = Some(v);
             }
+            raw::IMAGES => proc.images = Some(under(p, raw::IMAGES, table)?),
+            raw::EDGES => proc.edges = Some(Edges::from(under(p, raw::EDGES, table)?)),
+            _ => skip(p, key)?,
         }
     }
-    out.push_str(rest);
-    out
+    Ok(())
 }
 
-/// Given text after " at line ", skips "N column M" and returns the rest.
-fn skip_line_column(s: &str) -> Option<&str> {
-    let s = s.trim_start_matches(|c: char| c.is_ascii_digit());
-    let s = s.strip_prefix(" column ")?;
-    let t = s.trim_start_matches(|c: char| c.is_ascii_digit());
-    (t.len() < s.len()).then_some(t)
-}
-
-/// Wraps an error with the key or column it happened under.
-fn under<E: de::Error>(path: &str, e: impl fmt::Display) -> E {
-    E::custom(format_args!("{path}: {e}"))
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers for integer arrays.
-
-struct U64Seq;
-
-impl<'de> Visitor<'de> for U64Seq {
-    type Value = Vec<u64>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of integers")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
-        let mut v = Vec::new();
-        while let Some(JsonU64(x)) = seq.next_element()? {
-            v.push(x);
-        }
-        Ok(v)
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Table rows (column names from `raw`).
-
-#[derive(Deserialize)]
-struct FileNameRow {
-    #[serde(rename = "FILE_NAME_ID")]
-    id: JsonU64,
-    #[serde(rename = "FILE_NAME")]
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct EdgeTypeRow {
-    #[serde(rename = "EDGE_TYPE_ID")]
-    id: JsonU64,
-    #[serde(rename = "EDGE_TYPE")]
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct SpecialNodeRow {
-    #[serde(rename = "NODE_ID")]
-    id: JsonU64,
-    #[serde(rename = "NODE_NAME")]
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct ProcessRow {
-    #[serde(rename = "PROCESS_ID")]
-    id: JsonU64,
-    #[serde(rename = "PROCESS_DATA", default)]
-    data: Option<ProcessData>,
-}
-
-#[derive(Deserialize)]
-struct ImageRow {
-    #[serde(rename = "IMAGE_ID")]
-    id: JsonU64,
-    #[serde(rename = "LOAD_ADDR")]
-    load_addr: JsonU64,
-    #[serde(rename = "SIZE")]
-    size: JsonU64,
-    #[serde(rename = "IMAGE_DATA", default)]
-    data: Option<ImageData>,
-}
-
-// ---------------------------------------------------------------------------------------
-// Tables with conversion, streamed row by row.
-
-struct TableOf<R, T>(fn(R) -> T);
-
-impl<'de, R: Deserialize<'de>, T> DeserializeSeed<'de> for TableOf<R, T> {
-    type Value = Vec<T>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<T>, D::Error> {
-        let mut out = Vec::new();
-        let f = self.0;
-        trace_core::json::for_each_row(d, |row: R| {
-            out.push(f(row));
-            Ok(())
-        })?;
-        out.shrink_to_fit();
-        Ok(out)
-    }
-}
-
-fn fast<'de, A: MapAccess<'de>, T: FastRow>(map: &mut A, key: &str) -> Result<Vec<T>, A::Error> {
-    map.next_value_seed(FastTable::<T>::new())
-        .map_err(|e| under(key, e))
-}
-
-fn next_table<'de, A: MapAccess<'de>, R: Deserialize<'de>, T>(
-    map: &mut A,
-    key: &str,
-    f: fn(R) -> T,
-) -> Result<Vec<T>, A::Error> {
-    map.next_value_seed(TableOf(f)).map_err(|e| under(key, e))
-}
-
-// ---------------------------------------------------------------------------------------
-// Objects.
-
-struct DcfgSeed;
-
-impl<'de> DeserializeSeed<'de> for DcfgSeed {
-    type Value = Dcfg;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Dcfg, D::Error> {
-        d.deserialize_map(DcfgVisitor)
-    }
-}
-
-struct DcfgVisitor;
-
-impl<'de> Visitor<'de> for DcfgVisitor {
-    type Value = Dcfg;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a DCFG: a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Dcfg, A::Error> {
-        let mut dcfg = Dcfg::default();
-        let (mut major, mut minor) = (None, None);
-        while let Some(key) = map.next_key::<KeyBuf>()? {
-            match key.as_str() {
-                raw::MAJOR_VERSION => {
-                    major = Some(
-                        map.next_value::<JsonU64>()
-                            .map_err(|e| under(raw::MAJOR_VERSION, e))?
-                            .0,
-                    );
-                }
-                raw::MINOR_VERSION => {
-                    minor = Some(
-                        map.next_value::<JsonU64>()
-                            .map_err(|e| under(raw::MINOR_VERSION, e))?
-                            .0,
-                    );
-                }
-                raw::FILE_NAMES => {
-                    dcfg.file_names =
-                        Some(next_table(&mut map, raw::FILE_NAMES, |r: FileNameRow| {
-                            FileName {
-                                id: r.id.0,
-                                name: r.name,
-                            }
-                        })?);
-                }
-                raw::EDGE_TYPES => {
-                    dcfg.edge_types =
-                        Some(next_table(&mut map, raw::EDGE_TYPES, |r: EdgeTypeRow| {
-                            EdgeType {
-                                id: r.id.0,
-                                name: r.name,
-                            }
-                        })?);
-                }
-                raw::SPECIAL_NODES => {
-                    dcfg.special_nodes = Some(next_table(
-                        &mut map,
-                        raw::SPECIAL_NODES,
-                        |r: SpecialNodeRow| SpecialNode {
-                            id: r.id.0,
-                            name: r.name,
-                        },
-                    )?);
-                }
-                raw::PROCESSES => {
-                    dcfg.processes = next_table(&mut map, raw::PROCESSES, |r: ProcessRow| {
-                        let mut p = Process {
-                            id: r.id.0,
-                            ..Process::default()
-                        };
-                        if let Some(d) = r.data {
-                            p.has_data = true;
-                            p.instr_count = d.instr_count;
-                            p.instr_count_per_thread = d.instr_count_per_thread;
-                            p.images = d.images;
-                            p.edges = d.edges;
-                        }
-                        p
-                    })?;
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
+impl Row for Image {
+    const COLUMNS: &'static [&'static str] = &raw::IMAGE_COLUMNS;
+    const REQUIRED: u32 = 0b111;
+    const TRANSPARENT: u32 = 0b1000;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            1 => self.load_addr = p.u64()?,
+            2 => self.size = p.u64()?,
+            _ => {
+                self.has_data = !p.null()?;
+                if self.has_data {
+                    image_data(p, self)?;
                 }
             }
         }
-        dcfg.major_version = major.ok_or_else(|| de::Error::missing_field(raw::MAJOR_VERSION))?;
-        dcfg.minor_version = minor.ok_or_else(|| de::Error::missing_field(raw::MINOR_VERSION))?;
-        Ok(dcfg)
+        Ok(())
     }
 }
 
-/// An object key, borrowed when the input allows.
-struct KeyBuf(String);
-
-impl KeyBuf {
-    fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de> Deserialize<'de> for KeyBuf {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBuf, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = KeyBuf;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyBuf, E> {
-                Ok(KeyBuf(v.to_owned()))
-            }
+/// An `IMAGE_DATA` object.
+fn image_data<S: Source>(p: &mut Parser<S>, img: &mut Image) -> Result<(), Fail> {
+    p.begin_object("an image-data object (`{ \"FILE_NAME_ID\" : …, \"SYMBOLS\" : …, … }`)")?;
+    let mut first = true;
+    let keys = [
+        raw::FILE_NAME_ID,
+        raw::SYMBOLS,
+        raw::SOURCE_DATA,
+        raw::BASIC_BLOCKS,
+        raw::ROUTINES,
+    ];
+    while let Some(key) = p.next_key(&mut first, &keys)? {
+        match &*key {
+            raw::FILE_NAME_ID => img.file_name_id = Some(under(p, raw::FILE_NAME_ID, Parser::u64)?),
+            raw::SYMBOLS => img.symbols = Some(under(p, raw::SYMBOLS, table)?),
+            raw::SOURCE_DATA => img.source_data = Some(under(p, raw::SOURCE_DATA, table)?),
+            raw::BASIC_BLOCKS => img.basic_blocks = Some(under(p, raw::BASIC_BLOCKS, table)?),
+            raw::ROUTINES => img.routines = Some(under(p, raw::ROUTINES, table)?),
+            _ => skip(p, key)?,
         }
-        d.deserialize_str(V)
     }
-}
-
-#[derive(Default)]
-struct ProcessData {
-    instr_count: Option<u64>,
-    instr_count_per_thread: Option<Vec<u64>>,
-    images: Option<Vec<Image>>,
-    edges: Option<Edges>,
-}
-
-impl<'de> Deserialize<'de> for ProcessData {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ProcessData, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ProcessData;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a process-data object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProcessData, A::Error> {
-                let mut p = ProcessData::default();
-                while let Some(key) = map.next_key::<KeyBuf>()? {
-                    match key.as_str() {
-                        raw::INSTR_COUNT => {
-                            p.instr_count = Some(
-                                map.next_value::<JsonU64>()
-                                    .map_err(|e| under(raw::INSTR_COUNT, e))?
-                                    .0,
-                            );
-                        }
-                        raw::INSTR_COUNT_PER_THREAD => {
-                            p.instr_count_per_thread = map
-                                .next_value_seed(U64VecSeed)
-                                .map(Some)
-                                .map_err(|e| under(raw::INSTR_COUNT_PER_THREAD, e))?;
-                        }
-                        raw::IMAGES => {
-                            p.images = Some(next_table(&mut map, raw::IMAGES, |r: ImageRow| {
-                                let mut img = Image {
-                                    id: r.id.0,
-                                    load_addr: r.load_addr.0,
-                                    size: r.size.0,
-                                    ..Image::default()
-                                };
-                                if let Some(d) = r.data {
-                                    img.has_data = true;
-                                    img.file_name_id = d.file_name_id;
-                                    img.symbols = d.symbols;
-                                    img.source_data = d.source_data;
-                                    img.basic_blocks = d.basic_blocks;
-                                    img.routines = d.routines;
-                                }
-                                img
-                            })?);
-                        }
-                        raw::EDGES => {
-                            let mut edges = Edges::from(fast::<_, Edge>(&mut map, raw::EDGES)?);
-                            edges.shrink_to_fit();
-                            p.edges = Some(edges);
-                        }
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(p)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-struct U64VecSeed;
-
-impl<'de> DeserializeSeed<'de> for U64VecSeed {
-    type Value = Vec<u64>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u64>, D::Error> {
-        d.deserialize_seq(U64Seq)
-    }
-}
-
-#[derive(Default)]
-struct ImageData {
-    file_name_id: Option<u64>,
-    symbols: Option<Vec<Symbol>>,
-    source_data: Option<Vec<SourceLine>>,
-    basic_blocks: Option<Vec<BasicBlock>>,
-    routines: Option<Vec<Routine>>,
-}
-
-impl<'de> Deserialize<'de> for ImageData {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ImageData, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = ImageData;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an image-data object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ImageData, A::Error> {
-                let mut img = ImageData::default();
-                while let Some(key) = map.next_key::<KeyBuf>()? {
-                    match key.as_str() {
-                        raw::FILE_NAME_ID => {
-                            img.file_name_id = Some(
-                                map.next_value::<JsonU64>()
-                                    .map_err(|e| under(raw::FILE_NAME_ID, e))?
-                                    .0,
-                            );
-                        }
-                        raw::SYMBOLS => {
-                            img.symbols = Some(fast(&mut map, raw::SYMBOLS)?);
-                        }
-                        raw::SOURCE_DATA => {
-                            img.source_data = Some(fast(&mut map, raw::SOURCE_DATA)?);
-                        }
-                        raw::BASIC_BLOCKS => {
-                            img.basic_blocks = Some(fast(&mut map, raw::BASIC_BLOCKS)?);
-                        }
-                        raw::ROUTINES => {
-                            img.routines = Some(fast(&mut map, raw::ROUTINES)?);
-                        }
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(img)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_are_stripped() {
-        assert_eq!(
-            strip_positions("A: b at line 3 column 7: c at line 3 column 9"),
-            "A: b: c"
-        );
-        assert_eq!(strip_positions("x at line y"), "x at line y");
-    }
-
-    #[test]
-    fn offsets_from_line_and_column() {
-        let s = b"ab\ncd\nef";
-        assert_eq!(line_col_to_offset(s, 1, 1), 0);
-        assert_eq!(line_col_to_offset(s, 2, 2), 4);
-        assert_eq!(line_col_to_offset(s, 3, 1), 6);
-        assert_eq!(line_col_to_offset(s, 9, 9), 8);
-    }
+    Ok(())
 }

@@ -152,8 +152,8 @@ pub fn synthetic(cfg: SynthConfig) -> Dcfg {
                 let instrs = rng.below(12).saturating_add(1);
                 let size = instrs.saturating_mul(4);
                 let count_t = |t: usize| -> u64 {
-                    let it = iters.get(t).copied().unwrap_or(0);
-                    let rp = reps.get(t).copied().unwrap_or(0);
+                    let it = iters.get(t).unwrap_or(0);
+                    let rp = reps.get(t).unwrap_or(0);
                     match k {
                         1 => it.saturating_add(1),
                         2 => it.saturating_add(rp),
@@ -490,7 +490,7 @@ pub fn dialect_json(d: &Dcfg, style: IntStyle, rotate: usize) -> Vec<u8> {
                                     int(e.source),
                                     int(e.target),
                                     int(e.type_id),
-                                    ints(&e.counts),
+                                    ints(&e.counts.to_vec()),
                                 ]
                             })
                             .collect(),

@@ -181,10 +181,10 @@ impl<W: Write> Out<W> {
     }
 
     /// Emits `f` for each item, stopping early when measuring has seen enough.
-    fn each<T>(
+    fn each<I: IntoIterator>(
         &mut self,
-        items: &[T],
-        f: impl Fn(&mut Self, &T) -> io::Result<()>,
+        items: I,
+        f: impl Fn(&mut Self, I::Item) -> io::Result<()>,
     ) -> io::Result<()> {
         for it in items {
             if self.full() {
@@ -362,7 +362,7 @@ fn process<W: Write>(o: &mut Out<W>, p: &Process) -> io::Result<()> {
                 o.int(e.source)?;
                 o.int(e.target)?;
                 o.int(e.type_id)?;
-                o.array(&|o| o.each(&e.counts, |o, &c| o.int(c)))
+                o.array(&|o| o.each(&e.counts, Out::int))
             })?;
         }
         Ok(())

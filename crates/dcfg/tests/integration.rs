@@ -7,6 +7,7 @@
     clippy::arithmetic_side_effects
 )]
 
+mod errors;
 mod fixtures;
 mod queries;
 mod real;

@@ -275,3 +275,30 @@ fn never_panics_on_mutated_fixtures() {
         3,
     ));
 }
+
+/// Per-thread counts keep any values, compactly: 16 bytes, no allocation for typical counts.
+#[test]
+fn counts_keep_their_values() {
+    fn prop(big: Vec<u64>, small: Vec<u8>) -> bool {
+        let small: Vec<u64> = small.iter().map(|&b| u64::from(b % 130)).collect();
+        [big, small].iter().all(|v| {
+            let c: Counts = v.iter().copied().collect();
+            c.len() == v.len()
+                && c.to_vec() == *v
+                && c.iter().len() == v.len()
+                && (0..v.len()).all(|t| c.get(t) == Some(v[t]))
+                && c.get(v.len()).is_none()
+                && c.total() == v.iter().fold(0u64, |a, &x| a.saturating_add(x))
+                && c == Counts::from(&v[..])
+                && format!("{c:?}") == format!("{v:?}")
+        })
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(prop as fn(Vec<u64>, Vec<u8>) -> bool);
+    assert_eq!(size_of::<Counts>(), 16);
+    assert_eq!(size_of::<Edge>(), 48);
+    // Eight threads with counts below 128 stay inline (13 bytes of varints).
+    let c: Counts = [0, 1, 127, 0, 5, 0, 0, 9].into_iter().collect();
+    assert_eq!(c.to_vec(), [0, 1, 127, 0, 5, 0, 0, 9]);
+}

@@ -109,11 +109,16 @@ fn dump_of_a_truncated_file_gives_complete_blocks_then_the_error() {
         full.starts_with(&out),
         "recovered lines are the first lines of the full dump"
     );
-    assert!(stderr(&o).contains("EOF while parsing"));
-    assert!(
-        stderr(&o).trim_end().ends_with("at offset 0xf28"),
-        "{}",
-        stderr(&o)
+    // The input ends inside a key of the second image's IMAGE_DATA object.
+    let len = std::fs::metadata(testdata("dcfg/err-truncated.dcfg.json"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: PROCESSES[0].IMAGES[1].IMAGE_DATA: expected the end of the string (`\"`), \
+             found the end of the input at offset {len:#x}\n"
+        )
     );
 }
 
@@ -129,16 +134,32 @@ fn validate_ok_findings_and_errors() {
         "{err}"
     );
     assert!(err.contains("error: 7 consistency problem(s)"), "{err}");
-    for name in [
-        "err-float-id.dcfg.json",
-        "err-bad-hex.dcfg.json",
-        "err-truncated.dcfg.json",
-        "err-short-row.dcfg.json",
+    // Parse errors name the JSON path and the offset.
+    for (name, path) in [
+        (
+            "err-float-id.dcfg.json",
+            "PROCESSES[0].IMAGES[0].BASIC_BLOCKS[0].NODE_ID",
+        ),
+        (
+            "err-bad-hex.dcfg.json",
+            "PROCESSES[0].IMAGES[0].SYMBOLS[0].ADDR_OFFSET",
+        ),
+        (
+            "err-truncated.dcfg.json",
+            "PROCESSES[0].IMAGES[1].IMAGE_DATA",
+        ),
+        (
+            "err-short-row.dcfg.json",
+            "PROCESSES[0].IMAGES[0].BASIC_BLOCKS[0].SIZE",
+        ),
     ] {
         let o = tracekit(["-q", "validate", &td(name)]);
         assert_eq!(o.status.code(), Some(1), "{name}");
         let err = stderr(&o);
-        assert!(err.starts_with("error: "), "{name}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {path}: ")),
+            "{name}: {err}"
+        );
         assert!(err.contains(" at offset 0x"), "{name}: {err}");
     }
 }

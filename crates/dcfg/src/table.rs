@@ -1,0 +1,324 @@
+//! Header-row tables (spec 1.2.2): the header row is mapped once to column slots, then every
+//! data row is read value by value straight into its struct.
+//!
+//! Columns are found by name in any order (trailing spaces ignored: the specification's own
+//! example writes `"SIZE "`), unknown columns are skipped, and short rows leave the trailing
+//! optional columns missing. Failures name the row (data rows from 0, as validation findings
+//! do) and the column, e.g. `BASIC_BLOCKS[5].NUM_INSTRS`.
+
+use crate::json::{Fail, Parser, Seg, Source};
+use crate::model::{
+    BasicBlock, Counts, Edge, EdgeType, FileName, Loop, Routine, RoutineNode, SourceLine,
+    SpecialNode, Symbol,
+};
+use crate::raw;
+
+/// Slot of an unknown column.
+const SKIP: u8 = u8::MAX;
+/// The most columns a header may have.
+const MAX_COLUMNS: usize = 64;
+
+/// What a table looks like, for messages.
+const TABLE: &str = "a table (an array whose first element is an array of column names)";
+
+/// A row type of a table.
+pub(crate) trait Row: Default {
+    /// The known column names (index = slot, at most 32).
+    const COLUMNS: &'static [&'static str];
+    /// Slots that must have a value (bit i = slot i).
+    const REQUIRED: u32;
+    /// Slots holding an object whose keys continue the path directly (`PROCESSES[0].IMAGES`
+    /// rather than `PROCESSES[0].PROCESS_DATA.IMAGES`, as validation findings write it).
+    const TRANSPARENT: u32 = 0;
+    /// Reads the value of column slot `slot` (the parser is before the value).
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail>;
+}
+
+fn bit(slot: u8) -> u32 {
+    1u32.checked_shl(u32::from(slot)).unwrap_or(0)
+}
+
+fn column_name<T: Row>(slot: u8) -> &'static str {
+    T::COLUMNS.get(usize::from(slot)).copied().unwrap_or("?")
+}
+
+/// Reads a whole table; `null` reads as `None`.
+pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<Vec<T>>, Fail> {
+    if p.null()? {
+        Ok(None)
+    } else {
+        table(p).map(Some)
+    }
+}
+
+/// Reads a whole table.
+pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
+    p.begin_array(TABLE)?;
+    let mut first = true;
+    p.peek()?;
+    let header_at = p.offset();
+    if !p.next_elem(&mut first)? {
+        return Err(Fail::msg(header_at, "the table has no header row").at(Seg::Header));
+    }
+    let slots = header::<S, T>(p).map_err(|f| f.at(Seg::Header))?;
+    let have = slots
+        .iter()
+        .filter(|&&s| s != SKIP)
+        .fold(0u32, |a, &s| a | bit(s));
+    if let Some(missing) = (0..T::COLUMNS.len())
+        .filter_map(|i| u8::try_from(i).ok())
+        .find(|&i| T::REQUIRED & bit(i) != 0 && have & bit(i) == 0)
+    {
+        return Err(Fail::msg(
+            header_at,
+            format!("the header row has no column {}", column_name::<T>(missing)),
+        )
+        .at(Seg::Header));
+    }
+    let mut rows = Vec::new();
+    let mut r = 0u64;
+    loop {
+        let more = p.next_elem(&mut first).map_err(|f| f.at(Seg::Row(r)))?;
+        if !more {
+            break;
+        }
+        rows.push(row::<S, T>(p, &slots).map_err(|f| f.at(Seg::Row(r)))?);
+        r = r.saturating_add(1);
+    }
+    rows.shrink_to_fit();
+    Ok(rows)
+}
+
+/// The header row: each column's slot (or [`SKIP`]).
+fn header<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
+    p.begin_array("a header row (an array of column names)")?;
+    let mut slots = Vec::new();
+    let mut first = true;
+    while p.next_elem(&mut first)? {
+        p.peek()?;
+        let at = p.offset();
+        let slot = p
+            .string_with(|name| {
+                let name = name.trim_end_matches(' ');
+                T::COLUMNS
+                    .iter()
+                    .position(|c| *c == name)
+                    .and_then(|i| u8::try_from(i).ok())
+                    .unwrap_or(SKIP)
+            })
+            .map_err(|f| f.at(Seg::Index(slots.len() as u64)))?;
+        if slots.len() >= MAX_COLUMNS {
+            return Err(Fail::msg(at, format!("more than {MAX_COLUMNS} columns")));
+        }
+        slots.push(slot);
+    }
+    Ok(slots)
+}
+
+/// One data row.
+fn row<S: Source, T: Row>(p: &mut Parser<S>, slots: &[u8]) -> Result<T, Fail> {
+    p.begin_array("a table row (an array of values)")?;
+    let mut value = T::default();
+    let mut got = 0u32;
+    let mut first = true;
+    let mut ended = false;
+    let mut values = 0usize;
+    for (col, &slot) in slots.iter().enumerate() {
+        if !p.next_elem(&mut first)? {
+            ended = true;
+            break;
+        }
+        values = col.saturating_add(1);
+        let read = if slot == SKIP {
+            p.skip_value()
+        } else {
+            value.cell(slot, p)
+        };
+        read.map_err(|f| {
+            if slot == SKIP {
+                f.at(Seg::Index(col as u64))
+            } else if T::TRANSPARENT & bit(slot) != 0 && f.is_nested() {
+                f
+            } else {
+                f.at(Seg::Column(column_name::<T>(slot)))
+            }
+        })?;
+        got |= bit(slot);
+    }
+    if !ended && p.next_elem(&mut first)? {
+        p.peek()?;
+        return Err(Fail::msg(
+            p.offset(),
+            format!(
+                "more values than the {} columns of the header row",
+                slots.len()
+            ),
+        )
+        .at(Seg::Index(slots.len() as u64)));
+    }
+    if got & T::REQUIRED != T::REQUIRED
+        && let Some(&slot) = slots
+            .iter()
+            .find(|&&s| s != SKIP && T::REQUIRED & bit(s) != 0 && got & bit(s) == 0)
+    {
+        // At the row's closing bracket.
+        return Err(Fail::msg(
+            p.offset().saturating_sub(1),
+            format!("missing: the row ends after {values} values"),
+        )
+        .at(Seg::Column(column_name::<T>(slot))));
+    }
+    Ok(value)
+}
+
+/// An array of integers (`null` reads as empty).
+fn ids<S: Source>(p: &mut Parser<S>) -> Result<Vec<u64>, Fail> {
+    let mut v = Vec::new();
+    p.u64_array(|x| v.push(x))?;
+    v.shrink_to_fit();
+    Ok(v)
+}
+
+/// Per-thread counts (`null` reads as empty).
+fn counts<S: Source>(p: &mut Parser<S>) -> Result<Counts, Fail> {
+    let mut c = Counts::new();
+    p.u64_array(|x| c.push(x))?;
+    Ok(c)
+}
+
+impl Row for BasicBlock {
+    const COLUMNS: &'static [&'static str] = &raw::BLOCK_COLUMNS;
+    const REQUIRED: u32 = 0b1111;
+    #[inline]
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            1 => self.addr_offset = p.u64()?,
+            2 => self.size = p.u64()?,
+            3 => self.num_instrs = p.u64()?,
+            4 => self.last_instr_offset = p.opt_u64()?,
+            _ => self.count = p.opt_u64()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for Edge {
+    const COLUMNS: &'static [&'static str] = &raw::EDGE_COLUMNS;
+    const REQUIRED: u32 = 0b1111;
+    #[inline]
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            1 => self.source = p.u64()?,
+            2 => self.target = p.u64()?,
+            3 => self.type_id = p.u64()?,
+            _ => self.counts = counts(p)?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for SourceLine {
+    const COLUMNS: &'static [&'static str] = &raw::SOURCE_COLUMNS;
+    const REQUIRED: u32 = 0b111;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.file_name_id = p.u64()?,
+            1 => self.line = p.u64()?,
+            2 => self.addr_offset = p.u64()?,
+            3 => self.size = p.opt_u64()?,
+            _ => self.num_instrs = p.opt_u64()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for Symbol {
+    const COLUMNS: &'static [&'static str] = &raw::SYMBOL_COLUMNS;
+    const REQUIRED: u32 = 0b11;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.name = p.string()?,
+            1 => self.addr_offset = p.u64()?,
+            _ => self.size = p.opt_u64()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for RoutineNode {
+    const COLUMNS: &'static [&'static str] = &raw::ROUTINE_NODE_COLUMNS;
+    const REQUIRED: u32 = 0b11;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            _ => self.idom = p.u64()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for Loop {
+    const COLUMNS: &'static [&'static str] = &raw::LOOP_COLUMNS;
+    const REQUIRED: u32 = 0b1;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.head = p.u64()?,
+            1 => self.back_edge_sources = ids(p)?,
+            2 => self.nodes = ids(p)?,
+            _ => self.parent = p.opt_u64()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for Routine {
+    const COLUMNS: &'static [&'static str] = &raw::ROUTINE_COLUMNS;
+    const REQUIRED: u32 = 0b1;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.entry = p.u64()?,
+            1 => self.exits = ids(p)?,
+            2 => self.nodes = opt_table(p)?.unwrap_or_default(),
+            _ => self.loops = opt_table(p)?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for FileName {
+    const COLUMNS: &'static [&'static str] = &raw::FILE_NAME_COLUMNS;
+    const REQUIRED: u32 = 0b11;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            _ => self.name = p.string()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for EdgeType {
+    const COLUMNS: &'static [&'static str] = &raw::EDGE_TYPE_COLUMNS;
+    const REQUIRED: u32 = 0b11;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            _ => self.name = p.string()?,
+        }
+        Ok(())
+    }
+}
+
+impl Row for SpecialNode {
+    const COLUMNS: &'static [&'static str] = &raw::SPECIAL_NODE_COLUMNS;
+    const REQUIRED: u32 = 0b11;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+        match slot {
+            0 => self.id = p.u64()?,
+            _ => self.name = p.string()?,
+        }
+        Ok(())
+    }
+}
