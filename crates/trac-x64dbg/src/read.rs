@@ -140,6 +140,12 @@ const MARK_NEW_SESSION: u64 = 8 << 56;
 /// [`InstrMeta::packed`]: 8-byte words (x64), else 4 (x86).
 const MARK_WORD8: u64 = 16 << 56;
 
+/// `bit` if `on`, else 0.
+#[inline(always)]
+fn mark(on: bool, bit: u64) -> u64 {
+    if on { bit } else { 0 }
+}
+
 impl InstrMeta {
     #[inline(always)]
     fn thread(&self) -> u32 {
@@ -271,20 +277,22 @@ const PREFETCH_WINDOW: usize = 512;
 /// Cache line size.
 const LINE: usize = 64;
 
-/// When a block from `pos` to `end` crosses into a new [`PREFETCH_WINDOW`], loads one byte
-/// of every cache line of the window [`PREFETCH_AHEAD`] bytes further on and discards them.
-/// Decoding is a chain of dependent loads (a block's length comes from its own bytes),
-/// which the CPU cannot run ahead of; these loads depend on nothing, so they bring the
-/// cache lines in early, like prefetch instructions (which would need `unsafe`). A whole
-/// window's loads go out together, so their misses overlap.
+/// When the block `block` ends in a new [`PREFETCH_WINDOW`] (of memory addresses), loads
+/// one byte of every cache line of the window [`PREFETCH_AHEAD`] bytes further on in
+/// `rest` (the data after the block) and discards them. Decoding is a chain of dependent
+/// loads (a block's length comes from its own bytes), which the CPU cannot run ahead of;
+/// these loads depend on nothing, so they bring the cache lines in early, like prefetch
+/// instructions (which would need `unsafe`). A whole window's loads go out together, so
+/// their misses overlap.
 #[inline(always)]
-fn prefetch(data: &[u8], pos: usize, end: usize) {
-    let window = end / PREFETCH_WINDOW;
-    if window == pos / PREFETCH_WINDOW {
+fn prefetch(block: &[u8], rest: &[u8]) {
+    let start = block.as_ptr() as usize;
+    let end = start + block.len();
+    if end / PREFETCH_WINDOW == start / PREFETCH_WINDOW {
         return;
     }
-    let start = window * PREFETCH_WINDOW + PREFETCH_AHEAD;
-    if let Some(ahead) = data.get(start..start + PREFETCH_WINDOW) {
+    let skip = PREFETCH_AHEAD - end % PREFETCH_WINDOW;
+    if let Some(ahead) = rest.get(skip..skip + PREFETCH_WINDOW) {
         let mut x = 0u8;
         for line in ahead.iter().step_by(LINE) {
             x ^= *line;
@@ -293,23 +301,26 @@ fn prefetch(data: &[u8], pos: usize, end: usize) {
     }
 }
 
-/// `bytes` in words of `w` bytes, with the usual sizes as constants (no division).
-#[inline(always)]
-fn words_of(bytes: &[u8], w: usize) -> core::slice::ChunksExact<'_, u8> {
-    match w {
-        8 => bytes.chunks_exact(8),
-        4 => bytes.chunks_exact(4),
-        _ => bytes.chunks_exact(w.max(1)),
-    }
+/// Whether a full dump starts a new recording session: one that is not at a multiple of
+/// 512 instructions of the current session (`in_session` instructions so far). A plain
+/// function, not a method: a pointer to the decoder state passed to a call that is not
+/// inlined would keep the hot loop from holding the state in registers.
+#[cold]
+fn starts_session(have_prev: bool, in_session: u64) -> bool {
+    have_prev && !in_session.is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL))
 }
 
-/// Reads one little-endian word of 4 or 8 bytes.
-#[inline]
-fn word_value(chunk: &[u8]) -> u64 {
-    match chunk.len() {
-        8 => <[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes),
-        4 => <[u8; 4]>::try_from(chunk).map_or(0, |b| u64::from(u32::from_le_bytes(b))),
-        _ => 0,
+/// Takes one little-endian word (8 bytes if `wide`, else 4) from the front of `bytes`.
+#[inline(always)]
+fn take_word(bytes: &mut &[u8], wide: bool) -> Option<u64> {
+    if wide {
+        let (word, rest) = bytes.split_first_chunk::<8>()?;
+        *bytes = rest;
+        Some(u64::from_le_bytes(*word))
+    } else {
+        let (word, rest) = bytes.split_first_chunk::<4>()?;
+        *bytes = rest;
+        Some(u64::from(u32::from_le_bytes(*word)))
     }
 }
 
@@ -326,6 +337,11 @@ impl<'a> Instruction<'a> {
     #[inline]
     fn w(&self) -> usize {
         self.meta.word()
+    }
+
+    #[inline]
+    fn wide(&self) -> bool {
+        self.meta.packed & MARK_WORD8 != 0
     }
 
     #[inline]
@@ -443,7 +459,8 @@ impl<'a> Instruction<'a> {
         let p = self.positions_start();
         RegChanges {
             positions: self.part(p, n).iter(),
-            values: words_of(self.part(p + n, n * self.w()), self.w()),
+            values: self.part(p + n, n * self.w()),
+            wide: self.wide(),
             next: 0,
         }
     }
@@ -460,18 +477,14 @@ impl<'a> Instruction<'a> {
     #[inline]
     pub fn mem(&self) -> MemAccesses<'a> {
         let m = self.mem_count();
-        let w = self.w().max(1);
+        let w = self.w();
         let s = self.mem_start();
-        let flags = self.part(s, m);
-        let addrs = self.part(s + m, m * w);
-        let old = self.part(s + m + m * w, m * w);
-        let new = self.bytes.get(s + m + 2 * m * w..).unwrap_or(&[]);
         MemAccesses {
-            flags: flags.iter(),
-            addrs: words_of(addrs, w),
-            old: words_of(old, w),
-            new,
-            w,
+            flags: self.part(s, m).iter(),
+            addrs: self.part(s + m, m * w),
+            old: self.part(s + m + m * w, m * w),
+            new: self.bytes.get(s + m + 2 * m * w..).unwrap_or(&[]),
+            wide: self.wide(),
         }
     }
 
@@ -495,9 +508,12 @@ impl<'a> Instruction<'a> {
         if self.is_full_dump() {
             let n = self.reg_count();
             let p = self.positions_start() + n;
-            let values = self.part(p, n * self.w());
-            for (slot, chunk) in words.iter_mut().zip(values.chunks_exact(self.w().max(1))) {
-                *slot = word_value(chunk);
+            let mut values = self.part(p, n * self.w());
+            for slot in words.iter_mut() {
+                match take_word(&mut values, self.wide()) {
+                    Some(value) => *slot = value,
+                    None => break,
+                }
             }
             return;
         }
@@ -505,7 +521,7 @@ impl<'a> Instruction<'a> {
         let p = self.positions_start();
         let positions = self.part(p, n);
         let values = self.part(p + n, n * self.w());
-        if self.meta.word() == 8 {
+        if self.wide() {
             let (chunks, _) = values.as_chunks::<8>();
             apply_words(
                 words,
@@ -537,7 +553,10 @@ fn apply_words(words: &mut [u64], positions: &[u8], values: impl Iterator<Item =
 #[derive(Clone, Debug)]
 pub struct RegChanges<'a> {
     positions: core::slice::Iter<'a, u8>,
-    values: core::slice::ChunksExact<'a, u8>,
+    /// The values not taken yet.
+    values: &'a [u8],
+    /// 8-byte words (else 4).
+    wide: bool,
     next: u16,
 }
 
@@ -547,13 +566,10 @@ impl Iterator for RegChanges<'_> {
     #[inline]
     fn next(&mut self) -> Option<RegChange> {
         let p = *self.positions.next()?;
-        let chunk = self.values.next()?;
+        let value = take_word(&mut self.values, self.wide)?;
         let index = self.next.wrapping_add(u16::from(p));
         self.next = index.wrapping_add(1);
-        Some(RegChange {
-            index,
-            value: word_value(chunk),
-        })
+        Some(RegChange { index, value })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -567,12 +583,12 @@ impl ExactSizeIterator for RegChanges<'_> {}
 #[derive(Clone, Debug)]
 pub struct MemAccesses<'a> {
     flags: core::slice::Iter<'a, u8>,
-    addrs: core::slice::ChunksExact<'a, u8>,
-    old: core::slice::ChunksExact<'a, u8>,
-    /// The new values not taken yet.
+    /// The addresses, old values and new values not taken yet.
+    addrs: &'a [u8],
+    old: &'a [u8],
     new: &'a [u8],
-    /// Word size (at least 1).
-    w: usize,
+    /// 8-byte words (else 4).
+    wide: bool,
 }
 
 impl Iterator for MemAccesses<'_> {
@@ -581,20 +597,21 @@ impl Iterator for MemAccesses<'_> {
     #[inline]
     fn next(&mut self) -> Option<MemAccess> {
         let flags = *self.flags.next()?;
-        let address = word_value(self.addrs.next()?);
-        let old = word_value(self.old.next()?);
+        let address = take_word(&mut self.addrs, self.wide)?;
+        let old = take_word(&mut self.old, self.wide)?;
         // Without a branch on the flag (random in real traces): read the next new value
         // whenever one is there, and step past it only if the flag says it is this one's.
-        let head = self.new.get(..self.w);
-        let value = head.map_or(0, word_value);
-        let take = (flags & raw::MEM_UNCHANGED == 0) & head.is_some();
-        self.new = self.new.get(usize::from(take) * self.w..).unwrap_or(&[]);
-        let new = take.then_some(value);
+        let mut rest = self.new;
+        let value = take_word(&mut rest, self.wide);
+        let changed = flags & raw::MEM_UNCHANGED == 0 && value.is_some();
+        if changed {
+            self.new = rest;
+        }
         Some(MemAccess {
             flags,
             address,
             old,
-            new,
+            new: value.filter(|_| changed),
         })
     }
 
@@ -664,6 +681,9 @@ pub(crate) struct DecoderState {
     dialect: Dialect,
     /// Decoding ahead inside a trial parse (no nested trials).
     probing: bool,
+    /// The flag alone says whether a block carries thread-id bytes: in
+    /// [`ThreadIdMode::Flag`], or once the file shows the fixed writer.
+    trust_flag: bool,
 }
 
 /// The thread-id behaviour of the writer of a file.
@@ -678,6 +698,7 @@ enum Dialect {
 }
 
 impl DecoderState {
+    #[inline]
     pub(crate) fn new(arch: Arch, opts: ReadOptions) -> DecoderState {
         DecoderState {
             word: arch.word_size() as u8,
@@ -694,48 +715,77 @@ impl DecoderState {
             recent: [0; 4],
             dialect: Dialect::Unknown,
             probing: false,
+            trust_flag: opts.thread_ids == ThreadIdMode::Flag,
         }
     }
 
-    /// The length of the instruction block at the start of `rest`, if it is complete and
-    /// valid; 0 otherwise ([`DecoderState::measure`] says why). Plain integers and no
-    /// early exits but one: this is the hot, serial part of decoding.
+    /// The instruction block at the start of `rest`, whose header is `[n, m, fl]`, if it
+    /// is complete and valid; `None` otherwise ([`DecoderState::measure`] says why).
     #[inline(always)]
-    fn quick_measure(&self, rest: &[u8], with_tid: bool) -> usize {
-        let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
-            return 0;
-        };
-        let w = usize::from(self.word);
+    fn quick_measure<'d>(
+        &self,
+        rest: &'d [u8],
+        header: [u8; 3],
+        with_tid: bool,
+    ) -> Option<&'d [u8]> {
+        // With the word size a constant, the layout arithmetic is shifts and adds.
+        if self.word == 8 {
+            self.quick_measure_w::<8>(rest, header, with_tid)
+        } else {
+            self.quick_measure_w::<4>(rest, header, with_tid)
+        }
+    }
+
+    /// [`DecoderState::quick_measure`] for words of `W` bytes. Plain integers and few
+    /// branches: this is the hot, serial part of decoding.
+    #[inline(always)]
+    fn quick_measure_w<'d, const W: usize>(
+        &self,
+        rest: &'d [u8],
+        [n, m, fl]: [u8; 3],
+        with_tid: bool,
+    ) -> Option<&'d [u8]> {
         let op = usize::from(fl & raw::OPCODE_LEN_MASK);
         let pos_start = 4 + usize::from(with_tid) * 4 + op;
-        let mf_start = pos_start + usize::from(n) * (1 + w);
-        let fixed = mf_start + usize::from(m) * (1 + 2 * w);
-        let counts_ok =
-            u16::from(n) <= self.words && m <= raw::MAX_MEMORY_ACCESSES && op != 0;
+        let mf_start = pos_start + usize::from(n) * (1 + W);
+        let fixed = mf_start + usize::from(m) * (1 + 2 * W);
+        let counts_ok = u16::from(n) <= self.words && m <= raw::MAX_MEMORY_ACCESSES && op != 0;
         if !counts_ok || rest.len() < fixed {
-            return 0;
+            return None;
         }
+        rest.get(..fixed + changed_count(rest, mf_start, usize::from(m)) * W)
+    }
+
+    /// Whether every register index of the instruction block `block` (measured with
+    /// `with_tid`) is inside the REGDUMP: the rest of the checks of
+    /// [`DecoderState::quick_measure`], kept apart so that they stay off the serial chain
+    /// of block lengths.
+    #[inline(always)]
+    fn positions_ok(&self, block: &[u8], with_tid: bool) -> bool {
+        let Some(&[_, n, _, fl]) = block.first_chunk::<4>() else {
+            return false;
+        };
+        let pos_start = 4 + usize::from(with_tid) * 4 + usize::from(fl & raw::OPCODE_LEN_MASK);
         // Positions are relative: the last absolute index is their sum plus n - 1, and the
         // indices strictly increase, so checking the last one checks them all.
-        let last = byte_sum(rest, pos_start, usize::from(n)) + u32::from(n);
-        let total = fixed + changed_count(rest, mf_start, usize::from(m)) * w;
-        if (n > 0 && last > u32::from(self.words)) || rest.len() < total {
-            return 0;
-        }
-        total
+        n == 0 || byte_sum(block, pos_start, usize::from(n)) + u32::from(n) <= u32::from(self.words)
     }
 
     /// Measures the instruction block at the start of `rest` (file offset `at`), saying
     /// what is wrong when it is short or invalid.
     #[inline(always)]
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
-        match self.quick_measure(rest, with_tid) {
-            0 => self.diagnose(rest, at, with_tid),
-            total => Measure::Ok(total),
+        let block = match rest.first_chunk::<4>() {
+            Some(&[_, n, m, fl]) => self.quick_measure(rest, [n, m, fl], with_tid),
+            None => None,
+        };
+        match block {
+            Some(block) if self.positions_ok(block, with_tid) => Measure::Ok(block.len()),
+            _ => self.diagnose(rest, at, with_tid),
         }
     }
 
-    /// Why [`DecoderState::quick_measure`] gave 0.
+    /// Why [`DecoderState::quick_measure`] gave `None`.
     #[cold]
     #[inline(never)]
     fn diagnose(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
@@ -1108,8 +1158,7 @@ impl DecoderState {
             return self.step_other(rest, pos, at, complete);
         }
         let flagged = fl & raw::FLAG_THREAD_ID != 0;
-        let (with_tid, dialect) = if !flagged && self.prev_flag && self.dialect != Dialect::Fixed
-        {
+        let (with_tid, dialect) = if !flagged && self.prev_flag && self.dialect != Dialect::Fixed {
             self.decide_thread_bytes(data, pos, at, complete)?
         } else {
             (flagged, self.dialect)
@@ -1128,21 +1177,22 @@ impl DecoderState {
     }
 
     /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`], for the
-    /// usual block: an instruction whose thread-id bytes go with its flag. Its length, or
-    /// 0 for any other case (a user block, a thread-id decision, an error, the end), which
-    /// the caller hands to `step`.
+    /// usual block at the start of `rest`: an instruction whose thread-id bytes go with its
+    /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
+    /// decision, an error, the end), which the caller hands to `step`. The caller checks
+    /// [`DecoderState::positions_ok`] too.
     #[inline(always)]
-    fn quick_step(&self, data: &[u8], pos: usize) -> usize {
-        let rest = data.get(pos..).unwrap_or(&[]);
-        match rest.first_chunk::<4>() {
-            Some(&[raw::BLOCK_INSTRUCTION, _, _, fl])
-                if fl & raw::FLAG_THREAD_ID != 0
-                    || !self.prev_flag
-                    || self.dialect == Dialect::Fixed =>
-            {
-                self.quick_measure(rest, fl & raw::FLAG_THREAD_ID != 0)
+    fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
+        match *rest.first_chunk::<4>()? {
+            [raw::BLOCK_INSTRUCTION, n, m, fl] => {
+                let flagged = fl & raw::FLAG_THREAD_ID != 0;
+                if flagged || !self.prev_flag || self.trust_flag {
+                    self.quick_measure(rest, [n, m, fl], flagged)
+                } else {
+                    None
+                }
             }
-            _ => 0,
+            _ => None,
         }
     }
 
@@ -1193,8 +1243,9 @@ impl DecoderState {
             return self.commit_user(data.get(pos..).unwrap_or(&[]), at, step.len);
         }
         self.dialect = step.dialect;
+        self.trust_flag |= step.dialect == Dialect::Fixed;
         let bytes = data.get(pos..pos + step.len).unwrap_or(&[]);
-        prefetch(data, pos, pos + step.len);
+        prefetch(bytes, data.get(pos + step.len..).unwrap_or(&[]));
         Meta::Instr(self.commit_instruction(bytes, at, step.with_tid))
     }
 
@@ -1216,21 +1267,24 @@ impl DecoderState {
                 .map_or(0, |b| u32::from_le_bytes(*b));
             self.switch_thread(tid, unflagged);
         }
-        let new_session = full && self.full_dump_starts_session();
+        let new_session = full && starts_session(self.have_prev, self.in_session);
+        if new_session {
+            self.in_session = 0;
+        }
         let meta = InstrMeta {
             index: self.instructions,
             block: self.blocks,
             offset: at,
             len: bytes.len() as u64,
             packed: u64::from(self.thread)
-                | u64::from(n) << 32
-                | u64::from(m) << 40
-                | u64::from(fl) << 48
-                | u64::from(flagged) * MARK_FLAGGED
-                | u64::from(unflagged) * MARK_UNFLAGGED
-                | u64::from(full) * MARK_FULL
-                | u64::from(new_session) * MARK_NEW_SESSION
-                | u64::from(self.word == 8) * MARK_WORD8,
+                | (u64::from(n) << 32)
+                | (u64::from(m) << 40)
+                | (u64::from(fl) << 48)
+                | mark(flagged, MARK_FLAGGED)
+                | mark(unflagged, MARK_UNFLAGGED)
+                | mark(full, MARK_FULL)
+                | mark(new_session, MARK_NEW_SESSION)
+                | mark(self.word == 8, MARK_WORD8),
         };
         self.have_prev = true;
         self.prev_flag = flagged;
@@ -1247,23 +1301,9 @@ impl DecoderState {
         self.quirks += u64::from(unflagged);
         self.thread = tid;
         if !self.recent.contains(&tid) {
-            self.recent.rotate_right(1);
-            self.recent[0] = tid;
+            let [a, b, c, _] = self.recent;
+            self.recent = [tid, a, b, c];
         }
-    }
-
-    /// Whether the full dump being committed starts a new recording session (and if so,
-    /// starts counting it).
-    #[cold]
-    fn full_dump_starts_session(&mut self) -> bool {
-        let new_session = self.have_prev
-            && !self
-                .in_session
-                .is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL));
-        if new_session {
-            self.in_session = 0;
-        }
-        new_session
     }
 
     /// [`DecoderState::commit`] for a user block.
@@ -1349,6 +1389,7 @@ impl<'a> Trace<'a> {
         self.first_block as u64
     }
 
+    #[inline]
     fn state(&self) -> DecoderState {
         DecoderState::new(self.arch(), self.options)
     }
@@ -1356,6 +1397,7 @@ impl<'a> Trace<'a> {
     /// Every block, lazily; the iterator fuses after the first error (a truncated last
     /// block comes after every complete block).
     #[must_use]
+    #[inline]
     pub fn blocks(&self) -> Blocks<'a> {
         Blocks::new(self.data, self.first_block, self.state())
     }
@@ -1485,75 +1527,78 @@ impl<'a> Trace<'a> {
 #[derive(Clone, Debug)]
 pub struct Blocks<'a> {
     data: &'a [u8],
-    /// Where the next block starts.
-    pos: usize,
+    /// The data from the next block on.
+    rest: &'a [u8],
     state: DecoderState,
-    /// The length of the next block, checked and measured one step early by
-    /// [`DecoderState::quick_step`] (0: not measured).
+    /// The next block, checked and measured one step early by
+    /// [`DecoderState::quick_step`] (empty: not measured).
     ///
     /// A block's length comes from its own bytes, so finding the blocks is a serial chain
     /// of loads. Measuring block k + 1 before handing out block k puts that chain ahead of
     /// the caller's work on block k in program order, so the CPU runs both at once, and a
     /// mispredicted branch in the caller's loops (over a block's registers, say) does not
     /// throw the measuring away.
-    ahead: usize,
+    ahead: &'a [u8],
     /// Past the last block or an error.
     done: bool,
 }
 
 impl<'a> Blocks<'a> {
+    #[inline]
     fn new(data: &'a [u8], pos: usize, state: DecoderState) -> Blocks<'a> {
         Blocks {
             data,
-            pos,
+            rest: data.get(pos..).unwrap_or(&[]),
             state,
-            ahead: 0,
+            ahead: &[],
             done: false,
         }
     }
 
-    /// Hands out the usual block (see [`DecoderState::quick_step`]) at `pos`, `len` bytes
-    /// long, and measures the one after it.
+    /// Hands out the usual block `block` (see [`DecoderState::quick_step`]) at the start
+    /// of `rest`, and measures the one after it.
     #[inline(always)]
-    fn hand_out(&mut self, len: usize) -> Block<'a> {
-        let pos = self.pos;
-        let end = pos + len;
-        let bytes = self.data.get(pos..end).unwrap_or(&[]);
-        let with_tid = bytes.get(3).is_some_and(|fl| fl & raw::FLAG_THREAD_ID != 0);
-        let meta = self.state.commit_instruction(bytes, pos as u64, with_tid);
-        prefetch(self.data, pos, end);
-        self.pos = end;
-        self.ahead = self.state.quick_step(self.data, end);
-        Block::Instruction(Instruction { meta, bytes })
+    fn hand_out(&mut self, block: &'a [u8], with_tid: bool) -> Block<'a> {
+        let at = self.offset();
+        let rest = self.rest.get(block.len()..).unwrap_or(&[]);
+        let meta = self.state.commit_instruction(block, at, with_tid);
+        prefetch(block, rest);
+        self.rest = rest;
+        self.ahead = self.state.quick_step(rest).unwrap_or(&[]);
+        Block::Instruction(Instruction { meta, bytes: block })
     }
 
     /// The next block when the quick path has not measured it: at the start, at the end,
     /// at an error (made here), and for the blocks that need [`DecoderState::step`].
+    ///
+    /// It takes and gives back the iterator by value: a pointer to it passed to a call
+    /// would keep the compiler from holding its fields in registers in the hot loop.
     #[inline(never)]
-    fn next_slow(&mut self) -> Option<Result<Block<'a>, Error>> {
-        if self.done || self.pos >= self.data.len() {
+    fn next_slow(mut self) -> (Blocks<'a>, Option<Result<Block<'a>, Error>>) {
+        if self.done || self.rest.is_empty() {
             self.done = true;
-            return None;
+            return (self, None);
         }
-        match self.state.step(self.data, self.pos, 0, true) {
+        let data = self.data;
+        let pos = data.len() - self.rest.len();
+        match self.state.step(data, pos, 0, true) {
             Ok(step) => {
-                let pos = self.pos;
-                let meta = self.state.commit(self.data, pos, 0, step);
-                self.pos += step.len;
-                self.ahead = self.state.quick_step(self.data, self.pos);
-                Some(Ok(meta.materialize(self.data.get(pos..).unwrap_or(&[]))))
+                let meta = self.state.commit(data, pos, 0, step);
+                let block = meta.materialize(self.rest);
+                self.rest = self.rest.get(step.len..).unwrap_or(&[]);
+                self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+                (self, Some(Ok(block)))
             }
             Err(fail) => {
                 self.done = true;
-                Some(Err(match fail {
+                let e = match fail {
                     Fail::Error(e) => e,
                     // Cannot happen with complete data; report it as truncation anyway.
-                    Fail::NeedMore(n) => self.state.truncated(
-                        self.pos as u64,
-                        n as u64,
-                        self.data.len() - self.pos,
-                    ),
-                }))
+                    Fail::NeedMore(n) => {
+                        self.state.truncated(pos as u64, n as u64, self.rest.len())
+                    }
+                };
+                (self, Some(Err(e)))
             }
         }
     }
@@ -1567,7 +1612,7 @@ impl<'a> Blocks<'a> {
     /// File offset of the next block.
     #[must_use]
     pub fn offset(&self) -> u64 {
-        self.pos as u64
+        (self.data.len() - self.rest.len()) as u64
     }
 
     /// Instructions read so far.
@@ -1580,12 +1625,17 @@ impl<'a> Blocks<'a> {
 impl<'a> Iterator for Blocks<'a> {
     type Item = Result<Block<'a>, Error>;
 
-    #[inline]
+    // Always inlined: the block measured ahead then stays in registers.
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        match self.ahead {
-            0 => self.next_slow(),
-            len => Some(Ok(self.hand_out(len))),
+        let block = self.ahead;
+        let with_tid = block.get(3).is_some_and(|fl| fl & raw::FLAG_THREAD_ID != 0);
+        if !self.state.positions_ok(block, with_tid) {
+            let (blocks, item) = self.clone().next_slow();
+            *self = blocks;
+            return item;
         }
+        Some(Ok(self.hand_out(block, with_tid)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -1593,8 +1643,8 @@ impl<'a> Iterator for Blocks<'a> {
             return (0, Some(0));
         }
         // A block has at least 5 bytes.
-        let most = self.data.len().saturating_sub(self.pos).div_ceil(5);
-        (usize::from(self.ahead != 0), Some(most))
+        let most = self.rest.len().div_ceil(5);
+        (usize::from(!self.ahead.is_empty()), Some(most))
     }
 }
 
