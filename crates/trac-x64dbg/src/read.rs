@@ -301,13 +301,23 @@ fn prefetch(block: &[u8], rest: &[u8]) {
     }
 }
 
-/// Whether a full dump starts a new recording session: one that is not at a multiple of
-/// 512 instructions of the current session (`in_session` instructions so far). A plain
-/// function, not a method: a pointer to the decoder state passed to a call that is not
-/// inlined would keep the hot loop from holding the state in registers.
+/// The block of `fixed` bytes plus `changed` new values of `W` bytes at the start of
+/// `rest`. Not inlined, so that the compiler keeps the branch in
+/// [`DecoderState::quick_measure_w`] rather than making it arithmetic.
+#[inline(never)]
+fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) -> Option<&[u8]> {
+    rest.get(..fixed + changed * W)
+}
+
+/// Whether a full dump at instruction `instruction` starts a new recording session: one
+/// that is not the first instruction and not at a multiple of 512 instructions of the
+/// session that started at `session_start`. A plain function, not a method: a pointer to
+/// the decoder state passed to a call that is not inlined would keep the hot loop from
+/// holding the state in registers.
 #[cold]
-fn starts_session(have_prev: bool, in_session: u64) -> bool {
-    have_prev && !in_session.is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL))
+fn starts_session(instruction: u64, session_start: u64) -> bool {
+    instruction > 0
+        && !(instruction - session_start).is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL))
 }
 
 /// Takes one little-endian word (8 bytes if `wide`, else 4) from the front of `bytes`.
@@ -668,12 +678,13 @@ pub(crate) struct DecoderState {
     words: u16,
     mode: ThreadIdMode,
     thread: u32,
-    have_prev: bool,
     prev_flag: bool,
     prev_full: bool,
     instructions: u64,
-    blocks: u64,
-    in_session: u64,
+    /// User blocks so far (the block number is this plus `instructions`).
+    user_blocks: u64,
+    /// The instruction number at which the current recording session started.
+    session_start: u64,
     quirks: u64,
     /// The last few distinct thread ids (0 = empty slot).
     recent: [u32; 4],
@@ -705,18 +716,29 @@ impl DecoderState {
             words: arch.regdump_words(),
             mode: opts.thread_ids,
             thread: 0,
-            have_prev: false,
             prev_flag: false,
             prev_full: false,
             instructions: 0,
-            blocks: 0,
-            in_session: 0,
+            user_blocks: 0,
+            session_start: 0,
             quirks: 0,
             recent: [0; 4],
             dialect: Dialect::Unknown,
             probing: false,
             trust_flag: opts.thread_ids == ThreadIdMode::Flag,
         }
+    }
+
+    /// The number of the next block (instructions and user blocks, from 0).
+    #[inline(always)]
+    fn blocks(&self) -> u64 {
+        self.instructions + self.user_blocks
+    }
+
+    /// Whether an instruction block came before.
+    #[inline(always)]
+    fn have_prev(&self) -> bool {
+        self.instructions > 0
     }
 
     /// The instruction block at the start of `rest`, whose header is `[n, m, fl]`, if it
@@ -753,7 +775,14 @@ impl DecoderState {
         if !counts_ok || rest.len() < fixed {
             return None;
         }
-        rest.get(..fixed + changed_count(rest, mf_start, usize::from(m)) * W)
+        let changed = changed_count(rest, mf_start, usize::from(m));
+        if changed == 0 {
+            // A branch, not arithmetic: most blocks write no memory, and the CPU predicts
+            // the branch and goes on to the next block from `fixed` without waiting for
+            // the memory flags to load, which shortens the serial chain by a third.
+            return rest.get(..fixed);
+        }
+        with_new_values::<W>(rest, fixed, changed)
     }
 
     /// Whether every register index of the instruction block `block` (measured with
@@ -819,20 +848,20 @@ impl DecoderState {
         Measure::Bad(if u16::from(n) > self.words {
             Error::TooManyRegisters {
                 offset: Offset(at + 1),
-                block: self.blocks,
+                block: self.blocks(),
                 found: n,
                 limit: self.words,
             }
         } else if m > raw::MAX_MEMORY_ACCESSES {
             Error::TooManyMemoryAccesses {
                 offset: Offset(at + 2),
-                block: self.blocks,
+                block: self.blocks(),
                 found: m,
             }
         } else {
             Error::EmptyOpcode {
                 offset: Offset(at + 3),
-                block: self.blocks,
+                block: self.blocks(),
             }
         })
     }
@@ -845,7 +874,7 @@ impl DecoderState {
             if index >= u32::from(self.words) {
                 return Error::RegisterOutOfRange {
                     offset: Offset(at + i as u64),
-                    block: self.blocks,
+                    block: self.blocks(),
                     index,
                     limit: self.words,
                 };
@@ -854,7 +883,7 @@ impl DecoderState {
         }
         Error::RegisterOutOfRange {
             offset: Offset(at),
-            block: self.blocks,
+            block: self.blocks(),
             index: next,
             limit: self.words,
         }
@@ -1010,7 +1039,6 @@ impl DecoderState {
     /// without thread-id bytes, for decoding ahead.
     fn after_flag_clear(&self, data: &[u8], pos: usize, tid: Option<u32>) -> DecoderState {
         let mut st = *self;
-        st.have_prev = true;
         st.prev_flag = false;
         st.prev_full = data
             .get(pos + 1)
@@ -1019,8 +1047,6 @@ impl DecoderState {
             st.thread = t;
         }
         st.instructions += 1;
-        st.blocks += 1;
-        st.in_session += 1;
         st
     }
 
@@ -1050,7 +1076,7 @@ impl DecoderState {
     ) -> Result<(bool, Dialect), Fail> {
         let unchanged = |choice| Ok((choice, self.dialect));
         if self.mode == ThreadIdMode::Flag
-            || !self.have_prev
+            || !self.have_prev()
             || !self.prev_flag
             || self.dialect == Dialect::Fixed
         {
@@ -1204,7 +1230,7 @@ impl DecoderState {
         if ty < raw::BLOCK_USER_MIN {
             return Err(Fail::Error(Error::BadBlockType {
                 offset: Offset(at),
-                block: self.blocks,
+                block: self.blocks(),
                 found: ty,
             }));
         }
@@ -1267,13 +1293,13 @@ impl DecoderState {
                 .map_or(0, |b| u32::from_le_bytes(*b));
             self.switch_thread(tid, unflagged);
         }
-        let new_session = full && starts_session(self.have_prev, self.in_session);
+        let new_session = full && starts_session(self.instructions, self.session_start);
         if new_session {
-            self.in_session = 0;
+            self.session_start = self.instructions;
         }
         let meta = InstrMeta {
             index: self.instructions,
-            block: self.blocks,
+            block: self.blocks(),
             offset: at,
             len: bytes.len() as u64,
             packed: u64::from(self.thread)
@@ -1286,12 +1312,9 @@ impl DecoderState {
                 | mark(new_session, MARK_NEW_SESSION)
                 | mark(self.word == 8, MARK_WORD8),
         };
-        self.have_prev = true;
         self.prev_flag = flagged;
         self.prev_full = full;
         self.instructions += 1;
-        self.blocks += 1;
-        self.in_session += 1;
         meta
     }
 
@@ -1310,12 +1333,12 @@ impl DecoderState {
     #[inline(never)]
     fn commit_user(&mut self, rest: &[u8], at: u64, len: usize) -> Meta {
         let meta = Meta::User {
-            block: self.blocks,
+            block: self.blocks(),
             offset: at,
             block_type: rest.first().copied().unwrap_or(0),
             len,
         };
-        self.blocks += 1;
+        self.user_blocks += 1;
         meta
     }
 
@@ -1323,7 +1346,7 @@ impl DecoderState {
     fn truncated(&self, at: u64, needed: u64, available: usize) -> Error {
         Error::TruncatedBlock {
             offset: Offset(at),
-            block: self.blocks,
+            block: self.blocks(),
             needed,
             available: available as u64,
         }
@@ -1471,7 +1494,7 @@ impl<'a> Trace<'a> {
         let index = Index {
             anchors,
             instructions: state.instructions,
-            blocks: state.blocks,
+            blocks: state.blocks(),
             first_block: self.first_block,
             arch: self.arch(),
             options: self.options,
