@@ -1,5 +1,5 @@
-//! Criterion benchmarks: reading a synthetic DCFG (about 4 MiB of JSON) from a slice, and
-//! building the query indexes.
+//! Criterion benchmarks: reading a synthetic DCFG (about 4 MiB of JSON) from a slice and as
+//! a stream, writing it, and building the query indexes.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -23,6 +23,9 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(json.len() as u64));
     g.bench_function("read slice", |b| {
         b.iter(|| Dcfg::from_slice(std::hint::black_box(&json)).unwrap());
+    });
+    g.bench_function("read stream", |b| {
+        b.iter(|| Dcfg::from_reader(std::hint::black_box(&json[..])).unwrap());
     });
     g.bench_function("write", |b| b.iter(|| model.to_vec()));
     g.bench_function("graph index", |b| {

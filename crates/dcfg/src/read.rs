@@ -7,7 +7,7 @@
 //! 1.2.2). Every failure names its JSON path and byte offset.
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use trace_core::Offset;
@@ -47,8 +47,8 @@ impl Dcfg {
     /// Reads a DCFG from bytes: plain JSON, or bzip2/gzip-compressed JSON (recognised by
     /// their magic bytes, and decompressed as a stream).
     ///
-    /// Memory: the model, about 0.8 to 1.0 times the JSON for Intel's layout, on top of
-    /// `bytes`.
+    /// Memory: the model (about 0.8 to 1.1 times the JSON, more for files that are mostly
+    /// symbol names) on top of `bytes`; [`Dcfg::from_path`] needs only the model.
     ///
     /// # Errors
     ///
@@ -62,18 +62,30 @@ impl Dcfg {
     }
 
     /// Reads a DCFG from a stream (plain, bzip2 or gzip), parsing as it reads: the JSON text
-    /// is never held whole, so memory is the model plus a few buffers of 64 KiB.
+    /// is never held whole, so memory is the model plus a 64 KiB window (and the
+    /// decompressor's state).
     ///
     /// # Errors
     ///
     /// As [`Dcfg::from_slice`], plus I/O errors.
-    pub fn from_reader<R: Read>(reader: R) -> Result<Dcfg, Error> {
-        let mut buf = BufReader::with_capacity(64 * 1024, reader);
-        let head = buf.fill_buf().map_err(|e| io_error("cannot read", 0, e))?;
+    pub fn from_reader<R: Read>(mut reader: R) -> Result<Dcfg, Error> {
+        // The magic bytes, however the reader hands them out.
+        let mut head = [0u8; 3];
+        let mut n = 0usize;
+        while let Some(free) = head.get_mut(n..).filter(|f| !f.is_empty()) {
+            match reader.read(free) {
+                Ok(0) => break,
+                Ok(k) => n = n.saturating_add(k),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error("cannot read", n as u64, e)),
+            }
+        }
+        let head = head.get(..n).unwrap_or_default();
+        let input = head.chain(reader);
         match Compression::detect(head) {
-            Compression::None => parse(ReadSource::new(buf)),
-            Compression::Bzip2 => parse(ReadSource::new(bzip2::read::MultiBzDecoder::new(buf))),
-            Compression::Gzip => parse(ReadSource::new(flate2::read::MultiGzDecoder::new(buf))),
+            Compression::None => parse(ReadSource::new(input)),
+            Compression::Bzip2 => parse(ReadSource::new(bzip2::read::MultiBzDecoder::new(input))),
+            Compression::Gzip => parse(ReadSource::new(flate2::read::MultiGzDecoder::new(input))),
         }
     }
 

@@ -82,7 +82,13 @@ pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail
         if !more {
             break;
         }
-        rows.push(row::<S, T>(p, &slots).map_err(|f| f.at(Seg::Row(r)))?);
+        let value = row::<S, T>(p, &slots).map_err(|f| f.at(Seg::Row(r)))?;
+        if rows.len() == rows.capacity() {
+            // Grow by half, not double: less room unused before the final shrink (memory
+            // peaks while the largest table is read).
+            rows.reserve_exact((rows.len() / 2).max(4));
+        }
+        rows.push(value);
         r = r.saturating_add(1);
     }
     rows.shrink_to_fit();

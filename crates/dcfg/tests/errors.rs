@@ -1,43 +1,10 @@
 //! Parse errors: every one names the JSON path of the offending value, what was expected,
 //! and the byte offset, identically from a slice and from a stream.
 
-use std::io::Read;
-
 use dcfg::Dcfg;
 use quickcheck::{Gen, QuickCheck};
 
-use crate::testdata;
-
-/// A reader that hands out its bytes in small pieces of varying sizes, so that every value
-/// of the input lands across a refill of the streaming reader's window somewhere.
-struct Trickle<'a> {
-    data: &'a [u8],
-    sizes: Vec<usize>,
-    k: usize,
-}
-
-impl Read for Trickle<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = self.sizes[self.k % self.sizes.len()].max(1);
-        self.k += 1;
-        let n = want.min(buf.len()).min(self.data.len());
-        buf[..n].copy_from_slice(&self.data[..n]);
-        self.data = &self.data[n..];
-        Ok(n)
-    }
-}
-
-fn trickle<'a>(data: &'a [u8], sizes: &[usize]) -> Trickle<'a> {
-    Trickle {
-        data,
-        sizes: if sizes.is_empty() {
-            vec![1]
-        } else {
-            sizes.to_vec()
-        },
-        k: 0,
-    }
-}
+use crate::{testdata, trickle};
 
 /// The result of reading `json` as text, the same from a slice, from a whole stream and from
 /// a trickling stream.

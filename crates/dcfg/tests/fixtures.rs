@@ -27,6 +27,12 @@ fn sample_in_every_container_reads_the_same() {
             want,
             "{name} (reader)"
         );
+        // A reader handing out one byte at a time (magic bytes included).
+        assert_eq!(
+            Dcfg::from_reader(crate::trickle(&bytes, &[1])).unwrap(),
+            want,
+            "{name} (trickle)"
+        );
         assert!(d.validate().is_empty(), "{name}: {:?}", d.validate());
     }
     // Canonical: read then write gives the bytes back.

@@ -39,6 +39,39 @@ pub fn assert_golden(name: &str, actual: &str) {
     );
 }
 
+/// A reader that hands out its bytes in small pieces of varying sizes, so that every value
+/// of the input lands across a refill of the streaming reader's window somewhere.
+#[derive(Debug)]
+pub struct Trickle<'a> {
+    data: &'a [u8],
+    sizes: Vec<usize>,
+    k: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = self.sizes[self.k % self.sizes.len()].max(1);
+        self.k += 1;
+        let n = want.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+/// A [`Trickle`] over `data` with read sizes cycling through `sizes` (1 if empty).
+pub fn trickle<'a>(data: &'a [u8], sizes: &[usize]) -> Trickle<'a> {
+    Trickle {
+        data,
+        sizes: if sizes.is_empty() {
+            vec![1]
+        } else {
+            sizes.to_vec()
+        },
+        k: 0,
+    }
+}
+
 /// The model behind `sample.dcfg.json` (the same call as the xtask fixture generator).
 pub fn sample() -> dcfg::Dcfg {
     dcfg::testgen::synthetic(dcfg::testgen::SynthConfig {
