@@ -226,46 +226,19 @@ fn low_bytes(rest: &[u8], start: usize, n: usize) -> Option<u64> {
     }
 }
 
-/// The sum of the `n` bytes at `rest[start..]` (which the caller has checked are there),
-/// without a loop for the usual n ≤ 8.
+/// The sum of the bytes of `x`.
 #[inline(always)]
-fn byte_sum(rest: &[u8], start: usize, n: usize) -> u32 {
-    match low_bytes(rest, start, n) {
-        Some(x) => {
-            const LOW: u64 = 0x00ff_00ff_00ff_00ff;
-            let pairs = (x & LOW) + ((x >> 8) & LOW);
-            (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
-        }
-        None => byte_sum_slow(rest, start, n),
-    }
+fn sum_of_bytes(x: u64) -> u32 {
+    const LOW: u64 = 0x00ff_00ff_00ff_00ff;
+    let pairs = (x & LOW) + ((x >> 8) & LOW);
+    (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
 }
 
-#[cold]
-fn byte_sum_slow(rest: &[u8], start: usize, n: usize) -> u32 {
-    rest.get(start..start + n)
-        .map_or(0, |p| p.iter().map(|&b| u32::from(b)).sum())
-}
-
-/// How many of the `m` memory flag bytes at `rest[start..]` have bit 0 clear (a new value
-/// follows).
+/// How many bytes of `x` have bit 0 set.
 #[inline(always)]
-fn changed_count(rest: &[u8], start: usize, m: usize) -> usize {
-    match low_bytes(rest, start, m) {
-        // Bit 0 of each byte (set: unchanged): their sum (at most 8) fits the top byte of
-        // the product.
-        Some(x) => {
-            let unchanged = (x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56;
-            m - unchanged as usize
-        }
-        None => changed_count_slow(rest, start, m),
-    }
-}
-
-#[cold]
-fn changed_count_slow(rest: &[u8], start: usize, m: usize) -> usize {
-    rest.get(start..start + m).map_or(0, |f| {
-        f.iter().filter(|&&f| f & raw::MEM_UNCHANGED == 0).count()
-    })
+fn bit0_count(x: u64) -> usize {
+    // At most 8: the sum fits the top byte of the product.
+    ((x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
 
 /// How far ahead of the current block [`prefetch`] touches the input.
@@ -775,7 +748,7 @@ impl DecoderState {
         if !counts_ok || rest.len() < fixed {
             return None;
         }
-        let changed = changed_count(rest, mf_start, usize::from(m));
+        let changed = usize::from(m) - bit0_count(low_bytes(rest, mf_start, usize::from(m))?);
         if changed == 0 {
             // A branch, not arithmetic: most blocks write no memory, and the CPU predicts
             // the branch and goes on to the next block from `fixed` without waiting for
@@ -785,39 +758,41 @@ impl DecoderState {
         with_new_values::<W>(rest, fixed, changed)
     }
 
-    /// Whether every register index of the instruction block `block` (measured with
-    /// `with_tid`) is inside the REGDUMP: the rest of the checks of
-    /// [`DecoderState::quick_measure`], kept apart so that they stay off the serial chain
-    /// of block lengths.
+    /// Whether every register index of the instruction block at the start of `rest`
+    /// (measured with `with_tid`) is inside the REGDUMP, for blocks of at most 8 register
+    /// changes not at the very end of the data (`false` for the others, which
+    /// [`DecoderState::measure`] checks). Kept apart from
+    /// [`DecoderState::quick_measure`] so that it stays off the serial chain of block
+    /// lengths.
     #[inline(always)]
-    fn positions_ok(&self, block: &[u8], with_tid: bool) -> bool {
-        let Some(&[_, n, _, fl]) = block.first_chunk::<4>() else {
+    fn quick_positions_ok(&self, rest: &[u8], with_tid: bool) -> bool {
+        let Some(&[_, n, _, fl]) = rest.first_chunk::<4>() else {
             return false;
         };
         let pos_start = 4 + usize::from(with_tid) * 4 + usize::from(fl & raw::OPCODE_LEN_MASK);
         // Positions are relative: the last absolute index is their sum plus n - 1, and the
         // indices strictly increase, so checking the last one checks them all.
-        n == 0 || byte_sum(block, pos_start, usize::from(n)) + u32::from(n) <= u32::from(self.words)
+        low_bytes(rest, pos_start, usize::from(n))
+            .is_some_and(|p| sum_of_bytes(p) + u32::from(n) <= u32::from(self.words))
     }
 
-    /// Measures the instruction block at the start of `rest` (file offset `at`), saying
-    /// what is wrong when it is short or invalid.
+    /// Measures the instruction block at the start of `rest` (file offset `at`), or says
+    /// why it is short or invalid.
     #[inline(always)]
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
-        let block = match rest.first_chunk::<4>() {
-            Some(&[_, n, m, fl]) => self.quick_measure(rest, [n, m, fl], with_tid),
-            None => None,
-        };
-        match block {
-            Some(block) if self.positions_ok(block, with_tid) => Measure::Ok(block.len()),
-            _ => self.diagnose(rest, at, with_tid),
+        if let Some(&[_, n, m, fl]) = rest.first_chunk::<4>()
+            && let Some(block) = self.quick_measure(rest, [n, m, fl], with_tid)
+            && self.quick_positions_ok(rest, with_tid)
+        {
+            return Measure::Ok(block.len());
         }
+        self.measure_any(rest, at, with_tid)
     }
 
-    /// Why [`DecoderState::quick_measure`] gave `None`.
-    #[cold]
+    /// [`DecoderState::measure`] for any block: full dumps, many memory accesses, blocks
+    /// at the end of the data, short or invalid.
     #[inline(never)]
-    fn diagnose(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
+    fn measure_any(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
         let Some(&[_, n, m, fl]) = rest.first_chunk::<4>() else {
             return Measure::Short(4);
         };
@@ -830,17 +805,31 @@ impl DecoderState {
         let w = usize::from(self.word);
         let n = usize::from(n);
         let m = usize::from(m);
-        let pos_start = 4 + if with_tid { 4 } else { 0 } + usize::from(fl & raw::OPCODE_LEN_MASK);
+        let pos_start = 4 + usize::from(with_tid) * 4 + usize::from(fl & raw::OPCODE_LEN_MASK);
         let mf_start = pos_start + n * (1 + w);
         let fixed = mf_start + m * (1 + 2 * w);
+        let (Some(positions), Some(flags)) = (
+            rest.get(pos_start..pos_start + n),
+            rest.get(mf_start..mf_start + m),
+        ) else {
+            return Measure::Short(fixed);
+        };
         if rest.len() < fixed {
             return Measure::Short(fixed);
         }
-        if n > 0 && byte_sum(rest, pos_start, n) + n as u32 > u32::from(self.words) {
-            let positions = rest.get(pos_start..pos_start + n).unwrap_or(&[]);
+        let sum: u32 = positions.iter().map(|&p| u32::from(p)).sum();
+        if n > 0 && sum + n as u32 > u32::from(self.words) {
             return Measure::Bad(self.out_of_range(positions, at + pos_start as u64));
         }
-        Measure::Short(fixed + changed_count(rest, mf_start, m) * w)
+        let changed = flags
+            .iter()
+            .filter(|&&f| f & raw::MEM_UNCHANGED == 0)
+            .count();
+        let total = fixed + changed * w;
+        if rest.len() < total {
+            return Measure::Short(total);
+        }
+        Measure::Ok(total)
     }
 
     #[cold]
@@ -1206,7 +1195,7 @@ impl DecoderState {
     /// usual block at the start of `rest`: an instruction whose thread-id bytes go with its
     /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
     /// decision, an error, the end), which the caller hands to `step`. The caller checks
-    /// [`DecoderState::positions_ok`] too.
+    /// [`DecoderState::quick_positions_ok`] too.
     #[inline(always)]
     fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
         match *rest.first_chunk::<4>()? {
@@ -1653,7 +1642,7 @@ impl<'a> Iterator for Blocks<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let block = self.ahead;
         let with_tid = block.get(3).is_some_and(|fl| fl & raw::FLAG_THREAD_ID != 0);
-        if !self.state.positions_ok(block, with_tid) {
+        if block.is_empty() || !self.state.quick_positions_ok(self.rest, with_tid) {
             let (blocks, item) = self.clone().next_slow();
             *self = blocks;
             return item;
