@@ -1,5 +1,6 @@
 //! Criterion benchmarks of the x64dbg reader on a synthetic 3-thread x64 trace: block
-//! iteration (every field), full decode with register-state replay, and the index build.
+//! iteration, block iteration reading every field, full decode with register-state
+//! replay, and the index build.
 #![allow(missing_docs, clippy::unwrap_used, clippy::arithmetic_side_effects)]
 
 use std::hint::black_box;
@@ -22,6 +23,18 @@ fn benches(c: &mut Criterion) {
     let data = input();
     let mut g = c.benchmark_group("x64dbg");
     g.throughput(Throughput::Bytes(data.len() as u64));
+    g.bench_function("iterate", |b| {
+        b.iter(|| {
+            let trace = Trace::parse(black_box(&data)).unwrap();
+            let mut acc = 0u64;
+            for block in trace.blocks() {
+                if let Block::Instruction(i) = block.unwrap() {
+                    acc ^= u64::from(i.thread()) ^ i.opcode().len() as u64;
+                }
+            }
+            acc
+        });
+    });
     g.bench_function("blocks", |b| {
         b.iter(|| {
             let trace = Trace::parse(black_box(&data)).unwrap();

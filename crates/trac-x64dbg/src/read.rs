@@ -218,12 +218,20 @@ impl Meta {
 /// `n` is at most 8 and 8 bytes are there.
 #[inline(always)]
 fn low_bytes(rest: &[u8], start: usize, n: usize) -> Option<u64> {
-    let x = u64::from_le_bytes(*rest.get(start..)?.first_chunk::<8>()?);
-    match n {
-        0..8 => Some(x & ((1u64 << (8 * n)) - 1)),
-        8 => Some(x),
-        _ => None,
-    }
+    /// `LOW_BYTES[n]` keeps the low `n` bytes of a word.
+    const LOW_BYTES: [u64; 9] = [
+        0,
+        0xff,
+        0xffff,
+        0xff_ffff,
+        0xffff_ffff,
+        0xff_ffff_ffff,
+        0xffff_ffff_ffff,
+        0xff_ffff_ffff_ffff,
+        u64::MAX,
+    ];
+    let keep = *LOW_BYTES.get(n)?;
+    Some(u64::from_le_bytes(*rest.get(start..)?.first_chunk::<8>()?) & keep)
 }
 
 /// The sum of the bytes of `x`.
@@ -272,14 +280,6 @@ fn prefetch(block: &[u8], rest: &[u8]) {
         }
         core::hint::black_box(x);
     }
-}
-
-/// The block of `fixed` bytes plus `changed` new values of `W` bytes at the start of
-/// `rest`. Not inlined, so that the compiler keeps the branch in
-/// [`DecoderState::quick_measure_w`] rather than making it arithmetic.
-#[inline(never)]
-fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) -> Option<&[u8]> {
-    rest.get(..fixed + changed * W)
 }
 
 /// Whether a full dump at instruction `instruction` starts a new recording session: one
@@ -715,7 +715,9 @@ impl DecoderState {
     }
 
     /// The instruction block at the start of `rest`, whose header is `[n, m, fl]`, if it
-    /// is complete and valid; `None` otherwise ([`DecoderState::measure`] says why).
+    /// is complete, valid and usual: at most 8 register changes and 8 memory accesses,
+    /// not at the very end of the data (`None` otherwise: [`DecoderState::measure`]
+    /// handles every block).
     #[inline(always)]
     fn quick_measure<'d>(
         &self,
@@ -748,6 +750,12 @@ impl DecoderState {
         if !counts_ok || rest.len() < fixed {
             return None;
         }
+        // Positions are relative: the last absolute index is their sum plus n - 1, and the
+        // indices strictly increase, so checking the last one checks them all.
+        let positions = low_bytes(rest, pos_start, usize::from(n))?;
+        if sum_of_bytes(positions) + u32::from(n) > u32::from(self.words) {
+            return None;
+        }
         let changed = usize::from(m) - bit0_count(low_bytes(rest, mf_start, usize::from(m))?);
         if changed == 0 {
             // A branch, not arithmetic: most blocks write no memory, and the CPU predicts
@@ -755,25 +763,9 @@ impl DecoderState {
             // the memory flags to load, which shortens the serial chain by a third.
             return rest.get(..fixed);
         }
-        with_new_values::<W>(rest, fixed, changed)
-    }
-
-    /// Whether every register index of the instruction block at the start of `rest`
-    /// (measured with `with_tid`) is inside the REGDUMP, for blocks of at most 8 register
-    /// changes not at the very end of the data (`false` for the others, which
-    /// [`DecoderState::measure`] checks). Kept apart from
-    /// [`DecoderState::quick_measure`] so that it stays off the serial chain of block
-    /// lengths.
-    #[inline(always)]
-    fn quick_positions_ok(&self, rest: &[u8], with_tid: bool) -> bool {
-        let Some(&[_, n, _, fl]) = rest.first_chunk::<4>() else {
-            return false;
-        };
-        let pos_start = 4 + usize::from(with_tid) * 4 + usize::from(fl & raw::OPCODE_LEN_MASK);
-        // Positions are relative: the last absolute index is their sum plus n - 1, and the
-        // indices strictly increase, so checking the last one checks them all.
-        low_bytes(rest, pos_start, usize::from(n))
-            .is_some_and(|p| sum_of_bytes(p) + u32::from(n) <= u32::from(self.words))
+        // Marked unlikely so that the compiler keeps the branch.
+        core::hint::cold_path();
+        rest.get(..fixed + changed * W)
     }
 
     /// Measures the instruction block at the start of `rest` (file offset `at`), or says
@@ -782,7 +774,6 @@ impl DecoderState {
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
         if let Some(&[_, n, m, fl]) = rest.first_chunk::<4>()
             && let Some(block) = self.quick_measure(rest, [n, m, fl], with_tid)
-            && self.quick_positions_ok(rest, with_tid)
         {
             return Measure::Ok(block.len());
         }
@@ -1194,8 +1185,7 @@ impl DecoderState {
     /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`], for the
     /// usual block at the start of `rest`: an instruction whose thread-id bytes go with its
     /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
-    /// decision, an error, the end), which the caller hands to `step`. The caller checks
-    /// [`DecoderState::quick_positions_ok`] too.
+    /// decision, an error, the end), which the caller hands to `step`.
     #[inline(always)]
     fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
         match *rest.first_chunk::<4>()? {
@@ -1641,13 +1631,12 @@ impl<'a> Iterator for Blocks<'a> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         let block = self.ahead;
-        let with_tid = block.get(3).is_some_and(|fl| fl & raw::FLAG_THREAD_ID != 0);
-        if block.is_empty() || !self.state.quick_positions_ok(self.rest, with_tid) {
+        let Some(&fl) = block.get(3) else {
             let (blocks, item) = self.clone().next_slow();
             *self = blocks;
             return item;
-        }
-        Some(Ok(self.hand_out(block, with_tid)))
+        };
+        Some(Ok(self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
