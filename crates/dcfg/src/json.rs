@@ -257,15 +257,16 @@ fn valid_number(t: &[u8]) -> bool {
     ok && i == t.len()
 }
 
+/// A size limit exceeded at `at`.
 #[cold]
-fn string_limit(start: u64, len: usize) -> Fail {
+fn limit(at: u64, what: &'static str, found: usize, limit: usize) -> Fail {
     Fail::new(
-        start,
+        at,
         FailKind::Limit(LimitExceeded {
-            offset: Offset(start),
-            what: "string length",
-            found: len as u64,
-            limit: MAX_STRING as u64,
+            offset: Offset(at),
+            what,
+            found: found as u64,
+            limit: limit as u64,
         }),
     )
 }
@@ -285,7 +286,7 @@ const fn is_ws(b: u8) -> bool {
 }
 
 /// What an integer value may look like.
-pub(crate) const INTEGER: &str = "an unsigned integer or a hex string such as \"0x400000\"";
+const INTEGER: &str = "an unsigned integer or a hex string such as \"0x400000\"";
 
 impl<S: Source> Parser<S> {
     pub(crate) fn new(src: S) -> Self {
@@ -616,7 +617,7 @@ impl<S: Source> Parser<S> {
             && rest.get(n) == Some(&b'"')
         {
             if n > MAX_STRING {
-                return Err(string_limit(start, n));
+                return Err(limit(start, "string length", n, MAX_STRING));
             }
             let bytes = rest.get(..n).unwrap_or_default();
             let v = f(std::str::from_utf8(bytes)
@@ -639,7 +640,7 @@ impl<S: Source> Parser<S> {
             out.extend_from_slice(rest.get(..n).unwrap_or_default());
             self.pos = self.pos.saturating_add(n);
             if out.len() > MAX_STRING {
-                return Err(string_limit(start, out.len()));
+                return Err(limit(start, "string length", out.len(), MAX_STRING));
             }
             if self.rest().is_empty() {
                 // The window ended inside the string.
@@ -781,7 +782,12 @@ impl<S: Source> Parser<S> {
                     _ => return Err(self.unexpected("a value")),
                 }
                 if stack.len() > MAX_DEPTH {
-                    return Err(self.limit("nesting depth", stack.len(), MAX_DEPTH));
+                    return Err(limit(
+                        self.offset(),
+                        "nesting depth",
+                        stack.len(),
+                        MAX_DEPTH,
+                    ));
                 }
             } else {
                 let Some(&object) = stack.last() else {
@@ -826,7 +832,7 @@ impl<S: Source> Parser<S> {
                 .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
                 .count();
             if len > MAX_NUMBER {
-                return Err(self.limit("number length", len, MAX_NUMBER));
+                return Err(limit(self.offset(), "number length", len, MAX_NUMBER));
             }
             if len < rest.len() || rest.len() < want {
                 break len;
@@ -839,20 +845,6 @@ impl<S: Source> Parser<S> {
         }
         self.pos = self.pos.saturating_add(len);
         Ok(())
-    }
-
-    #[cold]
-    fn limit(&self, what: &'static str, found: usize, limit: usize) -> Fail {
-        let at = self.offset();
-        Fail::new(
-            at,
-            FailKind::Limit(LimitExceeded {
-                offset: Offset(at),
-                what,
-                found: found as u64,
-                limit: limit as u64,
-            }),
-        )
     }
 
     /// Checks that only whitespace is left.

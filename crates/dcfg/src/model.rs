@@ -282,7 +282,7 @@ impl Loop {
 /// Stored compactly, because a DCFG holds one per edge: as LEB128 varints in 16 bytes
 /// inline while they fit in 13 bytes (8 threads with counts below 128, or 4 below 16384),
 /// on the heap otherwise. Build one with [`Counts::push`] or by collecting `u64`s.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Counts(Repr);
 
 /// Which representation a [`Counts`] uses is a function of its values (inline whenever they
@@ -306,13 +306,9 @@ const INLINE: usize = 13;
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Spill(Vec<u64>);
 
-impl Default for Repr {
-    fn default() -> Repr {
-        Repr::Inline {
-            len: 0,
-            used: 0,
-            bytes: [0; INLINE],
-        }
+impl Default for Counts {
+    fn default() -> Counts {
+        Counts::new()
     }
 }
 
