@@ -47,7 +47,7 @@ impl Dcfg {
     /// Reads a DCFG from bytes: plain JSON, or bzip2/gzip-compressed JSON (recognised by
     /// their magic bytes, and decompressed as a stream).
     ///
-    /// Memory: the model (about 0.8 to 1.1 times the JSON, more for files that are mostly
+    /// Memory: the model (about 0.9 to 1.1 times the JSON, the more the larger the share of
     /// symbol names) on top of `bytes`; [`Dcfg::from_path`] needs only the model.
     ///
     /// # Errors
