@@ -282,6 +282,31 @@ fn prefetch(block: &[u8], rest: &[u8]) {
     }
 }
 
+/// The block of `fixed` bytes plus `changed` new values of `W` bytes at the start of
+/// `rest`. Not inlined, so that the compiler keeps the branch in
+/// [`DecoderState::quick_measure_w`] rather than making it arithmetic.
+#[inline(never)]
+fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) -> Option<&[u8]> {
+    rest.get(..fixed + changed * W)
+}
+
+/// Whether the block at `data[pos..]` is a user block bigger than
+/// [`StreamReader::MAX_USER_BLOCK`]. Trial parses take such a block as implausible, for
+/// slices and streams alike (a stream would not wait for it), so that both decide the
+/// same.
+fn oversized_user_block(data: &[u8], pos: usize, complete: bool) -> Result<bool, Fail> {
+    if data.get(pos).is_none_or(|&ty| ty < raw::BLOCK_USER_MIN) {
+        return Ok(false);
+    }
+    match data.get(pos + 1..).and_then(<[u8]>::first_chunk::<4>) {
+        Some(len) => {
+            Ok(u32::from_le_bytes(*len) as usize > StreamReader::<std::io::Empty>::MAX_USER_BLOCK)
+        }
+        None if complete => Ok(false),
+        None => Err(Fail::NeedMore(pos + 5)),
+    }
+}
+
 /// Whether a full dump at instruction `instruction` starts a new recording session: one
 /// that is not the first instruction and not at a multiple of 512 instructions of the
 /// session that started at `session_start`. A plain function, not a method: a pointer to
@@ -763,9 +788,7 @@ impl DecoderState {
             // the memory flags to load, which shortens the serial chain by a third.
             return rest.get(..fixed);
         }
-        // Marked unlikely so that the compiler keeps the branch.
-        core::hint::cold_path();
-        rest.get(..fixed + changed * W)
+        with_new_values::<W>(rest, fixed, changed)
     }
 
     /// Measures the instruction block at the start of `rest` (file offset `at`), or says
@@ -891,6 +914,9 @@ impl DecoderState {
                     Err(Fail::NeedMore(pos + 4))
                 };
             }
+            if oversized_user_block(data, pos, complete)? {
+                return Ok(count);
+            }
             match st.decode(data, pos, 0, complete) {
                 Ok(meta) => {
                     if let Meta::Instr(m) = meta
@@ -902,14 +928,7 @@ impl DecoderState {
                     pos += meta.len();
                     count += 1;
                 }
-                Err(Fail::NeedMore(n)) => {
-                    // A user block too big to wait for counts as plausible.
-                    return if n > pos + StreamReader::<std::io::Empty>::MAX_USER_BLOCK {
-                        Ok(PROBE_BLOCKS)
-                    } else {
-                        Err(Fail::NeedMore(n))
-                    };
-                }
+                Err(Fail::NeedMore(n)) => return Err(Fail::NeedMore(n)),
                 Err(Fail::Error(_)) => return Ok(count),
             }
         }
@@ -935,9 +954,16 @@ impl DecoderState {
                 };
             };
             let len = if ty >= raw::BLOCK_USER_MIN {
+                if oversized_user_block(data, pos, complete)? {
+                    return Ok(None);
+                }
                 match rest.get(1..5).and_then(|b| <[u8; 4]>::try_from(b).ok()) {
                     Some(b) if (u32::from_le_bytes(b) as usize) < rest.len().saturating_sub(5) => {
                         u32::from_le_bytes(b) as usize + 5
+                    }
+                    // A stream waits for the rest of the block, as a slice would have it.
+                    Some(b) if !complete => {
+                        return Err(Fail::NeedMore(pos + u32::from_le_bytes(b) as usize + 6));
                     }
                     _ => return Ok(None),
                 }
@@ -1081,7 +1107,22 @@ impl DecoderState {
                 Dialect::Legacy => {
                     let mut st = self.after_flag_clear(data, pos, Some(tid));
                     st.dialect = Dialect::Fixed;
-                    pos + with >= data.len() || st.decode(data, pos + with, 0, complete).is_ok()
+                    // The end of the data only counts at the end of the file: a stream
+                    // waits for more, so that it decides as a reader of the whole file.
+                    if pos + with >= data.len() {
+                        if !complete {
+                            return Err(Fail::NeedMore(pos + with + 4));
+                        }
+                        true
+                    } else if oversized_user_block(data, pos + with, complete)? {
+                        false
+                    } else {
+                        match st.decode(data, pos + with, 0, complete) {
+                            Ok(_) => true,
+                            Err(Fail::NeedMore(n)) => return Err(Fail::NeedMore(n)),
+                            Err(Fail::Error(_)) => false,
+                        }
+                    }
                 }
                 Dialect::Fixed | Dialect::Unknown => false,
             });
