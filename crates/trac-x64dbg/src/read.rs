@@ -318,6 +318,12 @@ fn starts_session(instruction: u64, session_start: u64) -> bool {
         && !(instruction - session_start).is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL))
 }
 
+/// `bytes` cut after `n` bytes (all of it in the first part if it is shorter).
+#[inline(always)]
+fn cut(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
+    bytes.split_at_checked(n).unwrap_or((bytes, &[]))
+}
+
 /// Takes one little-endian word (8 bytes if `wide`, else 4) from the front of `bytes`.
 #[inline(always)]
 fn take_word(bytes: &mut &[u8], wide: bool) -> Option<u64> {
@@ -463,11 +469,13 @@ impl<'a> Instruction<'a> {
     #[must_use]
     #[inline]
     pub fn regs(&self) -> RegChanges<'a> {
-        let n = self.reg_count();
-        let p = self.positions_start();
+        let from_positions = self.bytes.get(self.positions_start()..).unwrap_or(&[]);
+        // The values are followed by the memory accesses: the iterator stops with the
+        // positions.
+        let (positions, values) = cut(from_positions, self.reg_count());
         RegChanges {
-            positions: self.part(p, n).iter(),
-            values: self.part(p + n, n * self.w()),
+            positions: positions.iter(),
+            values,
             wide: self.wide(),
             next: 0,
         }
@@ -485,13 +493,14 @@ impl<'a> Instruction<'a> {
     #[inline]
     pub fn mem(&self) -> MemAccesses<'a> {
         let m = self.mem_count();
-        let w = self.w();
-        let s = self.mem_start();
+        let (flags, rest) = cut(self.bytes.get(self.mem_start()..).unwrap_or(&[]), m);
+        let (addrs, rest) = cut(rest, m * self.w());
+        let (old, new) = cut(rest, m * self.w());
         MemAccesses {
-            flags: self.part(s, m).iter(),
-            addrs: self.part(s + m, m * w),
-            old: self.part(s + m + m * w, m * w),
-            new: self.bytes.get(s + m + 2 * m * w..).unwrap_or(&[]),
+            flags: flags.iter(),
+            addrs,
+            old,
+            new,
             wide: self.wide(),
         }
     }
