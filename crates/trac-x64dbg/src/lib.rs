@@ -119,11 +119,14 @@ pub fn fuzz_read(data: &[u8]) {
             continue;
         };
         let mut records = Vec::new();
+        let mut failed = false;
         for b in trace.blocks() {
             match b {
                 Ok(b) => records.push(b.to_record()),
                 Err(e) => {
                     let _ = e.to_string();
+                    failed = true;
+                    break;
                 }
             }
         }
@@ -133,11 +136,33 @@ pub fn fuzz_read(data: &[u8]) {
         }
         let (index, _) = trace.build_index_partial();
         let n = index.instructions();
+        // Differential checks: the index's decoder and the streaming reader see the
+        // blocks the slice iterator sees.
+        let instructions = records
+            .iter()
+            .filter(|r| matches!(r, Record::Instruction(_)))
+            .count();
+        assert_eq!(n, instructions as u64, "index and blocks disagree");
         for i in [0, n / 2, n.saturating_sub(1), n] {
             let _ = trace.seek(&index, i);
         }
         if let Ok(mut stream) = StreamReader::with_options(data, opts) {
-            while let Some(Ok(_)) = stream.next_block() {}
+            let mut streamed = Vec::new();
+            let mut stream_failed = false;
+            while let Some(b) = stream.next_block() {
+                match b {
+                    Ok(b) => streamed.push(b.to_record()),
+                    Err(_) => {
+                        stream_failed = true;
+                        break;
+                    }
+                }
+            }
+            assert_eq!(streamed, records, "stream and slice disagree");
+            assert_eq!(
+                stream_failed, failed,
+                "stream and slice disagree on the error"
+            );
         }
         // Write back exactly what was read: must succeed and read back the same.
         if let Ok(bytes) = write_records(trace.header(), &records) {
