@@ -35,6 +35,83 @@ impl fmt::Display for Finding {
     }
 }
 
+/// Values by node or edge id, for the checks over whole processes (millions of ids): a
+/// vector indexed by id when the ids are dense, as Intel numbers them (from 1 up), else a
+/// hash map. The vector's length is bounded by the number of ids, so by the input's size.
+enum IdMap<V> {
+    Dense(Vec<Option<V>>),
+    Sparse(HashMap<u64, V>),
+}
+
+impl<V: Copy> IdMap<V> {
+    /// A map for (at most) `count` ids, the largest `max`.
+    fn new(count: usize, max: Option<u64>) -> IdMap<V> {
+        let dense_limit = count.saturating_mul(2).saturating_add(1024);
+        match max.and_then(|m| usize::try_from(m).ok()) {
+            Some(m) if m < dense_limit => IdMap::Dense(vec![None; m.saturating_add(1)]),
+            _ => IdMap::Sparse(HashMap::with_capacity(count)),
+        }
+    }
+
+    /// A map for the ids `ids`.
+    fn for_ids(ids: impl Iterator<Item = u64>) -> IdMap<V> {
+        let (count, max) = ids.fold((0usize, None), |(n, m): (usize, Option<u64>), id| {
+            (n.saturating_add(1), Some(m.map_or(id, |m| m.max(id))))
+        });
+        IdMap::new(count, max)
+    }
+
+    fn get(&self, id: u64) -> Option<V> {
+        match self {
+            IdMap::Dense(v) => usize::try_from(id)
+                .ok()
+                .and_then(|i| v.get(i))
+                .copied()
+                .flatten(),
+            IdMap::Sparse(m) => m.get(&id).copied(),
+        }
+    }
+
+    /// Inserts `value` unless `id` has one: the value already there, if any.
+    fn insert_first(&mut self, id: u64, value: V) -> Option<V> {
+        match self {
+            IdMap::Dense(v) => match usize::try_from(id).ok().and_then(|i| v.get_mut(i)) {
+                Some(slot) => {
+                    let old = *slot;
+                    if old.is_none() {
+                        *slot = Some(value);
+                    }
+                    old
+                }
+                // Not among the ids the map was made for: cannot happen.
+                None => None,
+            },
+            IdMap::Sparse(m) => match m.entry(id) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(value);
+                    None
+                }
+            },
+        }
+    }
+
+    /// Changes the value of `id` (`None` if it has none yet).
+    fn update(&mut self, id: u64, f: impl FnOnce(Option<V>) -> V) {
+        match self {
+            IdMap::Dense(v) => {
+                if let Some(slot) = usize::try_from(id).ok().and_then(|i| v.get_mut(i)) {
+                    *slot = Some(f(*slot));
+                }
+            }
+            IdMap::Sparse(m) => {
+                let old = m.get(&id).copied();
+                m.insert(id, f(old));
+            }
+        }
+    }
+}
+
 struct Findings(Vec<Finding>);
 
 impl Findings {
@@ -118,7 +195,11 @@ impl Dcfg {
         }
         let threads = p.instr_count_per_thread.as_ref().map(Vec::len);
         // Blocks: id → image index.
-        let mut block_image: HashMap<u64, usize> = HashMap::new();
+        let mut block_image: IdMap<usize> = IdMap::for_ids(
+            p.images()
+                .iter()
+                .flat_map(|i| i.basic_blocks().iter().map(|b| b.id)),
+        );
         let mut image_ids = HashSet::new();
         for (ii, img) in p.images().iter().enumerate() {
             let ipath = format!("{path}.IMAGES[{ii}]");
@@ -139,25 +220,30 @@ impl Dcfg {
                 }
             }
             for (bi, b) in img.basic_blocks().iter().enumerate() {
-                let bpath = format!("{ipath}.BASIC_BLOCKS[{bi}]");
+                // Paths are made only for findings: most files have none.
+                let bpath = || format!("{ipath}.BASIC_BLOCKS[{bi}]");
                 if special.contains(&b.id) {
-                    f.push(&bpath, format!("block id {} is a special node id", b.id));
+                    f.push(bpath(), format!("block id {} is a special node id", b.id));
                 }
-                if let Some(&other) = block_image.get(&b.id) {
+                if let Some(other) = block_image.insert_first(b.id, ii) {
                     f.push(
-                        &bpath,
+                        bpath(),
                         format!("block id {} is already used in IMAGES[{other}]", b.id),
                     );
-                } else {
-                    block_image.insert(b.id, ii);
                 }
             }
         }
         // Routines and loops.
-        let mut block_routine: HashMap<u64, String> = HashMap::new();
+        // Node id → (image, routine) indices.
+        let mut block_routine: IdMap<(usize, usize)> =
+            IdMap::for_ids(p.images().iter().flat_map(|i| {
+                i.routines()
+                    .iter()
+                    .flat_map(|r| r.nodes.iter().map(|n| n.id))
+            }));
         let mut routine_entries = HashSet::new();
         for (ii, img) in p.images().iter().enumerate() {
-            let in_image = |id: u64| block_image.get(&id) == Some(&ii);
+            let in_image = |id: u64| block_image.get(id) == Some(ii);
             for (ri, r) in img.routines().iter().enumerate() {
                 let rpath = format!("{path}.IMAGES[{ii}].ROUTINES[{ri}]");
                 if !routine_entries.insert(r.entry) {
@@ -179,23 +265,27 @@ impl Dcfg {
                     }
                 }
                 for (ni, n) in r.nodes.iter().enumerate() {
-                    let npath = format!("{rpath}.NODES[{ni}]");
+                    let npath = || format!("{rpath}.NODES[{ni}]");
                     if !in_image(n.id) {
                         f.push(
-                            &npath,
+                            npath(),
                             format!("node {} is not a block of this image", n.id),
                         );
                     }
                     if !nodes.contains(&n.idom) {
                         f.push(
-                            &npath,
+                            npath(),
                             format!("immediate dominator {} is not in the routine", n.idom),
                         );
                     }
-                    if let Some(prev) = block_routine.get(&n.id) {
-                        f.push(&npath, format!("node {} is also in {prev}", n.id));
-                    } else {
-                        block_routine.insert(n.id, rpath.clone());
+                    if let Some((pi, pr)) = block_routine.insert_first(n.id, (ii, ri)) {
+                        f.push(
+                            npath(),
+                            format!(
+                                "node {} is also in {path}.IMAGES[{pi}].ROUTINES[{pr}]",
+                                n.id
+                            ),
+                        );
                     }
                 }
                 let heads: HashSet<u64> = r.loops().iter().map(|l| l.head).collect();
@@ -244,35 +334,53 @@ impl Dcfg {
         // Edges.
         let Some(edges) = &p.edges else { return };
         let unknown = self.special_node_id(SpecialKind::Unknown);
-        let mut ids = HashSet::new();
-        let mut pairs = HashSet::new();
-        let mut inbound: HashMap<u64, u64> = HashMap::new();
-        let mut outbound: HashMap<u64, u64> = HashMap::new();
-        for (ei, e) in edges.iter().enumerate() {
-            let epath = format!("{path}.EDGES[{ei}]");
-            if !ids.insert(e.id) {
-                f.push(&epath, format!("edge id {} appears twice", e.id));
+        let mut ids: IdMap<()> = IdMap::for_ids(edges.iter().map(|e| e.id));
+        // Edges whose (source, target) an earlier edge has: found by sorting, which is
+        // faster than hashing millions of pairs.
+        let mut by_pair: Vec<(u64, u64, usize)> = edges
+            .iter()
+            .enumerate()
+            .map(|(ei, e)| (e.source, e.target, ei))
+            .collect();
+        by_pair.sort_unstable();
+        let mut repeated_pair = vec![false; edges.len()];
+        for w in by_pair.windows(2) {
+            if let [(s0, t0, _), (s1, t1, ei)] = w
+                && (s0, t0) == (s1, t1)
+                && let Some(r) = repeated_pair.get_mut(*ei)
+            {
+                *r = true;
             }
-            if !pairs.insert((e.source, e.target)) {
+        }
+        drop(by_pair);
+        let ends = || edges.iter().flat_map(|e| [e.source, e.target]);
+        let mut inbound: IdMap<u64> = IdMap::for_ids(ends());
+        let mut outbound: IdMap<u64> = IdMap::for_ids(ends());
+        for (ei, e) in edges.iter().enumerate() {
+            let epath = || format!("{path}.EDGES[{ei}]");
+            if ids.insert_first(e.id, ()).is_some() {
+                f.push(epath(), format!("edge id {} appears twice", e.id));
+            }
+            if repeated_pair.get(ei) == Some(&true) {
                 f.push(
-                    &epath,
+                    epath(),
                     format!("a second edge from {} to {}", e.source, e.target),
                 );
             }
             for (what, n) in [("source", e.source), ("target", e.target)] {
-                if !block_image.contains_key(&n) && !special.contains(&n) {
+                if block_image.get(n).is_none() && !special.contains(&n) {
                     f.push(
-                        &epath,
+                        epath(),
                         format!("{what} node {n} is neither a basic block nor a special node"),
                     );
                 }
                 if Some(n) == unknown {
-                    f.push(&epath, format!("{what} node {n} is the UNKNOWN node"));
+                    f.push(epath(), format!("{what} node {n} is the UNKNOWN node"));
                 }
             }
             if !type_ids.contains(&e.type_id) {
                 f.push(
-                    &epath,
+                    epath(),
                     format!("EDGE_TYPE_ID {} is not in EDGE_TYPES", e.type_id),
                 );
             }
@@ -280,7 +388,7 @@ impl Dcfg {
                 && e.counts.len() != t
             {
                 f.push(
-                    &epath,
+                    epath(),
                     format!(
                         "COUNT_PER_THREAD has {} entries for {t} threads",
                         e.counts.len()
@@ -288,21 +396,19 @@ impl Dcfg {
                 );
             }
             let c = e.count();
-            let slot = inbound.entry(e.target).or_default();
-            *slot = slot.saturating_add(c);
-            let slot = outbound.entry(e.source).or_default();
-            *slot = slot.saturating_add(c);
+            inbound.update(e.target, |s| s.unwrap_or(0).saturating_add(c));
+            outbound.update(e.source, |s| s.unwrap_or(0).saturating_add(c));
         }
         for (ii, img) in p.images().iter().enumerate() {
             for (bi, b) in img.basic_blocks().iter().enumerate() {
                 let Some(count) = b.count else { continue };
-                let (i, o) = (inbound.get(&b.id), outbound.get(&b.id));
+                let (i, o) = (inbound.get(b.id), outbound.get(b.id));
                 if i.is_none() && o.is_none() {
                     continue;
                 }
                 let bpath = format!("{path}.IMAGES[{ii}].BASIC_BLOCKS[{bi}]");
-                let i = i.copied().unwrap_or(0);
-                let o = o.copied().unwrap_or(0);
+                let i = i.unwrap_or(0);
+                let o = o.unwrap_or(0);
                 if i != count {
                     f.push(
                         &bpath,

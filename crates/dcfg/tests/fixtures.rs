@@ -311,3 +311,75 @@ fn validation_reports_referential_problems_with_paths() {
         findings.len()
     );
 }
+
+/// Repeated (source, target) pairs and nodes in two routines, with dense ids (as Intel
+/// numbers them) and with ids far apart (the checks index them differently).
+#[test]
+fn validation_reports_repeats_with_dense_and_sparse_ids() {
+    for offset in [0u64, 1 << 60] {
+        let mut d = sample();
+        {
+            let p = &mut d.processes[0];
+            let images = p.images.as_mut().unwrap();
+            let shift = |id: &mut u64| {
+                if *id > 3 {
+                    *id += offset;
+                }
+            };
+            for img in images.iter_mut() {
+                for b in img.basic_blocks.iter_mut().flatten() {
+                    shift(&mut b.id);
+                }
+                for r in img.routines.iter_mut().flatten() {
+                    shift(&mut r.entry);
+                    r.exits.iter_mut().for_each(shift);
+                    for n in &mut r.nodes {
+                        shift(&mut n.id);
+                        shift(&mut n.idom);
+                    }
+                    for l in r.loops.iter_mut().flatten() {
+                        shift(&mut l.head);
+                        l.nodes.iter_mut().for_each(shift);
+                        l.back_edge_sources.iter_mut().for_each(shift);
+                        if let Some(parent) = &mut l.parent {
+                            shift(parent);
+                        }
+                    }
+                }
+            }
+            let first_node = images[0].routines()[0].nodes[0];
+            images[0].routines.as_mut().unwrap()[1]
+                .nodes
+                .push(first_node);
+            let mut edges: Vec<dcfg::Edge> = p.edges().cloned().collect();
+            for e in &mut edges {
+                shift(&mut e.source);
+                shift(&mut e.target);
+            }
+            let mut again = edges[4].clone();
+            again.id = 1 << 62;
+            edges.push(again);
+            p.edges = Some(edges.into_iter().collect());
+        }
+        let findings: Vec<String> = d.validate().iter().map(ToString::to_string).collect();
+        let last = d.processes[0].edges().count() - 1;
+        let node = d.processes[0].images()[0].routines()[0].nodes[0].id;
+        let wanted = [
+            format!("PROCESSES[0].EDGES[{last}]: a second edge from"),
+            format!(
+                "PROCESSES[0].IMAGES[0].ROUTINES[1].NODES[{}]: node {node} is also in \
+                 PROCESSES[0].IMAGES[0].ROUTINES[0]",
+                d.processes[0].images()[0].routines()[1].nodes.len() - 1
+            ),
+        ];
+        for w in &wanted {
+            assert!(
+                findings.iter().any(|f| f.starts_with(w.as_str())),
+                "{w}: {findings:#?}"
+            );
+        }
+        // The repeated edge also adds its count to two blocks' sums: the same four
+        // findings either way.
+        assert_eq!(findings.len(), 4, "{findings:#?}");
+    }
+}

@@ -5,14 +5,14 @@ use dcfg::{Dcfg, DotOptions, Graph};
 use super::Ctx;
 use crate::{CliError, Input};
 
-/// Reads the whole DCFG: a plain input is parsed from memory (memory-mapped), a compressed
-/// one as a stream (the decompressed JSON is never held whole).
-fn load(mut input: Input, ctx: &mut Ctx<'_>) -> Result<Dcfg, CliError> {
+/// Reads the whole DCFG as a stream: the JSON is never held whole, so memory stays at
+/// about the size of the model (a file is read again from its path rather than through
+/// its memory map, whose pages would count too).
+fn load(input: Input, ctx: &mut Ctx<'_>) -> Result<Dcfg, CliError> {
     let total = input.file_len();
-    let d = if input.compression().is_some() {
-        Dcfg::from_reader(input.into_reader())
-    } else {
-        Dcfg::from_slice(input.bytes()?)
+    let d = match input.path() {
+        Some(path) => Dcfg::from_path(path),
+        None => Dcfg::from_reader(input.into_reader()),
     }
     .map_err(CliError::format)?;
     if let Some(t) = total {
@@ -131,14 +131,21 @@ pub fn info(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
 
 /// `tracekit dump`: one JSON line per basic block.
 pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
-    // Held whole so that a damaged file still gives every complete block before the error.
-    let bytes = input.bytes()?;
-    let (d, error) = match Dcfg::from_slice(bytes) {
+    // A file is read as a stream; only a damaged one is then held whole, so that it still
+    // gives every complete block before the error.
+    let first = match input.path() {
+        Some(path) => Dcfg::from_path(path),
+        None => Dcfg::from_slice(input.bytes()?),
+    };
+    let (d, error) = match first {
         Ok(d) => (d, None),
-        Err(e) => match e.offset().and_then(|off| Dcfg::recover_prefix(bytes, off)) {
-            Some(d) => (d, Some(e)),
-            None => return Err(CliError::format(e)),
-        },
+        Err(e) => {
+            let bytes = input.bytes()?;
+            match e.offset().and_then(|off| Dcfg::recover_prefix(bytes, off)) {
+                Some(d) => (d, Some(e)),
+                None => return Err(CliError::format(e)),
+            }
+        }
     };
     ctx.progress.finish();
     for p in &d.processes {
