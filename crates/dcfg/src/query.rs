@@ -128,6 +128,35 @@ pub struct Graph<'a> {
     /// (absolute start, size, block id), sorted by start.
     by_addr: Vec<(u64, u64, u64)>,
     max_block_size: u64,
+    /// Per image, its symbols' and source lines' indices sorted by offset (stable).
+    symbol_order: Vec<Vec<u32>>,
+    source_order: Vec<Vec<u32>>,
+}
+
+/// The indices of `items` sorted (stably) by `key`.
+fn order_by<T>(items: &[T], key: impl Fn(&T) -> u64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..items.len()).map(idx).collect();
+    order.sort_by_key(|&i| items.get(i as usize).map_or(u64::MAX, &key));
+    order
+}
+
+/// The item of `items` (in `order`, sorted by offset) with the greatest offset at most
+/// `off` that `covers` `off`: a binary search, then a step back past items that end
+/// before `off` (nested or overlapping ones; usually none).
+fn covering<'s, T>(
+    items: &'s [T],
+    order: &[u32],
+    off: u64,
+    offset: impl Fn(&T) -> u64,
+    covers: impl Fn(&T) -> bool,
+) -> Option<&'s T> {
+    let end = order.partition_point(|&i| items.get(i as usize).is_some_and(|t| offset(t) <= off));
+    order
+        .get(..end)?
+        .iter()
+        .rev()
+        .filter_map(|&i| items.get(i as usize))
+        .find(|t| covers(t))
 }
 
 fn idx(i: usize) -> u32 {
@@ -160,6 +189,16 @@ impl<'a> Graph<'a> {
             kinds: HashMap::new(),
             by_addr: Vec::new(),
             max_block_size: 0,
+            symbol_order: process
+                .images()
+                .iter()
+                .map(|i| order_by(i.symbols(), |s| s.addr_offset))
+                .collect(),
+            source_order: process
+                .images()
+                .iter()
+                .map(|i| order_by(i.source_data(), |s| s.addr_offset))
+                .collect(),
         };
         for t in dcfg.edge_types.as_deref().unwrap_or_default() {
             g.kinds.entry(t.id).or_insert_with(|| t.kind());
@@ -600,32 +639,35 @@ impl<'a> Graph<'a> {
     /// covers it.
     #[must_use]
     pub fn block_symbol(&self, id: u64) -> Option<(&'a str, u64)> {
-        let image = self.block_image(id)?;
+        let ii = self.blocks.get(&id)?.image as usize;
+        let image = self.process.images().get(ii)?;
         let off = self.block(id)?.addr_offset;
-        image
-            .symbols()
-            .iter()
-            .filter(|s| {
-                s.addr_offset <= off
-                    && s.size
-                        .is_none_or(|z| off.wrapping_sub(s.addr_offset) < z.max(1))
-            })
-            .max_by_key(|s| s.addr_offset)
-            .map(|s| (s.name.as_str(), off.wrapping_sub(s.addr_offset)))
+        covering(
+            image.symbols(),
+            self.symbol_order.get(ii)?,
+            off,
+            |s| s.addr_offset,
+            |s| {
+                s.size
+                    .is_none_or(|z| off.wrapping_sub(s.addr_offset) < z.max(1))
+            },
+        )
+        .map(|s| (s.name.as_str(), off.wrapping_sub(s.addr_offset)))
     }
 
     /// The source file and line of a block's first instruction.
     #[must_use]
     pub fn block_source(&self, id: u64) -> Option<(&'a str, u64)> {
-        let image = self.block_image(id)?;
+        let ii = self.blocks.get(&id)?.image as usize;
+        let image = self.process.images().get(ii)?;
         let off = self.block(id)?.addr_offset;
-        let s = image
-            .source_data()
-            .iter()
-            .filter(|s| {
-                s.addr_offset <= off && off.wrapping_sub(s.addr_offset) < s.size.unwrap_or(1).max(1)
-            })
-            .max_by_key(|s| s.addr_offset)?;
+        let s = covering(
+            image.source_data(),
+            self.source_order.get(ii)?,
+            off,
+            |s| s.addr_offset,
+            |s| off.wrapping_sub(s.addr_offset) < s.size.unwrap_or(1).max(1),
+        )?;
         Some((self.dcfg.file_name(s.file_name_id)?, s.line))
     }
 
