@@ -238,14 +238,10 @@ impl<'a> Graph<'a> {
                 }
             }
         }
-        // Depths from the parent chains (bounded: a cycle stops at the number of loops).
+        // Depths from the parent chains, each loop's once (linear time even for long
+        // chains); a cycle, which only a damaged file has, is cut where it closes.
         let heads: Vec<u64> = g.loops.keys().copied().collect();
-        for head in &heads {
-            let depth = g.compute_depth(*head);
-            if let Some(l) = g.loops.get_mut(head) {
-                l.depth = depth;
-            }
-        }
+        g.compute_depths(&heads);
         // Innermost loop of every block: the deepest loop listing it.
         for head in &heads {
             let Some(info) = g.loops.get(head).copied() else {
@@ -287,25 +283,40 @@ impl<'a> Graph<'a> {
         g
     }
 
-    fn compute_depth(&self, head: u64) -> u32 {
-        let mut depth = 1u32;
-        let mut cur = head;
-        let limit = self.loops.len();
-        for _ in 0..limit {
-            let parent = self
-                .loops
-                .get(&cur)
-                .and_then(|&i| self.loop_at(i))
-                .and_then(Loop::parent_head);
-            match parent {
-                Some(p) if self.loops.contains_key(&p) => {
-                    depth = depth.saturating_add(1);
-                    cur = p;
+    /// Sets the depth of every loop of `heads`: 1 plus the number of its ancestors.
+    fn compute_depths(&mut self, heads: &[u64]) {
+        // `depth` 0: not known yet; `ON_PATH`: on the chain being walked.
+        const ON_PATH: u32 = u32::MAX;
+        let mut path = Vec::new();
+        for &head in heads {
+            path.clear();
+            let mut cur = head;
+            let mut base = 0u32;
+            while let Some(info) = self.loops.get(&cur).copied() {
+                match info.depth {
+                    0 => {}
+                    ON_PATH => break,
+                    known => {
+                        base = known;
+                        break;
+                    }
                 }
-                _ => break,
+                path.push(cur);
+                if let Some(l) = self.loops.get_mut(&cur) {
+                    l.depth = ON_PATH;
+                }
+                match self.loop_at(info).and_then(Loop::parent_head) {
+                    Some(parent) => cur = parent,
+                    None => break,
+                }
+            }
+            for n in path.iter().rev() {
+                base = base.saturating_add(1).min(ON_PATH - 1);
+                if let Some(l) = self.loops.get_mut(n) {
+                    l.depth = base;
+                }
             }
         }
-        depth
     }
 
     fn routine_at(&self, image: u32, routine: u32) -> Option<&'a Routine> {

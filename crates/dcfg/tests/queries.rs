@@ -202,3 +202,40 @@ fn dot_and_loop_csv() {
     assert_eq!(csv.lines().count(), 7);
     crate::assert_golden("sample.loops.csv.expected", &csv);
 }
+
+/// Loop depths come from the parent chains in linear time: a chain of 50,000 nested loops
+/// (and a cycle, which only a damaged file has) once took quadratic time.
+#[test]
+fn long_and_cyclic_loop_chains() {
+    const N: u64 = 50_000;
+    for cycle in [false, true] {
+        let mut d = sample();
+        let p = &mut d.processes[0];
+        let r = &mut p.images.as_mut().unwrap()[0].routines.as_mut().unwrap()[0];
+        let base = 1 << 40;
+        let loops = (0..N).map(|i| dcfg::Loop {
+            head: base + i,
+            back_edge_sources: Vec::new(),
+            nodes: vec![base + i],
+            // Each loop inside the one before; with `cycle`, the first inside the last.
+            parent: match i {
+                0 if cycle => Some(base + N - 1),
+                0 => None,
+                _ => Some(base + i - 1),
+            },
+        });
+        r.loops = Some(loops.collect());
+        let start = std::time::Instant::now();
+        let g = d.graph(d.processes[0].id).unwrap();
+        let depths: Vec<u32> = (0..N).map(|i| g.loop_depth(base + i)).collect();
+        assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+        if cycle {
+            // Cut where the walk closed it: depths still run 1, 2, … along one chain.
+            let mut sorted = depths.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (1..=N as u32).collect::<Vec<_>>());
+        } else {
+            assert_eq!(depths, (1..=N as u32).collect::<Vec<_>>());
+        }
+    }
+}
