@@ -176,18 +176,27 @@ impl<'a> Graph<'a> {
     /// duplicate id wins (validation reports duplicates).
     #[must_use]
     pub fn new(dcfg: &'a Dcfg, process: &'a Process) -> Graph<'a> {
+        // Sized up front: a map that grows by doubling can hold twice the room it needs.
+        let images = process.images();
+        let blocks: usize = images.iter().map(|i| i.basic_blocks().len()).sum();
+        let routines: usize = images.iter().map(|i| i.routines().len()).sum();
+        let loops: usize = images
+            .iter()
+            .flat_map(|i| i.routines().iter().map(|r| r.loops().len()))
+            .sum();
+        let edges = process.edge_count();
         let mut g = Graph {
             dcfg,
             process,
-            blocks: HashMap::new(),
-            routines: HashMap::new(),
-            loops: HashMap::new(),
-            edge_ids: HashMap::new(),
-            edge_pairs: HashMap::new(),
-            outbound: HashMap::new(),
-            inbound: HashMap::new(),
+            blocks: HashMap::with_capacity(blocks),
+            routines: HashMap::with_capacity(routines),
+            loops: HashMap::with_capacity(loops),
+            edge_ids: HashMap::with_capacity(edges),
+            edge_pairs: HashMap::with_capacity(edges),
+            outbound: HashMap::with_capacity(blocks),
+            inbound: HashMap::with_capacity(blocks),
             kinds: HashMap::new(),
-            by_addr: Vec::new(),
+            by_addr: Vec::with_capacity(blocks),
             max_block_size: 0,
             symbol_order: process
                 .images()
