@@ -293,38 +293,25 @@ impl Row for Routine {
     }
 }
 
-impl Row for FileName {
-    const COLUMNS: &'static [&'static str] = &raw::FILE_NAME_COLUMNS;
-    const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
-        match slot {
-            0 => self.id = p.u64()?,
-            _ => self.name = p.string()?,
+/// The (id, name) tables: `FILE_NAMES`, `EDGE_TYPES` and `SPECIAL_NODES`.
+macro_rules! id_name_row {
+    ($($row:ty => $columns:expr),* $(,)?) => {$(
+        impl Row for $row {
+            const COLUMNS: &'static [&'static str] = &$columns;
+            const REQUIRED: u32 = 0b11;
+            fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+                match slot {
+                    0 => self.id = p.u64()?,
+                    _ => self.name = p.string()?,
+                }
+                Ok(())
+            }
         }
-        Ok(())
-    }
+    )*};
 }
 
-impl Row for EdgeType {
-    const COLUMNS: &'static [&'static str] = &raw::EDGE_TYPE_COLUMNS;
-    const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
-        match slot {
-            0 => self.id = p.u64()?,
-            _ => self.name = p.string()?,
-        }
-        Ok(())
-    }
-}
-
-impl Row for SpecialNode {
-    const COLUMNS: &'static [&'static str] = &raw::SPECIAL_NODE_COLUMNS;
-    const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
-        match slot {
-            0 => self.id = p.u64()?,
-            _ => self.name = p.string()?,
-        }
-        Ok(())
-    }
+id_name_row! {
+    FileName => raw::FILE_NAME_COLUMNS,
+    EdgeType => raw::EDGE_TYPE_COLUMNS,
+    SpecialNode => raw::SPECIAL_NODE_COLUMNS,
 }

@@ -38,6 +38,7 @@ impl fmt::Display for Finding {
 /// Values by node or edge id, for the checks over whole processes (millions of ids): a
 /// vector indexed by id when the ids are dense, as Intel numbers them (from 1 up), else a
 /// hash map. The vector's length is bounded by the number of ids, so by the input's size.
+#[derive(Clone)]
 enum IdMap<V> {
     Dense(Vec<Option<V>>),
     Sparse(HashMap<u64, V>),
@@ -353,9 +354,9 @@ impl Dcfg {
             }
         }
         drop(by_pair);
-        let ends = || edges.iter().flat_map(|e| [e.source, e.target]);
-        let mut inbound: IdMap<u64> = IdMap::for_ids(ends());
-        let mut outbound: IdMap<u64> = IdMap::for_ids(ends());
+        let mut inbound: IdMap<u64> =
+            IdMap::for_ids(edges.iter().flat_map(|e| [e.source, e.target]));
+        let mut outbound = inbound.clone();
         for (ei, e) in edges.iter().enumerate() {
             let epath = || format!("{path}.EDGES[{ei}]");
             if ids.insert_first(e.id, ()).is_some() {

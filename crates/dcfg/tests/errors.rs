@@ -279,13 +279,7 @@ fn stream_and_slice_agree_on_mutated_files() {
     let dialect =
         dcfg::testgen::dialect_json(&crate::sample(), dcfg::testgen::IntStyle::HexEverywhere, 2);
     fn prop(base: &[u8], pos: usize, byte: u8, cut: bool, sizes: Vec<u8>) -> bool {
-        let mut v = base.to_vec();
-        let i = pos % v.len();
-        if cut {
-            v.truncate(i);
-        } else {
-            v[i] = byte;
-        }
+        let v = crate::mutate(base, pos, byte, cut);
         let sizes: Vec<usize> = sizes.iter().map(|&s| usize::from(s)).collect();
         let a = Dcfg::from_slice(&v).map_err(|e| e.to_string());
         let b = Dcfg::from_reader(trickle(&v, &sizes)).map_err(|e| e.to_string());

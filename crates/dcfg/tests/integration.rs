@@ -39,6 +39,18 @@ pub fn assert_golden(name: &str, actual: &str) {
     );
 }
 
+/// `base` with the byte at `pos` (modulo its length) set to `byte`, or cut there.
+pub fn mutate(base: &[u8], pos: usize, byte: u8, cut: bool) -> Vec<u8> {
+    let mut v = base.to_vec();
+    let i = pos % v.len().max(1);
+    if cut {
+        v.truncate(i);
+    } else if let Some(b) = v.get_mut(i) {
+        *b = byte;
+    }
+    v
+}
+
 /// A reader that hands out its bytes in small pieces of varying sizes, so that every value
 /// of the input lands across a refill of the streaming reader's window somewhere.
 #[derive(Debug)]

@@ -249,13 +249,7 @@ fn never_panics_on_arbitrary_bytes() {
 fn never_panics_on_mutated_fixtures() {
     let base = std::fs::read(crate::testdata("sample.dcfg.json")).unwrap();
     fn prop(base: &[u8], pos: usize, byte: u8, cut: bool) -> bool {
-        let mut v = base.to_vec();
-        let i = pos % v.len();
-        if cut {
-            v.truncate(i);
-        } else {
-            v[i] = byte;
-        }
+        let v = crate::mutate(base, pos, byte, cut);
         dcfg::fuzz_read(&v);
         dcfg::fuzz_roundtrip(&v)
     }

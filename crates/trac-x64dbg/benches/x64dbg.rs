@@ -19,40 +19,33 @@ fn input() -> Vec<u8> {
     synth::trace(opts, 100_000, RecorderOptions::default(), "bench.exe")
 }
 
+/// Iterates the blocks, reading each one's thread and opcode, and with `FIELDS` every
+/// register change and memory access too.
+fn walk<const FIELDS: bool>(data: &[u8]) -> u64 {
+    let trace = Trace::parse(data).unwrap();
+    let mut acc = 0u64;
+    for block in trace.blocks() {
+        if let Block::Instruction(i) = block.unwrap() {
+            acc ^= u64::from(i.thread()) ^ i.opcode().len() as u64;
+            if FIELDS {
+                for r in i.regs() {
+                    acc = acc.wrapping_add(r.value ^ u64::from(r.index));
+                }
+                for m in i.mem() {
+                    acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
+                }
+            }
+        }
+    }
+    acc
+}
+
 fn benches(c: &mut Criterion) {
     let data = input();
     let mut g = c.benchmark_group("x64dbg");
     g.throughput(Throughput::Bytes(data.len() as u64));
-    g.bench_function("iterate", |b| {
-        b.iter(|| {
-            let trace = Trace::parse(black_box(&data)).unwrap();
-            let mut acc = 0u64;
-            for block in trace.blocks() {
-                if let Block::Instruction(i) = block.unwrap() {
-                    acc ^= u64::from(i.thread()) ^ i.opcode().len() as u64;
-                }
-            }
-            acc
-        });
-    });
-    g.bench_function("blocks", |b| {
-        b.iter(|| {
-            let trace = Trace::parse(black_box(&data)).unwrap();
-            let mut acc = 0u64;
-            for block in trace.blocks() {
-                if let Block::Instruction(i) = block.unwrap() {
-                    acc ^= u64::from(i.thread()) ^ i.opcode().len() as u64;
-                    for r in i.regs() {
-                        acc = acc.wrapping_add(r.value ^ u64::from(r.index));
-                    }
-                    for m in i.mem() {
-                        acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
-                    }
-                }
-            }
-            acc
-        });
-    });
+    g.bench_function("iterate", |b| b.iter(|| walk::<false>(black_box(&data))));
+    g.bench_function("blocks", |b| b.iter(|| walk::<true>(black_box(&data))));
     g.bench_function("replay", |b| {
         b.iter(|| {
             let trace = Trace::parse(black_box(&data)).unwrap();

@@ -522,47 +522,12 @@ impl<'a> Instruction<'a> {
     #[inline]
     pub fn apply(&self, regs: &mut RegDump) {
         let words = regs.words_mut();
-        if self.is_full_dump() {
-            let n = self.reg_count();
-            let p = self.positions_start() + n;
-            let mut values = self.part(p, n * self.w());
-            for slot in words.iter_mut() {
-                match take_word(&mut values, self.wide()) {
-                    Some(value) => *slot = value,
-                    None => break,
-                }
+        for change in self.regs() {
+            // The reader checked every index against the REGDUMP.
+            if let Some(slot) = words.get_mut(usize::from(change.index)) {
+                *slot = change.value;
             }
-            return;
         }
-        let n = self.reg_count();
-        let p = self.positions_start();
-        let positions = self.part(p, n);
-        let values = self.part(p + n, n * self.w());
-        if self.wide() {
-            let (chunks, _) = values.as_chunks::<8>();
-            apply_words(
-                words,
-                positions,
-                chunks.iter().map(|c| u64::from_le_bytes(*c)),
-            );
-        } else {
-            let (chunks, _) = values.as_chunks::<4>();
-            let values = chunks.iter().map(|c| u64::from(u32::from_le_bytes(*c)));
-            apply_words(words, positions, values);
-        }
-    }
-}
-
-/// Stores `values` at the absolute indices the relative `positions` give.
-#[inline(always)]
-fn apply_words(words: &mut [u64], positions: &[u8], values: impl Iterator<Item = u64>) {
-    let mut next = 0usize;
-    for (&p, v) in positions.iter().zip(values) {
-        let index = next + usize::from(p);
-        if let Some(slot) = words.get_mut(index) {
-            *slot = v;
-        }
-        next = index + 1;
     }
 }
 
@@ -699,9 +664,6 @@ pub(crate) struct DecoderState {
     dialect: Dialect,
     /// Decoding ahead inside a trial parse (no nested trials).
     probing: bool,
-    /// The flag alone says whether a block carries thread-id bytes: in
-    /// [`ThreadIdMode::Flag`], or once the file shows the fixed writer.
-    trust_flag: bool,
 }
 
 /// The thread-id behaviour of the writer of a file.
@@ -732,7 +694,6 @@ impl DecoderState {
             recent: [0; 4],
             dialect: Dialect::Unknown,
             probing: false,
-            trust_flag: opts.thread_ids == ThreadIdMode::Flag,
         }
     }
 
@@ -740,6 +701,13 @@ impl DecoderState {
     #[inline(always)]
     fn blocks(&self) -> u64 {
         self.instructions + self.user_blocks
+    }
+
+    /// Whether the flag alone says if a block carries thread-id bytes: in
+    /// [`ThreadIdMode::Flag`], or once the file shows the fixed writer.
+    #[inline(always)]
+    fn trust_flag(&self) -> bool {
+        self.mode == ThreadIdMode::Flag || self.dialect == Dialect::Fixed
     }
 
     /// Whether an instruction block came before.
@@ -1241,7 +1209,7 @@ impl DecoderState {
         match *rest.first_chunk::<4>()? {
             [raw::BLOCK_INSTRUCTION, n, m, fl] => {
                 let flagged = fl & raw::FLAG_THREAD_ID != 0;
-                if flagged || !self.prev_flag || self.trust_flag {
+                if flagged || !self.prev_flag || self.trust_flag() {
                     self.quick_measure(rest, [n, m, fl], flagged)
                 } else {
                     None
@@ -1298,7 +1266,6 @@ impl DecoderState {
             return self.commit_user(data.get(pos..).unwrap_or(&[]), at, step.len);
         }
         self.dialect = step.dialect;
-        self.trust_flag |= step.dialect == Dialect::Fixed;
         let bytes = data.get(pos..pos + step.len).unwrap_or(&[]);
         prefetch(bytes, data.get(pos + step.len..).unwrap_or(&[]));
         Meta::Instr(self.commit_instruction(bytes, at, step.with_tid))

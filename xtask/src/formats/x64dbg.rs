@@ -147,8 +147,9 @@ fn synth_trace(records: u64, seed: u64) -> Vec<u8> {
 }
 
 /// Iterates the blocks, as a tool that walks a trace does (counting instructions and
-/// their threads, looking at each opcode); returns the instruction count.
-fn run_iterate(bytes: &[u8]) -> u64 {
+/// their threads, looking at each opcode), and with `FIELDS` also every register change
+/// and memory access; returns the instruction count.
+fn run_blocks<const FIELDS: bool>(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
     let mut n = 0u64;
     let mut acc = 0u64;
@@ -157,29 +158,13 @@ fn run_iterate(bytes: &[u8]) -> u64 {
             Block::Instruction(ins) => {
                 n += 1;
                 acc ^= u64::from(ins.thread()) ^ ins.opcode().len() as u64;
-            }
-            Block::User(u) => acc ^= u.payload.len() as u64,
-        }
-    }
-    black_box(acc);
-    n
-}
-
-/// Decodes every field of every block; returns the instruction count.
-fn run_blocks(bytes: &[u8]) -> u64 {
-    let trace = Trace::parse(bytes).unwrap();
-    let mut n = 0u64;
-    let mut acc = 0u64;
-    for b in trace.blocks() {
-        match b.unwrap() {
-            Block::Instruction(ins) => {
-                n += 1;
-                acc ^= u64::from(ins.thread()) ^ ins.opcode().len() as u64;
-                for r in ins.regs() {
-                    acc = acc.wrapping_add(r.value ^ u64::from(r.index));
-                }
-                for m in ins.mem() {
-                    acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
+                if FIELDS {
+                    for r in ins.regs() {
+                        acc = acc.wrapping_add(r.value ^ u64::from(r.index));
+                    }
+                    for m in ins.mem() {
+                        acc = acc.wrapping_add(m.address ^ m.old ^ m.new.unwrap_or(0));
+                    }
                 }
             }
             Block::User(u) => acc ^= u.payload.len() as u64,
@@ -228,8 +213,8 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         run: Box::new(run),
     };
     vec![
-        row("x64dbg blocks (iterate)", run_iterate),
-        row("x64dbg blocks + every reg and mem", run_blocks),
+        row("x64dbg blocks (iterate)", run_blocks::<false>),
+        row("x64dbg blocks + every reg and mem", run_blocks::<true>),
         row("x64dbg replay (decode + registers)", run_replay),
         row("x64dbg index build", run_index),
     ]

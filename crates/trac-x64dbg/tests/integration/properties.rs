@@ -309,14 +309,18 @@ fn truncated_files_give_every_complete_block_then_an_error() {
         // Recovering pre-#3920 thread ids (the default), the reader chooses a reading by a
         // trial parse of the next 16 blocks, which a cut within them can change: exactly the
         // blocks whose whole lookahead lies before the cut are guaranteed to read the same.
+        // The cut is reported unless one of the others was read the other way, which can
+        // end right at the cut: a file cut there is then also a whole file, and no reader
+        // can tell (about once in 5,000 cases here).
         let (all, err) = slice_records(&bytes);
         assert!(err.is_none());
         let (part, err) = slice_records(&bytes[..cut]);
         let settled = complete(&all).saturating_sub(17);
+        let reread = part.iter().zip(&all).any(|(a, b)| a != b);
         TestResult::from_bool(
             part.len() >= settled
                 && part.iter().zip(&all).take(settled).all(|(a, b)| a == b)
-                && cut_is_reported(&all, &err),
+                && (cut_is_reported(&all, &err) || reread),
         )
     }
     QuickCheck::new()
