@@ -131,6 +131,10 @@ pub(crate) trait Source {
     ///
     /// A read error of the input.
     fn refill(&mut self, pos: usize) -> Result<(usize, bool), Fail>;
+    /// Whether `data()` ends where the input ends (a slice, unlike a stream's window).
+    fn whole(&self) -> bool {
+        false
+    }
 }
 
 /// A whole input in memory.
@@ -146,6 +150,9 @@ impl Source for SliceSource<'_> {
     }
     fn refill(&mut self, pos: usize) -> Result<(usize, bool), Fail> {
         Ok((pos, false))
+    }
+    fn whole(&self) -> bool {
+        true
     }
 }
 
@@ -386,6 +393,11 @@ impl<S: Source> Parser<S> {
         format!("the string \"{}{dots}\"", String::from_utf8_lossy(shown))
     }
 
+    /// The bytes left in the input, if known (a slice).
+    pub(crate) fn bytes_left(&self) -> Option<usize> {
+        self.src.whole().then(|| self.rest().len())
+    }
+
     /// Consumes `b` if it is next.
     #[inline]
     pub(crate) fn eat(&mut self, b: u8) -> Result<bool, Fail> {
@@ -500,6 +512,29 @@ impl<S: Source> Parser<S> {
             Ok(None)
         } else {
             self.u64().map(Some)
+        }
+    }
+
+    /// An integer below 2^32 (a block's size, a line number), spelt as [`Parser::u64`] reads.
+    #[inline]
+    pub(crate) fn u32(&mut self) -> Result<u32, Fail> {
+        let at = self.peek().map(|_| self.offset())?;
+        let v = self.u64()?;
+        u32::try_from(v).map_err(|_| {
+            Fail::msg(
+                at,
+                format!("expected an unsigned integer below 2^32, found {v}"),
+            )
+        })
+    }
+
+    /// An integer below 2^32, or `null` (`None`).
+    #[inline]
+    pub(crate) fn opt_u32(&mut self) -> Result<Option<u32>, Fail> {
+        if self.null()? {
+            Ok(None)
+        } else {
+            self.u32().map(Some)
         }
     }
 

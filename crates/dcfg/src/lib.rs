@@ -87,6 +87,7 @@ pub use export::DotOptions;
 pub use model::{
     BasicBlock, Counts, CountsIter, Dcfg, Edge, EdgeIter, EdgeKind, EdgeType, Edges, FileName,
     Image, Loop, Process, Routine, RoutineNode, SourceLine, SpecialKind, SpecialNode, Symbol,
+    SymbolIter, Symbols,
 };
 pub use query::{Container, ContainerEdges, Graph, LoopStats};
 pub use read::Compression;

@@ -135,7 +135,7 @@ pub struct Image {
     /// `FILE_NAME_ID` of the image's path.
     pub file_name_id: Option<u64>,
     /// `SYMBOLS`.
-    pub symbols: Option<Vec<Symbol>>,
+    pub symbols: Option<Symbols>,
     /// `SOURCE_DATA`.
     pub source_data: Option<Vec<SourceLine>>,
     /// `BASIC_BLOCKS`.
@@ -159,8 +159,9 @@ impl Image {
 
     /// The symbols (empty if the table is absent).
     #[must_use]
-    pub fn symbols(&self) -> &[Symbol] {
-        self.symbols.as_deref().unwrap_or_default()
+    pub fn symbols(&self) -> &Symbols {
+        static EMPTY: Symbols = Symbols::new();
+        self.symbols.as_ref().unwrap_or(&EMPTY)
     }
 
     /// The source lines (empty if the table is absent).
@@ -177,33 +178,235 @@ impl Image {
     }
 }
 
-/// A row of `SYMBOLS`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Symbol {
+/// A row of `SYMBOLS`, as [`Symbols`] hands it out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Symbol<'a> {
     /// `NAME`.
-    pub name: String,
+    pub name: &'a str,
     /// `ADDR_OFFSET` from the image's load address.
     pub addr_offset: u64,
     /// `SIZE` in bytes.
     pub size: Option<u64>,
 }
 
+/// The `SYMBOLS` table of an image.
+///
+/// Symbols are often half of a DCFG (every library's exports), so the table keeps all names
+/// in one string and 24 bytes per row, rather than a `String` per symbol. Rows are handed out
+/// as [`Symbol`]s; build a table with [`Symbols::push`] or by collecting `Symbol`s.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Symbols {
+    /// Every name, one after the other.
+    names: String,
+    rows: Vec<SymbolRow>,
+}
+
+/// A stored symbol: its name is `names[previous row's end .. end]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct SymbolRow {
+    addr_offset: u64,
+    /// Meaningful when `end_and_sized` has [`SIZED`] set.
+    size: u64,
+    /// The end of the name in `names`, with [`SIZED`] set if `SIZE` is present (a string's
+    /// length never reaches 2^63).
+    end_and_sized: u64,
+}
+
+/// The flag of [`SymbolRow::end_and_sized`] that says the size is present.
+const SIZED: u64 = 1 << 63;
+
+impl SymbolRow {
+    fn end(&self) -> usize {
+        usize::try_from(self.end_and_sized & !SIZED).unwrap_or(usize::MAX)
+    }
+}
+
+impl Symbols {
+    /// An empty table.
+    #[must_use]
+    pub const fn new() -> Symbols {
+        Symbols {
+            names: String::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a symbol.
+    pub fn push(&mut self, symbol: Symbol<'_>) {
+        self.names.push_str(symbol.name);
+        let row = self.row_ending_here(symbol.addr_offset, symbol.size);
+        self.rows.push(row);
+    }
+
+    /// The row of a symbol whose name ends the names so far.
+    fn row_ending_here(&self, addr_offset: u64, size: Option<u64>) -> SymbolRow {
+        let end = self.names.len() as u64;
+        SymbolRow {
+            addr_offset,
+            size: size.unwrap_or(0),
+            end_and_sized: if size.is_some() { end | SIZED } else { end },
+        }
+    }
+
+    /// The number of symbols.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The symbol at position `i` (file order).
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<Symbol<'_>> {
+        let row = self.rows.get(i)?;
+        let start = match i.checked_sub(1) {
+            Some(prev) => self.rows.get(prev).map_or(0, SymbolRow::end),
+            None => 0,
+        };
+        Some(self.view(start, row))
+    }
+
+    fn view(&self, start: usize, row: &SymbolRow) -> Symbol<'_> {
+        Symbol {
+            name: self.names.get(start..row.end()).unwrap_or_default(),
+            addr_offset: row.addr_offset,
+            size: (row.end_and_sized & SIZED != 0).then_some(row.size),
+        }
+    }
+
+    /// Iterates in file order.
+    #[must_use]
+    pub fn iter(&self) -> SymbolIter<'_> {
+        SymbolIter {
+            table: self,
+            rows: self.rows.iter(),
+            start: 0,
+        }
+    }
+
+    /// While reading: sets the name of the row being read (the tail of the names, after the
+    /// last row's). Room grows by half, not double: less unused before the final shrink.
+    pub(crate) fn set_pending_name(&mut self, name: &str) {
+        self.names.truncate(self.names_end());
+        if self.names.capacity().saturating_sub(self.names.len()) < name.len() {
+            self.names
+                .reserve_exact(name.len().max(self.names.len() / 2).max(64));
+        }
+        self.names.push_str(name);
+    }
+
+    /// Appends a row whose name was set by [`Symbols::set_pending_name`].
+    pub(crate) fn push_row(&mut self, addr_offset: u64, size: Option<u64>) {
+        let row = self.row_ending_here(addr_offset, size);
+        self.rows.push(row);
+    }
+
+    /// Where the name of the next row starts.
+    fn names_end(&self) -> usize {
+        self.rows.last().map_or(0, SymbolRow::end)
+    }
+
+    /// The rows there is room for.
+    pub(crate) fn row_capacity(&self) -> usize {
+        self.rows.capacity()
+    }
+
+    /// Room for `rows` more rows.
+    pub(crate) fn reserve_rows(&mut self, rows: usize) {
+        self.rows.reserve_exact(rows);
+    }
+
+    /// Gives back unused room.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.names.shrink_to_fit();
+        self.rows.shrink_to_fit();
+    }
+}
+
+impl fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> FromIterator<Symbol<'a>> for Symbols {
+    fn from_iter<I: IntoIterator<Item = Symbol<'a>>>(iter: I) -> Symbols {
+        let mut t = Symbols::new();
+        t.extend(iter);
+        t
+    }
+}
+
+impl<'a> Extend<Symbol<'a>> for Symbols {
+    fn extend<I: IntoIterator<Item = Symbol<'a>>>(&mut self, iter: I) {
+        for s in iter {
+            self.push(s);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Symbols {
+    type Item = Symbol<'a>;
+    type IntoIter = SymbolIter<'a>;
+    fn into_iter(self) -> SymbolIter<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over [`Symbols`], in file order.
+#[derive(Clone, Debug)]
+pub struct SymbolIter<'a> {
+    table: &'a Symbols,
+    rows: core::slice::Iter<'a, SymbolRow>,
+    /// Where the next name starts.
+    start: usize,
+}
+
+impl<'a> Iterator for SymbolIter<'a> {
+    type Item = Symbol<'a>;
+
+    fn next(&mut self) -> Option<Symbol<'a>> {
+        let row = self.rows.next()?;
+        let symbol = self.table.view(self.start, row);
+        self.start = row.end();
+        Some(symbol)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.rows.size_hint()
+    }
+}
+
+impl ExactSizeIterator for SymbolIter<'_> {}
+
 /// A row of `SOURCE_DATA`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// Lines, sizes and instruction counts are `u32` (the reader rejects larger values): source
+/// lines are as numerous as blocks, and 40 bytes a row keep the model smaller than the JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SourceLine {
     /// `FILE_NAME_ID` of the source file.
     pub file_name_id: u64,
-    /// `LINE_NUM`.
-    pub line: u64,
     /// `ADDR_OFFSET` from the image's load address.
     pub addr_offset: u64,
+    /// `LINE_NUM`.
+    pub line: u32,
     /// `SIZE` in bytes.
-    pub size: Option<u64>,
+    pub size: Option<u32>,
     /// `NUM_INSTRS` covered.
-    pub num_instrs: Option<u64>,
+    pub num_instrs: Option<u32>,
 }
 
 /// A row of `BASIC_BLOCKS`.
+///
+/// The size, instruction count and last-instruction offset of a block are `u32` (the reader
+/// rejects larger values): blocks are the most numerous rows, and 48 bytes a row keep the
+/// model smaller than the JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BasicBlock {
     /// `NODE_ID`, unique in the process.
@@ -211,11 +414,11 @@ pub struct BasicBlock {
     /// `ADDR_OFFSET` of the first instruction from the image's load address.
     pub addr_offset: u64,
     /// `SIZE` in bytes.
-    pub size: u64,
+    pub size: u32,
     /// `NUM_INSTRS`.
-    pub num_instrs: u64,
+    pub num_instrs: u32,
     /// `LAST_INSTR_OFFSET`: address of the last instruction minus that of the first.
-    pub last_instr_offset: Option<u64>,
+    pub last_instr_offset: Option<u32>,
     /// `COUNT`: executions over all threads (optional; edges give it too).
     pub count: Option<u64>,
 }

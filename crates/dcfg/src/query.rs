@@ -133,29 +133,29 @@ pub struct Graph<'a> {
     source_order: Vec<Vec<u32>>,
 }
 
-/// The indices of `items` sorted (stably) by `key`.
-fn order_by<T>(items: &[T], key: impl Fn(&T) -> u64) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..items.len()).map(idx).collect();
-    order.sort_by_key(|&i| items.get(i as usize).map_or(u64::MAX, &key));
+/// The indices `0..len` sorted (stably) by `key`.
+fn order_by(len: usize, key: impl Fn(usize) -> u64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..len).map(idx).collect();
+    order.sort_by_key(|&i| key(i as usize));
     order
 }
 
-/// The item of `items` (in `order`, sorted by offset) with the greatest offset at most
-/// `off` that `covers` `off`: a binary search, then a step back past items that end
-/// before `off` (nested or overlapping ones; usually none).
-fn covering<'s, T>(
-    items: &'s [T],
+/// The item (by index, in `order`, sorted by offset) with the greatest offset at most `off`
+/// that `covers` `off`: a binary search, then a step back past items that end before `off`
+/// (nested or overlapping ones; usually none).
+fn covering<T>(
+    item: impl Fn(usize) -> Option<T>,
     order: &[u32],
     off: u64,
     offset: impl Fn(&T) -> u64,
     covers: impl Fn(&T) -> bool,
-) -> Option<&'s T> {
-    let end = order.partition_point(|&i| items.get(i as usize).is_some_and(|t| offset(t) <= off));
+) -> Option<T> {
+    let end = order.partition_point(|&i| item(i as usize).is_some_and(|t| offset(&t) <= off));
     order
         .get(..end)?
         .iter()
         .rev()
-        .filter_map(|&i| items.get(i as usize))
+        .filter_map(|&i| item(i as usize))
         .find(|t| covers(t))
 }
 
@@ -201,12 +201,18 @@ impl<'a> Graph<'a> {
             symbol_order: process
                 .images()
                 .iter()
-                .map(|i| order_by(i.symbols(), |s| s.addr_offset))
+                .map(|i| {
+                    let s = i.symbols();
+                    order_by(s.len(), |k| s.get(k).map_or(u64::MAX, |s| s.addr_offset))
+                })
                 .collect(),
             source_order: process
                 .images()
                 .iter()
-                .map(|i| order_by(i.source_data(), |s| s.addr_offset))
+                .map(|i| {
+                    let s = i.source_data();
+                    order_by(s.len(), |k| s.get(k).map_or(u64::MAX, |s| s.addr_offset))
+                })
                 .collect(),
         };
         for t in dcfg.edge_types.as_deref().unwrap_or_default() {
@@ -220,9 +226,12 @@ impl<'a> Graph<'a> {
                     routine: NONE,
                     inner_loop: NONE,
                 });
-                g.by_addr
-                    .push((image.load_addr.wrapping_add(b.addr_offset), b.size, b.id));
-                g.max_block_size = g.max_block_size.max(b.size);
+                g.by_addr.push((
+                    image.load_addr.wrapping_add(b.addr_offset),
+                    b.size.into(),
+                    b.id,
+                ));
+                g.max_block_size = g.max_block_size.max(b.size.into());
             }
         }
         g.by_addr.sort_unstable();
@@ -438,7 +447,10 @@ impl<'a> Graph<'a> {
     #[must_use]
     pub fn block_last_addr(&self, id: u64) -> Option<u64> {
         let b = self.block(id)?;
-        Some(self.block_addr(id)?.wrapping_add(b.last_instr_offset?))
+        Some(
+            self.block_addr(id)?
+                .wrapping_add(b.last_instr_offset?.into()),
+        )
     }
 
     /// The routine with this entry block id.
@@ -640,11 +652,13 @@ impl<'a> Graph<'a> {
             for s in image
                 .source_data()
                 .iter()
-                .filter(|s| s.line == line && ids.contains(&s.file_name_id))
+                .filter(|s| u64::from(s.line) == line && ids.contains(&s.file_name_id))
             {
-                let end = s.addr_offset.saturating_add(s.size.unwrap_or(1).max(1));
+                let end = s
+                    .addr_offset
+                    .saturating_add(s.size.unwrap_or(1).max(1).into());
                 for b in image.basic_blocks() {
-                    let b_end = b.addr_offset.saturating_add(b.size.max(1));
+                    let b_end = b.addr_offset.saturating_add(b.size.max(1).into());
                     if b.addr_offset < end && s.addr_offset < b_end && !out.contains(&b.id) {
                         out.push(b.id);
                     }
@@ -663,7 +677,7 @@ impl<'a> Graph<'a> {
         let image = self.process.images().get(ii)?;
         let off = self.block(id)?.addr_offset;
         covering(
-            image.symbols(),
+            |i| image.symbols().get(i),
             self.symbol_order.get(ii)?,
             off,
             |s| s.addr_offset,
@@ -672,7 +686,7 @@ impl<'a> Graph<'a> {
                     .is_none_or(|z| off.wrapping_sub(s.addr_offset) < z.max(1))
             },
         )
-        .map(|s| (s.name.as_str(), off.wrapping_sub(s.addr_offset)))
+        .map(|s| (s.name, off.wrapping_sub(s.addr_offset)))
     }
 
     /// The source file and line of a block's first instruction.
@@ -682,13 +696,13 @@ impl<'a> Graph<'a> {
         let image = self.process.images().get(ii)?;
         let off = self.block(id)?.addr_offset;
         let s = covering(
-            image.source_data(),
+            |i| image.source_data().get(i),
             self.source_order.get(ii)?,
             off,
             |s| s.addr_offset,
-            |s| off.wrapping_sub(s.addr_offset) < s.size.unwrap_or(1).max(1),
+            |s| off.wrapping_sub(s.addr_offset) < s.size.unwrap_or(1).max(1).into(),
         )?;
-        Some((self.dcfg.file_name(s.file_name_id)?, s.line))
+        Some((self.dcfg.file_name(s.file_name_id)?, s.line.into()))
     }
 
     // ---- counts ----
@@ -735,8 +749,9 @@ impl<'a> Graph<'a> {
     /// Instructions executed in a block: `NUM_INSTRS × executions`.
     #[must_use]
     pub fn block_instr_count(&self, id: u64) -> u64 {
-        self.block(id)
-            .map_or(0, |b| b.num_instrs.saturating_mul(self.block_count(id)))
+        self.block(id).map_or(0, |b| {
+            u64::from(b.num_instrs).saturating_mul(self.block_count(id))
+        })
     }
 
     /// Instructions executed in a container (sum over its blocks).
@@ -753,7 +768,7 @@ impl<'a> Graph<'a> {
     pub fn instr_counts_per_thread(&self, c: Container) -> Vec<u64> {
         let mut out = vec![0u64; self.process.threads()];
         for b in self.container_blocks(c) {
-            let n = self.block(b).map_or(0, |b| b.num_instrs);
+            let n = self.block(b).map_or(0, |b| u64::from(b.num_instrs));
             for (t, k) in self.block_counts_per_thread(b).into_iter().enumerate() {
                 let v = n.saturating_mul(k);
                 match out.get_mut(t) {
@@ -769,7 +784,7 @@ impl<'a> Graph<'a> {
     #[must_use]
     pub fn static_instr_count(&self, c: Container) -> u64 {
         self.container_blocks(c).iter().fold(0u64, |a, &b| {
-            a.saturating_add(self.block(b).map_or(0, |b| b.num_instrs))
+            a.saturating_add(self.block(b).map_or(0, |b| b.num_instrs.into()))
         })
     }
 

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::json::{Fail, Parser, ReadSource, Seg, SliceSource, Source};
 use crate::model::{Dcfg, Edges, Image, Process};
 use crate::raw;
-use crate::table::{Row, table};
+use crate::table::{Row, symbols, table};
 
 /// The compression around a DCFG, recognised by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,7 +231,13 @@ impl Row for Process {
     const COLUMNS: &'static [&'static str] = &raw::PROCESS_COLUMNS;
     const REQUIRED: u32 = 0b1;
     const TRANSPARENT: u32 = 0b10;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             _ => {
@@ -278,7 +284,13 @@ impl Row for Image {
     const COLUMNS: &'static [&'static str] = &raw::IMAGE_COLUMNS;
     const REQUIRED: u32 = 0b111;
     const TRANSPARENT: u32 = 0b1000;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.load_addr = p.u64()?,
@@ -308,7 +320,9 @@ fn image_data<S: Source>(p: &mut Parser<S>, img: &mut Image) -> Result<(), Fail>
     while let Some(key) = p.next_key(&mut first, &keys)? {
         match &*key {
             raw::FILE_NAME_ID => img.file_name_id = Some(under(p, raw::FILE_NAME_ID, Parser::u64)?),
-            raw::SYMBOLS => img.symbols = Some(under(p, raw::SYMBOLS, table)?),
+            raw::SYMBOLS => {
+                img.symbols = Some(under(p, raw::SYMBOLS, symbols)?);
+            }
             raw::SOURCE_DATA => img.source_data = Some(under(p, raw::SOURCE_DATA, table)?),
             raw::BASIC_BLOCKS => img.basic_blocks = Some(under(p, raw::BASIC_BLOCKS, table)?),
             raw::ROUTINES => img.routines = Some(under(p, raw::ROUTINES, table)?),

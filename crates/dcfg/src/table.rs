@@ -9,7 +9,7 @@
 use crate::json::{Fail, Parser, Seg, Source};
 use crate::model::{
     BasicBlock, Counts, Edge, EdgeType, FileName, Loop, Routine, RoutineNode, SourceLine,
-    SpecialNode, Symbol,
+    SpecialNode, Symbols,
 };
 use crate::raw;
 
@@ -30,8 +30,48 @@ pub(crate) trait Row: Default {
     /// Slots holding an object whose keys continue the path directly (`PROCESSES[0].IMAGES`
     /// rather than `PROCESSES[0].PROCESS_DATA.IMAGES`, as validation findings write it).
     const TRANSPARENT: u32 = 0;
-    /// Reads the value of column slot `slot` (the parser is before the value).
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail>;
+    /// What the rows are read into.
+    type Table: Table<Self>;
+    /// Reads the value of column slot `slot` (the parser is before the value); `table` holds
+    /// the rows read so far.
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        table: &mut Self::Table,
+    ) -> Result<(), Fail>;
+}
+
+/// A table being read.
+pub(crate) trait Table<T>: Default {
+    /// The rows so far.
+    fn len(&self) -> usize;
+    /// The rows there is room for.
+    fn capacity(&self) -> usize;
+    /// Room for `rows` more rows.
+    fn reserve_exact(&mut self, rows: usize);
+    /// Appends a row.
+    fn push(&mut self, row: T);
+    /// Gives back unused room.
+    fn shrink_to_fit(&mut self);
+}
+
+impl<T> Table<T> for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    fn reserve_exact(&mut self, rows: usize) {
+        Vec::reserve_exact(self, rows);
+    }
+    fn push(&mut self, row: T) {
+        Vec::push(self, row);
+    }
+    fn shrink_to_fit(&mut self) {
+        Vec::shrink_to_fit(self);
+    }
 }
 
 fn bit(slot: u8) -> u32 {
@@ -43,7 +83,9 @@ fn column_name<T: Row>(slot: u8) -> &'static str {
 }
 
 /// Reads a whole table; `null` reads as `None`.
-pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<Vec<T>>, Fail> {
+pub(crate) fn opt_table<S: Source, T: Row<Table = Vec<T>>>(
+    p: &mut Parser<S>,
+) -> Result<Option<Vec<T>>, Fail> {
     if p.null()? {
         Ok(None)
     } else {
@@ -51,8 +93,18 @@ pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<V
     }
 }
 
-/// Reads a whole table.
-pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
+/// Reads a whole table of rows of type `T`.
+pub(crate) fn table<S: Source, T: Row<Table = Vec<T>>>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
+    rows::<S, T>(p)
+}
+
+/// Reads a `SYMBOLS` table.
+pub(crate) fn symbols<S: Source>(p: &mut Parser<S>) -> Result<Symbols, Fail> {
+    rows::<S, SymbolCells>(p)
+}
+
+/// Reads a whole table into its [`Row::Table`].
+fn rows<S: Source, T: Row>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
     p.begin_array(TABLE)?;
     let mut first = true;
     p.peek()?;
@@ -75,24 +127,40 @@ pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail
         )
         .at(Seg::Header));
     }
-    let mut rows = Vec::new();
+    let mut rows = T::Table::default();
     let mut r = 0u64;
+    let rows_at = p.offset();
     loop {
         let more = p.next_elem(&mut first).map_err(|f| f.at(Seg::Row(r)))?;
         if !more {
             break;
         }
-        let value = row::<S, T>(p, &slots).map_err(|f| f.at(Seg::Row(r)))?;
+        let value = row::<S, T>(p, &slots, &mut rows).map_err(|f| f.at(Seg::Row(r)))?;
         if rows.len() == rows.capacity() {
-            // Grow by half, not double: less room unused before the final shrink (memory
-            // peaks while the largest table is read).
-            rows.reserve_exact((rows.len() / 2).max(4));
+            let read = usize::try_from(p.offset().saturating_sub(rows_at)).unwrap_or(usize::MAX);
+            rows.reserve_exact(growth(rows.len(), read, p.bytes_left()));
         }
         rows.push(value);
         r = r.saturating_add(1);
     }
     rows.shrink_to_fit();
     Ok(rows)
+}
+
+/// How many rows to make room for in a full table of `len` rows, read from `read` bytes,
+/// with `left` bytes of the input left if known.
+///
+/// By half, not double: memory peaks while the last and largest table (usually `EDGES`) is
+/// read, so less room stands unused before the final shrink. Less when the bytes left in a
+/// slice cannot hold that many rows of the average size so far: the last table is then
+/// allocated close to its size.
+fn growth(len: usize, read: usize, left: Option<usize>) -> usize {
+    let half = (len / 2).max(4);
+    let Some(left) = left else { return half };
+    let row_bytes = (read / len.max(1)).max(1);
+    let fit = (left / row_bytes).saturating_add(1);
+    // Not below a sixteenth, so that rows shorter than the average cost few steps.
+    half.min(fit).max(len / 16).max(1)
 }
 
 /// The header row: each column's slot (or [`SKIP`]).
@@ -122,7 +190,11 @@ fn header<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
 }
 
 /// One data row.
-fn row<S: Source, T: Row>(p: &mut Parser<S>, slots: &[u8]) -> Result<T, Fail> {
+fn row<S: Source, T: Row>(
+    p: &mut Parser<S>,
+    slots: &[u8],
+    table: &mut T::Table,
+) -> Result<T, Fail> {
     p.begin_array("a table row (an array of values)")?;
     let mut value = T::default();
     let mut got = 0u32;
@@ -138,7 +210,7 @@ fn row<S: Source, T: Row>(p: &mut Parser<S>, slots: &[u8]) -> Result<T, Fail> {
         let read = if slot == SKIP {
             p.skip_value()
         } else {
-            value.cell(slot, p)
+            value.cell(slot, p, table)
         };
         read.map_err(|f| {
             if slot == SKIP {
@@ -195,14 +267,20 @@ fn counts<S: Source>(p: &mut Parser<S>) -> Result<Counts, Fail> {
 impl Row for BasicBlock {
     const COLUMNS: &'static [&'static str] = &raw::BLOCK_COLUMNS;
     const REQUIRED: u32 = 0b1111;
+    type Table = Vec<Self>;
     #[inline]
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.addr_offset = p.u64()?,
-            2 => self.size = p.u64()?,
-            3 => self.num_instrs = p.u64()?,
-            4 => self.last_instr_offset = p.opt_u64()?,
+            2 => self.size = p.u32()?,
+            3 => self.num_instrs = p.u32()?,
+            4 => self.last_instr_offset = p.opt_u32()?,
             _ => self.count = p.opt_u64()?,
         }
         Ok(())
@@ -212,8 +290,14 @@ impl Row for BasicBlock {
 impl Row for Edge {
     const COLUMNS: &'static [&'static str] = &raw::EDGE_COLUMNS;
     const REQUIRED: u32 = 0b1111;
+    type Table = Vec<Self>;
     #[inline]
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.source = p.u64()?,
@@ -228,24 +312,44 @@ impl Row for Edge {
 impl Row for SourceLine {
     const COLUMNS: &'static [&'static str] = &raw::SOURCE_COLUMNS;
     const REQUIRED: u32 = 0b111;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.file_name_id = p.u64()?,
-            1 => self.line = p.u64()?,
+            1 => self.line = p.u32()?,
             2 => self.addr_offset = p.u64()?,
-            3 => self.size = p.opt_u64()?,
-            _ => self.num_instrs = p.opt_u64()?,
+            3 => self.size = p.opt_u32()?,
+            _ => self.num_instrs = p.opt_u32()?,
         }
         Ok(())
     }
 }
 
-impl Row for Symbol {
+/// A row of `SYMBOLS` being read: its name is read straight onto the table's names.
+#[derive(Default)]
+struct SymbolCells {
+    addr_offset: u64,
+    size: Option<u64>,
+}
+
+impl Row for SymbolCells {
     const COLUMNS: &'static [&'static str] = &raw::SYMBOL_COLUMNS;
     const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Symbols;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        table: &mut Symbols,
+    ) -> Result<(), Fail> {
         match slot {
-            0 => self.name = p.string()?,
+            // A second NAME column replaces the first, as for other columns.
+            0 => p.string_with(|name| table.set_pending_name(name))?,
             1 => self.addr_offset = p.u64()?,
             _ => self.size = p.opt_u64()?,
         }
@@ -253,10 +357,34 @@ impl Row for Symbol {
     }
 }
 
+impl Table<SymbolCells> for Symbols {
+    fn len(&self) -> usize {
+        Symbols::len(self)
+    }
+    fn capacity(&self) -> usize {
+        self.row_capacity()
+    }
+    fn reserve_exact(&mut self, rows: usize) {
+        self.reserve_rows(rows);
+    }
+    fn push(&mut self, row: SymbolCells) {
+        self.push_row(row.addr_offset, row.size);
+    }
+    fn shrink_to_fit(&mut self) {
+        Symbols::shrink_to_fit(self);
+    }
+}
+
 impl Row for RoutineNode {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_NODE_COLUMNS;
     const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             _ => self.idom = p.u64()?,
@@ -268,7 +396,13 @@ impl Row for RoutineNode {
 impl Row for Loop {
     const COLUMNS: &'static [&'static str] = &raw::LOOP_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.head = p.u64()?,
             1 => self.back_edge_sources = ids(p)?,
@@ -282,7 +416,13 @@ impl Row for Loop {
 impl Row for Routine {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    type Table = Vec<Self>;
+    fn cell<S: Source>(
+        &mut self,
+        slot: u8,
+        p: &mut Parser<S>,
+        _: &mut Vec<Self>,
+    ) -> Result<(), Fail> {
         match slot {
             0 => self.entry = p.u64()?,
             1 => self.exits = ids(p)?,
@@ -299,7 +439,8 @@ macro_rules! id_name_row {
         impl Row for $row {
             const COLUMNS: &'static [&'static str] = &$columns;
             const REQUIRED: u32 = 0b11;
-            fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+            type Table = Vec<Self>;
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>, _: &mut Vec<Self>) -> Result<(), Fail> {
                 match slot {
                     0 => self.id = p.u64()?,
                     _ => self.name = p.string()?,

@@ -11,7 +11,7 @@
 
 use crate::model::{
     BasicBlock, Counts, Dcfg, Edge, EdgeType, Edges, FileName, Image, Loop, Process, Routine,
-    RoutineNode, SourceLine, SpecialNode, Symbol,
+    RoutineNode, SourceLine, SpecialNode, Symbol, Symbols,
 };
 use trace_core::rng::SplitMix64;
 
@@ -135,7 +135,7 @@ pub fn synthetic(cfg: SynthConfig) -> Dcfg {
         let mut offset = 0x1000u64;
         let mut blocks = Vec::new();
         let mut routines = Vec::new();
-        let mut symbols = Vec::new();
+        let mut symbols = Symbols::new();
         let mut source = Vec::new();
         for r in 0..cfg.routines_per_image {
             let ids: Vec<u64> = (0..BLOCKS_PER_ROUTINE)
@@ -149,7 +149,8 @@ pub fn synthetic(cfg: SynthConfig) -> Dcfg {
                 .collect();
             let start = offset;
             for (k, &id) in ids.iter().enumerate() {
-                let instrs = rng.below(12).saturating_add(1);
+                // Below 13 and 52: the casts cannot fail.
+                let instrs = u32::try_from(rng.below(12)).unwrap_or(0).saturating_add(1);
                 let size = instrs.saturating_mul(4);
                 let count_t = |t: usize| -> u64 {
                     let it = iters.get(t).unwrap_or(0);
@@ -164,7 +165,7 @@ pub fn synthetic(cfg: SynthConfig) -> Dcfg {
                 for (t, slot) in per_thread.iter_mut().enumerate() {
                     let c = count_t(t);
                     count = count.saturating_add(c);
-                    *slot = slot.saturating_add(c.saturating_mul(instrs));
+                    *slot = slot.saturating_add(c.saturating_mul(instrs.into()));
                 }
                 blocks.push(BasicBlock {
                     id,
@@ -176,24 +177,24 @@ pub fn synthetic(cfg: SynthConfig) -> Dcfg {
                 });
                 source.push(SourceLine {
                     file_name_id: src_file,
-                    line: r
-                        .saturating_mul(10)
-                        .saturating_add(k as u64)
+                    line: u32::try_from(r.saturating_mul(10).saturating_add(k as u64))
+                        .unwrap_or(u32::MAX)
                         .saturating_add(1),
                     addr_offset: offset,
                     size: Some(size),
                     num_instrs: Some(instrs),
                 });
-                offset = offset.saturating_add(size);
+                offset = offset.saturating_add(size.into());
             }
             let [b0, b1, b2, b3, b4, b5] =
                 [0, 1, 2, 3, 4, 5].map(|k| ids.get(k).copied().unwrap_or(0));
+            let name = if i == 0 && r == 0 {
+                "main".to_owned()
+            } else {
+                format!("func_{i}_{r}")
+            };
             symbols.push(Symbol {
-                name: if i == 0 && r == 0 {
-                    "main".to_owned()
-                } else {
-                    format!("func_{i}_{r}")
-                },
+                name: &name,
                 addr_offset: start,
                 size: Some(offset.saturating_sub(start)),
             });
@@ -323,7 +324,7 @@ pub fn qemu_dialect(d: &Dcfg) -> Dcfg {
             img.load_addr = img.load_addr.wrapping_add(0xffff_0000_0000_0000);
             for b in img.basic_blocks.iter_mut().flatten() {
                 let pc = img.load_addr.wrapping_add(b.addr_offset);
-                let id = pc ^ b.num_instrs;
+                let id = pc ^ u64::from(b.num_instrs);
                 map.insert(b.id, id);
                 b.id = id;
                 b.size = 0;
@@ -333,7 +334,7 @@ pub fn qemu_dialect(d: &Dcfg) -> Dcfg {
             img.file_name_id = img
                 .file_name_id
                 .map(|f| f.wrapping_add(9_007_199_254_740_000));
-            img.symbols = Some(Vec::new());
+            img.symbols = Some(Symbols::new());
             img.source_data = Some(Vec::new());
             img.routines = Some(Vec::new());
         }
@@ -553,9 +554,9 @@ pub fn dialect_json(d: &Dcfg, style: IntStyle, rotate: usize) -> Vec<u8> {
                                             vec![
                                                 int(b.id),
                                                 int(b.addr_offset),
-                                                int(b.size),
-                                                int(b.num_instrs),
-                                                opt(b.last_instr_offset),
+                                                int(b.size.into()),
+                                                int(b.num_instrs.into()),
+                                                opt(b.last_instr_offset.map(u64::from)),
                                                 opt(b.count),
                                                 J::Obj(vec![("ANY", J::Arr(vec![J::Null]))]),
                                             ]
@@ -573,10 +574,10 @@ pub fn dialect_json(d: &Dcfg, style: IntStyle, rotate: usize) -> Vec<u8> {
                                         .map(|s| {
                                             vec![
                                                 int(s.file_name_id),
-                                                int(s.line),
+                                                int(s.line.into()),
                                                 int(s.addr_offset),
-                                                opt(s.size),
-                                                opt(s.num_instrs),
+                                                opt(s.size.map(u64::from)),
+                                                opt(s.num_instrs.map(u64::from)),
                                             ]
                                         })
                                         .collect(),
@@ -591,7 +592,7 @@ pub fn dialect_json(d: &Dcfg, style: IntStyle, rotate: usize) -> Vec<u8> {
                                     s.iter()
                                         .map(|s| {
                                             vec![
-                                                J::Str(s.name.clone()),
+                                                J::Str(s.name.to_owned()),
                                                 int(s.addr_offset),
                                                 opt(s.size),
                                             ]

@@ -255,11 +255,11 @@ impl<W: Write> Out<W> {
     }
 
     /// A header-row table: the column names, then one array per row emitted by `row`.
-    fn table<T>(
+    fn table<I: IntoIterator<Item: Copy> + Copy>(
         &mut self,
         cols: &[&str],
-        rows: &[T],
-        row: impl Fn(&mut Self, &T) -> io::Result<()>,
+        rows: I,
+        row: impl Fn(&mut Self, I::Item) -> io::Result<()>,
     ) -> io::Result<()> {
         self.array(&|o| {
             o.array(&|o| o.each(cols, |o, c| o.str(c)))?;
@@ -268,12 +268,12 @@ impl<W: Write> Out<W> {
     }
 
     /// An object key with a table as its value.
-    fn keyed_table<T>(
+    fn keyed_table<I: IntoIterator<Item: Copy> + Copy>(
         &mut self,
         key: &str,
         cols: &[&str],
-        rows: &[T],
-        row: impl Fn(&mut Self, &T) -> io::Result<()>,
+        rows: I,
+        row: impl Fn(&mut Self, I::Item) -> io::Result<()>,
     ) -> io::Result<()> {
         self.key(key)?;
         self.table(cols, rows, row)
@@ -383,7 +383,7 @@ fn image<W: Write>(o: &mut Out<W>, i: &Image) -> io::Result<()> {
         }
         if let Some(s) = &i.symbols {
             o.keyed_table(raw::SYMBOLS, &raw::SYMBOL_COLUMNS, s, |o, s| {
-                o.str(&s.name)?;
+                o.str(s.name)?;
                 o.hex(s.addr_offset)?;
                 o.trailing(&[s.size])
             })?;
@@ -391,18 +391,18 @@ fn image<W: Write>(o: &mut Out<W>, i: &Image) -> io::Result<()> {
         if let Some(s) = &i.source_data {
             o.keyed_table(raw::SOURCE_DATA, &raw::SOURCE_COLUMNS, s, |o, s| {
                 o.int(s.file_name_id)?;
-                o.int(s.line)?;
+                o.int(s.line.into())?;
                 o.hex(s.addr_offset)?;
-                o.trailing(&[s.size, s.num_instrs])
+                o.trailing(&[s.size.map(u64::from), s.num_instrs.map(u64::from)])
             })?;
         }
         if let Some(b) = &i.basic_blocks {
             o.keyed_table(raw::BASIC_BLOCKS, &raw::BLOCK_COLUMNS, b, |o, b| {
                 o.int(b.id)?;
                 o.hex(b.addr_offset)?;
-                o.int(b.size)?;
-                o.int(b.num_instrs)?;
-                o.trailing(&[b.last_instr_offset, b.count])
+                o.int(b.size.into())?;
+                o.int(b.num_instrs.into())?;
+                o.trailing(&[b.last_instr_offset.map(u64::from), b.count])
             })?;
         }
         if let Some(r) = &i.routines {

@@ -2,7 +2,7 @@
 //! negative ones fail with a JSON path and an offset, inconsistent ones give findings.
 
 use dcfg::testgen::qemu_dialect;
-use dcfg::{Dcfg, SpecialKind};
+use dcfg::{Dcfg, SpecialKind, Symbols};
 
 use crate::{assert_golden, sample, testdata};
 
@@ -62,7 +62,7 @@ fn dialects_read_to_the_same_model() {
     assert!(g.block(first.target).is_some());
     assert_eq!(g.edge_type_name(first), Some("UNKNOWN"));
     // Header-only tables are present and empty.
-    assert_eq!(q.processes[0].images()[0].symbols, Some(vec![]));
+    assert_eq!(q.processes[0].images()[0].symbols, Some(Symbols::new()));
     assert!(q.validate().is_empty(), "{:?}", q.validate());
 }
 

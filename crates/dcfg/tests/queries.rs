@@ -98,7 +98,10 @@ fn counts_and_loops() {
     assert_eq!(inner.depth, 2);
     let bb1 = g.block(b1).unwrap();
     let bb2 = g.block(b2).unwrap();
-    assert_eq!(outer.static_instrs, bb1.num_instrs + bb2.num_instrs);
+    assert_eq!(
+        outer.static_instrs,
+        u64::from(bb1.num_instrs + bb2.num_instrs)
+    );
     assert_eq!(
         outer.dynamic_instrs,
         g.block_instr_count(b1) + g.block_instr_count(b2)
@@ -136,10 +139,11 @@ fn addresses_symbols_and_sources() {
     let addr = g.block_addr(11).unwrap();
     assert_eq!(addr, 0x40_0000 + b.addr_offset);
     assert_eq!(g.blocks_at(addr), vec![11]);
-    assert_eq!(g.blocks_at(addr + b.size - 1), vec![11]);
-    assert_eq!(g.blocks_at(addr + b.size), vec![12]);
+    let size = u64::from(b.size);
+    assert_eq!(g.blocks_at(addr + size - 1), vec![11]);
+    assert_eq!(g.blocks_at(addr + size), vec![12]);
     assert!(g.blocks_at(0x10).is_empty());
-    assert_eq!(g.block_last_addr(11), Some(addr + b.size - 4));
+    assert_eq!(g.block_last_addr(11), Some(addr + size - 4));
     let (sym, off) = g.block_symbol(11).unwrap();
     assert_eq!(sym, "func_0_1");
     assert_eq!(off, b.addr_offset - g.block(10).unwrap().addr_offset);

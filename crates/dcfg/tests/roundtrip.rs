@@ -30,11 +30,14 @@ fn image(g: &mut Gen) -> Image {
     if has_data {
         img.file_name_id = Option::arbitrary(g);
         img.symbols = maybe(g, |g| {
-            (0..usize::arbitrary(g) % 4)
-                .map(|_| Symbol {
-                    name: String::arbitrary(g),
-                    addr_offset: u64::arbitrary(g),
-                    size: Option::arbitrary(g),
+            let rows: Vec<(String, u64, Option<u64>)> = (0..usize::arbitrary(g) % 4)
+                .map(|_| Arbitrary::arbitrary(g))
+                .collect();
+            rows.iter()
+                .map(|(name, addr_offset, size)| Symbol {
+                    name,
+                    addr_offset: *addr_offset,
+                    size: *size,
                 })
                 .collect()
         });
@@ -42,7 +45,7 @@ fn image(g: &mut Gen) -> Image {
             (0..usize::arbitrary(g) % 4)
                 .map(|_| SourceLine {
                     file_name_id: u64::arbitrary(g),
-                    line: u64::arbitrary(g),
+                    line: u32::arbitrary(g),
                     addr_offset: u64::arbitrary(g),
                     size: Option::arbitrary(g),
                     num_instrs: Option::arbitrary(g),
@@ -54,8 +57,8 @@ fn image(g: &mut Gen) -> Image {
                 .map(|_| BasicBlock {
                     id: u64::arbitrary(g),
                     addr_offset: u64::arbitrary(g),
-                    size: u64::arbitrary(g),
-                    num_instrs: u64::arbitrary(g),
+                    size: u32::arbitrary(g),
+                    num_instrs: u32::arbitrary(g),
                     last_instr_offset: Option::arbitrary(g),
                     count: Option::arbitrary(g),
                 })

@@ -183,8 +183,10 @@ fn touch(d: &Dcfg) -> u64 {
         for img in p.images() {
             for b in img.basic_blocks() {
                 sum = sum
-                    .wrapping_add(b.id ^ b.addr_offset ^ b.size ^ b.num_instrs)
-                    .wrapping_add(b.last_instr_offset.unwrap_or(0) ^ b.count.unwrap_or(0));
+                    .wrapping_add(b.id ^ b.addr_offset ^ u64::from(b.size ^ b.num_instrs))
+                    .wrapping_add(
+                        u64::from(b.last_instr_offset.unwrap_or(0)) ^ b.count.unwrap_or(0),
+                    );
                 rows += 1;
             }
             for r in img.routines() {
@@ -197,7 +199,7 @@ fn touch(d: &Dcfg) -> u64 {
                 sum = sum.wrapping_add(s.addr_offset ^ s.name.len() as u64);
             }
             for s in img.source_data() {
-                sum = sum.wrapping_add(s.line ^ s.addr_offset);
+                sum = sum.wrapping_add(u64::from(s.line) ^ s.addr_offset);
             }
         }
         for e in p.edges() {

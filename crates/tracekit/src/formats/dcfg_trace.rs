@@ -30,7 +30,10 @@ fn load_dcfg(ctx: &Ctx<'_>) -> Result<Option<Vec<JoinProcess>>, CliError> {
             .map(|(img, b)| {
                 (
                     b.id,
-                    (b.num_instrs, img.load_addr.wrapping_add(b.addr_offset)),
+                    (
+                        u64::from(b.num_instrs),
+                        img.load_addr.wrapping_add(b.addr_offset),
+                    ),
                 )
             })
             .collect();
