@@ -157,8 +157,11 @@ fn rows<S: Source, T: Row>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
 fn growth(len: usize, read: usize, left: Option<usize>) -> usize {
     let half = (len / 2).max(4);
     let Some(left) = left else { return half };
-    let row_bytes = (read / len.max(1)).max(1);
-    let fit = (left / row_bytes).saturating_add(1);
+    let row_bytes = read.checked_div(len).unwrap_or(1).max(1);
+    let fit = left
+        .checked_div(row_bytes)
+        .unwrap_or(left)
+        .saturating_add(1);
     // Not below a sixteenth, so that rows shorter than the average cost few steps.
     half.min(fit).max(len / 16).max(1)
 }

@@ -305,3 +305,30 @@ fn stream_and_slice_agree_on_mutated_files() {
         }) as fn(Vec<u8>, Vec<u8>) -> bool,
     );
 }
+
+#[test]
+fn block_sizes_and_line_numbers_above_32_bits() {
+    // The model keeps them as u32; a larger value is refused where it stands.
+    check(
+        "[ 5, \"0x101c\", 48, 12, 44, 26 ]",
+        "[ 5, \"0x101c\", 4294967296, 12, 44, 26 ]",
+        "4294967296",
+        "PROCESSES[0].IMAGES[0].BASIC_BLOCKS[1].SIZE",
+        "expected an unsigned integer below 2^32, found 4294967296",
+    );
+    check(
+        "[ 100, 2, \"0x101c\", 48, 12 ]",
+        "[ 100, \"0x100000000\", \"0x101c\", 48, 12 ]",
+        "\"0x100000000\"",
+        "PROCESSES[0].IMAGES[0].SOURCE_DATA[1].LINE_NUM",
+        "below 2^32",
+    );
+    // 2^32 - 1 still fits.
+    let (json, _) = edit(
+        "[ 5, \"0x101c\", 48, 12, 44, 26 ]",
+        "[ 5, \"0x101c\", 4294967295, 12, 44, 26 ]",
+        "4294967295",
+    );
+    let d = read_all_ways(json.as_bytes()).unwrap();
+    assert_eq!(d.processes[0].images()[0].basic_blocks()[1].size, u32::MAX);
+}

@@ -2,7 +2,7 @@
 
 use dcfg::{
     BasicBlock, Counts, Dcfg, Edge, EdgeType, Edges, FileName, Image, Loop, Process, Routine,
-    RoutineNode, SourceLine, SpecialNode, Symbol,
+    RoutineNode, SourceLine, SpecialNode, Symbol, Symbols,
 };
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 
@@ -298,4 +298,62 @@ fn counts_keep_their_values() {
     // Eight threads with counts below 128 stay inline (13 bytes of varints).
     let c: Counts = [0, 1, 127, 0, 5, 0, 0, 9].into_iter().collect();
     assert_eq!(c.to_vec(), [0, 1, 127, 0, 5, 0, 0, 9]);
+}
+
+type SymbolRow = (String, u64, Option<u64>);
+
+fn symbol_views(rows: &[SymbolRow]) -> Vec<Symbol<'_>> {
+    rows.iter()
+        .map(|(name, addr_offset, size)| Symbol {
+            name,
+            addr_offset: *addr_offset,
+            size: *size,
+        })
+        .collect()
+}
+
+/// A symbol table gives back the rows it was built from, in order, by index and by
+/// iteration, and compares as the list of rows does.
+#[test]
+fn symbols_keep_their_rows() {
+    fn prop(rows: Vec<SymbolRow>, other: Vec<SymbolRow>) -> bool {
+        let (want, want_other) = (symbol_views(&rows), symbol_views(&other));
+        let t: Symbols = want.iter().copied().collect();
+        let u: Symbols = want_other.iter().copied().collect();
+        t.len() == want.len()
+            && t.iter().collect::<Vec<_>>() == want
+            && t.iter().len() == want.len()
+            && (0..want.len()).all(|i| t.get(i) == Some(want[i]))
+            && t.get(want.len()).is_none()
+            && (t == u) == (want == want_other)
+            && format!("{t:?}") == format!("{want:?}")
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(prop as fn(Vec<SymbolRow>, Vec<SymbolRow>) -> bool);
+}
+
+/// The rows that dominate big files stay small (the model must stay below the JSON's size).
+#[test]
+fn rows_stay_small() {
+    assert_eq!(size_of::<BasicBlock>(), 48);
+    assert_eq!(size_of::<SourceLine>(), 40);
+    assert_eq!(size_of::<Edge>(), 48);
+}
+
+/// With two NAME columns, the last one gives a symbol its name, as with any repeated column.
+#[test]
+fn a_repeated_name_column_keeps_the_last() {
+    let from = r#"[ [ "NAME", "ADDR_OFFSET", "SIZE" ], [ "main", "0x1000", 232 ], [ "func_0_1", "0x10f8", 188 ] ]"#;
+    let to = r#"[ [ "NAME", "NAME", "ADDR_OFFSET", "SIZE" ], [ "x", "main", "0x1000", 232 ], [ "yy", "func_0_1", "0x10f8", 188 ] ]"#;
+    let sample = std::fs::read_to_string(crate::testdata("sample.dcfg.json")).unwrap();
+    assert!(sample.contains(from));
+    let json = sample.replacen(from, to, 1);
+    let d = Dcfg::from_slice(json.as_bytes()).unwrap();
+    let names: Vec<&str> = d.processes[0].images()[0]
+        .symbols()
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["main", "func_0_1"]);
 }
