@@ -65,7 +65,7 @@ impl Dcfg {
 
     /// Reads a DCFG from a stream (plain, bzip2 or gzip), parsing as it reads: the JSON text
     /// is never held whole, so memory is the model plus a 64 KiB window (and the
-    /// decompressor's state).
+    /// decompressor's state, which does not grow with the input: about 3.5 MiB for bzip2).
     ///
     /// # Errors
     ///
