@@ -518,7 +518,8 @@ impl<S: Source> Parser<S> {
     /// An integer below 2^32 (a block's size, a line number), spelt as [`Parser::u64`] reads.
     #[inline]
     pub(crate) fn u32(&mut self) -> Result<u32, Fail> {
-        let at = self.peek().map(|_| self.offset())?;
+        self.peek()?;
+        let at = self.offset();
         let v = self.u64()?;
         u32::try_from(v).map_err(|_| {
             Fail::msg(

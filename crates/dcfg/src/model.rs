@@ -203,7 +203,7 @@ pub struct Symbols {
 
 /// A stored symbol: its name is `names[previous row's end .. end]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct SymbolRow {
+struct SymbolRow {
     addr_offset: u64,
     /// Meaningful when `end_and_sized` has [`SIZED`] set.
     size: u64,
