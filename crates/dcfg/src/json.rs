@@ -505,13 +505,16 @@ impl<S: Source> Parser<S> {
         }
     }
 
-    /// An integer, or `null` (`None`).
+    /// `null` (`None`), or a value read by `read`.
     #[inline]
-    pub(crate) fn opt_u64(&mut self) -> Result<Option<u64>, Fail> {
+    pub(crate) fn opt<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Result<T, Fail>,
+    ) -> Result<Option<T>, Fail> {
         if self.null()? {
             Ok(None)
         } else {
-            self.u64().map(Some)
+            read(self).map(Some)
         }
     }
 
@@ -527,16 +530,6 @@ impl<S: Source> Parser<S> {
                 format!("expected an unsigned integer below 2^32, found {v}"),
             )
         })
-    }
-
-    /// An integer below 2^32, or `null` (`None`).
-    #[inline]
-    pub(crate) fn opt_u32(&mut self) -> Result<Option<u32>, Fail> {
-        if self.null()? {
-            Ok(None)
-        } else {
-            self.u32().map(Some)
-        }
     }
 
     fn decimal(&mut self) -> Result<u64, Fail> {

@@ -133,10 +133,11 @@ pub struct Graph<'a> {
     source_order: Vec<Vec<u32>>,
 }
 
-/// The indices `0..len` sorted (stably) by `key`.
-fn order_by(len: usize, key: impl Fn(usize) -> u64) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..len).map(idx).collect();
-    order.sort_by_key(|&i| key(i as usize));
+/// The positions of `keys` sorted (stably) by key.
+fn order_by(keys: impl Iterator<Item = u64>) -> Vec<u32> {
+    let keys: Vec<u64> = keys.collect();
+    let mut order: Vec<u32> = (0..keys.len()).map(idx).collect();
+    order.sort_by_key(|&i| keys.get(i as usize).copied().unwrap_or(u64::MAX));
     order
 }
 
@@ -201,18 +202,12 @@ impl<'a> Graph<'a> {
             symbol_order: process
                 .images()
                 .iter()
-                .map(|i| {
-                    let s = i.symbols();
-                    order_by(s.len(), |k| s.get(k).map_or(u64::MAX, |s| s.addr_offset))
-                })
+                .map(|i| order_by(i.symbols().iter().map(|s| s.addr_offset)))
                 .collect(),
             source_order: process
                 .images()
                 .iter()
-                .map(|i| {
-                    let s = i.source_data();
-                    order_by(s.len(), |k| s.get(k).map_or(u64::MAX, |s| s.addr_offset))
-                })
+                .map(|i| order_by(i.source_data().iter().map(|s| s.addr_offset)))
                 .collect(),
         };
         for t in dcfg.edge_types.as_deref().unwrap_or_default() {

@@ -233,13 +233,7 @@ impl Row for Process {
     const COLUMNS: &'static [&'static str] = &raw::PROCESS_COLUMNS;
     const REQUIRED: u32 = 0b1;
     const TRANSPARENT: u32 = 0b10;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             _ => {
@@ -286,13 +280,7 @@ impl Row for Image {
     const COLUMNS: &'static [&'static str] = &raw::IMAGE_COLUMNS;
     const REQUIRED: u32 = 0b111;
     const TRANSPARENT: u32 = 0b1000;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.load_addr = p.u64()?,

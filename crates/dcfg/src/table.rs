@@ -21,7 +21,7 @@ const MAX_COLUMNS: usize = 64;
 /// What a table looks like, for messages.
 const TABLE: &str = "a table (an array whose first element is an array of column names)";
 
-/// A row type of a table.
+/// A row type of a table, read into a `Vec`.
 pub(crate) trait Row: Default {
     /// The known column names (index = slot, at most 32).
     const COLUMNS: &'static [&'static str];
@@ -30,10 +30,22 @@ pub(crate) trait Row: Default {
     /// Slots holding an object whose keys continue the path directly (`PROCESSES[0].IMAGES`
     /// rather than `PROCESSES[0].PROCESS_DATA.IMAGES`, as validation findings write it).
     const TRANSPARENT: u32 = 0;
+    /// Reads the value of column slot `slot` (the parser is before the value).
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail>;
+}
+
+/// What the table reader needs of a row type: every [`Row`] (read into a `Vec`), and the
+/// symbol rows, whose names go straight into their table's one string ([`Symbols`]).
+trait TableRow: Default {
+    /// As [`Row::COLUMNS`].
+    const COLUMNS: &'static [&'static str];
+    /// As [`Row::REQUIRED`].
+    const REQUIRED: u32;
+    /// As [`Row::TRANSPARENT`].
+    const TRANSPARENT: u32 = 0;
     /// What the rows are read into.
     type Table: Table<Self>;
-    /// Reads the value of column slot `slot` (the parser is before the value); `table` holds
-    /// the rows read so far.
+    /// As [`Row::cell`]; `table` holds the rows read so far.
     fn cell<S: Source>(
         &mut self,
         slot: u8,
@@ -42,8 +54,19 @@ pub(crate) trait Row: Default {
     ) -> Result<(), Fail>;
 }
 
+impl<T: Row> TableRow for T {
+    const COLUMNS: &'static [&'static str] = <T as Row>::COLUMNS;
+    const REQUIRED: u32 = <T as Row>::REQUIRED;
+    const TRANSPARENT: u32 = <T as Row>::TRANSPARENT;
+    type Table = Vec<T>;
+    #[inline]
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>, _: &mut Vec<T>) -> Result<(), Fail> {
+        Row::cell(self, slot, p)
+    }
+}
+
 /// A table being read.
-pub(crate) trait Table<T>: Default {
+trait Table<T>: Default {
     /// The rows so far.
     fn len(&self) -> usize;
     /// The rows there is room for.
@@ -78,14 +101,12 @@ fn bit(slot: u8) -> u32 {
     1u32.checked_shl(u32::from(slot)).unwrap_or(0)
 }
 
-fn column_name<T: Row>(slot: u8) -> &'static str {
+fn column_name<T: TableRow>(slot: u8) -> &'static str {
     T::COLUMNS.get(usize::from(slot)).copied().unwrap_or("?")
 }
 
 /// Reads a whole table; `null` reads as `None`.
-pub(crate) fn opt_table<S: Source, T: Row<Table = Vec<T>>>(
-    p: &mut Parser<S>,
-) -> Result<Option<Vec<T>>, Fail> {
+pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<Vec<T>>, Fail> {
     if p.null()? {
         Ok(None)
     } else {
@@ -94,7 +115,7 @@ pub(crate) fn opt_table<S: Source, T: Row<Table = Vec<T>>>(
 }
 
 /// Reads a whole table of rows of type `T`.
-pub(crate) fn table<S: Source, T: Row<Table = Vec<T>>>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
+pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
     rows::<S, T>(p)
 }
 
@@ -103,8 +124,8 @@ pub(crate) fn symbols<S: Source>(p: &mut Parser<S>) -> Result<Symbols, Fail> {
     rows::<S, SymbolCells>(p)
 }
 
-/// Reads a whole table into its [`Row::Table`].
-fn rows<S: Source, T: Row>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
+/// Reads a whole table into its [`TableRow::Table`].
+fn rows<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
     p.begin_array(TABLE)?;
     let mut first = true;
     p.peek()?;
@@ -167,7 +188,7 @@ fn growth(len: usize, read: usize, left: Option<usize>) -> usize {
 }
 
 /// The header row: each column's slot (or [`SKIP`]).
-fn header<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
+fn header<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
     p.begin_array("a header row (an array of column names)")?;
     let mut slots = Vec::new();
     let mut first = true;
@@ -193,7 +214,7 @@ fn header<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
 }
 
 /// One data row.
-fn row<S: Source, T: Row>(
+fn row<S: Source, T: TableRow>(
     p: &mut Parser<S>,
     slots: &[u8],
     table: &mut T::Table,
@@ -270,21 +291,15 @@ fn counts<S: Source>(p: &mut Parser<S>) -> Result<Counts, Fail> {
 impl Row for BasicBlock {
     const COLUMNS: &'static [&'static str] = &raw::BLOCK_COLUMNS;
     const REQUIRED: u32 = 0b1111;
-    type Table = Vec<Self>;
     #[inline]
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.addr_offset = p.u64()?,
             2 => self.size = p.u32()?,
             3 => self.num_instrs = p.u32()?,
-            4 => self.last_instr_offset = p.opt_u32()?,
-            _ => self.count = p.opt_u64()?,
+            4 => self.last_instr_offset = p.opt(Parser::u32)?,
+            _ => self.count = p.opt(Parser::u64)?,
         }
         Ok(())
     }
@@ -293,14 +308,8 @@ impl Row for BasicBlock {
 impl Row for Edge {
     const COLUMNS: &'static [&'static str] = &raw::EDGE_COLUMNS;
     const REQUIRED: u32 = 0b1111;
-    type Table = Vec<Self>;
     #[inline]
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.source = p.u64()?,
@@ -315,19 +324,13 @@ impl Row for Edge {
 impl Row for SourceLine {
     const COLUMNS: &'static [&'static str] = &raw::SOURCE_COLUMNS;
     const REQUIRED: u32 = 0b111;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.file_name_id = p.u64()?,
             1 => self.line = p.u32()?,
             2 => self.addr_offset = p.u64()?,
-            3 => self.size = p.opt_u32()?,
-            _ => self.num_instrs = p.opt_u32()?,
+            3 => self.size = p.opt(Parser::u32)?,
+            _ => self.num_instrs = p.opt(Parser::u32)?,
         }
         Ok(())
     }
@@ -340,7 +343,7 @@ struct SymbolCells {
     size: Option<u64>,
 }
 
-impl Row for SymbolCells {
+impl TableRow for SymbolCells {
     const COLUMNS: &'static [&'static str] = &raw::SYMBOL_COLUMNS;
     const REQUIRED: u32 = 0b11;
     type Table = Symbols;
@@ -354,7 +357,7 @@ impl Row for SymbolCells {
             // A second NAME column replaces the first, as for other columns.
             0 => p.string_with(|name| table.set_pending_name(name))?,
             1 => self.addr_offset = p.u64()?,
-            _ => self.size = p.opt_u64()?,
+            _ => self.size = p.opt(Parser::u64)?,
         }
         Ok(())
     }
@@ -381,13 +384,7 @@ impl Table<SymbolCells> for Symbols {
 impl Row for RoutineNode {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_NODE_COLUMNS;
     const REQUIRED: u32 = 0b11;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.id = p.u64()?,
             _ => self.idom = p.u64()?,
@@ -399,18 +396,12 @@ impl Row for RoutineNode {
 impl Row for Loop {
     const COLUMNS: &'static [&'static str] = &raw::LOOP_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.head = p.u64()?,
             1 => self.back_edge_sources = ids(p)?,
             2 => self.nodes = ids(p)?,
-            _ => self.parent = p.opt_u64()?,
+            _ => self.parent = p.opt(Parser::u64)?,
         }
         Ok(())
     }
@@ -419,13 +410,7 @@ impl Row for Loop {
 impl Row for Routine {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    type Table = Vec<Self>;
-    fn cell<S: Source>(
-        &mut self,
-        slot: u8,
-        p: &mut Parser<S>,
-        _: &mut Vec<Self>,
-    ) -> Result<(), Fail> {
+    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
         match slot {
             0 => self.entry = p.u64()?,
             1 => self.exits = ids(p)?,
@@ -442,8 +427,7 @@ macro_rules! id_name_row {
         impl Row for $row {
             const COLUMNS: &'static [&'static str] = &$columns;
             const REQUIRED: u32 = 0b11;
-            type Table = Vec<Self>;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>, _: &mut Vec<Self>) -> Result<(), Fail> {
+            fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
                 match slot {
                     0 => self.id = p.u64()?,
                     _ => self.name = p.string()?,

@@ -11,6 +11,7 @@ mod errors;
 mod fixtures;
 mod queries;
 mod real;
+mod realdata;
 mod roundtrip;
 
 use std::path::PathBuf;

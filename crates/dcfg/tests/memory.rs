@@ -9,31 +9,18 @@
 //! One test only: the counter is global, and other tests running beside it would disturb it.
 #![allow(clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
-
 use dcfg::Dcfg;
 use dcfg::testgen::{SynthConfig, synthetic};
 use peakmem_alloc::{INSTRUMENTED_SYSTEM, PeakMemAlloc, PeakMemAllocTrait};
+
+mod realdata;
+use realdata::realdata;
 
 #[global_allocator]
 static ALLOCATOR: &PeakMemAlloc<std::alloc::System> = &INSTRUMENTED_SYSTEM;
 
 /// The most the reader may hold, with the caller's buffer, relative to the JSON.
 const LIMIT: f64 = 1.95;
-
-fn realdata(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/realdata/dcfg")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else if std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_some_and(|v| v == "1") {
-        panic!("{} is missing", p.display());
-    } else {
-        eprintln!("skipped: {} is not there", p.display());
-        None
-    }
-}
 
 /// The peak bytes allocated while `f` runs, beyond what was held before.
 fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {

@@ -5,23 +5,9 @@
 //! the rows of each table, summing `COUNT_PER_THREAD`, and checking block COUNT against the
 //! sums of inbound and outbound edge counts.
 
-use std::path::PathBuf;
-
 use dcfg::{Container, Dcfg, SpecialKind};
 
-fn realdata(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/realdata/dcfg")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else if std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_some_and(|v| v == "1") {
-        panic!("{} is missing", p.display());
-    } else {
-        eprintln!("skipped: {} is not there", p.display());
-        None
-    }
-}
+use crate::realdata::realdata;
 
 struct Expect {
     pid: u64,

@@ -180,18 +180,24 @@ fn output_follows_the_layout_rule() {
         .quickcheck(prop as fn(Model) -> bool);
 }
 
+/// The model in a dialect spelling: columns rotated by `rotate`, integers as hex strings
+/// everywhere if `hex`.
+fn dialect(m: &Model, rotate: u8, hex: bool) -> Vec<u8> {
+    use dcfg::testgen::{IntStyle, dialect_json};
+    let style = if hex {
+        IntStyle::HexEverywhere
+    } else {
+        IntStyle::NumbersOnly
+    };
+    dialect_json(&m.0, style, usize::from(rotate))
+}
+
 /// Canonical output: whatever the spelling read, write → read → write gives the same bytes
 /// again.
 #[test]
 fn written_output_is_a_fixed_point() {
     fn prop(m: Model, rotate: u8, hex: bool) -> bool {
-        use dcfg::testgen::{IntStyle, dialect_json};
-        let style = if hex {
-            IntStyle::HexEverywhere
-        } else {
-            IntStyle::NumbersOnly
-        };
-        let once = Dcfg::from_slice(&dialect_json(&m.0, style, usize::from(rotate)))
+        let once = Dcfg::from_slice(&dialect(&m, rotate, hex))
             .unwrap()
             .to_vec();
         Dcfg::from_slice(&once).unwrap().to_vec() == once
@@ -204,14 +210,7 @@ fn written_output_is_a_fixed_point() {
 #[test]
 fn every_dialect_reads_back_the_model() {
     fn prop(m: Model, rotate: u8, hex: bool) -> bool {
-        use dcfg::testgen::{IntStyle, dialect_json};
-        let style = if hex {
-            IntStyle::HexEverywhere
-        } else {
-            IntStyle::NumbersOnly
-        };
-        let bytes = dialect_json(&m.0, style, usize::from(rotate));
-        Dcfg::from_slice(&bytes).unwrap() == m.0
+        Dcfg::from_slice(&dialect(&m, rotate, hex)).unwrap() == m.0
     }
     QuickCheck::new()
         .tests(200)
