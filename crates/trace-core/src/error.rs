@@ -105,3 +105,21 @@ mod tests {
         );
     }
 }
+
+/// Where in its input an error was found, as far as the error knows: what a program (the
+/// CLI's `validate --json`, a script, the Python package) reads instead of parsing the
+/// English message. Every format crate's `Error` implements it.
+pub trait Located: std::error::Error {
+    /// The absolute byte offset in the (decompressed) input, when the error has one.
+    fn offset(&self) -> Option<Offset>;
+
+    /// The JSON path of the offending value (`PROCESSES[0].EDGES[12]`), for JSON formats.
+    fn path(&self) -> Option<&str> {
+        None
+    }
+
+    /// The index of the record (instruction, frame, chunk) the error is in, when known.
+    fn record(&self) -> Option<u64> {
+        None
+    }
+}

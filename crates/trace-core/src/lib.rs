@@ -7,7 +7,8 @@
 //!   its data, also for sub-slices, so every error can say where it happened;
 //! - [`Offset`] and the error building blocks [`UnexpectedEof`], [`LimitExceeded`] and
 //!   [`BadValue`], which the crates' own error enums embed; their messages end with
-//!   `at offset 0x…`;
+//!   `at offset 0x…`; the [`Located`] trait is how every crate's error tells a program
+//!   where it happened;
 //! - [`json`]: integers that deserialize from a JSON number or a C-style hex string, exactly
 //!   (never through `f64`), and header-row tables mapped to structs by column name;
 //! - [`Address`] and [`ThreadId`], small value types that display the way users expect;
@@ -36,5 +37,5 @@ pub mod rng;
 mod types;
 
 pub use cursor::Cursor;
-pub use error::{BadValue, LimitExceeded, UnexpectedEof};
+pub use error::{BadValue, LimitExceeded, Located, UnexpectedEof};
 pub use types::{Address, Offset, ThreadId};
