@@ -14,10 +14,9 @@ pub enum CliError {
         /// The underlying error.
         source: io::Error,
     },
-    /// The input is not valid for its format; the message ends with the offset.
-    Format(Box<dyn std::error::Error + Send + Sync>),
-    /// The format of the input could not be detected.
-    Detect(String),
+    /// Opening, reading or checking the trace failed: the registry's error, with the offset,
+    /// JSON path or record where it happened.
+    Trace(trace_registry::Error),
     /// The command line makes no sense for this input (exit code 2).
     Usage(String),
     /// Any other failure, with its message.
@@ -25,11 +24,6 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// Wraps a format crate's parse error.
-    pub fn format<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
-        CliError::Format(Box::new(e))
-    }
-
     /// Wraps an I/O error with what was being done.
     pub fn io(context: impl Into<String>, source: io::Error) -> CliError {
         CliError::Io {
@@ -42,7 +36,7 @@ impl CliError {
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage(_) => 2,
+            CliError::Usage(_) | CliError::Trace(trace_registry::Error::Unsupported(_)) => 2,
             _ => 1,
         }
     }
@@ -51,7 +45,11 @@ impl CliError {
     /// command quietly and successfully.
     #[must_use]
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, CliError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+        match self {
+            CliError::Io { source, .. } => source.kind() == io::ErrorKind::BrokenPipe,
+            CliError::Trace(e) => e.is_broken_pipe(),
+            _ => false,
+        }
     }
 }
 
@@ -60,13 +58,22 @@ impl fmt::Display for CliError {
         match self {
             CliError::Io { context, source } if context.is_empty() => write!(f, "{source}"),
             CliError::Io { context, source } => write!(f, "{context}: {source}"),
-            CliError::Format(e) => write!(f, "{e}"),
-            CliError::Detect(m) | CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
+            CliError::Trace(e) => write!(f, "{e}"),
+            CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for CliError {}
+
+impl From<trace_registry::Error> for CliError {
+    fn from(e: trace_registry::Error) -> CliError {
+        match e {
+            trace_registry::Error::Io { context, source } => CliError::Io { context, source },
+            e => CliError::Trace(e),
+        }
+    }
+}
 
 impl From<io::Error> for CliError {
     fn from(source: io::Error) -> CliError {

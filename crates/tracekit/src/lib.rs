@@ -1,14 +1,16 @@
 //! `tracekit`: inspect, dump, validate and convert CPU execution traces.
 //!
-//! The binary is a thin layer over the workspace's format crates (`trac-x64dbg`,
-//! `gdb-tfile`, `dcfg`, `dcfg-trace`, `amber-tt6`). This library half exists so that tests
-//! and the fuzzer can drive every command in-process; see [`main_with_args`] and
-//! [`run_on_bytes`].
+//! The binary is a thin layer over `trace-registry`, which opens any trace and walks its
+//! records as typed rows; `info`, `dump` and `validate` are written once, for every format,
+//! in [`commands`]. The few format-specific commands (`dot`, `loops`, `convert`, `encode`)
+//! are in [`commands`] too. This library half exists so that tests and the fuzzer can drive
+//! every command in-process; see [`main_with_args`] and [`run_on_bytes`].
 //!
 //! ```text
 //! tracekit info FILE [--json]     summary of the trace
 //! tracekit dump FILE              one JSON line per record
-//! tracekit validate FILE          "ok" (exit 0) or the first error and its offset (exit 1)
+//! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
+//! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
@@ -20,23 +22,30 @@
 //! `--format NAME` says otherwise. Errors print `error: … at offset 0x…` and exit 1; usage
 //! errors exit 2.
 
-mod detect;
+pub mod commands;
 mod error;
-pub mod formats;
-mod input;
 mod progress;
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand};
 
-pub use detect::{Format, detect, detection_error};
+pub use commands::Command;
 pub use error::CliError;
-pub use formats::{Command, Ctx};
-pub use input::{Compression, HEAD_LEN, Input};
 pub use progress::Progress;
+pub use trace_registry::{HANDLERS, Handler, Input};
+
+/// The names `--format` accepts: every handler's name and aliases.
+fn format_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        HANDLERS
+            .iter()
+            .flat_map(|h| std::iter::once(h.name()).chain(h.aliases().iter().copied())),
+    )
+}
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -47,8 +56,8 @@ pub use progress::Progress;
 )]
 pub struct Cli {
     /// Read the input as this format instead of detecting it.
-    #[arg(long, global = true, value_enum)]
-    pub format: Option<Format>,
+    #[arg(long, global = true, value_parser = format_names())]
+    pub format: Option<String>,
     /// No progress line on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
@@ -98,6 +107,15 @@ pub enum Cmd {
     Validate {
         /// The trace file, or - for stdin.
         file: OsString,
+        /// Machine-readable JSON: `{"ok":true,…}` or `{"ok":false,"error":…,"offset":…}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge an amber threads directory (`thread_NNN.tt6`/`.tt6e`) into one timeline, one
+    /// JSON line per instruction with its `thread` and `seq`.
+    Merge {
+        /// The directory.
+        dir: OsString,
     },
     /// Draw a DCFG (or part of it) as Graphviz DOT.
     Dot(DotArgs),
@@ -169,33 +187,37 @@ pub struct EncodeArgs {
     pub dictionary: bool,
 }
 
-/// Opens `file` and picks its format (`forced`, or detected).
+impl FormatOptions {
+    /// The registry's options.
+    #[must_use]
+    pub fn to_options(&self) -> trace_registry::Options {
+        trace_registry::Options {
+            dcfg: self.dcfg.clone(),
+            big_endian: self.big_endian,
+            record_size: self.record_size,
+            lenient: self.lenient,
+        }
+    }
+}
+
+/// Opens `file` and picks its handler (`forced` by name, or detected).
 ///
 /// # Errors
 ///
 /// The file cannot be read, or its format is unknown.
-pub fn open(file: &OsStr, forced: Option<Format>) -> Result<(Input, Format), CliError> {
-    let input = Input::open(file)?;
-    let format = resolve_format(&input, forced)?;
-    Ok((input, format))
+pub fn open(file: &OsStr, forced: Option<&str>) -> Result<(Input, &'static dyn Handler), CliError> {
+    Ok(trace_registry::open(file, forced)?)
 }
 
-fn resolve_format(input: &Input, forced: Option<Format>) -> Result<Format, CliError> {
-    match forced {
-        Some(f) => Ok(f),
-        None => detect(input.head(), &input.logical_name())
-            .ok_or_else(|| CliError::Detect(detection_error(input.name()))),
-    }
-}
-
-fn expect_format(got: Format, allowed: &[Format], cmd: &str) -> Result<(), CliError> {
-    if allowed.contains(&got) {
+/// Fails with a usage error (exit 2) naming the formats `cmd` accepts, unless `got` is one.
+fn expect_format(got: &dyn Handler, allowed: &[&str], cmd: &str) -> Result<(), CliError> {
+    if allowed.contains(&got.name()) {
         Ok(())
     } else {
-        let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
         Err(CliError::Usage(format!(
-            "`tracekit {cmd}` works on {} files, not {got}",
-            names.join("/")
+            "`tracekit {cmd}` works on {} files, not {}",
+            allowed.join("/"),
+            got.name()
         )))
     }
 }
@@ -206,88 +228,62 @@ fn expect_format(got: Format, allowed: &[Format], cmd: &str) -> Result<(), CliEr
 ///
 /// Whatever the command fails with.
 pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
+    let options = cli.opts.to_options();
+    let forced = cli.format.as_deref();
     let progress = |input: &Input| Progress::new(input.file_len(), !cli.quiet);
     match &cli.command {
-        Cmd::Info { file, json } => run_common(cli, file, Command::Info, *json, out, err),
-        Cmd::Dump { file } => run_common(cli, file, Command::Dump, false, out, err),
-        Cmd::Validate { file } => {
-            run_common(cli, file, Command::Validate, false, out, err)?;
-            writeln!(out, "ok")?;
-            Ok(())
+        Cmd::Info { file, json } => {
+            let (input, h) = open(file, forced)?;
+            let p = progress(&input);
+            commands::info(h, input, &options, *json, p, out, err)
+        }
+        Cmd::Dump { file } => {
+            let (input, h) = open(file, forced)?;
+            let p = progress(&input);
+            commands::dump(h, input, &options, p, out, err)
+        }
+        Cmd::Merge { dir } => {
+            let (input, h) = open(dir, forced)?;
+            if !input.is_dir() {
+                return Err(CliError::Usage(format!(
+                    "`tracekit merge` takes an amber threads directory (thread_NNN.tt6 or .tt6e files), not {}",
+                    input.name()
+                )));
+            }
+            expect_format(h, &["tt6", "tt6e"], "merge")?;
+            commands::dump(h, input, &options, Progress::hidden(), out, err)
+        }
+        Cmd::Validate { file, json } => {
+            let opened = trace_registry::open(file, forced);
+            commands::validate(opened, &options, *json, !cli.quiet, out, err)
         }
         Cmd::Dot(args) => {
-            let (input, format) = open(&args.file, cli.format)?;
-            expect_format(format, &[Format::Dcfg], "dot")?;
-            let mut ctx = Ctx {
-                out,
-                err,
-                json: false,
-                opts: &cli.opts,
-                progress: progress(&input),
-            };
-            formats::dcfg::dot(input, args, &mut ctx)
+            let (input, h) = open(&args.file, forced)?;
+            expect_format(h, &["dcfg"], "dot")?;
+            commands::dot(input, &options, args, out)
         }
         Cmd::Loops { file } => {
-            let (input, format) = open(file, cli.format)?;
-            expect_format(format, &[Format::Dcfg], "loops")?;
-            let mut ctx = Ctx {
-                out,
-                err,
-                json: false,
-                opts: &cli.opts,
-                progress: progress(&input),
-            };
-            formats::dcfg::loops(input, &mut ctx)
+            let (input, h) = open(file, forced)?;
+            expect_format(h, &["dcfg"], "loops")?;
+            commands::loops(input, &options, out)
         }
         Cmd::Convert { file, to, output } => {
-            let (input, format) = open(file, cli.format)?;
-            expect_format(
-                format,
-                &[Format::Tt6, Format::Tt6e, Format::AmberFull],
-                "convert",
-            )?;
-            let progress = progress(&input);
+            let (input, h) = open(file, forced)?;
+            expect_format(h, &["tt6", "tt6e", "amber-full"], "convert")?;
+            if to != "din" {
+                return Err(CliError::Usage(format!(
+                    "cannot convert {} to {to:?}; supported: din",
+                    h.name()
+                )));
+            }
             with_output(output.as_ref(), out, |out| {
-                let mut ctx = Ctx {
-                    out,
-                    err,
-                    json: false,
-                    opts: &cli.opts,
-                    progress,
-                };
-                formats::amber::convert(format, input, to, &mut ctx)
+                commands::convert_din(h, input, &options, out, err)
             })
         }
         Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
-            let mut ctx = Ctx {
-                out,
-                err,
-                json: false,
-                opts: &cli.opts,
-                progress: Progress::hidden(),
-            };
-            formats::dcfg_trace::encode(args, &mut ctx)
+            commands::encode(args, &options, out, err)
         }),
     }
-}
-
-fn run_common(
-    cli: &Cli,
-    file: &OsStr,
-    cmd: Command,
-    json: bool,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Result<(), CliError> {
-    let (input, format) = open(file, cli.format)?;
-    let mut ctx = Ctx {
-        out,
-        err,
-        json,
-        opts: &cli.opts,
-        progress: Progress::new(input.file_len(), !cli.quiet),
-    };
-    formats::run(format, cmd, input, &mut ctx)
 }
 
 /// Runs `f` with `-o FILE` (buffered) or stdout as its output.
@@ -315,23 +311,28 @@ where
 ///
 /// Whatever the command fails with.
 pub fn run_on_bytes(
-    format: Option<Format>,
+    format: Option<&str>,
     cmd: Command,
     bytes: Vec<u8>,
     out: &mut Vec<u8>,
 ) -> Result<(), CliError> {
     let input = Input::from_bytes("input", bytes)?;
-    let format = resolve_format(&input, format)?;
-    let opts = FormatOptions::default();
-    let mut err = Vec::new();
-    let mut ctx = Ctx {
-        out,
-        err: &mut err,
-        json: false,
-        opts: &opts,
-        progress: Progress::hidden(),
+    let handler = match format {
+        Some(name) => trace_registry::by_name(name)
+            .ok_or_else(|| CliError::Usage(format!("unknown format {name:?}")))?,
+        None => trace_registry::detect(&input)
+            .ok_or_else(|| trace_registry::detection_error(input.name()))?,
     };
-    formats::run(format, cmd, input, &mut ctx)
+    let options = trace_registry::Options::default();
+    let mut err = Vec::new();
+    let hidden = Progress::hidden();
+    match cmd {
+        Command::Info => commands::info(handler, input, &options, false, hidden, out, &mut err),
+        Command::Dump => commands::dump(handler, input, &options, hidden, out, &mut err),
+        Command::Validate => {
+            commands::validate(Ok((input, handler)), &options, false, false, out, &mut err)
+        }
+    }
 }
 
 /// The whole program: parses `args`, runs the command with stdout and stderr, prints an
@@ -368,7 +369,7 @@ where
 /// detection and with every forced format. Must never panic.
 #[doc(hidden)]
 pub fn fuzz_cli(data: &[u8]) {
-    let formats = std::iter::once(None).chain(Format::ALL.into_iter().map(Some));
+    let formats = std::iter::once(None).chain(HANDLERS.iter().map(|h| Some(h.name())));
     for format in formats {
         for cmd in [Command::Info, Command::Dump, Command::Validate] {
             let mut out = Vec::new();

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use crate::CliError;
+use crate::Error;
 
 /// How many leading bytes of the (decompressed) input are kept for format detection.
 pub const HEAD_LEN: usize = 64 * 1024;
@@ -27,6 +27,8 @@ enum Data {
     Memory(Vec<u8>),
     /// A stream whose first bytes are in `head`.
     Stream(Box<dyn Read + Send>),
+    /// A directory: its files, by name (amber's per-thread traces).
+    Directory(Vec<Input>),
 }
 
 /// One input of a command. Formats take it either whole ([`Input::bytes`], zero-copy for
@@ -80,26 +82,28 @@ impl Input {
     ///
     /// The file cannot be opened, mapped or read, or its compressed stream is corrupt at its
     /// start.
-    pub fn open(path: &OsStr) -> Result<Input, CliError> {
+    pub fn open(path: &OsStr) -> Result<Input, Error> {
         if path == "-" {
-            let stdin: Box<dyn Read + Send> = Box::new(io::stdin());
-            return Input::from_stream("-".to_owned(), None, stdin);
+            return Input::from_unknown_stream("-".to_owned(), Box::new(io::stdin()));
         }
         let path = PathBuf::from(path);
         let name = path.display().to_string();
-        let file = File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
+        if path.is_dir() {
+            return Input::open_dir(path, name);
+        }
+        let file = File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
         let len = file
             .metadata()
-            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?
+            .map_err(|e| Error::io(format!("cannot read {name}"), e))?
             .len();
         let mut magic = [0u8; 4];
         let n = (&file)
             .read(&mut magic)
-            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+            .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
         if let Some(c) = compression_of(magic.get(..n).unwrap_or_default()) {
             // Decompress as a stream; reopen to start from byte 0.
             let file =
-                File::open(&path).map_err(|e| CliError::io(format!("cannot open {name}"), e))?;
+                File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
             let mut input = Input::from_stream(
                 name,
                 Some(path),
@@ -113,10 +117,10 @@ impl Input {
             let mut v = Vec::new();
             File::open(&path)
                 .and_then(|mut f| f.read_to_end(&mut v))
-                .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+                .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
             Data::Memory(v)
         } else {
-            Data::Mapped(map(&file).map_err(|e| CliError::io(format!("cannot map {name}"), e))?)
+            Data::Mapped(map(&file).map_err(|e| Error::io(format!("cannot map {name}"), e))?)
         };
         Ok(Input {
             name,
@@ -128,13 +132,71 @@ impl Input {
         })
     }
 
+    fn open_dir(path: PathBuf, name: String) -> Result<Input, Error> {
+        let err = |e| Error::io(format!("cannot read directory {name}"), e);
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&path).map_err(err)? {
+            let p = entry.map_err(err)?.path();
+            if p.is_file() {
+                files.push(p);
+            }
+        }
+        files.sort();
+        let parts = files
+            .iter()
+            .map(|p| Input::open(p.as_os_str()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Input {
+            name,
+            path: Some(path),
+            compression: None,
+            head: Vec::new(),
+            data: Data::Directory(parts),
+            file_len: None,
+        })
+    }
+
+    /// Whether the input is a directory (see [`Input::parts_mut`]).
+    #[must_use]
+    pub fn is_dir(&self) -> bool {
+        matches!(self.data, Data::Directory(_))
+    }
+
+    /// For a directory, the names of its files (without compression extensions).
+    #[must_use]
+    pub fn part_names(&self) -> Option<Vec<String>> {
+        match &self.data {
+            Data::Directory(parts) => Some(parts.iter().map(Input::logical_name).collect()),
+            _ => None,
+        }
+    }
+
+    /// For a directory, its files as inputs, sorted by name.
+    pub fn parts_mut(&mut self) -> Option<&mut [Input]> {
+        match &mut self.data {
+            Data::Directory(parts) => Some(parts),
+            _ => None,
+        }
+    }
+
+    /// The bytes already loaded: a mapped file or bytes in memory (after [`Input::bytes`]);
+    /// empty for a stream not read yet and for a directory.
+    #[must_use]
+    pub fn loaded_bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Mapped(m) => m,
+            Data::Memory(v) => v,
+            Data::Stream(_) | Data::Directory(_) => &[],
+        }
+    }
+
     /// An input over bytes in memory (tests, fuzzing, library use). Compressed bytes are
     /// decompressed as for a file.
     ///
     /// # Errors
     ///
     /// A corrupt compressed stream.
-    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Input, CliError> {
+    pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Input, Error> {
         let name = name.into();
         if let Some(c) = compression_of(&bytes) {
             let len = bytes.len() as u64;
@@ -158,13 +220,36 @@ impl Input {
         })
     }
 
+    /// An input over a stream that may be compressed (stdin): its magic bytes decide.
+    ///
+    /// # Errors
+    ///
+    /// Reading the stream fails, or its compressed data is corrupt at its start.
+    pub fn from_unknown_stream(
+        name: String,
+        mut stream: Box<dyn Read + Send>,
+    ) -> Result<Input, Error> {
+        let magic =
+            read_head(&mut stream, 4).map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+        let compression = compression_of(&magic);
+        let stream: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(stream));
+        match compression {
+            Some(c) => {
+                let mut input = Input::from_stream(name, None, decompressor(c, stream))?;
+                input.compression = Some(c);
+                Ok(input)
+            }
+            None => Input::from_stream(name, None, stream),
+        }
+    }
+
     fn from_stream(
         name: String,
         path: Option<PathBuf>,
         mut stream: Box<dyn Read + Send>,
-    ) -> Result<Input, CliError> {
+    ) -> Result<Input, Error> {
         let head = read_head(&mut stream, HEAD_LEN)
-            .map_err(|e| CliError::io(format!("cannot read {name}"), e))?;
+            .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
         Ok(Input {
             name,
             path,
@@ -224,29 +309,51 @@ impl Input {
         match &self.data {
             Data::Mapped(m) => m.get(..HEAD_LEN).unwrap_or(m),
             Data::Memory(v) => v.get(..HEAD_LEN).unwrap_or(v),
-            Data::Stream(_) => &self.head,
+            Data::Stream(_) | Data::Directory(_) => &self.head,
         }
     }
 
-    /// The whole (decompressed) input as bytes: the memory map of a plain file, or a stream
-    /// read into memory.
+    /// Whether the input is a stream (stdin or compressed): read once, front to back.
+    #[must_use]
+    pub fn is_stream(&self) -> bool {
+        matches!(self.data, Data::Stream(_))
+    }
+
+    /// The whole (decompressed) input as bytes: the memory map of a plain file; a stream
+    /// is read into memory up to [`SPOOL_AT`] bytes and past that spooled to a temporary
+    /// file that is then mapped, so that random access to any size costs no memory beyond
+    /// the page cache.
     ///
     /// # Errors
     ///
-    /// Reading or decompressing the stream fails.
-    pub fn bytes(&mut self) -> Result<&[u8], CliError> {
+    /// Reading or decompressing the stream, or writing the temporary file, fails.
+    pub fn bytes(&mut self) -> Result<&[u8], Error> {
         if let Data::Stream(stream) = &mut self.data {
             let mut all = std::mem::take(&mut self.head);
-            stream
-                .read_to_end(&mut all)
-                .map_err(|e| CliError::io(format!("cannot read {}", self.name), e))?;
-            self.data = Data::Memory(all);
+            let name = &self.name;
+            let read_err = |e| Error::io(format!("cannot read {name}"), e);
+            let room = (SPOOL_AT as u64).saturating_sub(all.len() as u64);
+            stream.take(room).read_to_end(&mut all).map_err(read_err)?;
+            self.data = if all.len() < SPOOL_AT {
+                Data::Memory(all)
+            } else {
+                Data::Mapped(spool(&all, stream).map_err(read_err)?)
+            };
         }
-        Ok(match &self.data {
-            Data::Mapped(m) => m,
-            Data::Memory(v) => v,
-            Data::Stream(_) => &[],
-        })
+        Ok(self.loaded_bytes())
+    }
+
+    /// The input for a reader that takes either: the bytes of a plain file or of bytes in
+    /// memory, or the stream itself (taken out of the input, from its first byte).
+    pub fn source(&mut self) -> Source<'_> {
+        if matches!(self.data, Data::Stream(_)) {
+            let data = std::mem::replace(&mut self.data, Data::Memory(Vec::new()));
+            let head = std::mem::take(&mut self.head);
+            if let Data::Stream(s) = data {
+                return Source::Stream(Box::new(io::Cursor::new(head).chain(s)));
+            }
+        }
+        Source::Bytes(self.loaded_bytes())
     }
 
     /// The input as a stream, from its first byte, in constant memory.
@@ -256,8 +363,59 @@ impl Input {
             Data::Mapped(m) => Box::new(io::Cursor::new(m)),
             Data::Memory(v) => Box::new(io::Cursor::new(v)),
             Data::Stream(s) => Box::new(io::Cursor::new(self.head).chain(s)),
+            Data::Directory(_) => Box::new(io::empty()),
         }
     }
+}
+
+/// Streams at least this large are spooled to a temporary file by [`Input::bytes`].
+pub const SPOOL_AT: usize = 64 << 20;
+
+/// An input as a reader takes it: see [`Input::source`].
+pub enum Source<'a> {
+    /// The whole input, zero-copy.
+    Bytes(&'a [u8]),
+    /// The input as a stream.
+    Stream(Box<dyn Read + Send>),
+}
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
+            Source::Stream(_) => f.write_str("Stream"),
+        }
+    }
+}
+
+/// Copies `first` and the rest of `rest` to a new temporary file, removed from the
+/// directory at once (the map keeps it alive), and maps it.
+fn spool(first: &[u8], rest: &mut dyn Read) -> io::Result<memmap2::Mmap> {
+    use std::io::Write;
+    let dir = std::env::temp_dir();
+    let mut n = 0u32;
+    let (file, path) = loop {
+        let path = dir.join(format!("tracekit-spool-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => break (f, path),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {
+                n = n.saturating_add(1);
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let _ = std::fs::remove_file(&path);
+    let mut w = io::BufWriter::with_capacity(1 << 20, &file);
+    w.write_all(first)?;
+    io::copy(rest, &mut w)?;
+    w.flush()?;
+    drop(w);
+    map(&file)
 }
 
 /// Memory-maps a file.

@@ -1,0 +1,675 @@
+//! Apple amber traces (`amber-tt6`): TT6 and TT6E (one file per thread, or a directory of
+//! `thread_NNN.tt6[e]` files merged into one timeline) and FULL (register state per
+//! instruction). One record per instruction, each field only where it applies:
+//! `{"i","pc","op","mnemonic","class","next_pc","ea","size","store"|"access","extra","trap",
+//! "synthetic_trap","escapes"}`; FULL records add `regs`, merged ones `thread` and `seq`.
+//! Escapes after the last instruction come as a final `{"dangling_escapes":[…]}` record.
+
+use std::sync::Arc;
+
+use amber_tt6::threads::{Merge, ThreadTrace, UnmatchedWait, parse_thread_file_name};
+use amber_tt6::{
+    Access, Class, Dialect, Escapes, FullReader, FullRecord, RecordSize, Summary, SyntheticTrap,
+    Tt6Reader, Tt6StreamReader, raw,
+};
+
+use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+
+/// The cache-line size used for `dcb*` operand sizes (G3/G4).
+pub const CACHE_LINE: u32 = 32;
+/// Progress is reported every this many records.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Which amber format a handler reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// TT6 (`.tt6`).
+    Tt6,
+    /// TT6E (`.tt6e`).
+    Tt6e,
+    /// FULL (magic `0xA1118E17`).
+    Full,
+}
+
+/// An amber handler.
+#[derive(Clone, Copy, Debug)]
+pub struct Amber(pub Kind);
+
+/// The TT6 handler.
+pub static TT6: Amber = Amber(Kind::Tt6);
+/// The TT6E handler.
+pub static TT6E: Amber = Amber(Kind::Tt6e);
+/// The FULL handler.
+pub static FULL: Amber = Amber(Kind::Full);
+
+impl Amber {
+    fn dialect(&self) -> Dialect {
+        if self.0 == Kind::Tt6e {
+            Dialect::Tt6e
+        } else {
+            Dialect::Tt6
+        }
+    }
+
+    /// The registry error for an error of this format.
+    pub fn err(self, e: amber_tt6::Error) -> Error {
+        Error::Format {
+            format: self.name(),
+            offset: e.offset().map(trace_core::Offset),
+            path: None,
+            record: None,
+            source: Box::new(e),
+        }
+    }
+
+    fn full_reader<'a>(&self, bytes: &'a [u8], ctx: &Ctx<'_>) -> Result<FullReader<'a>, Error> {
+        match ctx.options.record_size {
+            Some(n) => {
+                let size = RecordSize::from_bytes(n).map_err(|e| self.err(e))?;
+                FullReader::with_size(bytes, size).map_err(|e| self.err(e))
+            }
+            None => FullReader::new(bytes).map_err(|e| self.err(e)),
+        }
+    }
+}
+
+/// The thread files of a directory input (see [`Input::parts_mut`]), with their thread numbers, dialects and bytes.
+pub fn thread_traces<'a>(parts: &'a mut [Input]) -> Result<Vec<ThreadTrace<'a>>, Error> {
+    for p in parts.iter_mut() {
+        p.bytes()?;
+    }
+    let mut out = Vec::new();
+    for p in parts.iter() {
+        if let Some((thread, dialect)) = parse_thread_file_name(&p.logical_name()) {
+            out.push(ThreadTrace {
+                thread,
+                data: p.loaded_bytes(),
+                dialect,
+            });
+        }
+    }
+    out.sort_by_key(|t| t.thread);
+    Ok(out)
+}
+
+/// The warning line for a wait the merge released without a matching signal.
+pub fn unmatched_line(u: &UnmatchedWait) -> String {
+    format!(
+        "warning: thread {} record {} at offset {}: wait on {:#x} for count {} released at count {} (no matching signal)",
+        u.thread, u.record, u.offset, u.address, u.count, u.signalled
+    )
+}
+
+fn class_counts(counts: impl Fn(Class) -> u64) -> Info {
+    let mut m = Info::new();
+    for c in Class::ALL {
+        m.push(c.name(), counts(c));
+    }
+    m
+}
+
+impl Handler for Amber {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Kind::Tt6 => "tt6",
+            Kind::Tt6e => "tt6e",
+            Kind::Full => "amber-full",
+        }
+    }
+
+    fn recognised_by(&self) -> &'static str {
+        match self.0 {
+            Kind::Tt6 => "extension .tt6 (or a directory of thread_NNN.tt6 files)",
+            Kind::Tt6e => "extension .tt6e (or a directory of thread_NNN.tt6e files)",
+            Kind::Full => "magic 0xA1118E17",
+        }
+    }
+
+    fn detect(&self, head: &[u8], file_name: &str) -> Option<Confidence> {
+        let lower = file_name.to_ascii_lowercase();
+        match self.0 {
+            Kind::Full => head
+                .starts_with(&raw::FULL_MAGIC.to_be_bytes())
+                .then_some(Confidence::Magic),
+            Kind::Tt6 => lower.ends_with(".tt6").then_some(Confidence::Name),
+            Kind::Tt6e => lower.ends_with(".tt6e").then_some(Confidence::Name),
+        }
+    }
+
+    fn detect_dir(&self, names: &[String]) -> Option<Confidence> {
+        let dialect = self.dialect();
+        let any = names
+            .iter()
+            .filter_map(|n| parse_thread_file_name(n))
+            .any(|(_, d)| d == dialect);
+        (self.0 != Kind::Full && any).then_some(Confidence::Name)
+    }
+
+    fn info(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        if self.0 == Kind::Full {
+            return self.info_full(input, ctx);
+        }
+        let mut s = Summary::default();
+        let mut threads = Vec::new();
+        let mut initial_pc = None;
+        let mut final_pc = None;
+        let mut unmatched = Vec::new();
+        if input.is_dir() {
+            let traces = thread_traces(input.parts_mut().unwrap_or_default())?;
+            let mut merge = amber_tt6::threads::merge(&traces).map_err(|e| self.err(e))?;
+            let mut per_thread: std::collections::BTreeMap<u64, u64> = Default::default();
+            for m in merge.by_ref() {
+                let m = m.map_err(|e| self.err(e))?;
+                s.add(&m.record);
+                let n = per_thread.entry(m.thread.0).or_default();
+                *n = n.saturating_add(1);
+            }
+            unmatched = merge.unmatched().iter().map(unmatched_line).collect();
+            for line in &unmatched {
+                ctx.diagnostic(line);
+            }
+            threads = per_thread
+                .into_iter()
+                .map(|(t, n)| Info::new().with("thread", t).with("instructions", n))
+                .collect();
+        } else {
+            let reader = Tt6Reader::new(input.bytes()?, self.dialect()).map_err(|e| self.err(e))?;
+            let mut records = reader.records();
+            for r in records.by_ref() {
+                let r = r.map_err(|e| self.err(e))?;
+                s.add(&r);
+                if r.index.is_multiple_of(PROGRESS_EVERY) {
+                    ctx.progress(r.offset.0);
+                }
+            }
+            for e in records.dangling_escapes() {
+                s.add_escape(&e);
+                s.dangling_escapes = s.dangling_escapes.saturating_add(1);
+            }
+            initial_pc = Some(Hex(u64::from(reader.initial_pc())));
+            final_pc = Some(Hex(u64::from(records.pc())));
+        }
+        let escapes: Vec<Info> = s
+            .escapes
+            .iter()
+            .map(|(code, n)| {
+                Info::new()
+                    .with("code", *code)
+                    .with("name", amber_tt6::EscapeKind::from_code(*code).name())
+                    .with("count", *n)
+            })
+            .collect();
+        let mut info = Info::new()
+            .with("format", self.name())
+            .with("initial_pc", initial_pc)
+            .with("instructions", s.instructions)
+            .with("classes", class_counts(|c| s.class_count(c)))
+            .with("taken_branches", s.taken)
+            .with("traps", s.traps)
+            .with("escapes", escapes)
+            .with("sync_events", s.sync_events)
+            .with("dangling_escapes", s.dangling_escapes)
+            .with("final_pc", final_pc);
+        if input.is_dir() {
+            info.push("threads", threads);
+            info.push("unmatched_waits", unmatched);
+        }
+        Ok(info)
+    }
+
+    fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        let mut records = self.records(input, ctx)?;
+        let mut n = 0u64;
+        let mut dangling = 0u64;
+        while let Some(r) = records.next_record() {
+            if r?.table == 0 {
+                n = n.saturating_add(1);
+            } else {
+                dangling = dangling.saturating_add(1);
+            }
+        }
+        if dangling > 0 {
+            ctx.diagnostic("warning: escape record(s) after the last instruction");
+        }
+        for line in records.finish() {
+            ctx.diagnostic(&line);
+        }
+        Ok(Info::new().with("instructions", n))
+    }
+
+    fn records<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Records + 'a>, Error> {
+        if self.0 == Kind::Full {
+            let reader = self.full_reader(input.bytes()?, ctx)?;
+            return Ok(Box::new(FullRows {
+                handler: *self,
+                tables: [full_schema()],
+                records: reader.records(),
+                current: None,
+            }));
+        }
+        if input.is_dir() {
+            let traces = thread_traces(input.parts_mut().unwrap_or_default())?;
+            let merge = amber_tt6::threads::merge(&traces).map_err(|e| self.err(e))?;
+            return Ok(Box::new(Tt6Rows {
+                handler: *self,
+                tables: [tt6_schema(true), dangling_schema()],
+                source: Tt6Source::Merged(merge),
+                row: InstrRow::default(),
+                done: false,
+            }));
+        }
+        let dialect = self.dialect();
+        let source = match input.source() {
+            Source::Bytes(b) => {
+                let reader = Tt6Reader::new(b, dialect).map_err(|e| self.err(e))?;
+                Tt6Source::Slice(reader.records())
+            }
+            Source::Stream(s) => Tt6Source::Stream(Box::new(
+                Tt6StreamReader::new(s, dialect).map_err(|e| self.err(e))?,
+            )),
+        };
+        Ok(Box::new(Tt6Rows {
+            handler: *self,
+            tables: [tt6_schema(false), dangling_schema()],
+            source,
+            row: InstrRow::default(),
+            done: false,
+        }))
+    }
+}
+
+impl Amber {
+    fn info_full(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        let reader = self.full_reader(input.bytes()?, ctx)?;
+        let mut per_class = [0u64; 4];
+        let mut n = 0u64;
+        let mut first_pc = None;
+        for r in reader.records() {
+            let r = r.map_err(|e| self.err(e))?;
+            n = n.saturating_add(1);
+            first_pc.get_or_insert(r.pc());
+            let c = amber_tt6::classify(Dialect::Tt6e, r.opcode);
+            if let Some(x) = per_class.get_mut(c as usize) {
+                *x = x.saturating_add(1);
+            }
+        }
+        Ok(Info::new()
+            .with("format", self.name())
+            .with("record_size", reader.record_size().bytes())
+            .with("initial_pc", first_pc.map(|p| Hex(u64::from(p))))
+            .with("instructions", n)
+            .with(
+                "classes",
+                class_counts(|c| per_class.get(c as usize).copied().unwrap_or(0)),
+            ))
+    }
+}
+
+fn escape_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(
+        "escapes",
+        vec![
+            Field::new("code", Type::UInt(16)),
+            Field::new("name", Type::Name),
+            Field::new("words", Type::List(Box::new(Type::UInt(32)))).json(Json::Hex),
+        ],
+    ))
+}
+
+/// The fields every amber instruction starts with.
+fn instruction_head() -> Vec<Field> {
+    vec![
+        Field::new("i", Type::UInt(64)),
+        Field::hex("pc", 32),
+        Field::hex("op", 32).json(Json::HexWidth(10)),
+        Field::new("mnemonic", Type::Name).optional(),
+        Field::new("class", Type::Name),
+    ]
+}
+
+fn tt6_schema(merged: bool) -> Arc<Schema> {
+    let mut fields = instruction_head();
+    fields.extend([
+        Field::hex("next_pc", 32).optional(),
+        Field::hex("ea", 32).optional(),
+        Field::new("size", Type::UInt(32)).optional(),
+        Field::new("store", Type::Bool).optional(),
+        Field::new("access", Type::Name).optional(),
+        Field::hex("extra", 32).optional(),
+        Field::new("trap", Type::Bool).optional(),
+        Field::new("synthetic_trap", Type::Name).optional(),
+        Field::new("escapes", Type::Rows(escape_schema())).optional(),
+    ]);
+    if merged {
+        fields.push(Field::new("thread", Type::UInt(32)));
+        fields.push(Field::new("seq", Type::UInt(64)));
+    }
+    Arc::new(Schema::new("instructions", fields))
+}
+
+fn dangling_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(
+        "dangling_escapes",
+        vec![Field::new("dangling_escapes", Type::Rows(escape_schema()))],
+    ))
+}
+
+fn full_schema() -> Arc<Schema> {
+    let mut regs = vec![Field::hex("srr0", 32), Field::hex("srr1", 32)];
+    regs.extend((0..32).map(|n| Field::hex(format!("r{n}"), 32)));
+    regs.extend(["cr", "xer", "lr", "ctr", "mq", "vrsave"].map(|n| Field::hex(n, 32)));
+    regs.extend((0..32).map(|n| Field::hex(format!("f{n}"), 64).json(Json::HexWidth(18))));
+    regs.push(Field::hex("fpscr", 32));
+    regs.extend((0..32).map(|n| Field::new(format!("v{n}"), Type::Bytes).json(Json::HexBytes0x)));
+    regs.push(Field::hex("vscr", 32));
+    regs.push(Field::hex("vrvalid", 32));
+    regs.push(Field::hex("pad", 32).optional());
+    let mut fields = instruction_head();
+    fields.push(Field::new(
+        "regs",
+        Type::Struct(Arc::new(Schema::new("registers", regs))),
+    ));
+    Arc::new(Schema::new("instructions", fields))
+}
+
+/// One escape record, owned (escapes are rare; the vectors are reused).
+#[derive(Default)]
+struct EscapeRow {
+    code: u16,
+    name: &'static str,
+    words: Vec<u32>,
+}
+
+/// The values of one TT6 record, copied out of the reader so that slice, stream and merged
+/// readers hand out the same row.
+#[derive(Default)]
+struct InstrRow {
+    index: u64,
+    pc: u32,
+    op: u32,
+    mnemonic: Option<&'static str>,
+    class: &'static str,
+    next_pc: Option<u32>,
+    ea: Option<u32>,
+    size: Option<u32>,
+    access: Option<Access>,
+    extra: Option<u32>,
+    trap: bool,
+    synthetic_trap: Option<&'static str>,
+    escapes: Vec<EscapeRow>,
+    escape_count: usize,
+    merged: Option<(u32, u64)>,
+    /// This row is the final `dangling_escapes` record.
+    dangling: bool,
+}
+
+impl InstrRow {
+    fn set_escapes(&mut self, escapes: Escapes<'_>) {
+        self.escape_count = 0;
+        for e in escapes.iter() {
+            if self.escapes.len() <= self.escape_count {
+                self.escapes.push(EscapeRow::default());
+            }
+            if let Some(row) = self.escapes.get_mut(self.escape_count) {
+                row.code = e.code;
+                row.name = e.kind().name();
+                row.words.clear();
+                row.words.extend(e.words.iter().map(|w| w.get()));
+            }
+            self.escape_count = self.escape_count.saturating_add(1);
+        }
+    }
+
+    fn set(&mut self, r: &amber_tt6::Record<'_>, merged: Option<(u32, u64)>) {
+        self.index = r.index;
+        self.pc = r.pc;
+        self.op = r.opcode;
+        self.mnemonic = r.mnemonic();
+        self.class = r.class.name();
+        self.next_pc = (r.class == Class::Flow).then_some(r.next_pc);
+        self.ea = r.ea();
+        self.size = self.ea.and(r.operand_size(CACHE_LINE));
+        self.access = self.ea.and(r.access());
+        self.extra = r.extra();
+        self.trap = r.is_trap();
+        self.synthetic_trap = r.trap.map(|t| match t {
+            SyntheticTrap::Branch => "branch",
+            SyntheticTrap::Return => "return",
+        });
+        self.set_escapes(r.escapes);
+        self.merged = merged;
+        self.dangling = false;
+    }
+
+    fn visit_escapes(&self, v: &mut dyn Visitor) {
+        v.begin_list();
+        for e in self.escapes.iter().take(self.escape_count) {
+            v.begin_row();
+            v.uint(u64::from(e.code));
+            v.str(e.name);
+            v.begin_list();
+            for w in &e.words {
+                v.uint(u64::from(*w));
+            }
+            v.end_list();
+            v.end_row();
+        }
+        v.end_list();
+    }
+}
+
+impl Row for InstrRow {
+    fn visit(&self, v: &mut dyn Visitor) {
+        if self.dangling {
+            self.visit_escapes(v);
+            return;
+        }
+        v.uint(self.index);
+        v.uint(u64::from(self.pc));
+        v.uint(u64::from(self.op));
+        opt_str(v, self.mnemonic);
+        v.str(self.class);
+        opt_uint(v, self.next_pc);
+        opt_uint(v, self.ea);
+        opt_uint(v, self.size);
+        match self.access {
+            Some(a @ (Access::Load | Access::Store)) => {
+                v.bool(a == Access::Store);
+                v.null();
+            }
+            Some(a) => {
+                v.null();
+                v.str(a.name());
+            }
+            None => {
+                v.null();
+                v.null();
+            }
+        }
+        opt_uint(v, self.extra);
+        if self.trap {
+            v.bool(true);
+        } else {
+            v.null();
+        }
+        opt_str(v, self.synthetic_trap);
+        if self.escape_count == 0 {
+            v.null();
+        } else {
+            self.visit_escapes(v);
+        }
+        if let Some((thread, seq)) = self.merged {
+            v.uint(u64::from(thread));
+            v.uint(seq);
+        }
+    }
+}
+
+fn opt_uint(v: &mut dyn Visitor, x: Option<u32>) {
+    match x {
+        Some(x) => v.uint(u64::from(x)),
+        None => v.null(),
+    }
+}
+
+fn opt_str(v: &mut dyn Visitor, x: Option<&str>) {
+    match x {
+        Some(x) => v.str(x),
+        None => v.null(),
+    }
+}
+
+enum Tt6Source<'a> {
+    Slice(amber_tt6::Records<'a>),
+    Stream(Box<Tt6StreamReader<Box<dyn std::io::Read + Send>>>),
+    Merged(Merge<'a>),
+}
+
+struct Tt6Rows<'a> {
+    handler: Amber,
+    tables: [Arc<Schema>; 2],
+    source: Tt6Source<'a>,
+    row: InstrRow,
+    done: bool,
+}
+
+impl Tt6Rows<'_> {
+    /// Fills `row` with the next instruction; `Ok(false)` at the end.
+    fn advance(&mut self) -> Result<bool, Error> {
+        let h = self.handler;
+        let row = &mut self.row;
+        match &mut self.source {
+            Tt6Source::Slice(records) => match records.next() {
+                Some(r) => row.set(&r.map_err(|e| h.err(e))?, None),
+                None => return Ok(false),
+            },
+            Tt6Source::Stream(reader) => match reader.next_record() {
+                Some(r) => row.set(&r.map_err(|e| h.err(e))?, None),
+                None => return Ok(false),
+            },
+            Tt6Source::Merged(merge) => match merge.next() {
+                Some(m) => {
+                    let m = m.map_err(|e| h.err(e))?;
+                    let thread = u32::try_from(m.thread.0).unwrap_or(u32::MAX);
+                    row.set(&m.record, Some((thread, m.seq)));
+                }
+                None => return Ok(false),
+            },
+        }
+        Ok(true)
+    }
+
+    /// Fills `row` with the escapes after the last instruction, if there are any.
+    fn dangling(&mut self) -> bool {
+        match &self.source {
+            Tt6Source::Slice(records) => self.row.set_escapes(records.dangling_escapes()),
+            Tt6Source::Stream(reader) => self.row.set_escapes(reader.dangling_escapes()),
+            Tt6Source::Merged(_) => self.row.escape_count = 0,
+        }
+        self.row.dangling = true;
+        self.row.escape_count > 0
+    }
+}
+
+impl Records for Tt6Rows<'_> {
+    fn tables(&self) -> &[Arc<Schema>] {
+        &self.tables
+    }
+
+    fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        if self.done {
+            return None;
+        }
+        match self.advance() {
+            Ok(true) => Some(Ok(Record {
+                table: 0,
+                row: &self.row,
+            })),
+            Ok(false) => {
+                self.done = true;
+                self.dangling().then_some(Ok(Record {
+                    table: 1,
+                    row: &self.row,
+                }))
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Vec<String> {
+        match &self.source {
+            Tt6Source::Merged(m) => m.unmatched().iter().map(unmatched_line).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+struct FullRows<'a> {
+    handler: Amber,
+    tables: [Arc<Schema>; 1],
+    records: amber_tt6::FullRecords<'a>,
+    current: Option<FullRecord<'a>>,
+}
+
+impl Records for FullRows<'_> {
+    fn tables(&self) -> &[Arc<Schema>] {
+        &self.tables
+    }
+
+    fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        match self.records.next()? {
+            Ok(r) => {
+                self.current = Some(r);
+                Some(Ok(Record {
+                    table: 0,
+                    row: self,
+                }))
+            }
+            Err(e) => Some(Err(self.handler.err(e))),
+        }
+    }
+}
+
+impl Row for FullRows<'_> {
+    fn visit(&self, v: &mut dyn Visitor) {
+        let Some(r) = &self.current else { return };
+        v.uint(r.index);
+        v.uint(u64::from(r.pc()));
+        v.uint(u64::from(r.opcode));
+        opt_str(v, amber_tt6::opcode::mnemonic(r.opcode));
+        v.str(amber_tt6::classify(Dialect::Tt6e, r.opcode).name());
+        v.begin_row();
+        let t = r.thread;
+        v.uint(u64::from(t.srr0.get()));
+        v.uint(u64::from(t.srr1.get()));
+        for x in &t.r {
+            v.uint(u64::from(x.get()));
+        }
+        for x in [t.cr, t.xer, t.lr, t.ctr, t.mq, t.vrsave] {
+            v.uint(u64::from(x.get()));
+        }
+        for x in &r.float.fpregs {
+            v.uint(x.get());
+        }
+        v.uint(u64::from(r.float.fpscr.get()));
+        for vr in &r.vector.save_vr {
+            let mut bytes = [0u8; 16];
+            for (chunk, w) in bytes.chunks_exact_mut(4).zip(vr) {
+                chunk.copy_from_slice(&w.get().to_be_bytes());
+            }
+            v.bytes(&bytes);
+        }
+        v.uint(u64::from(r.vector.save_vscr.get(3).map_or(0, |w| w.get())));
+        v.uint(u64::from(r.vector.save_vrvalid.get()));
+        opt_uint(v, r.pad);
+        v.end_row();
+    }
+}

@@ -1,0 +1,504 @@
+//! GDB tracepoint files (`gdb-tfile`, `tsave` / `target tfile`): one record per frame,
+//! `{"i","offset","tracepoint","regs":{…},"mem":[…],"tsv":{…}}`.
+//!
+//! `regs` are named by the file's target description (registers up to 64 bits as `0x`
+//! integers decoded in target byte order, wider ones as hex bytes in target order); without
+//! a description, `regs_raw` holds the register block as hex; both are absent for a frame
+//! without an `R` block. `tsv` holds the last value per variable. Plain files are read in
+//! place; stdin and compressed files through the streaming reader, in constant memory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use gdb_tfile::{
+    Block, Endian, Frame, FrameLayout, ReadOptions, StopReason, StreamReader, TargetDescription,
+    TraceFile, raw,
+};
+
+use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+
+/// The gdb-tfile handler.
+#[derive(Debug)]
+pub struct GdbTfile;
+
+const NAME: &str = "gdb-tfile";
+
+/// Progress is reported every this many frames.
+const PROGRESS_EVERY: u64 = 1 << 12;
+
+fn err(e: gdb_tfile::Error) -> Error {
+    Error::Format {
+        format: NAME,
+        offset: e.offset().map(trace_core::Offset),
+        path: None,
+        record: None,
+        source: Box::new(e),
+    }
+}
+
+fn read_options(ctx: &Ctx<'_>) -> ReadOptions {
+    ReadOptions {
+        endian: ctx.options.big_endian.then_some(Endian::Big),
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Frames from a file in memory or from a stream, one at a time.
+enum Frames<'a> {
+    Slice(TraceFile<'a>, gdb_tfile::Frames<'a>),
+    Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
+}
+
+impl<'a> Frames<'a> {
+    fn open(input: &'a mut Input, ctx: &mut Ctx<'_>) -> Result<Frames<'a>, Error> {
+        let opts = read_options(ctx);
+        let frames = match input.source() {
+            Source::Bytes(bytes) => {
+                let file = TraceFile::parse(bytes, opts).map_err(err)?;
+                let frames = file.frames();
+                Frames::Slice(file, frames)
+            }
+            Source::Stream(s) => Frames::Stream(Box::new(StreamReader::new(s, opts).map_err(err)?)),
+        };
+        for w in frames.warnings() {
+            ctx.diagnostic(&format!("warning: {w}"));
+        }
+        Ok(frames)
+    }
+
+    fn warnings(&self) -> &[gdb_tfile::Warning] {
+        match self {
+            Frames::Slice(f, _) => f.warnings(),
+            Frames::Stream(s) => s.warnings(),
+        }
+    }
+
+    fn tdesc(&self) -> Option<&TargetDescription> {
+        match self {
+            Frames::Slice(f, _) => f.tdesc(),
+            Frames::Stream(s) => s.tdesc(),
+        }
+    }
+
+    fn description(&self) -> &gdb_tfile::Description {
+        match self {
+            Frames::Slice(f, _) => f.description(),
+            Frames::Stream(s) => s.description(),
+        }
+    }
+
+    fn layout(&self) -> FrameLayout {
+        match self {
+            Frames::Slice(f, _) => f.layout(),
+            Frames::Stream(s) => s.layout(),
+        }
+    }
+
+    fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Error> {
+        match self {
+            Frames::Slice(_, it) => it.next().transpose().map_err(err),
+            Frames::Stream(s) => s.next_frame().map_err(err),
+        }
+    }
+}
+
+/// Checks every block of a frame (a frame is handed out whole or not at all).
+fn check_blocks(f: &Frame<'_>) -> Result<(), Error> {
+    for b in f.blocks() {
+        b.map_err(err)?;
+    }
+    Ok(())
+}
+
+impl Handler for GdbTfile {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        &["tfile"]
+    }
+
+    fn recognised_by(&self) -> &'static str {
+        "magic \"\\x7fTRACE0\\n\""
+    }
+
+    fn detect(&self, head: &[u8], _file_name: &str) -> Option<Confidence> {
+        head.starts_with(raw::MAGIC).then_some(Confidence::Magic)
+    }
+
+    fn info(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        let big_flag = ctx.options.big_endian;
+        let mut frames = Frames::open(input, ctx)?;
+        let mut per_tp: BTreeMap<i16, u64> = BTreeMap::new();
+        let mut n = 0u64;
+        while let Some(f) = frames.next_frame()? {
+            let c = per_tp.entry(f.tracepoint).or_default();
+            *c = c.saturating_add(1);
+            n = n.saturating_add(1);
+            if f.index.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress(f.offset);
+            }
+        }
+        let d = frames.description();
+        let layout = frames.layout();
+        let td = frames.tdesc();
+        let byte_order = match layout.endian {
+            Endian::Little => "little",
+            Endian::Big => "big",
+        };
+        let byte_order_source = if big_flag {
+            "--big-endian"
+        } else if td.and_then(TargetDescription::endian).is_some() {
+            "from the architecture"
+        } else {
+            "default; the file does not say"
+        };
+        let status = d.status.as_ref().map(|s| {
+            Info::new()
+                .with("running", s.running)
+                .with("stop_reason", s.stop_reason.key())
+                .with("stop_reason_text", s.stop_reason.describe())
+                .with("stop_description", s.stop_description.as_deref().map(lossy))
+                .with(
+                    "stopping_tracepoint",
+                    matches!(s.stop_reason, StopReason::PassCount | StopReason::Error)
+                        .then_some(s.stopping_tracepoint),
+                )
+                .with("frames", s.frames)
+                .with("created", s.created)
+                .with("free", s.free)
+                .with("size", s.size)
+                .with("disconnected", s.disconnected)
+                .with("circular", s.circular)
+                .with("start_time", s.start_time)
+                .with("stop_time", s.stop_time)
+                .with("notes", s.notes.as_deref().map(lossy))
+                .with("username", s.username.as_deref().map(lossy))
+                .with(
+                    "unknown",
+                    s.unknown
+                        .iter()
+                        .map(|(k, v)| {
+                            Info::new()
+                                .with("key", k.to_string())
+                                .with("value", v.to_string())
+                        })
+                        .collect::<Vec<_>>(),
+                )
+        });
+        let tracepoints: Vec<Info> = d
+            .tracepoints
+            .iter()
+            .map(|t| {
+                Info::new()
+                    .with("number", t.number)
+                    .with("address", Hex(t.address))
+                    .with("enabled", t.enabled)
+                    .with("step_count", t.step_count)
+                    .with("pass_count", t.pass_count)
+                    .with("fast", t.fast.is_some())
+                    .with("static", t.is_static)
+                    .with(
+                        "condition",
+                        t.condition.as_deref().map(trace_core::hex::encode),
+                    )
+                    .with("actions", t.actions.clone())
+                    .with("step_actions", t.step_actions.clone())
+                    .with("at", t.at().map(lossy))
+                    .with("cond", t.cond_source().map(lossy))
+                    .with("cmds", t.cmds().map(lossy).collect::<Vec<_>>())
+                    .with("hits", t.hits())
+                    .with("usage", t.usage())
+                    .with("hits_decimal", t.hits_decimal())
+                    .with("usage_decimal", t.usage_decimal())
+            })
+            .collect();
+        let tsvs: Vec<Info> = d
+            .tsvs
+            .iter()
+            .map(|v| {
+                Info::new()
+                    .with("number", v.number)
+                    .with("name", lossy(&v.name))
+                    .with("initial", v.initial)
+                    .with("builtin", v.builtin != 0)
+            })
+            .collect();
+        let mut frames_per_tp = Info::new();
+        for (tp, c) in &per_tp {
+            frames_per_tp.push(tp.to_string(), *c);
+        }
+        Ok(Info::new()
+            .with("format", NAME)
+            .with("register_size", layout.register_size)
+            .with("architecture", td.and_then(|t| t.architecture.clone()))
+            .with("osabi", td.and_then(|t| t.osabi.clone()))
+            .with("registers", td.map(|t| t.registers.len()))
+            .with("byte_order", byte_order)
+            .with("byte_order_source", byte_order_source)
+            .with("status", status)
+            .with("tracepoints", tracepoints)
+            .with("tsvs", tsvs)
+            .with("frames", n)
+            .with("frames_per_tracepoint", frames_per_tp)
+            .with(
+                "warnings",
+                frames
+                    .warnings()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+            ))
+    }
+
+    fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        let mut frames = Frames::open(input, ctx)?;
+        let mut n = 0u64;
+        while let Some(f) = frames.next_frame()? {
+            check_blocks(&f)?;
+            if f.index.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress(f.offset);
+            }
+            n = n.saturating_add(1);
+        }
+        Ok(Info::new().with("frames", n))
+    }
+
+    fn records<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Records + 'a>, Error> {
+        let frames = Frames::open(input, ctx)?;
+        let regs = frames.tdesc().map(|td| {
+            td.registers
+                .iter()
+                .map(|r| (r.offset, r.size()))
+                .collect::<Vec<_>>()
+        });
+        let schema = frame_schema(frames.tdesc());
+        Ok(Box::new(FrameRecords {
+            tables: [schema],
+            frames,
+            regs,
+            current: None,
+            data: Vec::new(),
+            tsvs: Vec::new(),
+            done: false,
+        }))
+    }
+}
+
+/// The schema of `frames` for a file with this target description.
+fn frame_schema(td: Option<&TargetDescription>) -> Arc<Schema> {
+    let mem = Schema::new(
+        "memory",
+        vec![
+            Field::hex("addr", 64),
+            Field::new("len", Type::UInt(64)),
+            Field::new("data", Type::Bytes),
+        ],
+    );
+    let tsv = Schema::new(
+        "tsv",
+        vec![
+            Field::new("number", Type::Int(32)),
+            Field::new("value", Type::Int(64)),
+        ],
+    );
+    let mut fields = vec![
+        Field::new("i", Type::UInt(64)),
+        Field::new("offset", Type::UInt(64)),
+        Field::new("tracepoint", Type::Int(16)),
+    ];
+    match td {
+        Some(td) => {
+            let regs = td
+                .registers
+                .iter()
+                .map(|r| match r.size() {
+                    0..=8 => {
+                        let bits = u8::try_from(r.size().saturating_mul(8)).unwrap_or(64);
+                        Field::hex(r.name.clone(), bits.max(8)).optional()
+                    }
+                    _ => Field::new(r.name.clone(), Type::Bytes).optional(),
+                })
+                .collect();
+            fields.push(
+                Field::new(
+                    "regs",
+                    Type::Struct(Arc::new(Schema::new("registers", regs))),
+                )
+                .optional(),
+            );
+        }
+        None => fields.push(Field::new("regs_raw", Type::Bytes).optional()),
+    }
+    fields.push(Field::new("mem", Type::Rows(Arc::new(mem))));
+    fields.push(Field::new("tsv", Type::Rows(Arc::new(tsv))).json(Json::Object));
+    Arc::new(Schema::new("frames", fields))
+}
+
+/// The frame being handed out.
+#[derive(Clone, Copy)]
+struct Current<'a> {
+    index: u64,
+    offset: u64,
+    tracepoint: i16,
+    layout: FrameLayout,
+    /// The blocks, in place; `None` when copied to `FrameRecords::data` (streams).
+    data: Option<&'a [u8]>,
+}
+
+struct FrameRecords<'a> {
+    tables: [Arc<Schema>; 1],
+    frames: Frames<'a>,
+    /// Offset and size of each register of the target description.
+    regs: Option<Vec<(usize, usize)>>,
+    current: Option<Current<'a>>,
+    data: Vec<u8>,
+    /// The last value of each trace state variable in the current frame.
+    tsvs: Vec<(i32, i64)>,
+    done: bool,
+}
+
+impl<'a> FrameRecords<'a> {
+    fn advance(&mut self) -> Result<bool, Error> {
+        let (cur, tsvs, data) = (&mut self.current, &mut self.tsvs, &mut self.data);
+        let slice = match &mut self.frames {
+            Frames::Slice(_, it) => it.next().transpose().map_err(err)?,
+            Frames::Stream(s) => {
+                let Some(f) = s.next_frame().map_err(err)? else {
+                    return Ok(false);
+                };
+                summarize_frame(&f, tsvs)?;
+                data.clear();
+                data.extend_from_slice(f.data);
+                *cur = Some(Current {
+                    index: f.index,
+                    offset: f.offset,
+                    tracepoint: f.tracepoint,
+                    layout: f.layout,
+                    data: None,
+                });
+                return Ok(true);
+            }
+        };
+        let Some(f) = slice else { return Ok(false) };
+        summarize_frame(&f, tsvs)?;
+        *cur = Some(Current {
+            index: f.index,
+            offset: f.offset,
+            tracepoint: f.tracepoint,
+            layout: f.layout,
+            data: Some(f.data),
+        });
+        Ok(true)
+    }
+}
+
+/// Checks the frame's blocks and collects the last value of each trace state variable.
+fn summarize_frame(f: &Frame<'_>, tsvs: &mut Vec<(i32, i64)>) -> Result<(), Error> {
+    tsvs.clear();
+    for b in f.blocks() {
+        if let Block::Tsv { number, value, .. } = b.map_err(err)? {
+            match tsvs.iter_mut().find(|(n, _)| *n == number) {
+                Some(e) => e.1 = value,
+                None => tsvs.push((number, value)),
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Records for FrameRecords<'_> {
+    fn tables(&self) -> &[Arc<Schema>] {
+        &self.tables
+    }
+
+    fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        if self.done {
+            return None;
+        }
+        match self.advance() {
+            Ok(true) => Some(Ok(Record {
+                table: 0,
+                row: self,
+            })),
+            Ok(false) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Row for FrameRecords<'_> {
+    fn visit(&self, v: &mut dyn Visitor) {
+        let Some(c) = self.current else { return };
+        let frame = Frame {
+            index: c.index,
+            offset: c.offset,
+            tracepoint: c.tracepoint,
+            data: c.data.unwrap_or(&self.data),
+            layout: c.layout,
+        };
+        v.uint(frame.index);
+        v.uint(frame.offset);
+        v.int(i64::from(frame.tracepoint));
+        let regs = frame.blocks().flatten().find_map(|b| match b {
+            Block::Registers { data, .. } => Some(data),
+            _ => None,
+        });
+        match (regs, &self.regs) {
+            (None, _) => v.null(),
+            (Some(r), Some(layout)) => {
+                v.begin_row();
+                for (off, size) in layout {
+                    match r.get(*off..off.saturating_add(*size)) {
+                        None => v.null(),
+                        Some(bytes) if bytes.len() <= 8 => v.uint(
+                            gdb_tfile::RegisterValue {
+                                bytes,
+                                endian: frame.layout.endian,
+                            }
+                            .as_u64()
+                            .unwrap_or(0),
+                        ),
+                        Some(bytes) => v.bytes(bytes),
+                    }
+                }
+                v.end_row();
+            }
+            (Some(r), None) => v.bytes(r),
+        }
+        v.begin_list();
+        for b in frame.blocks().flatten() {
+            if let Block::Memory { address, data, .. } = b {
+                v.begin_row();
+                v.uint(address);
+                v.uint(data.len() as u64);
+                v.bytes(data);
+                v.end_row();
+            }
+        }
+        v.end_list();
+        v.begin_list();
+        for (n, value) in &self.tsvs {
+            v.begin_row();
+            v.int(i64::from(*n));
+            v.int(*value);
+            v.end_row();
+        }
+        v.end_list();
+    }
+}

@@ -1,0 +1,301 @@
+//! One registry of trace formats: open any trace, tell its format, summarise it, check it,
+//! and walk its records as typed rows, the same way for every format.
+//!
+//! The format crates (`trac-x64dbg`, `gdb-tfile`, `dcfg`, `dcfg-trace`, `amber-tt6`) each
+//! read one format. This crate puts one [`Handler`] per format in one table ([`HANDLERS`]),
+//! in the manner of `object::File::parse` or pcap-parser's `create_reader`:
+//!
+//! - **detection** from the first bytes (each crate's own magic constants) and the file
+//!   name ([`detect`]);
+//! - **info**: a summary as one [`Info`] value, shown as text or JSON from the same tree;
+//! - **validate**: the whole file checked, with diagnostics;
+//! - **records**: the records as typed rows ([`Row`]) described by a [`Schema`] per record
+//!   kind, handed to any sink ([`sink::JsonLines`] is `tracekit dump`).
+//!
+//! An output written once over rows and schemas works for every format; a format added as
+//! one handler module and one line in [`HANDLERS`] gets every output.
+//!
+//! # Example
+//!
+//! ```
+//! use trace_registry::{Ctx, Input, Options, sink::JsonLines};
+//!
+//! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+//! let handler = trace_registry::detect(&input).expect("an x64dbg trace");
+//! assert_eq!(handler.name(), "x64dbg");
+//! let options = Options::default();
+//! let mut ctx = Ctx::new(&options);
+//! let info = handler.info(&mut input, &mut ctx)?;
+//! println!("{}", info.to_text());
+//!
+//! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+//! let mut records = handler.records(&mut input, &mut ctx)?;
+//! let mut out = JsonLines::new(Vec::new(), records.tables());
+//! while let Some(record) = records.next_record() {
+//!     let record = record?;
+//!     out.write(record.table, record.row)?;
+//! }
+//! out.flush()?;
+//! assert!(out.into_inner().starts_with(b"{\"i\":0,"));
+//! # Ok::<(), trace_registry::Error>(())
+//! ```
+
+mod error;
+pub mod formats;
+pub mod info;
+mod input;
+pub mod schema;
+pub mod sink;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use error::Error;
+pub use info::{Hex, Info, Value};
+pub use input::{Compression, HEAD_LEN, Input, SPOOL_AT, Source};
+pub use schema::{Field, Json, Row, Schema, Type, Visitor};
+
+/// Options that only some formats use; the others ignore them.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// dcfg-trace: the DCFG of the traced run, to map edges to blocks and check counts.
+    pub dcfg: Option<PathBuf>,
+    /// gdb-tfile: the target is big-endian (the file does not say).
+    pub big_endian: bool,
+    /// amber FULL: the record size (1004 or 1008) instead of detecting it.
+    pub record_size: Option<u32>,
+    /// dcfg-trace: lenient decoding instead of strict errors.
+    pub lenient: bool,
+}
+
+/// What a handler gets besides its input: options, and where progress and diagnostics go.
+pub struct Ctx<'a> {
+    /// The options.
+    pub options: &'a Options,
+    progress: Box<dyn FnMut(u64) + 'a>,
+    diagnostics: Box<dyn FnMut(&str) + 'a>,
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Ctx<'a> {
+    /// A context that drops progress and diagnostics.
+    #[must_use]
+    pub fn new(options: &'a Options) -> Ctx<'a> {
+        Ctx {
+            options,
+            progress: Box::new(|_| {}),
+            diagnostics: Box::new(|_| {}),
+        }
+    }
+
+    /// Progress goes to `f`, as the byte position reached in the input.
+    #[must_use]
+    pub fn on_progress(mut self, f: impl FnMut(u64) + 'a) -> Ctx<'a> {
+        self.progress = Box::new(f);
+        self
+    }
+
+    /// Diagnostics (warnings and notes, one line each, e.g. `warning: …`) go to `f`.
+    #[must_use]
+    pub fn on_diagnostic(mut self, f: impl FnMut(&str) + 'a) -> Ctx<'a> {
+        self.diagnostics = Box::new(f);
+        self
+    }
+
+    /// Reports progress.
+    pub fn progress(&mut self, position: u64) {
+        (self.progress)(position);
+    }
+
+    /// Reports one diagnostic line.
+    pub fn diagnostic(&mut self, line: &str) {
+        (self.diagnostics)(line);
+    }
+}
+
+/// How sure a handler is that an input is its format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Confidence {
+    /// Only the file name says so (formats without magic).
+    Name,
+    /// The content looks right (JSON keys).
+    Content,
+    /// The magic bytes match.
+    Magic,
+}
+
+/// One record handed out by [`Records::next_record`]: its table (an index into
+/// [`Records::tables`]) and its values.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    /// The table (record kind) the record belongs to.
+    pub table: usize,
+    /// The record's values.
+    pub row: &'a dyn Row,
+}
+
+impl std::fmt::Debug for Record<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The records of one input, as typed rows: a lending iterator (each record borrows the
+/// reader until the next call), fused after the first error.
+pub trait Records {
+    /// The schema of every table (record kind) this reader hands out.
+    fn tables(&self) -> &[Arc<Schema>];
+
+    /// The next record, or the error that ends the input (after every complete record).
+    fn next_record(&mut self) -> Option<Result<Record<'_>, Error>>;
+
+    /// Notes about the whole input, known once every record is read (one line each).
+    fn finish(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A format: how to recognise it, summarise it, check it and read its records.
+pub trait Handler: Send + Sync {
+    /// The name used by `--format` and in `info` (`x64dbg`, `gdb-tfile`, …).
+    fn name(&self) -> &'static str;
+
+    /// Other names `--format` accepts.
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// How the format is recognised, for messages (`magic "TRAC"`).
+    fn recognised_by(&self) -> &'static str;
+
+    /// Whether `head` (the first bytes, decompressed) and `file_name` (without a compression
+    /// extension) look like this format.
+    fn detect(&self, head: &[u8], file_name: &str) -> Option<Confidence>;
+
+    /// Whether a directory holding files of these names is an input of this format (amber's
+    /// per-thread directories). Most formats are single files.
+    fn detect_dir(&self, _names: &[String]) -> Option<Confidence> {
+        None
+    }
+
+    /// The summary of the input.
+    ///
+    /// # Errors
+    ///
+    /// The input cannot be read or is not valid for the format.
+    fn info(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error>;
+
+    /// Checks the whole input: `Ok` with a short summary (record counts), diagnostics
+    /// through `ctx`, or the first error.
+    ///
+    /// # Errors
+    ///
+    /// The first problem found.
+    fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error>;
+
+    /// The records of the input as typed rows.
+    ///
+    /// # Errors
+    ///
+    /// The input cannot be opened as this format.
+    fn records<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Records + 'a>, Error>;
+}
+
+/// Every format, in the order they are listed to users and tried by detection.
+pub static HANDLERS: &[&dyn Handler] = &[
+    &formats::x64dbg::X64dbg,
+    &formats::gdb_tfile::GdbTfile,
+    &formats::dcfg::Dcfg,
+    &formats::dcfg_trace::DcfgTrace,
+    &formats::amber::TT6,
+    &formats::amber::TT6E,
+    &formats::amber::FULL,
+];
+
+/// The handler named `name` (or one of its aliases).
+#[must_use]
+pub fn by_name(name: &str) -> Option<&'static dyn Handler> {
+    HANDLERS
+        .iter()
+        .copied()
+        .find(|h| h.name() == name || h.aliases().contains(&name))
+}
+
+/// The format of an input from its first bytes and file name: the handler most sure of it
+/// (the first listed among equals), or `None`.
+#[must_use]
+pub fn detect(input: &Input) -> Option<&'static dyn Handler> {
+    if let Some(names) = input.part_names() {
+        let mut best: Option<(Confidence, &'static dyn Handler)> = None;
+        for h in HANDLERS.iter().copied() {
+            if let Some(c) = h.detect_dir(&names)
+                && best.is_none_or(|(b, _)| c > b)
+            {
+                best = Some((c, h));
+            }
+        }
+        return best.map(|(_, h)| h);
+    }
+    detect_bytes(input.head(), &input.logical_name())
+}
+
+/// [`detect`] over the first bytes and file name directly.
+#[must_use]
+pub fn detect_bytes(head: &[u8], file_name: &str) -> Option<&'static dyn Handler> {
+    let mut best: Option<(Confidence, &'static dyn Handler)> = None;
+    for h in HANDLERS.iter().copied() {
+        if let Some(c) = h.detect(head, file_name)
+            && best.is_none_or(|(b, _)| c > b)
+        {
+            best = Some((c, h));
+        }
+    }
+    best.map(|(_, h)| h)
+}
+
+/// The message for an input of no known format: every format and how it is recognised.
+#[must_use]
+pub fn detection_error(name: &str) -> Error {
+    let mut msg = format!("cannot tell the format of {name}; known formats (use --format NAME):");
+    for h in HANDLERS {
+        msg.push_str(&format!("\n  {:<11} {}", h.name(), h.recognised_by()));
+    }
+    Error::Detect(msg)
+}
+
+/// Opens a path (or `-` for stdin) and finds its format: `forced` by name, or detected.
+///
+/// # Errors
+///
+/// The input cannot be read, the forced name is unknown, or no format matches.
+pub fn open(
+    path: &std::ffi::OsStr,
+    forced: Option<&str>,
+) -> Result<(Input, &'static dyn Handler), Error> {
+    let input = Input::open(path)?;
+    let handler = match forced {
+        Some(name) => {
+            by_name(name).ok_or_else(|| Error::Unsupported(format!("unknown format {name:?}")))?
+        }
+        None => detect(&input).ok_or_else(|| detection_error(input.name()))?,
+    };
+    Ok((input, handler))
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}

@@ -1,0 +1,182 @@
+//! Typed rows: the schema of a record kind, and the visitor through which a row hands its
+//! values to a sink.
+//!
+//! Every format describes each of its record kinds (x64dbg instruction, tfile frame, DCFG
+//! basic block, DCFG-Trace chunk, amber instruction) as a [`Schema`]: field names and types
+//! (unsigned or signed integers with their width, bool, bytes, string, lists of plain
+//! values, nested rows and child tables). A record is a [`Row`] that hands its values to a
+//! [`Visitor`] in schema order. Sinks (JSON Lines today, Arrow and Parquet next) implement
+//! [`Visitor`], so an output is written once for every format.
+//!
+//! Child tables ([`Type::Rows`]) are lists of nested records, such as the register changes
+//! and memory accesses of an x64dbg instruction: a columnar sink keys them by the parent
+//! record's index, a JSON sink nests them. Each field also says how JSON Lines shows it
+//! ([`Json`]), because users read hex addresses and the dumps are a stable interface.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+/// The schema of one record kind: its table name and fields, in the order a row visits them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// The table name, plural (`instructions`, `frames`, `basic_blocks`).
+    pub name: Cow<'static, str>,
+    /// The fields, in visiting order.
+    pub fields: Vec<Field>,
+}
+
+impl Schema {
+    /// A schema from its table name and fields.
+    #[must_use]
+    pub fn new(name: impl Into<Cow<'static, str>>, fields: Vec<Field>) -> Schema {
+        Schema {
+            name: name.into(),
+            fields,
+        }
+    }
+
+    /// The field named `name`.
+    #[must_use]
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+/// One field of a [`Schema`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The field name (the JSON key, the column name).
+    pub name: Cow<'static, str>,
+    /// The value type.
+    pub ty: Type,
+    /// Whether the value may be missing ([`Visitor::null`]).
+    pub nullable: bool,
+    /// How JSON Lines shows the value.
+    pub json: Json,
+    /// Whether JSON Lines leaves the key out when the value is missing (rather than `null`).
+    pub omit_null: bool,
+}
+
+impl Field {
+    /// A required field shown plainly in JSON.
+    #[must_use]
+    pub fn new(name: impl Into<Cow<'static, str>>, ty: Type) -> Field {
+        Field {
+            name: name.into(),
+            ty,
+            nullable: false,
+            json: Json::Plain,
+            omit_null: false,
+        }
+    }
+
+    /// A required unsigned integer of `bits` bits, shown as a `"0x…"` string in JSON.
+    #[must_use]
+    pub fn hex(name: impl Into<Cow<'static, str>>, bits: u8) -> Field {
+        Field::new(name, Type::UInt(bits)).json(Json::Hex)
+    }
+
+    /// The same field, nullable: JSON shows a missing value as `null`.
+    #[must_use]
+    pub fn nullable(mut self) -> Field {
+        self.nullable = true;
+        self
+    }
+
+    /// The same field, nullable: JSON leaves a missing value out (no key at all).
+    #[must_use]
+    pub fn optional(mut self) -> Field {
+        self.nullable = true;
+        self.omit_null = true;
+        self
+    }
+
+    /// The same field shown in JSON as `json` says.
+    #[must_use]
+    pub fn json(mut self, json: Json) -> Field {
+        self.json = json;
+        self
+    }
+}
+
+/// A value type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Type {
+    /// An unsigned integer of this many bits (8, 16, 32 or 64), visited with
+    /// [`Visitor::uint`].
+    UInt(u8),
+    /// A signed integer of this many bits, visited with [`Visitor::int`].
+    Int(u8),
+    /// A boolean, visited with [`Visitor::bool`].
+    Bool,
+    /// A byte string (opcode bytes, memory contents), visited with [`Visitor::bytes`].
+    Bytes,
+    /// A UTF-8 string, visited with [`Visitor::str`].
+    Str,
+    /// A name from a small set (mnemonics, classes, register names): a string that columnar
+    /// sinks dictionary-encode. Visited with [`Visitor::str`].
+    Name,
+    /// A list of plain values of one type, between [`Visitor::begin_list`] and
+    /// [`Visitor::end_list`].
+    List(Box<Type>),
+    /// A child table: a list of nested records, each between [`Visitor::begin_row`] and
+    /// [`Visitor::end_row`], all between [`Visitor::begin_list`] and [`Visitor::end_list`].
+    /// A columnar sink writes them to their own table keyed by the parent record's index.
+    Rows(Arc<Schema>),
+    /// One nested record (between [`Visitor::begin_row`] and [`Visitor::end_row`]) whose
+    /// fields a columnar sink flattens into the parent's columns.
+    Struct(Arc<Schema>),
+}
+
+/// How JSON Lines shows a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Json {
+    /// Integers in decimal, strings and names quoted, bytes as a hex string without `0x`,
+    /// booleans as `true`/`false`, lists as arrays, nested records as objects.
+    Plain,
+    /// An integer as a `"0x…"` string (lowercase, no leading zeros).
+    Hex,
+    /// An integer as a `"0x…"` string zero-padded to this many characters, `0x` included.
+    HexWidth(u8),
+    /// Bytes as one `"0x…"` string of every byte (wide registers shown as one number).
+    HexBytes0x,
+    /// A child table shown as one JSON object: each row is an entry whose key is the row's
+    /// first field (as a string) and whose value is the first non-missing of its other
+    /// fields.
+    Object,
+    /// Not shown in JSON at all (columns that only columnar sinks write).
+    Skip,
+}
+
+/// A record as a sink sees it: it hands its values to a [`Visitor`] in schema order.
+pub trait Row {
+    /// Visits every field of the row's schema, in order.
+    fn visit(&self, v: &mut dyn Visitor);
+}
+
+/// What a sink implements to receive a row's values. Each value call fills the next field
+/// of the current schema; [`Visitor::null`] leaves it missing.
+pub trait Visitor {
+    /// An unsigned integer ([`Type::UInt`]).
+    fn uint(&mut self, v: u64);
+    /// A signed integer ([`Type::Int`]).
+    fn int(&mut self, v: i64);
+    /// A boolean ([`Type::Bool`]).
+    fn bool(&mut self, v: bool);
+    /// A byte string ([`Type::Bytes`]).
+    fn bytes(&mut self, v: &[u8]);
+    /// A string or name ([`Type::Str`], [`Type::Name`]).
+    fn str(&mut self, v: &str);
+    /// A missing value of a nullable field (for a list or child table: no list at all).
+    fn null(&mut self);
+    /// Starts a [`Type::List`] or [`Type::Rows`] value.
+    fn begin_list(&mut self);
+    /// Ends the list started last.
+    fn end_list(&mut self);
+    /// Starts one nested record: an element of [`Type::Rows`], or a [`Type::Struct`] value.
+    fn begin_row(&mut self);
+    /// Ends the nested record started last.
+    fn end_row(&mut self);
+}

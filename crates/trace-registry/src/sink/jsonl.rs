@@ -1,0 +1,492 @@
+//! JSON Lines: one JSON object per record, keys in schema order, values shown as each
+//! field's [`Json`] says. This is `tracekit dump`.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+
+/// Past this many buffered bytes a line is written out before it is complete, so that a
+/// record with a huge list (a DCFG-Trace chunk of a billion edges) needs no huge buffer.
+const FLUSH_AT: usize = 1 << 16;
+
+/// How one field is written, prepared once per schema.
+#[derive(Debug)]
+struct FieldPlan {
+    /// `"name":`, escaped.
+    key: Box<[u8]>,
+    json: Json,
+    omit_null: bool,
+    /// The plan of a nested record or child table.
+    child: Option<usize>,
+}
+
+/// Where the sink is inside a record.
+#[derive(Clone, Copy, Debug)]
+enum Frame {
+    /// Inside a record of plan `plan`: `next` field comes next; `wrote` once a key is out.
+    Row {
+        plan: usize,
+        next: usize,
+        wrote: bool,
+    },
+    /// Inside a list of plain values shown as `json`.
+    List { json: Json, count: usize },
+    /// Inside a child table shown as a JSON array of objects.
+    Rows { plan: usize, count: usize },
+    /// Inside a child table shown as one JSON object.
+    Object { plan: usize, count: usize },
+    /// Inside one entry of such an object: field `next` comes next; `done` once its value
+    /// is out.
+    Entry {
+        plan: usize,
+        next: usize,
+        done: bool,
+    },
+    /// Inside a value JSON does not show: everything up to its end is dropped.
+    Skip { depth: usize },
+}
+
+/// Writes records as JSON Lines to `W`.
+#[derive(Debug)]
+pub struct JsonLines<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    plans: Vec<Vec<FieldPlan>>,
+    /// The plan of each table, by table index.
+    tables: Vec<usize>,
+    stack: Vec<Frame>,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> JsonLines<W> {
+    /// A sink for records of these tables (indexed as the record reader indexes them).
+    pub fn new(out: W, tables: &[Arc<Schema>]) -> JsonLines<W> {
+        let mut sink = JsonLines {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT),
+            plans: Vec::new(),
+            tables: Vec::new(),
+            stack: Vec::new(),
+            error: None,
+        };
+        for t in tables {
+            let plan = sink.plan(t);
+            sink.tables.push(plan);
+        }
+        sink
+    }
+
+    fn plan(&mut self, schema: &Schema) -> usize {
+        let fields: Vec<FieldPlan> = schema
+            .fields
+            .iter()
+            .map(|f| FieldPlan {
+                key: key_bytes(f),
+                json: f.json,
+                omit_null: f.omit_null,
+                child: match &f.ty {
+                    Type::Rows(s) | Type::Struct(s) => Some(self.plan(s)),
+                    _ => None,
+                },
+            })
+            .collect();
+        self.plans.push(fields);
+        self.plans.len().saturating_sub(1)
+    }
+
+    /// Writes one record of table `table` as a line.
+    ///
+    /// # Errors
+    ///
+    /// Writing to the output fails.
+    pub fn write(&mut self, table: usize, row: &dyn Row) -> io::Result<()> {
+        let plan = self.tables.get(table).copied().unwrap_or(0);
+        self.buf.push(b'{');
+        self.stack.clear();
+        self.stack.push(Frame::Row {
+            plan,
+            next: 0,
+            wrote: false,
+        });
+        row.visit(self);
+        self.stack.clear();
+        self.buf.extend_from_slice(b"}\n");
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.buf.len() >= FLUSH_AT {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    /// Writes out what is buffered and flushes the output.
+    ///
+    /// # Errors
+    ///
+    /// Writing to the output fails.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.flush_buf()?;
+        self.out.flush()
+    }
+
+    /// The output, after [`JsonLines::flush`].
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn flush_buf(&mut self) -> io::Result<()> {
+        let r = self.out.write_all(&self.buf);
+        self.buf.clear();
+        r
+    }
+
+    fn field(&self, plan: usize, i: usize) -> Option<&FieldPlan> {
+        self.plans.get(plan).and_then(|p| p.get(i))
+    }
+
+    /// Starts the next value: writes its key (and separator) and returns how to show it,
+    /// or `None` when the value is not shown (dropped, or the key of an object entry,
+    /// which `key` has written already).
+    fn start_value(&mut self, is_null: bool, as_key: &mut dyn FnMut(&mut Vec<u8>)) -> Option<Json> {
+        let top = self.stack.last_mut()?;
+        match top {
+            Frame::Row { plan, next, wrote } => {
+                let (plan, i) = (*plan, *next);
+                *next = next.saturating_add(1);
+                let had = *wrote;
+                let f = self.plans.get(plan).and_then(|p| p.get(i))?;
+                if f.json == Json::Skip || (is_null && f.omit_null) {
+                    return None;
+                }
+                if had {
+                    self.buf.push(b',');
+                }
+                self.buf.extend_from_slice(&f.key);
+                if let Some(Frame::Row { wrote, .. }) = self.stack.last_mut() {
+                    *wrote = true;
+                }
+                Some(f.json)
+            }
+            Frame::List { json, count } => {
+                if *count > 0 {
+                    self.buf.push(b',');
+                }
+                *count = count.saturating_add(1);
+                Some(*json)
+            }
+            Frame::Entry { plan, next, done } => {
+                let (plan, i) = (*plan, *next);
+                *next = next.saturating_add(1);
+                if i == 0 {
+                    self.buf.push(b'"');
+                    as_key(&mut self.buf);
+                    self.buf.extend_from_slice(b"\":");
+                    return None;
+                }
+                if *done || is_null {
+                    return None;
+                }
+                *done = true;
+                self.field(plan, i).map(|f| f.json)
+            }
+            Frame::Rows { .. } | Frame::Object { .. } | Frame::Skip { .. } => None,
+        }
+    }
+
+    fn maybe_flush(&mut self) {
+        if self.buf.len() >= FLUSH_AT && self.error.is_none() {
+            if let Err(e) = self.flush_buf() {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+fn key_bytes(f: &Field) -> Box<[u8]> {
+    let mut k = Vec::with_capacity(f.name.len().saturating_add(3));
+    push_str(&mut k, &f.name);
+    k.push(b':');
+    k.into_boxed_slice()
+}
+
+impl<W: Write> Visitor for JsonLines<W> {
+    fn uint(&mut self, v: u64) {
+        let Some(json) = self.start_value(false, &mut |b| push_dec(b, v)) else {
+            return;
+        };
+        match json {
+            Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, v, 0),
+            Json::HexWidth(w) => push_hex_quoted(&mut self.buf, v, w),
+            _ => push_dec(&mut self.buf, v),
+        }
+    }
+
+    fn int(&mut self, v: i64) {
+        let mut key = |b: &mut Vec<u8>| push_int(b, v);
+        if self.start_value(false, &mut key).is_some() {
+            push_int(&mut self.buf, v);
+        }
+    }
+
+    fn bool(&mut self, v: bool) {
+        let text: &[u8] = if v { b"true" } else { b"false" };
+        if self
+            .start_value(false, &mut |b| b.extend_from_slice(text))
+            .is_some()
+        {
+            self.buf.extend_from_slice(text);
+        }
+    }
+
+    fn bytes(&mut self, v: &[u8]) {
+        let Some(json) = self.start_value(false, &mut |b| push_hex_bytes(b, v)) else {
+            return;
+        };
+        self.buf.push(b'"');
+        if json == Json::HexBytes0x {
+            self.buf.extend_from_slice(b"0x");
+        }
+        push_hex_bytes(&mut self.buf, v);
+        self.buf.push(b'"');
+        self.maybe_flush();
+    }
+
+    fn str(&mut self, v: &str) {
+        let mut key = |b: &mut Vec<u8>| push_str_body(b, v);
+        if self.start_value(false, &mut key).is_some() {
+            push_str(&mut self.buf, v);
+        }
+    }
+
+    fn null(&mut self) {
+        if self
+            .start_value(true, &mut |b| b.extend_from_slice(b"null"))
+            .is_some()
+        {
+            self.buf.extend_from_slice(b"null");
+        }
+    }
+
+    fn begin_list(&mut self) {
+        if let Some(Frame::Skip { depth }) = self.stack.last_mut() {
+            *depth = depth.saturating_add(1);
+            return;
+        }
+        // The field this list fills, read before `start_value` moves past it.
+        let field = match self.stack.last() {
+            Some(Frame::Row { plan, next, .. }) => self.field(*plan, *next),
+            _ => None,
+        };
+        let (child, is_object) = field.map_or((None, false), |f| (f.child, f.json == Json::Object));
+        let Some(json) = self.start_value(false, &mut |_| {}) else {
+            self.stack.push(Frame::Skip { depth: 1 });
+            return;
+        };
+        match child {
+            Some(plan) if is_object => {
+                self.buf.push(b'{');
+                self.stack.push(Frame::Object { plan, count: 0 });
+            }
+            Some(plan) => {
+                self.buf.push(b'[');
+                self.stack.push(Frame::Rows { plan, count: 0 });
+            }
+            None => {
+                self.buf.push(b'[');
+                self.stack.push(Frame::List { json, count: 0 });
+            }
+        }
+    }
+
+    fn end_list(&mut self) {
+        match self.stack.pop() {
+            Some(Frame::Skip { depth }) if depth > 1 => {
+                self.stack.push(Frame::Skip {
+                    depth: depth.saturating_sub(1),
+                });
+            }
+            Some(Frame::Object { .. }) => self.buf.push(b'}'),
+            Some(Frame::Rows { .. } | Frame::List { .. }) => self.buf.push(b']'),
+            _ => {}
+        }
+        self.maybe_flush();
+    }
+
+    fn begin_row(&mut self) {
+        match self.stack.last_mut() {
+            Some(Frame::Skip { depth }) => *depth = depth.saturating_add(1),
+            Some(Frame::Rows { plan, count }) => {
+                let plan = *plan;
+                if *count > 0 {
+                    self.buf.push(b',');
+                }
+                *count = count.saturating_add(1);
+                self.buf.push(b'{');
+                self.stack.push(Frame::Row {
+                    plan,
+                    next: 0,
+                    wrote: false,
+                });
+            }
+            Some(Frame::Object { plan, count }) => {
+                let plan = *plan;
+                if *count > 0 {
+                    self.buf.push(b',');
+                }
+                *count = count.saturating_add(1);
+                self.stack.push(Frame::Entry {
+                    plan,
+                    next: 0,
+                    done: false,
+                });
+            }
+            Some(&mut Frame::Row { plan, next, .. }) => {
+                // A nested record (`Type::Struct`) in the field about to be filled.
+                let child = self.field(plan, next).and_then(|f| f.child);
+                match (self.start_value(false, &mut |_| {}), child) {
+                    (Some(_), Some(plan)) => {
+                        self.buf.push(b'{');
+                        self.stack.push(Frame::Row {
+                            plan,
+                            next: 0,
+                            wrote: false,
+                        });
+                    }
+                    _ => self.stack.push(Frame::Skip { depth: 1 }),
+                }
+            }
+            _ => self.stack.push(Frame::Skip { depth: 1 }),
+        }
+    }
+
+    fn end_row(&mut self) {
+        match self.stack.pop() {
+            Some(Frame::Skip { depth }) if depth > 1 => {
+                self.stack.push(Frame::Skip {
+                    depth: depth.saturating_sub(1),
+                });
+            }
+            Some(Frame::Row { .. }) => self.buf.push(b'}'),
+            Some(Frame::Entry { done: false, .. }) => self.buf.extend_from_slice(b"null"),
+            _ => {}
+        }
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
+fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
+    let mut digits = [0u8; 16];
+    let mut n = 0;
+    let mut x = v;
+    loop {
+        if let Some(d) = digits.get_mut(15usize.saturating_sub(n)) {
+            *d = *HEX.get((x & 0xf) as usize).unwrap_or(&b'0');
+        }
+        n = n.saturating_add(1);
+        x >>= 4;
+        if x == 0 || n == 16 {
+            break;
+        }
+    }
+    buf.extend_from_slice(b"\"0x");
+    let pad = usize::from(width).saturating_sub(2).saturating_sub(n);
+    buf.resize(buf.len().saturating_add(pad), b'0');
+    buf.extend_from_slice(digits.get(16usize.saturating_sub(n)..).unwrap_or_default());
+    buf.push(b'"');
+}
+
+fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
+    buf.reserve(v.len().saturating_mul(2));
+    for b in v {
+        buf.push(*HEX.get(usize::from(b >> 4)).unwrap_or(&b'0'));
+        buf.push(*HEX.get(usize::from(b & 0xf)).unwrap_or(&b'0'));
+    }
+}
+
+fn push_dec(buf: &mut Vec<u8>, v: u64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut x = v;
+    loop {
+        if let Some(d) = digits.get_mut(19usize.saturating_sub(n)) {
+            // `x % 10` is below 10, so the cast cannot truncate.
+            *d = b'0'.saturating_add((x % 10) as u8);
+        }
+        n = n.saturating_add(1);
+        x /= 10;
+        if x == 0 || n == 20 {
+            break;
+        }
+    }
+    buf.extend_from_slice(digits.get(20usize.saturating_sub(n)..).unwrap_or_default());
+}
+
+fn push_int(buf: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        buf.push(b'-');
+    }
+    push_dec(buf, v.unsigned_abs());
+}
+
+/// A JSON string literal.
+fn push_str(buf: &mut Vec<u8>, s: &str) {
+    buf.push(b'"');
+    push_str_body(buf, s);
+    buf.push(b'"');
+}
+
+/// The inside of a JSON string literal: `"`, `\` and control characters escaped.
+fn push_str_body(buf: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => buf.extend_from_slice(b"\\\""),
+            b'\\' => buf.extend_from_slice(b"\\\\"),
+            b'\n' => buf.extend_from_slice(b"\\n"),
+            b'\r' => buf.extend_from_slice(b"\\r"),
+            b'\t' => buf.extend_from_slice(b"\\t"),
+            0..0x20 => {
+                buf.extend_from_slice(b"\\u00");
+                buf.push(*HEX.get(usize::from(b >> 4)).unwrap_or(&b'0'));
+                buf.push(*HEX.get(usize::from(b & 0xf)).unwrap_or(&b'0'));
+            }
+            _ => buf.push(b),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_strings() {
+        let mut b = Vec::new();
+        push_hex_quoted(&mut b, 0, 0);
+        push_hex_quoted(&mut b, 0x7ff6_a1b2, 0);
+        push_hex_quoted(&mut b, u64::MAX, 0);
+        push_hex_quoted(&mut b, 0x7c08, 10);
+        push_dec(&mut b, 0);
+        b.push(b' ');
+        push_dec(&mut b, u64::MAX);
+        b.push(b' ');
+        push_int(&mut b, i64::MIN);
+        push_str(&mut b, "a\"\\\u{1}é");
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            format!(
+                "\"0x0\"\"0x7ff6a1b2\"\"0xffffffffffffffff\"\"0x00007c08\"0 {} {}\"a\\\"\\\\\\u0001é\"",
+                u64::MAX,
+                i64::MIN
+            )
+        );
+        let s = serde_json::to_string("a\"\\\u{1}é\n\t").unwrap();
+        let mut b = Vec::new();
+        push_str(&mut b, "a\"\\\u{1}é\n\t");
+        assert_eq!(String::from_utf8(b).unwrap(), s);
+    }
+}

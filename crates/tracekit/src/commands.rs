@@ -1,0 +1,374 @@
+//! Every command's implementation. `info`, `dump` and `validate` are written once, over the
+//! format registry (`trace-registry`); `dot`, `loops`, `convert` and `encode` are the few
+//! commands that belong to one format.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+
+use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
+use trace_core::Located;
+use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
+use trace_registry::sink::JsonLines;
+use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
+
+use crate::{CliError, DotArgs, EncodeArgs, Progress};
+
+/// The commands every format answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Summary of the file (`--json` for machine-readable output).
+    Info,
+    /// One JSON line per record.
+    Dump,
+    /// Full check; `ok` or the first error.
+    Validate,
+}
+
+/// A registry context whose progress goes to `progress` and diagnostics to `err`.
+fn ctx<'a>(options: &'a Options, progress: &'a mut Progress, err: &'a mut dyn Write) -> Ctx<'a> {
+    Ctx::new(options)
+        .on_progress(|p| progress.update(p))
+        .on_diagnostic(|line| {
+            let _ = writeln!(err, "{line}");
+        })
+}
+
+/// `tracekit info`: the summary as text, or as one JSON line with `--json`.
+///
+/// # Errors
+///
+/// The input cannot be read or is not valid for its format.
+pub fn info(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    json: bool,
+    mut progress: Progress,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let info = handler.info(&mut input, &mut ctx(options, &mut progress, err))?;
+    progress.finish();
+    if json {
+        writeln!(out, "{}", info.to_json())?;
+    } else {
+        out.write_all(info.to_text().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `tracekit dump` (and `merge`): every record as a JSON line; on a damaged input, every
+/// complete record and then the error.
+///
+/// # Errors
+///
+/// The input cannot be read, or is damaged after the records written.
+pub fn dump(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    mut progress: Progress,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut notes = Vec::new();
+    let result = {
+        let mut ctx = ctx(options, &mut progress, &mut *err);
+        let mut records = handler.records(&mut input, &mut ctx)?;
+        let mut sink = JsonLines::new(&mut *out, records.tables());
+        let mut n = 0u64;
+        let result = loop {
+            match records.next_record() {
+                None => break Ok(()),
+                Some(Err(e)) => break Err(e),
+                Some(Ok(r)) => sink.write(r.table, r.row)?,
+            }
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(4096) {
+                ctx.progress(n);
+            }
+        };
+        sink.flush()?;
+        notes.extend(records.finish());
+        result
+    };
+    progress.finish();
+    for note in notes {
+        writeln!(err, "{note}")?;
+    }
+    Ok(result?)
+}
+
+/// `tracekit validate`: `ok` and exit 0, or the first error and exit 1; with `--json`,
+/// `{"ok":true,…summary}` or `{"ok":false,"error":…,"offset":…,"path":…}` on stdout.
+///
+/// # Errors
+///
+/// The first problem; with `--json` only after printing it (the exit code still says).
+pub fn validate(
+    opened: Result<(Input, &'static dyn Handler), trace_registry::Error>,
+    options: &Options,
+    json: bool,
+    show_progress: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let result = opened.and_then(|(mut input, handler)| {
+        let mut progress = Progress::new(input.file_len(), show_progress);
+        let r = handler.validate(&mut input, &mut ctx(options, &mut progress, &mut *err));
+        progress.finish();
+        r.map(|summary| (handler, summary))
+    });
+    if !json {
+        result?;
+        writeln!(out, "ok")?;
+        return Ok(());
+    }
+    match result {
+        Ok((handler, summary)) => {
+            let mut v = Info::new().with("ok", true).with("format", handler.name());
+            for (k, x) in summary.iter() {
+                v.push(k.to_owned(), x.clone());
+            }
+            writeln!(out, "{}", v.to_json())?;
+            Ok(())
+        }
+        Err(e) => {
+            let v = Info::new()
+                .with("ok", false)
+                .with("error", e.to_string())
+                .with("offset", e.offset().map(|o| o.0))
+                .with("path", e.path().map(str::to_owned))
+                .with("record", e.record());
+            writeln!(out, "{}", v.to_json())?;
+            Err(e.into())
+        }
+    }
+}
+
+/// `tracekit dot`: a DCFG (or part of it) as Graphviz DOT.
+///
+/// # Errors
+///
+/// The DCFG cannot be read, or a selected process, image, routine or loop does not exist.
+pub fn dot(
+    mut input: Input,
+    options: &Options,
+    args: &DotArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let d = dcfg_handler::load(&mut input, &mut Ctx::new(options))?;
+    let opts = dcfg::DotOptions {
+        process: args.process,
+        image: args.image,
+        routine: args.routine,
+        loop_head: args.loop_id,
+        hide_zero_edges: args.hide_zero,
+        hide_libraries: args.hide_libraries,
+    };
+    if let Some(pid) = opts.process
+        && d.process(pid).is_none()
+    {
+        return Err(CliError::Failed(format!("no process {pid} in the DCFG")));
+    }
+    let graphs: Vec<dcfg::Graph<'_>> = d
+        .processes
+        .iter()
+        .filter(|p| opts.process.is_none_or(|pid| p.id == pid))
+        .map(|p| dcfg::Graph::new(&d, p))
+        .collect();
+    if let Some(id) = opts.image
+        && !graphs.iter().any(|g| g.image(id).is_some())
+    {
+        return Err(CliError::Failed(format!("no image {id} in the DCFG")));
+    }
+    if let Some(id) = opts.routine
+        && !graphs.iter().any(|g| g.routine(id).is_some())
+    {
+        return Err(CliError::Failed(format!(
+            "no routine with entry block {id} in the DCFG"
+        )));
+    }
+    if let Some(id) = opts.loop_head
+        && !graphs.iter().any(|g| g.loop_by_head(id).is_some())
+    {
+        return Err(CliError::Failed(format!(
+            "no loop with head block {id} in the DCFG"
+        )));
+    }
+    drop(graphs);
+    d.write_dot(out, &opts)?;
+    Ok(())
+}
+
+/// `tracekit loops`: loop statistics of a DCFG as CSV.
+///
+/// # Errors
+///
+/// The DCFG cannot be read.
+pub fn loops(mut input: Input, options: &Options, out: &mut dyn Write) -> Result<(), CliError> {
+    let d = dcfg_handler::load(&mut input, &mut Ctx::new(options))?;
+    d.write_loops_csv(out)?;
+    Ok(())
+}
+
+/// `tracekit convert FILE --to din`: an amber trace as Dinero IV `din` lines (0 read,
+/// 1 write, 2 fetch).
+///
+/// # Errors
+///
+/// The trace cannot be read, or is damaged (after the lines of every complete record).
+pub fn convert_din(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut din = amber_tt6::din::DinWriter::new(out);
+    let format_err = |e: amber_tt6::Error| CliError::from(amber::TT6.err(e));
+    if handler.name() == amber::FULL.name() {
+        let bytes = input.bytes()?;
+        let reader = match options.record_size {
+            Some(n) => amber_tt6::RecordSize::from_bytes(n)
+                .and_then(|size| amber_tt6::FullReader::with_size(bytes, size)),
+            None => amber_tt6::FullReader::new(bytes),
+        }
+        .map_err(format_err)?;
+        for r in reader.records() {
+            din.write_full(&r.map_err(format_err)?)?;
+        }
+        return Ok(());
+    }
+    let dialect = if handler.name() == amber::TT6E.name() {
+        amber_tt6::Dialect::Tt6e
+    } else {
+        amber_tt6::Dialect::Tt6
+    };
+    if input.is_dir() {
+        // The merged timeline of a threads directory.
+        let traces = amber::thread_traces(input.parts_mut().unwrap_or_default())?;
+        let mut merge = amber_tt6::threads::merge(&traces).map_err(format_err)?;
+        for m in merge.by_ref() {
+            din.write_record(&m.map_err(format_err)?.record)?;
+        }
+        for u in merge.unmatched() {
+            writeln!(err, "{}", amber::unmatched_line(u))?;
+        }
+        return Ok(());
+    }
+    match input.source() {
+        Source::Stream(s) => din_stream(s, dialect, &mut din),
+        Source::Bytes(b) => din_stream(b, dialect, &mut din),
+    }
+}
+
+/// The din lines of a TT6 or TT6E stream, in constant memory.
+fn din_stream<R: std::io::Read, W: Write>(
+    reader: R,
+    dialect: amber_tt6::Dialect,
+    din: &mut amber_tt6::din::DinWriter<W>,
+) -> Result<(), CliError> {
+    let format_err = |e: amber_tt6::Error| CliError::from(amber::TT6.err(e));
+    let mut reader = amber_tt6::Tt6StreamReader::new(reader, dialect).map_err(format_err)?;
+    while let Some(r) = reader.next_record() {
+        din.write_record(&r.map_err(format_err)?)?;
+    }
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct EdgeLine {
+    #[serde(default)]
+    pid: trace_core::json::JsonU64,
+    #[serde(default)]
+    thread: trace_core::json::JsonU64,
+    edges: Vec<trace_core::json::JsonU64>,
+}
+
+/// `tracekit encode`: JSON Lines edge lists plus a DCFG → a DCFG-Trace file.
+///
+/// Each line is `{"pid":…,"thread":…,"edges":[…]}` (pid and thread default to 0; lines of
+/// the same thread are concatenated). Instruction counts per edge come from the DCFG
+/// (`NUM_INSTRS` of the source block); without `--dcfg`, each edge counts one instruction.
+///
+/// # Errors
+///
+/// The edge list or the DCFG cannot be read.
+pub fn encode(
+    args: &EncodeArgs,
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let reader: Box<dyn BufRead> = if args.edges == "-" {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        let f = std::fs::File::open(&args.edges).map_err(|e| {
+            CliError::io(
+                format!(
+                    "cannot open {}",
+                    std::path::Path::new(&args.edges).display()
+                ),
+                e,
+            )
+        })?;
+        Box::new(std::io::BufReader::new(f))
+    };
+    let mut procs: BTreeMap<u64, BTreeMap<u64, Vec<u64>>> = BTreeMap::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let l: EdgeLine = serde_json::from_str(&line).map_err(|e| {
+            CliError::Failed(format!("edge list line {}: {e}", i.saturating_add(1)))
+        })?;
+        procs
+            .entry(l.pid.0)
+            .or_default()
+            .entry(l.thread.0)
+            .or_default()
+            .extend(l.edges.iter().map(|e| e.0));
+    }
+    let dcfg = match &options.dcfg {
+        Some(p) => Some(dcfg_trace_handler::load_join(p)?),
+        None => {
+            writeln!(
+                err,
+                "warning: no --dcfg: every edge counts as one instruction"
+            )?;
+            None
+        }
+    };
+    let input: Vec<ProcessEdges> = procs
+        .into_iter()
+        .map(|(pid, threads)| ProcessEdges {
+            pid,
+            threads: threads
+                .into_iter()
+                .map(|(thread, edges)| ThreadEdges { thread, edges })
+                .collect(),
+        })
+        .collect();
+    let opts = EncodeOptions {
+        chunk_instrs: args.chunk_instrs,
+        fold_chains: args.fold_chains,
+        repeats: args.repeats,
+        dictionary: args.dictionary,
+    };
+    let file = dcfg_trace::encode::encode(
+        &input,
+        |pid, e| match &dcfg {
+            None => 1,
+            Some(d) => d
+                .iter()
+                .find(|p| p.pid == pid)
+                .and_then(|p| p.edges.get(&e))
+                .map_or(0, |i| i.source_instrs),
+        },
+        &opts,
+    );
+    file.write_to(out)?;
+    Ok(())
+}
