@@ -152,3 +152,55 @@ fn stdin_needs_the_format() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("truncated record 3"));
 }
+
+/// `tracekit merge DIR`: each line is that thread's own `dump` line plus `thread` and `seq`,
+/// every record of every thread comes exactly once, in a timeline numbered 0, 1, 2, …;
+/// `dump`, `info` and `convert --to din` take the directory the same way.
+#[test]
+fn merge_threads_directory() {
+    let dir = path("threads");
+    let o = tracekit(["merge", &dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let merged = stdout(&o);
+    assert_golden(&testdata("amber/threads-merged.expected"), &merged);
+    assert_eq!(stdout(&tracekit(["dump", &dir])), merged);
+    let own: Vec<Vec<String>> = (1..=3)
+        .map(|t| {
+            let o = tracekit([
+                "dump".to_owned(),
+                path(&format!("threads/thread_{t:03}.tt6")),
+            ]);
+            stdout(&o).lines().map(str::to_owned).collect()
+        })
+        .collect();
+    let mut seen = [0usize; 3];
+    for (seq, line) in merged.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let thread = v["thread"].as_u64().unwrap() as usize;
+        let i = v["i"].as_u64().unwrap() as usize;
+        assert_eq!(v["seq"].as_u64().unwrap() as usize, seq);
+        let suffix = format!(",\"thread\":{thread},\"seq\":{seq}}}");
+        let base = format!("{}}}", line.strip_suffix(&suffix).unwrap());
+        assert_eq!(base, own[thread - 1][i], "line {seq}");
+        assert_eq!(i, seen[thread - 1], "thread {thread} in order");
+        seen[thread - 1] += 1;
+    }
+    for t in 0..3 {
+        assert_eq!(seen[t], own[t].len(), "every record of thread {}", t + 1);
+    }
+    let o = tracekit(["info", "--json", &dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        info["instructions"].as_u64().unwrap() as usize,
+        merged.lines().count()
+    );
+    assert_eq!(info["threads"].as_array().unwrap().len(), 3);
+    let o = tracekit(["convert", &dir, "--to", "din"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fetches = stdout(&o).lines().filter(|l| l.starts_with("2 ")).count();
+    assert_eq!(fetches, merged.lines().count());
+    // A file is not a directory.
+    let o = tracekit(["merge", &path("example.tt6")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

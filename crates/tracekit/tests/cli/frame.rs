@@ -142,3 +142,151 @@ fn closed_pipe_ends_quietly() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
 }
+
+/// `validate --json`: `{"ok":true,…}` or `{"ok":false,"error","offset","path"}` on stdout,
+/// with the exit code saying the same.
+#[test]
+fn validate_json_reports_where() {
+    let o = tracekit([
+        "validate",
+        "--json",
+        testdata("x64dbg/basic.trace64").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["format"], "x64dbg");
+    assert!(v["instructions"].as_u64().unwrap() > 0);
+    let mut cut = std::fs::read(testdata("x64dbg/basic.trace64")).unwrap();
+    cut.truncate(cut.len() - 3);
+    let o = tracekit_stdin(["validate", "--json", "-"], &cut);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["ok"], false);
+    let offset = v["offset"].as_u64().unwrap();
+    assert!(offset < cut.len() as u64, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{offset:#x}")),
+        "{v}"
+    );
+    // A JSON format gives the path.
+    let o = tracekit_stdin(
+        ["validate", "--json", "--format", "dcfg", "-"],
+        b"{\"MAJOR_VERSION\": 1, \"PROCESSES\": [[\"PROCESS_ID\"], [1.5]]}",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["path"].as_str().unwrap().starts_with("PROCESSES"), "{v}");
+}
+
+/// Compressed input on stdin is detected by its magic, as for a path.
+#[test]
+fn compressed_stdin_is_decompressed() {
+    let plain = std::fs::read(testdata("x64dbg/basic.trace64")).unwrap();
+    let want = stdout(&tracekit([
+        "info",
+        testdata("x64dbg/basic.trace64").to_str().unwrap(),
+    ]));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&plain).unwrap();
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    bz.write_all(&plain).unwrap();
+    for bytes in [gz.finish().unwrap(), bz.finish().unwrap()] {
+        let o = tracekit_stdin(["info", "-"], &bytes);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(stdout(&o), want);
+    }
+}
+
+/// Commands of one format refuse others with exit 2 and the list of what they take.
+#[test]
+fn format_specific_commands_name_what_they_take() {
+    let x64 = testdata("x64dbg/basic.trace64");
+    for (cmd, takes) in [
+        (&["loops"][..], "dcfg"),
+        (&["dot"][..], "dcfg"),
+        (&["convert", "--to", "din"][..], "tt6/tt6e/amber-full"),
+        (&["merge"][..], "amber threads directory"),
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![cmd[0].as_ref(), x64.as_os_str()];
+        args.extend(cmd[1..].iter().map(|a| std::ffi::OsStr::new(*a)));
+        let o = tracekit(args);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(takes), "{cmd:?}: {}", stderr(&o));
+    }
+}
+
+/// No dump line of any golden repeats a key: every JSON parser would keep only one.
+#[test]
+fn no_dump_line_repeats_a_key() {
+    fn keys_unique(v: &str) -> Result<(), String> {
+        // serde_json keeps the last of repeated keys, so count them with a raw scan of the
+        // line's objects instead.
+        let mut stack: Vec<Vec<String>> = Vec::new();
+        let bytes = v.as_bytes();
+        let mut i = 0;
+        let mut expect_key = false;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'{' => {
+                    stack.push(Vec::new());
+                    expect_key = true;
+                }
+                b'}' => {
+                    stack.pop();
+                }
+                b',' => expect_key = matches!(stack.last(), Some(_)),
+                b'[' => expect_key = false,
+                b'"' => {
+                    let start = i + 1;
+                    i += 1;
+                    while bytes[i] != b'"' {
+                        if bytes[i] == b'\\' {
+                            i += 1;
+                        }
+                        i += 1;
+                    }
+                    let s = &v[start..i];
+                    if expect_key && bytes.get(i + 1) == Some(&b':') {
+                        let keys = stack.last_mut().unwrap();
+                        if keys.iter().any(|k| k == s) {
+                            return Err(format!("key {s:?} twice"));
+                        }
+                        keys.push(s.to_owned());
+                    }
+                    expect_key = false;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+    let mut checked = 0;
+    for dir in [
+        "x64dbg",
+        "gdb-tfile",
+        "dcfg",
+        "dcfg-trace",
+        "amber",
+        "amber/threads",
+    ] {
+        for e in std::fs::read_dir(testdata(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            if !name.ends_with(".expected") || name.contains("info") || name.starts_with("err-") {
+                continue;
+            }
+            for (n, line) in std::fs::read_to_string(&p).unwrap().lines().enumerate() {
+                if line.starts_with('{') {
+                    keys_unique(line).unwrap_or_else(|e| panic!("{name}:{}: {e}", n + 1));
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} lines");
+}
