@@ -94,7 +94,8 @@ pub fn task(args: &[String]) -> Result<(), String> {
             println!("{:<34} (no benchmark yet)", f.name);
             continue;
         };
-        for case in cases(&config) {
+        let cases = cases(&config);
+        for case in &cases {
             let bytes = &case.input[..];
             let len = bytes.len() as f64;
             let mut units = 0;
@@ -114,6 +115,61 @@ pub fn task(args: &[String]) -> Result<(), String> {
                 case.unit
             );
         }
+        if let Some(row) = dump_case(f.name, &cases) {
+            let bytes = &row.input[..];
+            let len = bytes.len() as f64;
+            let mut units = 0;
+            let dump = median_secs(runs, || units = black_box((row.run)(black_box(bytes))));
+            let baseline = median_secs(runs, || {
+                black_box(scan(black_box(bytes)));
+            });
+            let gib = |secs: f64| len / secs / (1u64 << 30) as f64;
+            println!(
+                "{:<34} {:>9.1} {:>13.2} {:>12.2} {:>8.3} {:>12.3e} {}",
+                row.name,
+                len / (1u64 << 20) as f64,
+                gib(baseline),
+                gib(dump),
+                baseline / dump,
+                units as f64 / dump,
+                row.unit
+            );
+        }
     }
     Ok(())
+}
+
+/// The `dump` row of a format: `tracekit dump` end to end (the registry's records through
+/// the JSON Lines sink into a writer that discards), on the first of the format's inputs
+/// that the registry detects as it; input bytes per second.
+fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
+    // amber's first inputs are TT6, which has no magic: the name says it.
+    let file_name = if format == "amber" { "bench.tt6" } else { "bench" };
+    let (case, handler) = cases.iter().find_map(|c| {
+        let handler = trace_registry::detect_bytes(&c.input, file_name)?;
+        let same = handler.name() == format || (format == "amber" && handler.name() == "tt6");
+        same.then_some((c, handler))
+    })?;
+    Some(BenchCase {
+        name: format!("{} dump (JSON Lines)", handler.name()),
+        input: case.input.clone(),
+        unit: "records",
+        run: Box::new(move |bytes| {
+            let options = trace_registry::Options::default();
+            let mut ctx = trace_registry::Ctx::new(&options);
+            // The copy into an owned input is part of the cost (a memcpy: about 1% of it).
+            let mut input =
+                trace_registry::Input::from_bytes(file_name, bytes.to_vec()).unwrap();
+            let mut records = handler.records(&mut input, &mut ctx).unwrap();
+            let mut sink = trace_registry::sink::JsonLines::new(std::io::sink(), records.tables());
+            let mut n = 0u64;
+            while let Some(r) = records.next_record() {
+                let r = r.unwrap();
+                sink.write(r.table, r.row).unwrap();
+                n += 1;
+            }
+            sink.flush().unwrap();
+            n
+        }),
+    })
 }
