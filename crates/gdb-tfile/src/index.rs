@@ -47,7 +47,7 @@ impl<'a> FrameIndex<'a> {
         for f in file.frames() {
             match f {
                 Ok(f) => entries.push(Entry {
-                    offset: f.offset,
+                    offset: f.offset.0,
                     size: u32::try_from(f.data.len()).unwrap_or(u32::MAX),
                     tracepoint: f.tracepoint,
                 }),
@@ -93,7 +93,7 @@ impl<'a> FrameIndex<'a> {
         let data = self.data.get(start..start.checked_add(e.size as usize)?)?;
         Some(Frame {
             index: n as u64,
-            offset: e.offset,
+            offset: trace_core::Offset(e.offset),
             tracepoint: e.tracepoint,
             data,
             layout: self.layout,

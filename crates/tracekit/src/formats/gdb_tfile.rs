@@ -401,7 +401,7 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     let mut tsvs: Vec<(i32, i64)> = Vec::new();
     if streaming(&input) {
         let mut s =
-            StreamReader::new(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+            StreamReader::from_reader(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
         warn(s.warnings(), ctx)?;
         let regfmt = s.tdesc().map(RegFmt::new);
         while let Some(f) = s.next_frame().map_err(CliError::format)? {
@@ -442,7 +442,7 @@ fn check_blocks(f: &Frame<'_>, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
 pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     if streaming(&input) {
         let mut s =
-            StreamReader::new(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+            StreamReader::from_reader(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
         warn(s.warnings(), ctx)?;
         while let Some(f) = s.next_frame().map_err(CliError::format)? {
             check_blocks(&f, ctx)?;
