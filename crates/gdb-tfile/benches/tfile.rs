@@ -52,7 +52,8 @@ fn frames(c: &mut Criterion) {
     });
     g.bench_function("frames+blocks (stream)", |b| {
         b.iter(|| {
-            let mut s = StreamReader::from_reader(black_box(&bytes[..]), ReadOptions::default()).unwrap();
+            let mut s =
+                StreamReader::from_reader(black_box(&bytes[..]), ReadOptions::default()).unwrap();
             let mut n = 0u64;
             while let Some(f) = s.next_frame().unwrap() {
                 n += f.blocks().count() as u64;

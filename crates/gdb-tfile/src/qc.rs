@@ -342,8 +342,11 @@ fn writer_rejects_fields_that_would_not_read_back() {
     assert!(to_bytes(&e, Endian::Little).is_err());
 }
 
+/// (offset, tracepoint, blocks) of each frame read.
+type FrameRows = Vec<(u64, i16, Vec<u8>)>;
+
 /// Every complete frame, then the error, from the slice and the stream reader alike.
-fn frames_then_error(bytes: &[u8], endian: Endian) -> (Vec<(u64, i16, Vec<u8>)>, Option<Error>, Option<Error>) {
+fn frames_then_error(bytes: &[u8], endian: Endian) -> (FrameRows, Option<Error>, Option<Error>) {
     let opts = ReadOptions {
         endian: Some(endian),
     };
@@ -366,7 +369,10 @@ fn frames_then_error(bytes: &[u8], endian: Endian) -> (Vec<(u64, i16, Vec<u8>)>,
         }
     };
     assert_eq!(slice, streamed);
-    assert!(stream.next_frame().unwrap().is_none(), "fused after the error");
+    assert!(
+        stream.next_frame().unwrap().is_none(),
+        "fused after the error"
+    );
     (slice, slice_err, stream_err)
 }
 
@@ -419,7 +425,8 @@ fn missing_terminator_message_and_location() {
         assert_eq!(e.record(), Some(1));
     }
     // The terminator alone is enough; bytes after it are never looked at.
-    let (frames, slice_err, stream_err) = frames_then_error(&full[..full.len() - 4], Endian::Little);
+    let (frames, slice_err, stream_err) =
+        frames_then_error(&full[..full.len() - 4], Endian::Little);
     assert_eq!(frames.len(), 1);
     assert!(slice_err.is_none() && stream_err.is_none());
     // No frames at all, and no terminator: the error is at the start of the frames.

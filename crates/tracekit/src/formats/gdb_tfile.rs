@@ -400,8 +400,8 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     let mut line = String::with_capacity(4096);
     let mut tsvs: Vec<(i32, i64)> = Vec::new();
     if streaming(&input) {
-        let mut s =
-            StreamReader::from_reader(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+        let mut s = StreamReader::from_reader(input.into_reader(), read_options(ctx))
+            .map_err(CliError::format)?;
         warn(s.warnings(), ctx)?;
         let regfmt = s.tdesc().map(RegFmt::new);
         while let Some(f) = s.next_frame().map_err(CliError::format)? {
@@ -441,8 +441,8 @@ fn check_blocks(f: &Frame<'_>, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
 /// `tracekit validate`: the description, every frame and every block.
 pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     if streaming(&input) {
-        let mut s =
-            StreamReader::from_reader(input.into_reader(), read_options(ctx)).map_err(CliError::format)?;
+        let mut s = StreamReader::from_reader(input.into_reader(), read_options(ctx))
+            .map_err(CliError::format)?;
         warn(s.warnings(), ctx)?;
         while let Some(f) = s.next_frame().map_err(CliError::format)? {
             check_blocks(&f, ctx)?;
