@@ -37,7 +37,7 @@ fn full_reader<'a>(bytes: &'a [u8], ctx: &Ctx<'_>) -> Result<FullReader<'a>, Cli
             let size = RecordSize::from_bytes(n).map_err(CliError::format)?;
             FullReader::with_size(bytes, size).map_err(CliError::format)
         }
-        None => FullReader::new(bytes).map_err(CliError::format),
+        None => FullReader::parse(bytes).map_err(CliError::format),
     }
 }
 
@@ -47,7 +47,7 @@ pub fn info(format: Format, mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), C
     if format == Format::AmberFull {
         return info_full(bytes, ctx);
     }
-    let reader = Tt6Reader::new(bytes, dialect(format)).map_err(CliError::format)?;
+    let reader = Tt6Reader::parse(bytes, dialect(format)).map_err(CliError::format)?;
     let mut records = reader.records();
     let mut s = Summary::default();
     for r in records.by_ref() {
@@ -309,7 +309,7 @@ pub fn dump(format: Format, mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), C
         ctx.progress.finish();
         return Ok(());
     }
-    let reader = Tt6Reader::new(bytes, dialect(format)).map_err(CliError::format)?;
+    let reader = Tt6Reader::parse(bytes, dialect(format)).map_err(CliError::format)?;
     let mut records = reader.records();
     for r in records.by_ref() {
         let r = r.map_err(CliError::format)?;
@@ -346,15 +346,15 @@ pub fn validate(format: Format, input: Input, ctx: &mut Ctx<'_>) -> Result<(), C
         return Ok(());
     }
     // Streaming: constant memory whatever the size.
-    let mut reader =
-        Tt6StreamReader::new(input.into_reader(), dialect(format)).map_err(CliError::format)?;
+    let mut reader = Tt6StreamReader::from_reader(input.into_reader(), dialect(format))
+        .map_err(CliError::format)?;
     let mut n = 0u64;
     while let Some(r) = reader.next_record() {
         r.map_err(CliError::format)?;
         n = n.wrapping_add(1);
         if n.is_multiple_of(PROGRESS_EVERY) {
             let pos = reader.position();
-            ctx.progress.update(pos);
+            ctx.progress.update(pos.0);
         }
     }
     let dangling = reader.dangling_escapes();
@@ -385,7 +385,7 @@ pub fn convert(format: Format, input: Input, to: &str, ctx: &mut Ctx<'_>) -> Res
                 let size = RecordSize::from_bytes(n).map_err(CliError::format)?;
                 FullReader::with_size(bytes, size)
             }
-            None => FullReader::new(bytes),
+            None => FullReader::parse(bytes),
         }
         .map_err(CliError::format)?;
         for r in reader.records() {
@@ -393,8 +393,8 @@ pub fn convert(format: Format, input: Input, to: &str, ctx: &mut Ctx<'_>) -> Res
         }
         return Ok(());
     }
-    let mut reader =
-        Tt6StreamReader::new(input.into_reader(), dialect(format)).map_err(CliError::format)?;
+    let mut reader = Tt6StreamReader::from_reader(input.into_reader(), dialect(format))
+        .map_err(CliError::format)?;
     while let Some(r) = reader.next_record() {
         din.write_record(&r.map_err(CliError::format)?)?;
     }

@@ -317,7 +317,7 @@ fn frame_json(
     let _ = write!(
         line,
         "{{\"i\":{},\"offset\":{},\"tracepoint\":{}",
-        f.index, f.offset, f.tracepoint
+        f.index, f.offset.0, f.tracepoint
     );
     // Blocks are checked before anything of the frame is printed.
     let mut regs = None;
@@ -408,7 +408,7 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
             frame_json(&mut line, &f, regfmt.as_ref(), &mut tsvs)?;
             ctx.out.write_all(line.as_bytes())?;
             if f.index.is_multiple_of(PROGRESS_EVERY) {
-                ctx.progress.update(f.offset);
+                ctx.progress.update(f.offset.0);
             }
         }
     } else {
@@ -420,7 +420,7 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
             frame_json(&mut line, &f, regfmt.as_ref(), &mut tsvs)?;
             ctx.out.write_all(line.as_bytes())?;
             if f.index.is_multiple_of(PROGRESS_EVERY) {
-                ctx.progress.update(f.offset);
+                ctx.progress.update(f.offset.0);
             }
         }
     }
@@ -433,7 +433,7 @@ fn check_blocks(f: &Frame<'_>, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         b.map_err(CliError::format)?;
     }
     if f.index.is_multiple_of(PROGRESS_EVERY) {
-        ctx.progress.update(f.offset);
+        ctx.progress.update(f.offset.0);
     }
     Ok(())
 }
