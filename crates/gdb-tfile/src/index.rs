@@ -29,8 +29,8 @@ impl<'a> FrameIndex<'a> {
     ///
     /// # Errors
     ///
-    /// The error of a truncated frame (use [`FrameIndex::new_partial`] to keep the
-    /// complete frames).
+    /// The error of a truncated frame or of frames without their terminator (use
+    /// [`FrameIndex::new_partial`] to keep the complete frames).
     pub fn new(file: &TraceFile<'a>) -> Result<Self, Error> {
         let (idx, err) = Self::new_partial(file);
         match err {
