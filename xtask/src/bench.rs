@@ -144,7 +144,11 @@ pub fn task(args: &[String]) -> Result<(), String> {
 /// that the registry detects as it; input bytes per second.
 fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
     // amber's first inputs are TT6, which has no magic: the name says it.
-    let file_name = if format == "amber" { "bench.tt6" } else { "bench" };
+    let file_name = if format == "amber" {
+        "bench.tt6"
+    } else {
+        "bench"
+    };
     let (case, handler) = cases.iter().find_map(|c| {
         let handler = trace_registry::detect_bytes(&c.input, file_name)?;
         let same = handler.name() == format || (format == "amber" && handler.name() == "tt6");
@@ -158,8 +162,7 @@ fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
             let options = trace_registry::Options::default();
             let mut ctx = trace_registry::Ctx::new(&options);
             // The copy into an owned input is part of the cost (a memcpy: about 1% of it).
-            let mut input =
-                trace_registry::Input::from_bytes(file_name, bytes.to_vec()).unwrap();
+            let mut input = trace_registry::Input::from_bytes(file_name, bytes.to_vec()).unwrap();
             let mut records = handler.records(&mut input, &mut ctx).unwrap();
             let mut sink = trace_registry::sink::JsonLines::new(std::io::sink(), records.tables());
             let mut n = 0u64;

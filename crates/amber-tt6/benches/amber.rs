@@ -29,7 +29,7 @@ fn trace(n: u32) -> Vec<u8> {
 
 fn decode(data: &[u8]) -> u64 {
     let mut acc = 0u64;
-    Tt6Reader::new(data, Dialect::Tt6)
+    Tt6Reader::parse(data, Dialect::Tt6)
         .unwrap()
         .records()
         .for_each(|r| {
@@ -49,7 +49,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("tt6 slice reader", |b| b.iter(|| decode(black_box(&data))));
     g.bench_function("tt6 stream reader", |b| {
         b.iter(|| {
-            let mut s = Tt6StreamReader::new(black_box(&data[..]), Dialect::Tt6).unwrap();
+            let mut s = Tt6StreamReader::from_reader(black_box(&data[..]), Dialect::Tt6).unwrap();
             let mut acc = 0u32;
             while let Some(r) = s.next_record() {
                 let r = r.unwrap();
@@ -68,7 +68,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(full.len() as u64));
     g.bench_function("full reader", |b| {
         b.iter(|| {
-            let r = FullReader::new(black_box(&full)).unwrap();
+            let r = FullReader::parse(black_box(&full)).unwrap();
             r.records()
                 .map(|r| {
                     let r = r.unwrap();

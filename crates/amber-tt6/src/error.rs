@@ -30,6 +30,15 @@ pub enum Error {
     /// A value the format does not allow (FULL magic, record size option).
     #[error(transparent)]
     BadValue(#[from] BadValue),
+    /// A thread file given to [`crate::threads::merge_files`] is not named
+    /// `thread_NNN.tt6` / `thread_NNN.tt6e`, or names the same thread as another one.
+    #[error("thread file {name:?}: {problem}")]
+    ThreadFile {
+        /// The file name.
+        name: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// Reading the underlying stream failed.
     #[error("i/o error: {source} at offset {offset}")]
     Io {
@@ -43,13 +52,33 @@ pub enum Error {
 impl Error {
     /// The absolute offset the error refers to.
     #[must_use]
-    pub fn offset(&self) -> Option<u64> {
-        Some(match self {
-            Error::Eof(e) => e.offset.0,
-            Error::Truncated { offset, .. } | Error::Io { offset, .. } => offset.0,
-            Error::Limit(e) => e.offset.0,
-            Error::BadValue(e) => e.offset.0,
-        })
+    pub fn offset(&self) -> Option<Offset> {
+        match self {
+            Error::Eof(e) => Some(e.offset),
+            Error::Truncated { offset, .. } | Error::Io { offset, .. } => Some(*offset),
+            Error::Limit(e) => Some(e.offset),
+            Error::BadValue(e) => Some(e.offset),
+            Error::ThreadFile { .. } => None,
+        }
+    }
+
+    /// The index of the record the error is in, where known.
+    #[must_use]
+    pub fn record(&self) -> Option<u64> {
+        match self {
+            Error::Truncated { record, .. } => Some(*record),
+            _ => None,
+        }
+    }
+}
+
+impl trace_core::Located for Error {
+    fn offset(&self) -> Option<Offset> {
+        Error::offset(self)
+    }
+
+    fn record(&self) -> Option<u64> {
+        Error::record(self)
     }
 }
 

@@ -6,11 +6,13 @@
 //! [`RecordSize::detect`] decides from the length and then from PC consistency, and callers
 //! can override it.
 
-use trace_core::{BadValue, Cursor, Offset};
+use std::io::{self, Read};
+
+use trace_core::{BadValue, Cursor, Offset, UnexpectedEof};
 
 use crate::opcode::{Class, Dialect, classify};
 use crate::raw::{FULL_MAGIC, FloatState, ThreadState, VectorState};
-use crate::{Error, write::FullRecordOwned};
+use crate::{Error, limits, write::FullRecordOwned};
 
 /// The two possible FULL record sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -68,6 +70,12 @@ impl RecordSize {
             (false, true) => return RecordSize::Struct1008,
             _ => {}
         }
+        Self::detect_by_consistency(data)
+    }
+
+    /// The second rule of [`RecordSize::detect`] alone, for the first bytes of a longer
+    /// trace (whose length is unknown).
+    fn detect_by_consistency(data: &[u8]) -> RecordSize {
         let s4 = consistency(data, RecordSize::Packed1004);
         let s8 = consistency(data, RecordSize::Struct1008);
         if s8 > s4 {
@@ -75,6 +83,20 @@ impl RecordSize {
         } else {
             RecordSize::Packed1004
         }
+    }
+}
+
+fn check_magic(magic: u32) -> Result<(), Error> {
+    if magic == FULL_MAGIC {
+        Ok(())
+    } else {
+        Err(BadValue {
+            offset: Offset(0),
+            what: "FULL magic",
+            found: u64::from(magic),
+            expected: "0xa1118e17",
+        }
+        .into())
     }
 }
 
@@ -156,7 +178,7 @@ impl<'a> FullReader<'a> {
     /// # Errors
     ///
     /// [`Error::Eof`] or [`Error::BadValue`] for a missing or wrong magic.
-    pub fn new(data: &'a [u8]) -> Result<FullReader<'a>, Error> {
+    pub fn parse(data: &'a [u8]) -> Result<FullReader<'a>, Error> {
         Self::with_size(data, RecordSize::detect(data))
     }
 
@@ -166,16 +188,7 @@ impl<'a> FullReader<'a> {
     ///
     /// [`Error::Eof`] or [`Error::BadValue`] for a missing or wrong magic.
     pub fn with_size(data: &'a [u8], size: RecordSize) -> Result<FullReader<'a>, Error> {
-        let magic = Cursor::new(data).read_u32_be()?;
-        if magic != FULL_MAGIC {
-            return Err(BadValue {
-                offset: Offset(0),
-                what: "FULL magic",
-                found: u64::from(magic),
-                expected: "0xa1118e17",
-            }
-            .into());
-        }
+        check_magic(Cursor::new(data).read_u32_be()?)?;
         Ok(FullReader { data, size })
     }
 
@@ -267,3 +280,152 @@ impl<'a> Iterator for FullRecords<'a> {
 }
 
 impl core::iter::FusedIterator for FullRecords<'_> {}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
+    let mut got = 0usize;
+    while let Some(dst) = buf.get_mut(got..) {
+        if dst.is_empty() {
+            break;
+        }
+        match r.read(dst) {
+            Ok(0) => break,
+            Ok(n) => got = got.saturating_add(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    offset: Offset(offset.saturating_add(got as u64)),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(got)
+}
+
+/// A FULL trace read from any `io::Read`, one record at a time into one reused
+/// record-sized buffer, so memory stays constant whatever the trace length. Records are
+/// the same [`FullRecord`] views as [`FullReader`]'s, borrowing the reader's buffer, so this
+/// is a lending reader: call [`FullStreamReader::next_record`] in a `while let`.
+///
+/// ```
+/// use amber_tt6::{FullReader, FullStreamReader};
+///
+/// let data = include_bytes!("../../../testdata/amber/full-1008.full");
+/// let mut stream = FullStreamReader::from_reader(&data[..], None)?;
+/// let slice = FullReader::parse(data)?;
+/// assert_eq!(stream.record_size(), slice.record_size());
+/// let mut pcs = Vec::new();
+/// while let Some(r) = stream.next_record() {
+///     pcs.push(r?.pc());
+/// }
+/// assert_eq!(pcs, [0x1000, 0x1004, 0x1008]);
+/// # Ok::<(), amber_tt6::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FullStreamReader<R> {
+    /// The bytes read ahead for the size detection, then the rest of the stream.
+    inner: io::Chain<io::Cursor<Vec<u8>>, R>,
+    size: RecordSize,
+    buf: Vec<u8>,
+    /// File offset of the next record.
+    offset: u64,
+    index: u64,
+    done: bool,
+}
+
+impl<R: Read> FullStreamReader<R> {
+    /// Reads and checks the magic. Records are `size` bytes; with `None` the size is
+    /// detected from the first [`limits::FULL_DETECT_BYTES`] bytes, read ahead: when the
+    /// whole trace fits in them the answer is [`RecordSize::detect`]'s, as for
+    /// [`FullReader::parse`]; for a longer trace its length is unknown, so only the PC
+    /// consistency of the first records decides (give the size when you know it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Eof`] or [`Error::BadValue`] for a missing or wrong magic, [`Error::Io`].
+    pub fn from_reader(
+        mut inner: R,
+        size: Option<RecordSize>,
+    ) -> Result<FullStreamReader<R>, Error> {
+        let ahead = match size {
+            Some(_) => 4,
+            None => limits::FULL_DETECT_BYTES,
+        };
+        let mut head = vec![0u8; ahead];
+        let got = read_full(&mut inner, &mut head, 0)?;
+        head.truncate(got);
+        let Some(magic) = head.first_chunk::<4>().map(|b| u32::from_be_bytes(*b)) else {
+            return Err(UnexpectedEof {
+                offset: Offset(0),
+                needed: 4,
+                available: got as u64,
+            }
+            .into());
+        };
+        check_magic(magic)?;
+        let size = size.unwrap_or_else(|| {
+            if got < ahead {
+                RecordSize::detect(&head)
+            } else {
+                RecordSize::detect_by_consistency(&head)
+            }
+        });
+        let mut ahead = io::Cursor::new(head);
+        ahead.set_position(4);
+        Ok(FullStreamReader {
+            inner: ahead.chain(inner),
+            size,
+            buf: vec![0; size.bytes()],
+            offset: 4,
+            index: 0,
+            done: false,
+        })
+    }
+
+    /// The record size in use.
+    #[must_use]
+    pub fn record_size(&self) -> RecordSize {
+        self.size
+    }
+
+    /// The file offset of the next record.
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        Offset(self.offset)
+    }
+
+    /// The next record, `None` at the end of the stream (or after an error).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] for a trailing partial record (after every complete one, as
+    /// [`FullReader::records`]), [`Error::Io`].
+    pub fn next_record(&mut self) -> Option<Result<FullRecord<'_>, Error>> {
+        if self.done {
+            return None;
+        }
+        let got = match read_full(&mut self.inner, &mut self.buf, self.offset) {
+            Ok(n) => n,
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e));
+            }
+        };
+        if got == 0 {
+            self.done = true;
+            return None;
+        }
+        let index = self.index;
+        let offset = self.offset;
+        self.index = self.index.wrapping_add(1);
+        self.offset = self.offset.saturating_add(got as u64);
+        let buf = self.buf.get(..got).unwrap_or_default();
+        let mut cur = Cursor::with_base(buf, offset);
+        let r = FullRecords::read_one(&mut cur, self.size, index);
+        if r.is_err() {
+            self.done = true;
+        }
+        Some(r)
+    }
+}

@@ -12,9 +12,13 @@
 //!   next instruction, TT6E's synthetic trap pair recognised ([`SyntheticTrap`]).
 //! - **Instruction facts** ([`opcode`]): mnemonic, load/store, operand size (with a
 //!   cache-line parameter), traps, the `dst*` stream-control word.
-//! - **FULL** ([`FullReader`]): opcode + `ppc_thread_state` + `ppc_float_state` +
-//!   `ppc_vector_state` per record, 1004 or 1008 bytes ([`RecordSize::detect`]).
-//! - **Threads** ([`threads`]): `thread_NNN.tt6[e]` files merged by their sync records.
+//! - **FULL** ([`FullReader`] over `&[u8]`; [`FullStreamReader`] over `io::Read` in
+//!   constant memory, the same [`FullRecord`] view): opcode + `ppc_thread_state` +
+//!   `ppc_float_state` + `ppc_vector_state` per record, 1004 or 1008 bytes
+//!   ([`RecordSize::detect`]).
+//! - **Threads** ([`threads`]): `thread_NNN.tt6[e]` files merged by their sync records
+//!   ([`threads::merge_files`]: the merged timeline as (thread, record, sequence number),
+//!   then the waits no signal matched).
 //! - **Writers** ([`Tt6Writer`], [`FullWriter`], [`Trace`]) that classify, so records
 //!   always match their opcode.
 //! - **Export** to Dinero IV `din` ([`din`]).
@@ -22,7 +26,11 @@
 //! Speed: the slice reader's internal iteration (`records().for_each(…)`, `fold`) runs a
 //! fast loop with its state in registers, about twice as fast as a `for` loop over `next`.
 //!
-//! No cargo features.
+//! Same shape as the other format crates: `parse(&[u8], …)` for the in-memory readers,
+//! `from_reader(R, …)` for the streaming ones, [`limits`] for the documented reader limits,
+//! errors with absolute offsets (and record indexes) through [`trace_core::Located`].
+//!
+//! Cargo feature `fuzzing`: the `fuzz_*` entry points of the fuzz targets.
 //!
 //! # Example
 //!
@@ -30,7 +38,7 @@
 //! use amber_tt6::{Class, Dialect, Tt6Reader};
 //!
 //! let data = include_bytes!("../../../testdata/amber/example.tt6");
-//! let reader = Tt6Reader::new(data, Dialect::Tt6)?;
+//! let reader = Tt6Reader::parse(data, Dialect::Tt6)?;
 //! assert_eq!(reader.initial_pc(), 0x1000);
 //! let mut loads = 0;
 //! for r in reader.records() {
@@ -48,6 +56,7 @@ pub mod din;
 mod error;
 mod escape;
 mod full;
+pub mod limits;
 pub mod opcode;
 pub mod raw;
 mod read;
@@ -56,31 +65,25 @@ mod write;
 
 pub use error::{Error, WriteError};
 pub use escape::{Escape, EscapeIter, EscapeKind, EscapeRef, Escapes, SyncEvent, SyncKind};
-pub use full::{FullReader, FullRecord, FullRecords, RecordSize};
+pub use full::{FullReader, FullRecord, FullRecords, FullStreamReader, RecordSize};
 pub use opcode::{Access, Class, Dialect, classify};
 pub use read::{Record, Records, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader};
 pub use write::{FullRecordOwned, FullWriter, Instruction, Trace, Tt6Writer};
 
-/// Reader limits: hostile input cannot make a reader allocate without bound.
-pub mod limits {
-    /// Escape words (headers and payloads) before one instruction. Bounds the streaming
-    /// reader's buffer (about 4 MiB).
-    pub const MAX_ESCAPE_WORDS: usize = 1 << 20;
-}
-
 /// Fuzzing entry point: reads `data` as TT6, TT6E (slice and stream, which must agree) and
-/// FULL, touching every field; re-encodes what was read. Never panics.
-#[doc(hidden)]
+/// FULL (slice and stream, which must agree), touching every field; re-encodes what was
+/// read. Never panics.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn fuzz_read(data: &[u8]) {
     for dialect in [Dialect::Tt6, Dialect::Tt6e] {
-        let slice: Vec<_> = match Tt6Reader::new(data, dialect) {
+        let slice: Vec<_> = match Tt6Reader::parse(data, dialect) {
             Ok(r) => r
                 .records()
                 .map(|r| r.map(|r| (r.to_instruction(), r.pc, r.operand_size(32))))
                 .collect(),
             Err(_) => Vec::new(),
         };
-        if let Ok(mut s) = Tt6StreamReader::new(data, dialect) {
+        if let Ok(mut s) = Tt6StreamReader::from_reader(data, dialect) {
             let mut i = 0usize;
             while let Some(r) = s.next_record() {
                 let same = match (r, slice.get(i)) {
@@ -96,18 +99,38 @@ pub fn fuzz_read(data: &[u8]) {
     }
     for size in [RecordSize::Packed1004, RecordSize::Struct1008] {
         if let Ok(r) = FullReader::with_size(data, size) {
-            for rec in r.records().flatten() {
-                let _ = rec.to_owned();
+            let slice: Vec<_> = r
+                .records()
+                .map(|r| r.map(|r| r.to_owned()).map_err(|e| e.to_string()))
+                .collect();
+            if let Ok(mut s) = FullStreamReader::from_reader(data, Some(size)) {
+                let mut i = 0usize;
+                while let Some(r) = s.next_record() {
+                    let r = r.map(|r| r.to_owned()).map_err(|e| e.to_string());
+                    debug_assert!(
+                        slice.get(i) == Some(&r),
+                        "FULL stream and slice readers disagree at record {i}"
+                    );
+                    i = i.saturating_add(1);
+                }
+                debug_assert!(i == slice.len(), "FULL stream reader stopped early");
             }
         }
     }
-    let _ = FullReader::new(data);
+    if let Ok(mut s) = FullStreamReader::from_reader(data, None) {
+        while let Some(r) = s.next_record() {
+            if r.is_err() {
+                break;
+            }
+        }
+    }
+    let _ = FullReader::parse(data);
 }
 
 /// Fuzzing entry point: reads `data` as a TT6E trace, writes it back and reads it again;
 /// the model must survive and canonical input must come back byte for byte. Never panics
 /// (a mismatch is a `debug_assert`, which the fuzzer reports).
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn fuzz_roundtrip(data: &[u8]) {
     for dialect in [Dialect::Tt6, Dialect::Tt6e] {
         let Ok(trace) = Trace::read(data, dialect) else {

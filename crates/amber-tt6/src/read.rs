@@ -377,7 +377,7 @@ impl<'a> Tt6Reader<'a> {
     /// # Errors
     ///
     /// [`Error::Eof`] when `data` is shorter than one word.
-    pub fn new(data: &'a [u8], dialect: Dialect) -> Result<Tt6Reader<'a>, Error> {
+    pub fn parse(data: &'a [u8], dialect: Dialect) -> Result<Tt6Reader<'a>, Error> {
         let initial_pc = trace_core::Cursor::new(data).read_u32_be()?;
         Ok(Tt6Reader {
             data,
@@ -562,7 +562,7 @@ impl<R: Read> Tt6StreamReader<R> {
     /// # Errors
     ///
     /// [`Error::Eof`] if the stream is shorter than one word, [`Error::Io`] if it fails.
-    pub fn new(inner: R, dialect: Dialect) -> Result<Tt6StreamReader<R>, Error> {
+    pub fn from_reader(inner: R, dialect: Dialect) -> Result<Tt6StreamReader<R>, Error> {
         let mut r = Tt6StreamReader {
             inner,
             buf: vec![0; STREAM_BUF],
@@ -605,10 +605,11 @@ impl<R: Read> Tt6StreamReader<R> {
         self.dialect
     }
 
-    /// How many bytes of the stream have been consumed by returned records.
+    /// How many bytes of the stream have been consumed by returned records: the file
+    /// offset of the next record.
     #[must_use]
-    pub fn position(&self) -> u64 {
-        self.base
+    pub fn position(&self) -> Offset {
+        Offset(self.base)
     }
 
     /// Reads until at least `want` bytes are buffered from `start`, or EOF.

@@ -7,6 +7,35 @@
 //! deterministic: the current thread runs until it blocks or ends, then the next runnable
 //! thread in thread order takes over. If every remaining thread is blocked, the lowest
 //! blocked thread is released and its wait is reported as unmatched.
+//!
+//! What a tool needs to merge a directory: [`thread_files`] lists it (thread number and
+//! dialect from each `thread_NNN.tt6[e]` name), the caller reads (or maps) each file, and
+//! [`merge_files`] takes `(file name, bytes)` pairs, orders them by thread number and
+//! returns the merged timeline, an iterator of [`MergedRecord`]s (thread number, record,
+//! sequence number). Once it has ended, [`Merge::into_unmatched`] (or
+//! [`Merge::unmatched`]) gives the waits no signal matched, for the caller to report; after
+//! an error, [`Merge::failed_thread`] says whose file it came from.
+//!
+//! ```
+//! use amber_tt6::threads::merge_files;
+//!
+//! let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/amber/threads");
+//! let mut files = Vec::new();
+//! for f in amber_tt6::threads::thread_files(dir.as_ref())? {
+//!     let name = f.path.file_name().unwrap().to_string_lossy().into_owned();
+//!     files.push((name, std::fs::read(&f.path)?));
+//! }
+//! let named: Vec<(&str, &[u8])> = files.iter().map(|(n, d)| (n.as_str(), &d[..])).collect();
+//! let mut merge = merge_files(&named)?;
+//! for r in merge.by_ref() {
+//!     let r = r?;
+//!     println!("{} thread {} record {} pc {:#x}", r.seq, r.thread, r.record.index, r.record.pc);
+//! }
+//! for w in merge.into_unmatched() {
+//!     println!("thread {} record {}: wait on {:#x} for count {} never signalled", w.thread, w.record, w.address, w.count);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -77,6 +106,55 @@ pub struct ThreadTrace<'a> {
     pub dialect: Dialect,
 }
 
+impl<'a> ThreadTrace<'a> {
+    /// A thread trace from its file name (`thread_NNN.tt6` / `thread_NNN.tt6e`, see
+    /// [`parse_thread_file_name`]; a directory part is ignored) and its bytes; `None` for
+    /// any other name.
+    #[must_use]
+    pub fn from_file_name(name: &str, data: &'a [u8]) -> Option<ThreadTrace<'a>> {
+        let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        let (thread, dialect) = parse_thread_file_name(base)?;
+        Some(ThreadTrace {
+            thread,
+            data,
+            dialect,
+        })
+    }
+}
+
+/// Merges thread files given as `(file name, bytes)`, in any order: the thread number and
+/// dialect come from each name ([`ThreadTrace::from_file_name`]), and the threads are
+/// merged in thread-number order ([`merge`]).
+///
+/// # Errors
+///
+/// [`Error::ThreadFile`] for a name that is not `thread_NNN.tt6[e]` or a thread number
+/// given twice (`thread_1.tt6` and `thread_001.tt6e`); a thread's trace without an
+/// initial PC.
+pub fn merge_files<'a>(files: &[(&str, &'a [u8])]) -> Result<Merge<'a>, Error> {
+    let mut traces = Vec::with_capacity(files.len());
+    for (name, data) in files {
+        let t = ThreadTrace::from_file_name(name, data).ok_or_else(|| Error::ThreadFile {
+            name: (*name).to_owned(),
+            problem: "not named thread_NNN.tt6 or thread_NNN.tt6e",
+        })?;
+        traces.push((t, *name));
+    }
+    traces.sort_by_key(|(t, _)| t.thread);
+    for pair in traces.windows(2) {
+        if let [(a, _), (b, name)] = pair
+            && a.thread == b.thread
+        {
+            return Err(Error::ThreadFile {
+                name: (*name).to_owned(),
+                problem: "another file has the same thread number",
+            });
+        }
+    }
+    let traces: Vec<ThreadTrace<'a>> = traces.into_iter().map(|(t, _)| t).collect();
+    merge(&traces)
+}
+
 /// A wait the merge could not match with a signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnmatchedWait {
@@ -113,7 +191,8 @@ struct Lane<'a> {
 }
 
 /// The merged timeline: an iterator of [`MergedRecord`]s (fused after the first error,
-/// which names the thread's file offset). [`Merge::unmatched`] lists released waits.
+/// whose offset is in the file of [`Merge::failed_thread`]). [`Merge::unmatched`] lists
+/// released waits.
 pub struct Merge<'a> {
     lanes: Vec<Lane<'a>>,
     current: usize,
@@ -121,6 +200,7 @@ pub struct Merge<'a> {
     unmatched: Vec<UnmatchedWait>,
     seq: u64,
     done: bool,
+    failed: Option<ThreadId>,
 }
 
 impl core::fmt::Debug for Merge<'_> {
@@ -141,7 +221,7 @@ impl core::fmt::Debug for Merge<'_> {
 pub fn merge<'a>(threads: &[ThreadTrace<'a>]) -> Result<Merge<'a>, Error> {
     let mut lanes = Vec::with_capacity(threads.len());
     for t in threads {
-        let reader = Tt6Reader::new(t.data, t.dialect)?;
+        let reader = Tt6Reader::parse(t.data, t.dialect)?;
         lanes.push(Lane {
             thread: t.thread,
             records: reader.records(),
@@ -156,6 +236,7 @@ pub fn merge<'a>(threads: &[ThreadTrace<'a>]) -> Result<Merge<'a>, Error> {
         unmatched: Vec::new(),
         seq: 0,
         done: false,
+        failed: None,
     })
 }
 
@@ -164,6 +245,19 @@ impl<'a> Merge<'a> {
     #[must_use]
     pub fn unmatched(&self) -> &[UnmatchedWait] {
         &self.unmatched
+    }
+
+    /// [`Merge::unmatched`], owned, once iteration has ended.
+    #[must_use]
+    pub fn into_unmatched(self) -> Vec<UnmatchedWait> {
+        self.unmatched
+    }
+
+    /// After the iterator returned an error: the thread whose trace it came from (the
+    /// error's offset is in that thread's file).
+    #[must_use]
+    pub fn failed_thread(&self) -> Option<ThreadId> {
+        self.failed
     }
 
     /// Fills lane `i`'s peeked record. `Err` passes a reader error on.
@@ -232,8 +326,9 @@ impl<'a> Iterator for Merge<'a> {
         for step in 0..n {
             let i = self.current.wrapping_add(step).checked_rem(n).unwrap_or(0);
             match self.peek(i) {
-                Err((_, e)) => {
+                Err((thread, e)) => {
                     self.done = true;
+                    self.failed = Some(thread);
                     return Some(Err(e));
                 }
                 Ok(None) => {}

@@ -98,7 +98,7 @@ impl Trace {
     ///
     /// The first error of the reader.
     pub fn read(data: &[u8], dialect: Dialect) -> Result<Trace, Error> {
-        let reader = Tt6Reader::new(data, dialect)?;
+        let reader = Tt6Reader::parse(data, dialect)?;
         let mut records = reader.records();
         let mut instructions = Vec::new();
         for r in records.by_ref() {

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, samples};
+use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen as samples};
 
 fn walk(bytes: &[u8]) -> u64 {
     let file = TraceFile::parse(bytes, ReadOptions::default()).unwrap();
@@ -52,7 +52,8 @@ fn frames(c: &mut Criterion) {
     });
     g.bench_function("frames+blocks (stream)", |b| {
         b.iter(|| {
-            let mut s = StreamReader::new(black_box(&bytes[..]), ReadOptions::default()).unwrap();
+            let mut s =
+                StreamReader::from_reader(black_box(&bytes[..]), ReadOptions::default()).unwrap();
             let mut n = 0u64;
             while let Some(f) = s.next_frame().unwrap() {
                 n += f.blocks().count() as u64;

@@ -528,7 +528,7 @@ mod tests {
     fn status_errors() {
         let e = parse_status(b"0;tframes", 0x40, b"status 0;tframes").unwrap_err();
         assert!(e.to_string().contains("Malformed"), "{e}");
-        assert_eq!(e.offset(), Some(0x42));
+        assert_eq!(e.offset(), Some(Offset(0x42)));
         let e = parse_status(b"0;username:7z", 0x10, b"").unwrap_err();
         assert!(matches!(e, Error::BadHex { found: 'z', .. }), "{e}");
     }

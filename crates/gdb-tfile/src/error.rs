@@ -111,6 +111,18 @@ pub enum Error {
         /// Bytes left in the input.
         available: u64,
     },
+    /// The frames end (end of input) without the 2-byte zero tracepoint number that must
+    /// follow the last frame (GDB: "Premature end of file while reading trace file", when it
+    /// scans past the last frame). Every complete frame was yielded before this error.
+    #[error(
+        "the trace frames end without the 2-byte zero terminator after {frames} complete frames (premature end of file) at offset {offset}"
+    )]
+    MissingTerminator {
+        /// Where the terminator should be: the end of the last complete frame.
+        offset: Offset,
+        /// How many complete frames came before (the number the next frame would have).
+        frames: u64,
+    },
     /// The target description XML cannot be used.
     #[error("target description: {message} at offset {offset}")]
     Tdesc {
@@ -133,11 +145,11 @@ pub enum Error {
 impl Error {
     /// The absolute byte offset of the problem.
     #[must_use]
-    pub fn offset(&self) -> Option<u64> {
+    pub fn offset(&self) -> Option<Offset> {
         Some(match self {
-            Error::Eof(e) => e.offset.0,
-            Error::Limit(e) => e.offset.0,
-            Error::BadValue(e) => e.offset.0,
+            Error::Eof(e) => e.offset,
+            Error::Limit(e) => e.offset,
+            Error::BadValue(e) => e.offset,
             Error::BadMagic { offset }
             | Error::UnterminatedDescription { offset }
             | Error::LineTooLong { offset, .. }
@@ -147,9 +159,33 @@ impl Error {
             | Error::UnknownBlock { offset, .. }
             | Error::BlockOverrun { offset, .. }
             | Error::TruncatedFrame { offset, .. }
+            | Error::MissingTerminator { offset, .. }
             | Error::Tdesc { offset, .. }
-            | Error::Io { offset, .. } => offset.0,
+            | Error::Io { offset, .. } => *offset,
         })
+    }
+
+    /// The 0-based number of the frame the error is in, where it is about a frame (for
+    /// [`Error::MissingTerminator`]: the number the next frame would have).
+    #[must_use]
+    pub fn frame(&self) -> Option<u64> {
+        match self {
+            Error::UnknownBlock { frame, .. }
+            | Error::BlockOverrun { frame, .. }
+            | Error::TruncatedFrame { frame, .. }
+            | Error::MissingTerminator { frames: frame, .. } => Some(*frame),
+            _ => None,
+        }
+    }
+}
+
+impl trace_core::Located for Error {
+    fn offset(&self) -> Option<Offset> {
+        Error::offset(self)
+    }
+
+    fn record(&self) -> Option<u64> {
+        self.frame()
     }
 }
 

@@ -29,8 +29,8 @@ impl<'a> FrameIndex<'a> {
     ///
     /// # Errors
     ///
-    /// The error of a truncated frame (use [`FrameIndex::new_partial`] to keep the
-    /// complete frames).
+    /// The error of a truncated frame or of frames without their terminator (use
+    /// [`FrameIndex::new_partial`] to keep the complete frames).
     pub fn new(file: &TraceFile<'a>) -> Result<Self, Error> {
         let (idx, err) = Self::new_partial(file);
         match err {
@@ -47,7 +47,7 @@ impl<'a> FrameIndex<'a> {
         for f in file.frames() {
             match f {
                 Ok(f) => entries.push(Entry {
-                    offset: f.offset,
+                    offset: f.offset.0,
                     size: u32::try_from(f.data.len()).unwrap_or(u32::MAX),
                     tracepoint: f.tracepoint,
                 }),
@@ -93,7 +93,7 @@ impl<'a> FrameIndex<'a> {
         let data = self.data.get(start..start.checked_add(e.size as usize)?)?;
         Some(Frame {
             index: n as u64,
-            offset: e.offset,
+            offset: trace_core::Offset(e.offset),
             tracepoint: e.tracepoint,
             data,
             layout: self.layout,

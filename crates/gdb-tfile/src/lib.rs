@@ -32,7 +32,12 @@
 //! - [`mod@write`]: the owned model ([`TraceFileData`]) to bytes exactly as `tsave` writes them;
 //!   reading a GDB-written file and writing it back gives the same bytes.
 //!
-//! No cargo features.
+//! # Cargo features
+//!
+//! - `testgen`: the `testgen` module, builders of example and synthetic files (what the
+//!   fixtures, benchmarks and tests use); not needed to read or write files.
+//! - `fuzzing`: the `fuzz_*` entry points the fuzz targets (and the stable never-panics
+//!   tests) call.
 //!
 //! # Example
 //!
@@ -64,10 +69,10 @@ pub mod limits;
 mod model;
 pub mod raw;
 mod read;
-#[doc(hidden)]
-pub mod samples;
 mod stream;
 mod tdesc;
+#[cfg(any(test, feature = "testgen"))]
+pub mod testgen;
 pub mod write;
 
 #[cfg(test)]
@@ -85,7 +90,7 @@ pub use tdesc::{Endian, Register, TargetDescription, endian_of_architecture};
 
 /// Fuzz entry point: parses the description section of arbitrary bytes (with and without
 /// the header prepended). Must never panic.
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn fuzz_description(data: &[u8]) {
     let _ = TraceFile::parse(data, ReadOptions::default());
     let mut with_magic = raw::MAGIC.to_vec();
@@ -100,13 +105,13 @@ pub fn fuzz_description(data: &[u8]) {
             Endian::Little,
         );
     }
-    let _ = StreamReader::new(&with_magic[..], ReadOptions::default());
+    let _ = StreamReader::from_reader(&with_magic[..], ReadOptions::default());
 }
 
 /// Fuzz entry point: reads the frames and blocks of arbitrary bytes (a short valid
 /// description is prepended when `data` has no header), in both byte orders, through the
 /// slice reader, the stream reader and the index. Must never panic.
-#[doc(hidden)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn fuzz_frames(data: &[u8]) {
     let owned;
     let bytes = if data.starts_with(raw::MAGIC) {
@@ -139,7 +144,7 @@ pub fn fuzz_frames(data: &[u8]) {
                 let _ = write::to_bytes(&d, endian);
             }
         }
-        if let Ok(mut s) = StreamReader::new(bytes, opts) {
+        if let Ok(mut s) = StreamReader::from_reader(bytes, opts) {
             while let Ok(Some(f)) = s.next_frame() {
                 let _ = f.blocks().count();
             }

@@ -370,7 +370,7 @@ pub struct TraceFileData {
     pub frames: Vec<FrameData>,
     /// The bytes after the last frame, starting with the 2-byte zero that ends the frames:
     /// `tsave` writes 4 zero bytes ([`crate::raw::GDB_TERMINATOR`]), GDB's testsuite 6.
-    /// Empty for a file without terminator.
+    /// It cannot be empty: GDB refuses frames that end without the terminator.
     pub end: Vec<u8>,
 }
 

@@ -5,6 +5,7 @@
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 
+use crate::error::Error;
 use crate::model::*;
 use crate::read::{ReadOptions, TraceFile};
 use crate::tdesc::Endian;
@@ -151,7 +152,8 @@ impl Arbitrary for Model {
         let end = match u8::arbitrary(g) % 3 {
             0 => vec![0; 4],
             1 => vec![0; 6],
-            _ => Vec::new(),
+            // The shortest terminator GDB accepts; a file without one is an error.
+            _ => vec![0; 2],
         };
         let endian = if bool::arbitrary(g) {
             Endian::Big
@@ -325,10 +327,118 @@ fn writer_rejects_fields_that_would_not_read_back() {
     let mut e = d.clone();
     e.description.register_size = None;
     assert!(to_bytes(&e, Endian::Little).is_err());
+    // Without the terminator GDB refuses the frames.
+    let mut e = d.clone();
+    e.end.clear();
+    assert!(matches!(
+        to_bytes(&e, Endian::Little),
+        Err(crate::write::WriteError::BadEnd)
+    ));
     let mut e = d;
     e.frames = vec![FrameData {
         tracepoint: 0,
         blocks: vec![],
     }];
     assert!(to_bytes(&e, Endian::Little).is_err());
+}
+
+/// (offset, tracepoint, blocks) of each frame read.
+type FrameRows = Vec<(u64, i16, Vec<u8>)>;
+
+/// Every complete frame, then the error, from the slice and the stream reader alike.
+fn frames_then_error(bytes: &[u8], endian: Endian) -> (FrameRows, Option<Error>, Option<Error>) {
+    let opts = ReadOptions {
+        endian: Some(endian),
+    };
+    let file = TraceFile::parse(bytes, opts).unwrap();
+    let mut slice = Vec::new();
+    let mut slice_err = None;
+    for f in file.frames() {
+        match f {
+            Ok(f) => slice.push((f.offset.0, f.tracepoint, f.data.to_vec())),
+            Err(e) => slice_err = Some(e),
+        }
+    }
+    let mut stream = crate::StreamReader::from_reader(bytes, opts).unwrap();
+    let mut streamed = Vec::new();
+    let stream_err = loop {
+        match stream.next_frame() {
+            Ok(Some(f)) => streamed.push((f.offset.0, f.tracepoint, f.data.to_vec())),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    assert_eq!(slice, streamed);
+    assert!(
+        stream.next_frame().unwrap().is_none(),
+        "fused after the error"
+    );
+    (slice, slice_err, stream_err)
+}
+
+#[test]
+fn missing_terminator_is_an_error_after_every_frame() {
+    // A file cut right after its last frame, or one byte into the terminator: both readers
+    // yield every frame, then MissingTerminator where the terminator should be (GDB:
+    // "Premature end of file while reading trace file").
+    fn prop(m: Model, keep: bool) -> TestResult {
+        let Model(data, endian) = m;
+        let Ok(full) = to_bytes(&data, endian) else {
+            return TestResult::discard();
+        };
+        let at = full.len() - data.end.len();
+        let cut = &full[..at + usize::from(keep)];
+        let (frames, slice_err, stream_err) = frames_then_error(cut, endian);
+        if frames.len() != data.frames.len() {
+            return TestResult::error(format!("{} of {} frames", frames.len(), data.frames.len()));
+        }
+        for e in [slice_err, stream_err] {
+            match e {
+                Some(Error::MissingTerminator { offset, frames: n })
+                    if offset.0 == at as u64 && n == data.frames.len() as u64 => {}
+                other => return TestResult::error(format!("{other:?}, expected at {at}")),
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(prop as fn(Model, bool) -> TestResult);
+}
+
+#[test]
+fn missing_terminator_message_and_location() {
+    use trace_core::Located;
+    let data = crate::testgen::testsuite_basic();
+    let full = to_bytes(&data, Endian::Little).unwrap();
+    // 146 bytes with a 6-byte end marker: the terminator belongs at 140 = 0x8c.
+    let cut = &full[..full.len() - 6];
+    let (frames, slice_err, stream_err) = frames_then_error(cut, Endian::Little);
+    assert_eq!(frames.len(), 1);
+    for e in [slice_err.unwrap(), stream_err.unwrap()] {
+        assert_eq!(
+            e.to_string(),
+            "the trace frames end without the 2-byte zero terminator after 1 complete frames \
+             (premature end of file) at offset 0x8c"
+        );
+        assert_eq!(Located::offset(&e), Some(trace_core::Offset(0x8c)));
+        assert_eq!(e.record(), Some(1));
+    }
+    // The terminator alone is enough; bytes after it are never looked at.
+    let (frames, slice_err, stream_err) =
+        frames_then_error(&full[..full.len() - 4], Endian::Little);
+    assert_eq!(frames.len(), 1);
+    assert!(slice_err.is_none() && stream_err.is_none());
+    // No frames at all, and no terminator: the error is at the start of the frames.
+    let empty = TraceFileData {
+        frames: Vec::new(),
+        ..data
+    };
+    let full = to_bytes(&empty, Endian::Little).unwrap();
+    let (frames, slice_err, _) = frames_then_error(&full[..full.len() - 6], Endian::Little);
+    assert!(frames.is_empty());
+    assert!(matches!(
+        slice_err,
+        Some(Error::MissingTerminator { frames: 0, .. })
+    ));
 }

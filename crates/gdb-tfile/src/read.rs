@@ -98,8 +98,8 @@ impl<'a> TraceFile<'a> {
 
     /// The file offset of the first frame.
     #[must_use]
-    pub fn frames_offset(&self) -> usize {
-        self.frames_offset
+    pub fn frames_offset(&self) -> Offset {
+        Offset(self.frames_offset as u64)
     }
 
     /// The whole input.
@@ -197,7 +197,7 @@ pub struct Frame<'a> {
     /// The frame's 0-based number (what `tfind N` uses).
     pub index: u64,
     /// The file offset of its 6-byte header.
-    pub offset: u64,
+    pub offset: Offset,
     /// The tracepoint number (the file's numbering; GDB shows 0xffff as -1).
     pub tracepoint: i16,
     /// The block bytes.
@@ -209,8 +209,8 @@ pub struct Frame<'a> {
 impl<'a> Frame<'a> {
     /// The file offset of the first block.
     #[must_use]
-    pub fn data_offset(&self) -> u64 {
-        self.offset.saturating_add(FRAME_HEADER_LEN as u64)
+    pub fn data_offset(&self) -> Offset {
+        Offset(self.offset.0.saturating_add(FRAME_HEADER_LEN as u64))
     }
 
     /// A lazy iterator over the blocks.
@@ -219,7 +219,7 @@ impl<'a> Frame<'a> {
         Blocks {
             data: self.data,
             pos: 0,
-            base: self.data_offset(),
+            base: self.data_offset().0,
             frame: self.index,
             layout: self.layout,
             done: false,
@@ -362,14 +362,14 @@ pub enum Block<'a> {
     /// `R`: the register block.
     Registers {
         /// File offset of the type byte.
-        offset: u64,
+        offset: Offset,
         /// Exactly `R`-size bytes, target order.
         data: &'a [u8],
     },
     /// `M`: collected memory.
     Memory {
         /// File offset of the type byte.
-        offset: u64,
+        offset: Offset,
         /// Start address.
         address: u64,
         /// The bytes.
@@ -378,7 +378,7 @@ pub enum Block<'a> {
     /// `V`: a trace state variable's value.
     Tsv {
         /// File offset of the type byte.
-        offset: u64,
+        offset: Offset,
         /// The variable's number.
         number: i32,
         /// Its value.
@@ -420,9 +420,9 @@ impl<'a> Blocks<'a> {
         let Some((&code, body)) = rest.split_first() else {
             return Ok(None);
         };
-        let offset = self.base.saturating_add(self.pos as u64);
+        let offset = Offset(self.base.saturating_add(self.pos as u64));
         let overrun = |block: &'static str, needed: usize| Error::BlockOverrun {
-            offset: Offset(offset),
+            offset,
             frame: self.frame,
             block,
             needed: needed as u64,
@@ -465,7 +465,7 @@ impl<'a> Blocks<'a> {
             }
             _ => {
                 return Err(Error::UnknownBlock {
-                    offset: Offset(offset),
+                    offset,
                     frame: self.frame,
                     code,
                     found: char::from(code),
@@ -515,8 +515,9 @@ impl<'a> Iterator for Blocks<'a> {
 impl core::iter::FusedIterator for Blocks<'_> {}
 
 /// The lazy iterator over the frames of a file. Ends at a tracepoint number 0 (the
-/// terminator) or at the end of the input; a truncated frame is an error after every
-/// complete frame was yielded. Fuses after the first error.
+/// terminator); a truncated frame, or input that ends after a frame without the
+/// terminator ([`Error::MissingTerminator`], as GDB), is an error after every complete
+/// frame was yielded. Fuses after the first error.
 #[derive(Clone, Debug)]
 pub struct Frames<'a> {
     data: &'a [u8],
@@ -529,7 +530,7 @@ pub struct Frames<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Running,
-    /// Ended at a terminator or at the end of input; the trailer starts at `pos`.
+    /// Ended at a terminator; the trailer starts at `pos`.
     Ended,
     Failed,
 }
@@ -547,8 +548,8 @@ impl<'a> Frames<'a> {
         }
     }
 
-    /// After the iterator ended without error: the bytes from the terminator to the end of
-    /// the input (empty if the input ended right after the last frame).
+    /// After the iterator ended without error: the bytes from the terminator (included) to
+    /// the end of the input.
     #[must_use]
     pub fn trailer(&self) -> Option<&'a [u8]> {
         (self.state == State::Ended).then(|| self.data.get(self.pos..).unwrap_or_default())
@@ -556,20 +557,27 @@ impl<'a> Frames<'a> {
 
     /// The file offset of the next frame header.
     #[must_use]
-    pub fn offset(&self) -> u64 {
-        self.pos as u64
+    pub fn offset(&self) -> Offset {
+        Offset(self.pos as u64)
     }
 
     /// Yields `(file offset, frame)` pairs (the offset is also in [`Frame::offset`]).
-    pub fn with_offsets(self) -> impl Iterator<Item = Result<(u64, Frame<'a>), Error>> {
+    pub fn with_offsets(self) -> impl Iterator<Item = Result<(Offset, Frame<'a>), Error>> {
         self.map(|r| r.map(|f| (f.offset, f)))
     }
 
     #[inline]
     fn next_frame<O: ByteOrder + 'a>(&mut self) -> Result<Option<Frame<'a>>, Error> {
         let rest = self.data.get(self.pos..).unwrap_or_default();
-        if rest.is_empty() || rest.get(..2) == Some(&[0, 0]) {
+        if rest.get(..2) == Some(&[0, 0]) {
             return Ok(None);
+        }
+        // GDB reads the 2-byte tracepoint number first and fails when it is not all there.
+        if rest.len() < 2 {
+            return Err(Error::MissingTerminator {
+                offset: Offset(self.pos as u64),
+                frames: self.index,
+            });
         }
         let truncated = |needed: u64| Error::TruncatedFrame {
             offset: Offset(self.pos as u64),
@@ -585,7 +593,7 @@ impl<'a> Frames<'a> {
             .ok_or_else(|| truncated(u64::from(size).saturating_add(FRAME_HEADER_LEN as u64)))?;
         let frame = Frame {
             index: self.index,
-            offset: self.pos as u64,
+            offset: Offset(self.pos as u64),
             tracepoint: h.tracepoint.get(),
             data,
             layout: self.layout,

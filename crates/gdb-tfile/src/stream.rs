@@ -59,7 +59,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// As [`crate::TraceFile::parse`], plus I/O errors and a description over
     /// [`limits::MAX_DESCRIPTION_LEN`].
-    pub fn new(inner: R, opts: ReadOptions) -> Result<Self, Error> {
+    pub fn from_reader(inner: R, opts: ReadOptions) -> Result<Self, Error> {
         let mut r = BufReader::with_capacity(64 * 1024, inner);
         let mut head = [0u8; 8];
         let n = read_full(&mut r, &mut head, 0)?;
@@ -144,16 +144,18 @@ impl<R: Read> StreamReader<R> {
 
     /// The file offset of the next frame.
     #[must_use]
-    pub fn offset(&self) -> u64 {
-        self.offset
+    pub fn offset(&self) -> Offset {
+        Offset(self.offset)
     }
 
-    /// The next frame, borrowing the reader's buffer; `None` at the terminator or the end
-    /// of the stream. After an error, always `None`.
+    /// The next frame, borrowing the reader's buffer; `None` at the terminator. After an
+    /// error, always `None`.
     ///
     /// # Errors
     ///
-    /// [`Error::TruncatedFrame`] when the stream ends inside a frame, [`Error::Limit`] for a
+    /// [`Error::TruncatedFrame`] when the stream ends inside a frame,
+    /// [`Error::MissingTerminator`] when it ends after a frame without the 2-byte zero
+    /// terminator (bytes after the terminator are never read), [`Error::Limit`] for a
     /// frame over [`limits::MAX_STREAM_FRAME_LEN`], or an I/O error.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Error> {
         if self.done {
@@ -162,7 +164,14 @@ impl<R: Read> StreamReader<R> {
         self.done = true;
         let mut h = [0u8; FRAME_HEADER_LEN];
         let got = read_full(&mut self.r, &mut h[..2], self.offset)?;
-        if got == 0 || h[..2] == [0, 0] {
+        if got < 2 {
+            // As the slice reader: GDB needs the 2-byte terminator after the last frame.
+            return Err(Error::MissingTerminator {
+                offset: Offset(self.offset),
+                frames: self.index,
+            });
+        }
+        if h[..2] == [0, 0] {
             return Ok(None);
         }
         let got = got.saturating_add(read_full(
@@ -208,7 +217,7 @@ impl<R: Read> StreamReader<R> {
         }
         let frame = Frame {
             index: self.index,
-            offset: self.offset,
+            offset: Offset(self.offset),
             tracepoint: tp,
             data: &self.buf,
             layout: self.layout,

@@ -269,7 +269,7 @@ mod tests {
     fn bad_xml_is_an_error_with_offset() {
         let e =
             TargetDescription::parse("<target><reg bitsize=\"8\"/></target>", 0x30).unwrap_err();
-        assert_eq!(e.offset(), Some(0x30));
+        assert_eq!(e.offset(), Some(trace_core::Offset(0x30)));
         assert!(TargetDescription::parse("<target", 0).is_err());
         assert!(TargetDescription::parse("<foo/>", 0).is_err());
         // Billion laughs: entity expansion stops at the node limit.

@@ -76,8 +76,8 @@ pub enum WriteError {
         /// The frame's index.
         frame: usize,
     },
-    /// The end bytes do not start with a 2-byte zero (they must end the frames).
-    #[error("the end marker must be empty or start with two zero bytes")]
+    /// The end bytes do not start with a 2-byte zero (GDB refuses frames without it).
+    #[error("the end marker must start with two zero bytes")]
     BadEnd,
     /// Writing to the output failed.
     #[error(transparent)]
@@ -355,7 +355,7 @@ pub fn to_bytes(file: &TraceFileData, endian: Endian) -> Result<Vec<u8>, WriteEr
     for (i, f) in file.frames.iter().enumerate() {
         write_frame(f, i, rsize, endian, &mut out)?;
     }
-    if !(file.end.is_empty() || file.end.starts_with(&[0, 0])) {
+    if !file.end.starts_with(&[0, 0]) {
         return Err(WriteError::BadEnd);
     }
     out.extend_from_slice(&file.end);

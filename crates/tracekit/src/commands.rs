@@ -232,7 +232,7 @@ pub fn convert_din(
         let reader = match options.record_size {
             Some(n) => amber_tt6::RecordSize::from_bytes(n)
                 .and_then(|size| amber_tt6::FullReader::with_size(bytes, size)),
-            None => amber_tt6::FullReader::new(bytes),
+            None => amber_tt6::FullReader::parse(bytes),
         }
         .map_err(format_err)?;
         for r in reader.records() {
@@ -270,7 +270,8 @@ fn din_stream<R: std::io::Read, W: Write>(
     din: &mut amber_tt6::din::DinWriter<W>,
 ) -> Result<(), CliError> {
     let format_err = |e: amber_tt6::Error| CliError::from(amber::TT6.err(e));
-    let mut reader = amber_tt6::Tt6StreamReader::new(reader, dialect).map_err(format_err)?;
+    let mut reader =
+        amber_tt6::Tt6StreamReader::from_reader(reader, dialect).map_err(format_err)?;
     while let Some(r) = reader.next_record() {
         din.write_record(&r.map_err(format_err)?)?;
     }

@@ -106,7 +106,7 @@ fn readme_amber_tt6() -> Result<(), Box<dyn std::error::Error>> {
     use amber_tt6::{Class, Dialect, Tt6Reader};
 
     let data = std::fs::read("testdata/amber/example.tt6")?;
-    let reader = Tt6Reader::new(&data, Dialect::Tt6)?;
+    let reader = Tt6Reader::parse(&data, Dialect::Tt6)?;
     for r in reader.records() {
         let r = r?; // a truncated record is an error after every complete one
         if r.class == Class::Memory {

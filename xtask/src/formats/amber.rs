@@ -611,7 +611,7 @@ fn touch(acc: u32, r: &amber_tt6::Record<'_>) -> u32 {
 /// Decodes a TT6/TT6E trace touching every field; returns the record count.
 fn decode_tt6(bytes: &[u8], dialect: Dialect) -> u64 {
     // Internal iteration (`for_each`): the reader's fast loop keeps its state in registers.
-    let reader = Tt6Reader::new(bytes, dialect).unwrap();
+    let reader = Tt6Reader::parse(bytes, dialect).unwrap();
     let mut n = 0u64;
     let mut acc = 0u32;
     reader.records().for_each(|r| {
@@ -625,7 +625,7 @@ fn decode_tt6(bytes: &[u8], dialect: Dialect) -> u64 {
 
 /// The same with a `for` loop (`Iterator::next` per record).
 fn decode_tt6_next(bytes: &[u8]) -> u64 {
-    let reader = Tt6Reader::new(bytes, Dialect::Tt6).unwrap();
+    let reader = Tt6Reader::parse(bytes, Dialect::Tt6).unwrap();
     let mut n = 0u64;
     let mut acc = 0u32;
     for r in reader.records() {
@@ -674,7 +674,7 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             input: tt6.clone(),
             unit: "records",
             run: Box::new(|b| {
-                let mut s = amber_tt6::Tt6StreamReader::new(b, Dialect::Tt6).unwrap();
+                let mut s = amber_tt6::Tt6StreamReader::from_reader(b, Dialect::Tt6).unwrap();
                 let mut n = 0u64;
                 let mut acc = 0u32;
                 while let Some(r) = s.next_record() {
@@ -693,7 +693,7 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             input: full,
             unit: "records",
             run: Box::new(|b| {
-                let r = FullReader::new(b).unwrap();
+                let r = FullReader::parse(b).unwrap();
                 let mut n = 0u64;
                 let mut acc = 0u64;
                 for rec in r.records() {

@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use gdb_tfile::samples;
+use gdb_tfile::testgen as samples;
 use gdb_tfile::{
     Block, Description, Endian, ReadOptions, SourceKind, SourceString, Status, TraceFile,
     TraceFileData, TraceStateVariable, Tracepoint, write,
@@ -106,9 +106,6 @@ fn fixtures(fx: &mut Fixtures) {
     no_tdesc.description.tdesc_lines.clear();
     fx.add("gdb-tfile/no-tdesc.tf", bytes(&no_tdesc, Endian::Little));
     fx.add("gdb-tfile/quirks.tf", bytes(&quirks(), Endian::Little));
-    let mut no_end = samples::amd64_file(2, 3);
-    no_end.end.clear();
-    fx.add("gdb-tfile/no-terminator.tf", bytes(&no_end, Endian::Little));
 
     // Negative fixtures, each named by the error it triggers.
     let mut bad = basic.clone();
@@ -135,10 +132,15 @@ fn fixtures(fx: &mut Fixtures) {
         "gdb-tfile/err-unterminated.tf",
         b"\x7fTRACE0\nR 1f4\nstatus 0;tstop:0;tframes:0\n".to_vec(),
     );
+    // Two frames and no terminator after them (GDB: "Premature end of file while reading
+    // trace file"): the writer always ends the frames, so cut its 4 zero bytes off.
+    let mut no_end = bytes(&samples::amd64_file(2, 3), Endian::Little);
+    no_end.truncate(no_end.len() - gdb_tfile::raw::GDB_TERMINATOR.len());
+    fx.add("gdb-tfile/err-no-terminator.tf", no_end);
     // The amd64 file cut in the middle of its last frame.
     let desc_len = {
         let f = TraceFile::parse(&amd64, ReadOptions::default()).unwrap();
-        f.frames().last().unwrap().unwrap().offset as usize
+        f.frames().last().unwrap().unwrap().offset.0 as usize
     };
     fx.add(
         "gdb-tfile/err-truncated-frame.tf",

@@ -67,16 +67,16 @@ fn line(r: &Record<'_>) -> String {
 /// The reader's output in the oracle's line format.
 fn oracle_text(data: &[u8], d: Dialect) -> String {
     let mut out = Vec::new();
-    let reader = match Tt6Reader::new(data, d) {
+    let reader = match Tt6Reader::parse(data, d) {
         Ok(r) => r,
-        Err(e) => return format!("error {:#x}\n", e.offset().unwrap()),
+        Err(e) => return format!("error {:#x}\n", e.offset().unwrap().0),
     };
     out.push(format!("initial {:x}", reader.initial_pc()));
     let mut records = reader.records();
     for r in records.by_ref() {
         match r {
             Ok(r) => out.push(line(&r)),
-            Err(e) => out.push(format!("error {:#x}", e.offset().unwrap())),
+            Err(e) => out.push(format!("error {:#x}", e.offset().unwrap().0)),
         }
     }
     let dangling = records.dangling_escapes();
@@ -113,7 +113,7 @@ fn stream_reader_agrees_with_slice_reader() {
         let data = read(name);
         let d = dialect(name);
         for chunk in [1, 3, 7, 4096] {
-            let slice = Tt6Reader::new(&data, d).map(|r| {
+            let slice = Tt6Reader::parse(&data, d).map(|r| {
                 let mut it = r.records();
                 let v: Vec<_> = it
                     .by_ref()
@@ -124,7 +124,7 @@ fn stream_reader_agrees_with_slice_reader() {
                     .collect();
                 (v, escapes_text(it.dangling_escapes()))
             });
-            let stream = Tt6StreamReader::new(Trickle(&data, chunk), d).map(|mut s| {
+            let stream = Tt6StreamReader::from_reader(Trickle(&data, chunk), d).map(|mut s| {
                 let mut v = Vec::new();
                 while let Some(r) = s.next_record() {
                     v.push(
@@ -147,7 +147,7 @@ fn stream_reader_agrees_with_slice_reader() {
 fn notes_example_by_hand() {
     // Values from the notes' §3 table (annotated by hand there).
     let data = read("example.tt6");
-    let r = Tt6Reader::new(&data, Dialect::Tt6).unwrap();
+    let r = Tt6Reader::parse(&data, Dialect::Tt6).unwrap();
     assert_eq!(r.initial_pc(), 0x1000);
     let recs: Vec<_> = r.records().map(Result::unwrap).collect();
     assert_eq!(recs.len(), 6);
@@ -179,7 +179,7 @@ fn notes_example_by_hand() {
 #[test]
 fn escapes_of_every_code_are_typed() {
     let data = read("escapes.tt6");
-    let reader = Tt6Reader::new(&data, Dialect::Tt6).unwrap();
+    let reader = Tt6Reader::parse(&data, Dialect::Tt6).unwrap();
     let mut records = reader.records();
     let mut kinds = Vec::new();
     let mut syncs = Vec::new();
@@ -227,7 +227,7 @@ fn escapes_of_every_code_are_typed() {
 #[test]
 fn tt6e_synthetic_trap_pair() {
     let data = read("trap.tt6e");
-    let recs: Vec<_> = Tt6Reader::new(&data, Dialect::Tt6e)
+    let recs: Vec<_> = Tt6Reader::parse(&data, Dialect::Tt6e)
         .unwrap()
         .records()
         .map(Result::unwrap)
@@ -247,7 +247,7 @@ fn tt6e_synthetic_trap_pair() {
     assert_eq!(recs[2].pc, 0x700);
     assert_eq!(recs[3].pc, 0x2008);
     // The same file read as TT6 recognises no synthetic pair.
-    let tt6: Vec<_> = Tt6Reader::new(&data, Dialect::Tt6)
+    let tt6: Vec<_> = Tt6Reader::parse(&data, Dialect::Tt6)
         .unwrap()
         .records()
         .map(|r| r.unwrap().trap)
@@ -259,12 +259,12 @@ fn tt6e_synthetic_trap_pair() {
 fn all_opcodes_classes_differ_only_for_cache_ops() {
     let a = read("all-opcodes.tt6");
     let b = read("all-opcodes.tt6e");
-    let ra: Vec<_> = Tt6Reader::new(&a, Dialect::Tt6)
+    let ra: Vec<_> = Tt6Reader::parse(&a, Dialect::Tt6)
         .unwrap()
         .records()
         .map(Result::unwrap)
         .collect();
-    let rb: Vec<_> = Tt6Reader::new(&b, Dialect::Tt6e)
+    let rb: Vec<_> = Tt6Reader::parse(&b, Dialect::Tt6e)
         .unwrap()
         .records()
         .map(Result::unwrap)
@@ -318,7 +318,7 @@ fn negative_fixtures() {
     for &(name, good, offset) in cases {
         let data = read(name);
         let mut n = 0;
-        let err = match Tt6Reader::new(&data, Dialect::Tt6) {
+        let err = match Tt6Reader::parse(&data, Dialect::Tt6) {
             Err(e) => e,
             Ok(r) => {
                 let mut it = r.records();
@@ -332,7 +332,11 @@ fn negative_fixtures() {
                 e
             }
         };
-        assert_eq!((n, err.offset()), (good, Some(offset)), "{name}");
+        assert_eq!(
+            (n, err.offset()),
+            (good, Some(trace_core::Offset(offset))),
+            "{name}"
+        );
         let msg = err.to_string();
         assert!(msg.ends_with(&format!("at offset {offset:#x}")), "{msg}");
         if name != "err-empty.tt6" {
@@ -353,7 +357,7 @@ fn canonical_fixtures_write_back_byte_for_byte() {
 #[test]
 fn din_export_of_the_example() {
     let data = read("example.tt6");
-    let r = Tt6Reader::new(&data, Dialect::Tt6).unwrap();
+    let r = Tt6Reader::parse(&data, Dialect::Tt6).unwrap();
     let mut din = DinWriter::new(Vec::new());
     for rec in r.records() {
         din.write_record(&rec.unwrap()).unwrap();

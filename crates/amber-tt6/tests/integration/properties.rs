@@ -93,7 +93,7 @@ fn write_then_read_gives_the_model_back() {
 fn pcs_follow_flow_records() {
     fn prop(t: ArbTrace) -> bool {
         let bytes = t.0.to_bytes().unwrap();
-        let r = amber_tt6::Tt6Reader::new(&bytes, t.0.dialect).unwrap();
+        let r = amber_tt6::Tt6Reader::parse(&bytes, t.0.dialect).unwrap();
         let mut pc = t.0.initial_pc;
         for (rec, ins) in r.records().zip(&t.0.instructions) {
             let rec = rec.unwrap();
@@ -221,7 +221,7 @@ fn internal_iteration_matches_next() {
     fn prop(t: ArbTrace, cut: usize) -> bool {
         let mut bytes = t.0.to_bytes().unwrap();
         bytes.truncate(bytes.len() - cut % 6.min(bytes.len()));
-        let Ok(r) = amber_tt6::Tt6Reader::new(&bytes, t.0.dialect) else {
+        let Ok(r) = amber_tt6::Tt6Reader::parse(&bytes, t.0.dialect) else {
             return true;
         };
         let a: Vec<String> = r.records().map(|x| format!("{x:?}")).collect();

@@ -120,3 +120,64 @@ fn thread_file_names() {
     assert_eq!(parse_thread_file_name("thread_1x.tt6"), None);
     assert_eq!(parse_thread_file_name("thread_001.tt6.oracle"), None);
 }
+
+#[test]
+fn merge_files_takes_names_and_bytes_in_any_order() {
+    use amber_tt6::Error;
+    use amber_tt6::threads::merge_files;
+    // The directory's files, given in reverse order and with a directory part: the thread
+    // numbers come from the names and the merge is the same as by thread number.
+    let files = thread_files(&testdata("threads")).unwrap();
+    let data: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .rev()
+        .map(|f| {
+            (
+                f.path.to_string_lossy().into_owned(),
+                std::fs::read(&f.path).unwrap(),
+            )
+        })
+        .collect();
+    let named: Vec<(&str, &[u8])> = data.iter().map(|(n, d)| (n.as_str(), &d[..])).collect();
+    let mut m = merge_files(&named).unwrap();
+    let timeline: Vec<(u64, u64, u64)> = m
+        .by_ref()
+        .map(|r| {
+            let r = r.unwrap();
+            (r.seq, r.thread.0, r.record.index)
+        })
+        .collect();
+    assert_eq!(timeline.len(), 14);
+    assert!(timeline.iter().enumerate().all(|(i, t)| t.0 == i as u64));
+    assert_eq!(&timeline[8..11], &[(8, 3, 0), (9, 3, 1), (10, 1, 4)]);
+    assert!(m.failed_thread().is_none());
+    let un = m.into_unmatched();
+    assert_eq!(
+        un.iter()
+            .map(|w| (w.thread, w.record, w.address, w.count))
+            .collect::<Vec<_>>(),
+        [(ThreadId(3), 2, 0x8000_3000, 5)]
+    );
+
+    // Names that say nothing about the thread, and the same thread twice, are errors.
+    let one = &data[0].1[..];
+    let e = merge_files(&[("trace.tt6", one)]).unwrap_err();
+    assert!(matches!(e, Error::ThreadFile { .. }), "{e}");
+    assert_eq!(e.offset(), None);
+    let e = merge_files(&[("thread_1.tt6", one), ("thread_001.tt6e", one)]).unwrap_err();
+    assert!(e.to_string().contains("same thread number"), "{e}");
+}
+
+#[test]
+fn a_thread_error_names_its_thread() {
+    use amber_tt6::threads::merge_files;
+    let files = thread_files(&testdata("threads")).unwrap();
+    let good = std::fs::read(&files[0].path).unwrap();
+    // Thread 7: its initial PC, then half an instruction word.
+    let bad = [0u8, 0, 0x10, 0, 0x38, 0x60];
+    let mut m =
+        merge_files(&[("thread_001.tt6", &good[..]), ("thread_007.tt6", &bad[..])]).unwrap();
+    let err = m.find_map(Result::err).unwrap();
+    assert_eq!(m.failed_thread(), Some(ThreadId(7)));
+    assert_eq!(err.offset(), Some(trace_core::Offset(4)));
+}

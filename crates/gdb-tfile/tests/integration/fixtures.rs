@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use gdb_tfile::{Block, Endian, Error, FrameIndex, ReadOptions, StopReason, TraceFile, write};
+use trace_core::Offset;
 
 fn fixture(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -20,7 +21,6 @@ const POSITIVE: &[&str] = &[
     "s390-big-endian.tf",
     "no-tdesc.tf",
     "quirks.tf",
-    "no-terminator.tf",
 ];
 
 #[test]
@@ -52,14 +52,14 @@ fn gdb_testsuite_basic_file() {
     assert_eq!(frames.len(), 1);
     let f = frames[0];
     // 8 header + "R 1f4\n" (6) + status line (59) + tp line (19) + "\n" = 93.
-    assert_eq!(f.offset, 93);
+    assert_eq!(f.offset, Offset(93));
     assert_eq!(f.data.len(), 41);
     let blocks: Vec<_> = f.blocks().map(Result::unwrap).collect();
     assert_eq!(blocks.len(), 3);
     assert!(matches!(
         blocks[1],
         Block::Memory {
-            offset: 114,
+            offset: Offset(114),
             address: 0x404030,
             data: [0xd4]
         }
@@ -167,12 +167,30 @@ fn quirks_are_handled() {
 }
 
 #[test]
-fn no_terminator_ends_at_end_of_file() {
-    let bytes = fixture("no-terminator.tf");
+fn no_terminator_is_an_error_after_the_frames() {
+    // GDB: "Premature end of file while reading trace file" when it scans past the last
+    // frame. Both readers give the two frames, then the error where the terminator belongs.
+    let bytes = fixture("err-no-terminator.tf");
     let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
     let mut it = file.frames();
-    assert_eq!(it.by_ref().map(Result::unwrap).count(), 2);
-    assert_eq!(it.trailer(), Some(&b""[..]));
+    assert!(it.next().unwrap().is_ok());
+    assert!(it.next().unwrap().is_ok());
+    let e = it.next().unwrap().unwrap_err();
+    assert!(
+        matches!(e, Error::MissingTerminator { offset, frames: 2 } if offset.0 == bytes.len() as u64),
+        "{e}"
+    );
+    assert!(it.next().is_none());
+    assert_eq!(it.trailer(), None);
+    let mut s = gdb_tfile::StreamReader::from_reader(&bytes[..], ReadOptions::default()).unwrap();
+    assert!(s.next_frame().unwrap().is_some());
+    assert!(s.next_frame().unwrap().is_some());
+    let e2 = s.next_frame().unwrap_err();
+    assert_eq!(e2.to_string(), e.to_string());
+    assert_eq!(e2.offset(), e.offset());
+    let (idx, err) = FrameIndex::new_partial(&file);
+    assert_eq!(idx.len(), 2);
+    assert!(matches!(err, Some(Error::MissingTerminator { .. })));
 }
 
 #[test]
@@ -243,12 +261,17 @@ fn negative_fixtures_fail_with_offsets() {
             99,
             "M block of 267 bytes does not fit in the 41 bytes left of frame 0",
         ),
+        (
+            "err-no-terminator.tf",
+            6572,
+            "the trace frames end without the 2-byte zero terminator after 2 complete frames",
+        ),
     ];
     for (name, offset, msg) in cases {
         let e = parse_all(&fixture(name)).unwrap_err();
         let text = e.to_string();
         assert!(text.contains(msg), "{name}: {text}");
-        assert_eq!(e.offset(), Some(*offset), "{name}: {text}");
+        assert_eq!(e.offset(), Some(Offset(*offset)), "{name}: {text}");
         assert!(
             text.ends_with(&format!("at offset {offset:#x}")),
             "{name}: {text}"

@@ -5,7 +5,8 @@
 use std::time::Instant;
 
 use gdb_tfile::{
-    BlockData, FrameData, FrameIndex, ReadOptions, StopReason, TraceFile, TraceFileData, write,
+    BlockData, Error, FrameData, FrameIndex, ReadOptions, StopReason, StreamReader, TraceFile,
+    TraceFileData, write,
 };
 
 use super::gdb::{self, GdbFrame};
@@ -415,4 +416,71 @@ fn our_frames_no_hits(file: &TraceFile<'_>, tp: i16, addr: u64) -> Vec<GdbFrame>
             f
         })
         .collect()
+}
+
+/// A GDB-made file with its terminator cut off: GDB opens it, finds the last frame, and
+/// fails with "Premature end of file while reading trace file" as soon as it scans past it;
+/// both our readers yield the same frames, then fail where the terminator should be.
+#[test]
+fn missing_terminator_fails_like_gdb() {
+    if !gdb::available("missing_terminator_fails_like_gdb") {
+        return;
+    }
+    let rec = gdb::recording();
+    let bytes = std::fs::read(&rec.tfile).unwrap();
+    // tsave ends the frames with 4 zero bytes.
+    assert_eq!(&bytes[bytes.len() - 4..], &[0; 4]);
+    let cut = &bytes[..bytes.len() - 4];
+    let path = rec.dir.join("no-terminator.tf");
+    std::fs::write(&path, cut).unwrap();
+
+    let file = TraceFile::parse(cut, ReadOptions::default()).unwrap();
+    let results: Vec<_> = file.frames().collect();
+    let n = results.len() - 1;
+    assert!(n >= 1000, "only {n} frames");
+    assert!(results[..n].iter().all(Result::is_ok));
+    let err = results[n].as_ref().unwrap_err();
+    assert!(
+        matches!(err, Error::MissingTerminator { offset, frames } if offset.0 == cut.len() as u64 && *frames == n as u64),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .ends_with(&format!("at offset {:#x}", cut.len())),
+        "{err}"
+    );
+    let mut stream = StreamReader::from_reader(cut, ReadOptions::default()).unwrap();
+    let mut streamed = 0;
+    let stream_err = loop {
+        match stream.next_frame() {
+            Ok(Some(_)) => streamed += 1,
+            Ok(None) => panic!("the stream reader accepted a file without terminator"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(streamed, n);
+    assert_eq!(stream_err.to_string(), err.to_string());
+
+    // GDB: frame n - 1 (the last complete one) is found; looking for frame n reads past it
+    // and fails. The same file with its terminator just has no frame n. (An error ends a
+    // gdb script, so the failing command comes last.)
+    let script = |p: &std::path::Path| {
+        format!(
+            "set pagination off\nset confirm off\ntarget tfile {}\ntfind {}\ntfind {n}\n",
+            p.display(),
+            n - 1
+        )
+    };
+    let out = gdb::gdb_batch(&rec.dir, &script(&path));
+    assert!(
+        out.contains(&format!("Found trace frame {}, tracepoint", n - 1)),
+        "{out}"
+    );
+    assert!(
+        out.contains("Premature end of file while reading trace file"),
+        "{out}"
+    );
+    let intact = gdb::gdb_batch(&rec.dir, &script(&rec.tfile));
+    assert!(intact.contains("No trace frame found"), "{intact}");
+    assert!(!intact.contains("Premature end of file"), "{intact}");
 }

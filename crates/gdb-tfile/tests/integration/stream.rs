@@ -1,6 +1,6 @@
 //! The streaming reader gives the same frames as the slice reader, in bounded memory.
 
-use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, samples, write};
+use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen as samples, write};
 
 /// A reader that returns at most 7 bytes per call, to exercise partial reads.
 struct Trickle<'a>(&'a [u8]);
@@ -22,7 +22,7 @@ fn owned(b: Block<'_>) -> gdb_tfile::BlockData {
 fn stream_matches_slice_reader() {
     let bytes = write::to_bytes(&samples::amd64_file(50, 9), gdb_tfile::Endian::Little).unwrap();
     let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
-    let mut s = StreamReader::new(Trickle(&bytes), ReadOptions::default()).unwrap();
+    let mut s = StreamReader::from_reader(Trickle(&bytes), ReadOptions::default()).unwrap();
     assert_eq!(s.description(), file.description());
     assert_eq!(s.tdesc(), file.tdesc());
     for f in file.frames() {
@@ -44,7 +44,7 @@ fn stream_matches_slice_reader() {
 fn stream_truncated_yields_complete_frames_then_error() {
     let bytes = write::to_bytes(&samples::amd64_file(5, 9), gdb_tfile::Endian::Little).unwrap();
     let cut = &bytes[..bytes.len() - 10];
-    let mut s = StreamReader::new(cut, ReadOptions::default()).unwrap();
+    let mut s = StreamReader::from_reader(cut, ReadOptions::default()).unwrap();
     for _ in 0..4 {
         assert!(s.next_frame().unwrap().is_some());
     }

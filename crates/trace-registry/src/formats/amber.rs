@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use amber_tt6::threads::{Merge, ThreadTrace, UnmatchedWait, parse_thread_file_name};
 use amber_tt6::{
-    Access, Class, Dialect, Escapes, FullReader, FullRecord, RecordSize, Summary, SyntheticTrap,
-    Tt6Reader, Tt6StreamReader, raw,
+    Access, Class, Dialect, Escapes, FullReader, FullRecord, FullRecordOwned, FullStreamReader,
+    RecordSize, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader, raw,
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
@@ -54,13 +54,7 @@ impl Amber {
 
     /// The registry error for an error of this format.
     pub fn err(self, e: amber_tt6::Error) -> Error {
-        Error::Format {
-            format: self.name(),
-            offset: e.offset().map(trace_core::Offset),
-            path: None,
-            record: None,
-            source: Box::new(e),
-        }
+        Error::format(self.name(), e)
     }
 
     fn full_reader<'a>(&self, bytes: &'a [u8], ctx: &Ctx<'_>) -> Result<FullReader<'a>, Error> {
@@ -69,7 +63,7 @@ impl Amber {
                 let size = RecordSize::from_bytes(n).map_err(|e| self.err(e))?;
                 FullReader::with_size(bytes, size).map_err(|e| self.err(e))
             }
-            None => FullReader::new(bytes).map_err(|e| self.err(e)),
+            None => FullReader::parse(bytes).map_err(|e| self.err(e)),
         }
     }
 }
@@ -174,21 +168,9 @@ impl Handler for Amber {
                 .map(|(t, n)| Info::new().with("thread", t).with("instructions", n))
                 .collect();
         } else {
-            let reader = Tt6Reader::new(input.bytes()?, self.dialect()).map_err(|e| self.err(e))?;
-            let mut records = reader.records();
-            for r in records.by_ref() {
-                let r = r.map_err(|e| self.err(e))?;
-                s.add(&r);
-                if r.index.is_multiple_of(PROGRESS_EVERY) {
-                    ctx.progress(r.offset.0);
-                }
-            }
-            for e in records.dangling_escapes() {
-                s.add_escape(&e);
-                s.dangling_escapes = s.dangling_escapes.saturating_add(1);
-            }
-            initial_pc = Some(Hex(u64::from(reader.initial_pc())));
-            final_pc = Some(Hex(u64::from(records.pc())));
+            let (initial, last) = self.tt6_summary(input, &mut s, ctx)?;
+            initial_pc = Some(Hex(u64::from(initial)));
+            final_pc = Some(Hex(u64::from(last)));
         }
         let escapes: Vec<Info> = s
             .escapes
@@ -244,12 +226,13 @@ impl Handler for Amber {
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Records + 'a>, Error> {
         if self.0 == Kind::Full {
-            let reader = self.full_reader(input.bytes()?, ctx)?;
+            let (source, _) = self.full_source(input, ctx)?;
             return Ok(Box::new(FullRows {
                 handler: *self,
                 tables: [full_schema()],
-                records: reader.records(),
+                source,
                 current: None,
+                owned: None,
             }));
         }
         if input.is_dir() {
@@ -266,11 +249,11 @@ impl Handler for Amber {
         let dialect = self.dialect();
         let source = match input.source() {
             Source::Bytes(b) => {
-                let reader = Tt6Reader::new(b, dialect).map_err(|e| self.err(e))?;
+                let reader = Tt6Reader::parse(b, dialect).map_err(|e| self.err(e))?;
                 Tt6Source::Slice(reader.records())
             }
             Source::Stream(s) => Tt6Source::Stream(Box::new(
-                Tt6StreamReader::new(s, dialect).map_err(|e| self.err(e))?,
+                Tt6StreamReader::from_reader(s, dialect).map_err(|e| self.err(e))?,
             )),
         };
         Ok(Box::new(Tt6Rows {
@@ -284,23 +267,102 @@ impl Handler for Amber {
 }
 
 impl Amber {
-    fn info_full(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
-        let reader = self.full_reader(input.bytes()?, ctx)?;
+    /// Adds every record of a TT6 or TT6E input to `s`; returns the initial and final PC.
+    fn tt6_summary(
+        self,
+        input: &mut Input,
+        s: &mut Summary,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(u32, u32), Error> {
+        let dialect = self.dialect();
+        let add = |s: &mut Summary, r: &amber_tt6::Record<'_>, ctx: &mut Ctx<'_>| {
+            s.add(r);
+            if r.index.is_multiple_of(PROGRESS_EVERY) {
+                ctx.progress(r.offset.0);
+            }
+        };
+        let add_dangling = |s: &mut Summary, escapes: Escapes<'_>| {
+            for e in escapes.iter() {
+                s.add_escape(&e);
+                s.dangling_escapes = s.dangling_escapes.saturating_add(1);
+            }
+        };
+        match input.source() {
+            Source::Bytes(b) => {
+                let reader = Tt6Reader::parse(b, dialect).map_err(|e| self.err(e))?;
+                let mut records = reader.records();
+                for r in records.by_ref() {
+                    add(s, &r.map_err(|e| self.err(e))?, ctx);
+                }
+                add_dangling(s, records.dangling_escapes());
+                Ok((reader.initial_pc(), records.pc()))
+            }
+            Source::Stream(st) => {
+                let mut reader =
+                    Tt6StreamReader::from_reader(st, dialect).map_err(|e| self.err(e))?;
+                let mut pc = reader.initial_pc();
+                while let Some(r) = reader.next_record() {
+                    let r = r.map_err(|e| self.err(e))?;
+                    pc = r.next_pc;
+                    add(s, &r, ctx);
+                }
+                add_dangling(s, reader.dangling_escapes());
+                Ok((reader.initial_pc(), pc))
+            }
+        }
+    }
+
+    /// The records of a FULL input, in place or streamed, and the record size.
+    fn full_source<'a>(
+        self,
+        input: &'a mut Input,
+        ctx: &Ctx<'_>,
+    ) -> Result<(FullSource<'a>, RecordSize), Error> {
+        Ok(match input.source() {
+            Source::Bytes(b) => {
+                let reader = self.full_reader(b, ctx)?;
+                (FullSource::Slice(reader.records()), reader.record_size())
+            }
+            Source::Stream(s) => {
+                let size = match ctx.options.record_size {
+                    Some(n) => Some(RecordSize::from_bytes(n).map_err(|e| self.err(e))?),
+                    None => None,
+                };
+                let reader = FullStreamReader::from_reader(s, size).map_err(|e| self.err(e))?;
+                let size = reader.record_size();
+                (FullSource::Stream(Box::new(reader)), size)
+            }
+        })
+    }
+
+    fn info_full(self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
+        let (mut source, size) = self.full_source(input, ctx)?;
         let mut per_class = [0u64; 4];
         let mut n = 0u64;
         let mut first_pc = None;
-        for r in reader.records() {
-            let r = r.map_err(|e| self.err(e))?;
+        let mut count = |r: &FullRecord<'_>| {
             n = n.saturating_add(1);
             first_pc.get_or_insert(r.pc());
             let c = amber_tt6::classify(Dialect::Tt6e, r.opcode);
             if let Some(x) = per_class.get_mut(c as usize) {
                 *x = x.saturating_add(1);
             }
+        };
+        match &mut source {
+            FullSource::Slice(records) => {
+                for r in records {
+                    count(&r.map_err(|e| self.err(e))?);
+                }
+            }
+            FullSource::Stream(reader) => {
+                while let Some(r) = reader.next_record() {
+                    count(&r.map_err(|e| self.err(e))?);
+                }
+            }
         }
         Ok(Info::new()
             .with("format", self.name())
-            .with("record_size", reader.record_size().bytes())
+            .with("record_size", size.bytes())
             .with("initial_pc", first_pc.map(|p| Hex(u64::from(p))))
             .with("instructions", n)
             .with(
@@ -612,11 +674,19 @@ impl Records for Tt6Rows<'_> {
     }
 }
 
+enum FullSource<'a> {
+    Slice(amber_tt6::FullRecords<'a>),
+    Stream(Box<FullStreamReader<Box<dyn std::io::Read + Send>>>),
+}
+
 struct FullRows<'a> {
     handler: Amber,
     tables: [Arc<Schema>; 1],
-    records: amber_tt6::FullRecords<'a>,
+    source: FullSource<'a>,
+    /// The current record, in place (slices).
     current: Option<FullRecord<'a>>,
+    /// The current record copied out of the stream's buffer: index, offset, pad, state.
+    owned: Option<(u64, trace_core::Offset, Option<u32>, FullRecordOwned)>,
 }
 
 impl Records for FullRows<'_> {
@@ -625,22 +695,42 @@ impl Records for FullRows<'_> {
     }
 
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
-        match self.records.next()? {
-            Ok(r) => {
-                self.current = Some(r);
-                Some(Ok(Record {
-                    table: 0,
-                    row: self,
-                }))
-            }
-            Err(e) => Some(Err(self.handler.err(e))),
+        let h = self.handler;
+        match &mut self.source {
+            FullSource::Slice(records) => match records.next()? {
+                Ok(r) => self.current = Some(r),
+                Err(e) => return Some(Err(h.err(e))),
+            },
+            FullSource::Stream(reader) => match reader.next_record()? {
+                Ok(r) => self.owned = Some((r.index, r.offset, r.pad, r.to_owned())),
+                Err(e) => return Some(Err(h.err(e))),
+            },
         }
+        Some(Ok(Record {
+            table: 0,
+            row: self,
+        }))
     }
 }
 
 impl Row for FullRows<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let Some(r) = &self.current else { return };
+        let r = match (&self.source, &self.owned) {
+            (FullSource::Stream(_), Some((index, offset, pad, o))) => FullRecord {
+                index: *index,
+                offset: *offset,
+                opcode: o.opcode,
+                pad: *pad,
+                thread: &o.thread,
+                float: &o.float,
+                vector: &o.vector,
+            },
+            (FullSource::Slice(_), _) => match self.current {
+                Some(r) => r,
+                None => return,
+            },
+            _ => return,
+        };
         v.uint(r.index);
         v.uint(u64::from(r.pc()));
         v.uint(u64::from(r.opcode));

@@ -28,13 +28,7 @@ const NAME: &str = "gdb-tfile";
 const PROGRESS_EVERY: u64 = 1 << 12;
 
 fn err(e: gdb_tfile::Error) -> Error {
-    Error::Format {
-        format: NAME,
-        offset: e.offset().map(trace_core::Offset),
-        path: None,
-        record: None,
-        source: Box::new(e),
-    }
+    Error::format(NAME, e)
 }
 
 fn read_options(ctx: &Ctx<'_>) -> ReadOptions {
@@ -62,7 +56,9 @@ impl<'a> Frames<'a> {
                 let frames = file.frames();
                 Frames::Slice(file, frames)
             }
-            Source::Stream(s) => Frames::Stream(Box::new(StreamReader::new(s, opts).map_err(err)?)),
+            Source::Stream(s) => {
+                Frames::Stream(Box::new(StreamReader::from_reader(s, opts).map_err(err)?))
+            }
         };
         for w in frames.warnings() {
             ctx.diagnostic(&format!("warning: {w}"));
@@ -141,7 +137,7 @@ impl Handler for GdbTfile {
             *c = c.saturating_add(1);
             n = n.saturating_add(1);
             if f.index.is_multiple_of(PROGRESS_EVERY) {
-                ctx.progress(f.offset);
+                ctx.progress(f.offset.0);
             }
         }
         let d = frames.description();
@@ -262,7 +258,7 @@ impl Handler for GdbTfile {
         while let Some(f) = frames.next_frame()? {
             check_blocks(&f)?;
             if f.index.is_multiple_of(PROGRESS_EVERY) {
-                ctx.progress(f.offset);
+                ctx.progress(f.offset.0);
             }
             n = n.saturating_add(1);
         }
@@ -348,7 +344,7 @@ fn frame_schema(td: Option<&TargetDescription>) -> Arc<Schema> {
 #[derive(Clone, Copy)]
 struct Current<'a> {
     index: u64,
-    offset: u64,
+    offset: trace_core::Offset,
     tracepoint: i16,
     layout: FrameLayout,
     /// The blocks, in place; `None` when copied to `FrameRecords::data` (streams).
@@ -453,7 +449,7 @@ impl Row for FrameRecords<'_> {
             layout: c.layout,
         };
         v.uint(frame.index);
-        v.uint(frame.offset);
+        v.uint(frame.offset.0);
         v.int(i64::from(frame.tracepoint));
         let regs = frame.blocks().flatten().find_map(|b| match b {
             Block::Registers { data, .. } => Some(data),

@@ -11,7 +11,6 @@ const POSITIVE: &[&str] = &[
     "s390-big-endian.tf",
     "no-tdesc.tf",
     "quirks.tf",
-    "no-terminator.tf",
 ];
 
 const NEGATIVE: &[&str] = &[
@@ -25,6 +24,7 @@ const NEGATIVE: &[&str] = &[
     "err-truncated-frame.tf",
     "err-unknown-block.tf",
     "err-block-overrun.tf",
+    "err-no-terminator.tf",
 ];
 
 fn path(rel: &str) -> String {

@@ -1,5 +1,6 @@
-//! Builders of example files, shared by the fixtures (`cargo xtask fixtures`), the
-//! benchmarks and the tests: GDB's own testsuite files rebuilt from the notes (§9.1), and
+//! Test generators (cargo feature `testgen`, not part of the default API): builders of
+//! example files, shared by the fixtures (`cargo xtask fixtures`), the benchmarks and the
+//! tests: GDB's own testsuite files rebuilt from the notes (§9.1), and
 //! deterministic synthetic files shaped like what gdbserver writes on amd64.
 
 use crate::model::{
