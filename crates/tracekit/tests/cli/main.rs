@@ -14,4 +14,5 @@ mod dcfg;
 mod dcfg_trace;
 mod frame;
 mod gdb_tfile;
+mod memory;
 mod x64dbg;
