@@ -11,7 +11,7 @@
 //! # Features of this crate
 //!
 //! - [`Header`]: the prefix and JSON header (serde; unknown keys kept; `ver` must be 1; the
-//!   length is bounded by the input and by [`raw::MAX_HEADER_LEN`]).
+//!   length is bounded by the input and by [`limits::MAX_HEADER_LEN`]).
 //! - [`Trace::blocks`]: a lazy, zero-copy, fused iterator of [`Block`]s over `&[u8]` (for
 //!   example a memory-mapped file); [`StreamReader`]: the same over any `io::Read`, in
 //!   constant memory. Instructions expose thread, opcode, register changes with absolute
@@ -91,6 +91,7 @@
 
 mod error;
 mod header;
+pub mod limits;
 mod model;
 pub mod raw;
 mod read;

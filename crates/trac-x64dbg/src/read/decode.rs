@@ -7,7 +7,7 @@ use super::blocks::{Block, Instruction, UserBlock};
 use super::{ReadOptions, ThreadIdMode};
 use crate::Error;
 use crate::header::Arch;
-use crate::raw;
+use crate::{limits, raw};
 
 /// How many following blocks a trial parse looks at to choose a thread-id reading.
 const PROBE_BLOCKS: u32 = 16;
@@ -193,7 +193,7 @@ fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) ->
 }
 
 /// Whether the block at `data[pos..]` is a user block bigger than
-/// [`StreamReader::MAX_USER_BLOCK`](super::StreamReader::MAX_USER_BLOCK). Trial parses take such a block as implausible, for
+/// [`limits::MAX_STREAM_USER_BLOCK`]. Trial parses take such a block as implausible, for
 /// slices and streams alike (a stream would not wait for it), so that both decide the
 /// same.
 fn oversized_user_block(data: &[u8], pos: usize, complete: bool) -> Result<bool, Fail> {
@@ -201,8 +201,7 @@ fn oversized_user_block(data: &[u8], pos: usize, complete: bool) -> Result<bool,
         return Ok(false);
     }
     match data.get(pos + 1..).and_then(<[u8]>::first_chunk::<4>) {
-        Some(len) => Ok(u32::from_le_bytes(*len) as usize
-            > super::StreamReader::<std::io::Empty>::MAX_USER_BLOCK),
+        Some(len) => Ok(u32::from_le_bytes(*len) as usize > limits::MAX_STREAM_USER_BLOCK),
         None if complete => Ok(false),
         None => Err(Fail::NeedMore(pos + 5)),
     }

@@ -6,10 +6,10 @@ use super::decode::{DecoderState, Fail};
 use super::{Block, ReadOptions};
 use crate::Error;
 use crate::header::{Arch, Header};
-use crate::raw;
+use crate::limits;
 
 /// The streaming reader: blocks from an `io::Read` in constant memory (a buffer of 64 KiB
-/// plus the largest block; user blocks up to [`StreamReader::MAX_USER_BLOCK`] bytes).
+/// plus the largest block; user blocks up to [`limits::MAX_STREAM_USER_BLOCK`] bytes).
 #[derive(Debug)]
 pub struct StreamReader<R> {
     inner: R,
@@ -27,9 +27,6 @@ pub struct StreamReader<R> {
 const LOOKAHEAD: usize = 64 * 1024;
 
 impl<R: std::io::Read> StreamReader<R> {
-    /// The largest user block the streaming reader buffers.
-    pub const MAX_USER_BLOCK: usize = 256 * 1024 * 1024;
-
     /// Reads the header from `inner`.
     ///
     /// # Errors
@@ -63,7 +60,7 @@ impl<R: std::io::Read> StreamReader<R> {
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
             .map_or(0, u32::from_le_bytes);
         // Header::parse checks the length limit before anything is read for it.
-        let want = 8 + len.min(raw::MAX_HEADER_LEN + 1) as usize;
+        let want = 8 + len.min(limits::MAX_HEADER_LEN + 1) as usize;
         r.fill(want)?;
         let (header, consumed) = Header::parse(r.buf.get(..r.end).unwrap_or(&[]))?;
         r.state = DecoderState::new(header.arch, options);
@@ -140,13 +137,13 @@ impl<R: std::io::Read> StreamReader<R> {
                     return Some(Err(e));
                 }
                 Err(Fail::NeedMore(n)) => {
-                    if n > Self::MAX_USER_BLOCK + LOOKAHEAD {
+                    if n > limits::MAX_STREAM_USER_BLOCK + LOOKAHEAD {
                         self.done = true;
                         return Some(Err(Error::Limit(trace_core::LimitExceeded {
                             offset: Offset(base),
                             what: "block length for the streaming reader",
                             found: n as u64,
-                            limit: Self::MAX_USER_BLOCK as u64,
+                            limit: limits::MAX_STREAM_USER_BLOCK as u64,
                         })));
                     }
                     want = n.max(want.saturating_mul(2));
