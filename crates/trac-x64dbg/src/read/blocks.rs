@@ -401,7 +401,7 @@ impl<'a> Blocks<'a> {
     /// of `rest`, and measures the one after it.
     #[inline(always)]
     fn hand_out(&mut self, block: &'a [u8], with_tid: bool) -> Block<'a> {
-        let at = self.offset();
+        let at = self.offset().0;
         let rest = self.rest.get(block.len()..).unwrap_or(&[]);
         let meta = self.state.commit_instruction(block, at, with_tid);
         prefetch(block, rest);
@@ -453,8 +453,9 @@ impl<'a> Blocks<'a> {
 
     /// File offset of the next block.
     #[must_use]
-    pub fn offset(&self) -> u64 {
-        (self.data.len() - self.rest.len()) as u64
+    #[inline]
+    pub fn offset(&self) -> Offset {
+        Offset((self.data.len() - self.rest.len()) as u64)
     }
 
     /// Instructions read so far.

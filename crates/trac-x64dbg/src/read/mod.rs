@@ -17,6 +17,7 @@ pub use replay::{Index, Replay, States};
 pub use stream::StreamReader;
 
 use decode::DecoderState;
+use trace_core::Offset;
 
 use crate::Error;
 use crate::header::{Arch, Header};
@@ -102,8 +103,8 @@ impl<'a> Trace<'a> {
 
     /// File offset of the first block.
     #[must_use]
-    pub fn first_block_offset(&self) -> u64 {
-        self.first_block as u64
+    pub fn first_block_offset(&self) -> Offset {
+        Offset(self.first_block as u64)
     }
 
     #[inline]

@@ -276,7 +276,7 @@ impl Index {
     }
 
     /// The instruction number and file offset of every full dump.
-    pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.anchors.iter().map(|a| (a.instruction, a.pos as u64))
+    pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, Offset)> + '_ {
+        self.anchors.iter().map(|a| (a.instruction, Offset(a.pos as u64)))
     }
 }

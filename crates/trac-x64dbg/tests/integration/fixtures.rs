@@ -255,7 +255,12 @@ fn negative_fixtures_fail_where_expected() {
         assert_eq!(n, complete, "{name}: complete blocks before the error");
         assert!(check(&e), "{name}: {e}");
         let msg = e.to_string();
-        let off = e.offset().unwrap();
+        let off = e.offset().unwrap().0;
+        // Programs read the same through the trait; block errors name their block, header
+        // errors (no block read) none.
+        assert_eq!(trace_core::Located::offset(&e), e.offset(), "{name}");
+        let record = (n > 0).then_some(n as u64);
+        assert_eq!(trace_core::Located::record(&e), record, "{name}");
         assert!(
             msg.ends_with(&format!("at offset {off:#x}")),
             "{name}: {msg}"

@@ -274,7 +274,7 @@ fn streams_read_legacy_files_as_slices_do() {
 fn truncated_files_give_every_complete_block_then_an_error() {
     fn prop(s: Steps, cut: u16) -> TestResult {
         let bytes = record(&s);
-        let first = Trace::parse(&bytes).unwrap().first_block_offset() as usize;
+        let first = Trace::parse(&bytes).unwrap().first_block_offset().0 as usize;
         let cut = first + usize::from(cut) % (bytes.len() - first + 1);
         let cut_is_reported = |all: &[(u64, Record)], err: &Option<String>| {
             err.is_some() || all.iter().any(|(o, _)| *o as usize == cut) || cut == bytes.len()

@@ -94,7 +94,7 @@ fn diagnostics(trace: &Trace<'_>, s: &Summary) -> Vec<String> {
             s.reserved_bits
         ));
     }
-    if trace.first_block_offset().saturating_sub(8) > u64::from(raw::X64DBG_HEADER_LIMIT) {
+    if trace.first_block_offset().0.saturating_sub(8) > u64::from(raw::X64DBG_HEADER_LIMIT) {
         d.push(format!(
             "the JSON header is longer than x64dbg's limit of {} bytes: x64dbg will not open it",
             raw::X64DBG_HEADER_LIMIT
@@ -133,7 +133,7 @@ pub fn info(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
             "arch": h.arch.name(),
             "word_size": h.arch.word_size(),
             "header": serde_json::from_str::<serde_json::Value>(&h.to_json()).unwrap_or_default(),
-            "header_length": trace.first_block_offset().saturating_sub(8),
+            "header_length": trace.first_block_offset().0.saturating_sub(8),
             "instructions": s.instructions,
             "blocks": s.blocks,
             "threads": threads,
@@ -168,7 +168,7 @@ pub fn info(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         writeln!(
             o,
             "header length: {} bytes",
-            trace.first_block_offset().saturating_sub(8)
+            trace.first_block_offset().0.saturating_sub(8)
         )?;
         writeln!(o, "instructions:  {}", s.instructions)?;
         writeln!(o, "threads:       {}", s.threads.len())?;
