@@ -25,7 +25,9 @@
 //! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
 //!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
 //!
-//! No cargo features.
+//! Cargo features, both off by default and outside the stable API: `testgen` (the
+//! deterministic trace generator of fixtures, tests and benchmarks, module `testgen`) and
+//! `fuzzing` (the fuzzing entry point `fuzz_read`).
 //!
 //! # Examples
 //!
@@ -96,8 +98,8 @@ mod model;
 pub mod raw;
 mod read;
 mod regs;
-#[doc(hidden)]
-pub mod synth;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 mod write;
 
 pub use error::Error;
@@ -111,8 +113,9 @@ pub use regs::{DebugReg, MAX_WORDS, RegDump, Segment, X87Fpu, X87Register, word_
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
 
 /// Fuzzing entry point: parses `data` every way the crate can (blocks, replay, index and
-/// seeks, streaming) and re-writes what it read. Must never panic.
-#[doc(hidden)]
+/// seeks, streaming) and re-writes what it read. Must never panic. Behind the `fuzzing`
+/// feature.
+#[cfg(feature = "fuzzing")]
 pub fn fuzz_read(data: &[u8]) {
     for mode in [ThreadIdMode::Recover, ThreadIdMode::Flag] {
         let opts = ReadOptions { thread_ids: mode };

@@ -1,6 +1,6 @@
 //! The committed fixtures in `testdata/x64dbg/` (made by `cargo xtask fixtures`).
 
-use trac_x64dbg::synth::{Machine, Options};
+use trac_x64dbg::testgen::{Machine, Options};
 use trac_x64dbg::{
     Arch, Block, Error, ReadOptions, ThreadField, ThreadIdMode, Trace, read_records, write_records,
 };
