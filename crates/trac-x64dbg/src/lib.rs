@@ -13,14 +13,17 @@
 //! - [`Header`]: the prefix and JSON header (serde; unknown keys kept; `ver` must be 1; the
 //!   length is bounded by the input and by [`limits::MAX_HEADER_LEN`]).
 //! - [`Trace::blocks`]: a lazy, zero-copy, fused iterator of [`Block`]s over `&[u8]` (for
-//!   example a memory-mapped file); [`StreamReader`]: the same over any `io::Read`, in
-//!   constant memory. Instructions expose thread, opcode, register changes with absolute
+//!   example a memory-mapped file); [`StreamReader::from_reader`]: the same over any
+//!   `io::Read` (stdin, a decompressor), in constant memory, with the register replay and
+//!   counters of [`Replay`]. Instructions expose thread, opcode, register changes with absolute
 //!   REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
 //!   [`UserBlock`]s and do not count as instructions. Every violation (block type, counts,
 //!   indices, opcode length, truncation) is an [`Error`] with its file offset.
 //! - The pre-PR-#3920 thread-id bug is detected and recovered ([`ThreadIdMode`]).
 //! - [`RegDump`]: the x64/x86 register dump with named accessors; [`Trace::replay`]: the
-//!   state before every instruction; [`Trace::build_index`] + [`Trace::seek`]: random
+//!   state before every instruction ([`Replay::next_instruction_with_regs`] and
+//!   [`StreamReader::next_instruction_with_regs`] serve slices and streams alike);
+//!   [`Trace::build_index`] + [`Trace::seek`]: random
 //!   access by replaying at most one full-dump interval.
 //! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
 //!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
@@ -166,6 +169,21 @@ pub fn fuzz_read(data: &[u8]) {
             assert_eq!(
                 stream_failed, failed,
                 "stream and slice disagree on the error"
+            );
+            // Both replayed the same blocks: the same state and counters.
+            assert!(
+                stream.regs() == replay.regs(),
+                "stream and slice states differ"
+            );
+            assert_eq!(
+                (stream.full_dumps(), stream.sessions(), stream.user_blocks()),
+                (replay.full_dumps(), replay.sessions(), replay.user_blocks()),
+                "stream and slice counters differ"
+            );
+            assert_eq!(
+                (stream.started_without_dump(), stream.recovered_thread_ids()),
+                (replay.started_without_dump(), replay.recovered_thread_ids()),
+                "stream and slice counters differ"
             );
         }
         // Write back exactly what was read: must succeed and read back the same.

@@ -16,11 +16,7 @@ impl<'a> Trace<'a> {
     pub fn replay(&self) -> Replay<'a> {
         Replay {
             blocks: self.blocks(),
-            regs: RegDump::new(self.arch()),
-            user_blocks: 0,
-            full_dumps: 0,
-            sessions: 0,
-            started_without_dump: false,
+            state: ReplayState::new(self.arch()),
         }
     }
 
@@ -132,6 +128,54 @@ impl<'a> Trace<'a> {
     }
 }
 
+/// What replay keeps besides the blocks: the register state and the counters. Shared by
+/// [`Replay`] and the streaming reader, so that both count alike.
+#[derive(Clone, Debug)]
+pub(super) struct ReplayState {
+    pub(super) regs: RegDump,
+    pub(super) user_blocks: u64,
+    pub(super) full_dumps: u64,
+    pub(super) sessions: u64,
+    pub(super) started_without_dump: bool,
+}
+
+impl ReplayState {
+    pub(super) fn new(arch: Arch) -> ReplayState {
+        ReplayState {
+            regs: RegDump::new(arch),
+            user_blocks: 0,
+            full_dumps: 0,
+            sessions: 0,
+            started_without_dump: false,
+        }
+    }
+
+    /// Takes in the instruction `ins`: counts it and applies its register changes, so that
+    /// [`ReplayState::regs`] is the state before it.
+    #[inline]
+    pub(super) fn instruction(&mut self, ins: &Instruction<'_>) {
+        if ins.index() == 0 && !ins.is_full_dump() {
+            self.started_without_dump = true;
+        }
+        if ins.is_full_dump() {
+            self.full_dumps += 1;
+        }
+        if ins.index() == 0 || ins.starts_session() {
+            self.sessions += 1;
+        }
+        ins.apply(&mut self.regs);
+    }
+
+    /// Takes in the block `block` (instruction or user block).
+    #[inline]
+    pub(super) fn block(&mut self, block: &Block<'_>) {
+        match block {
+            Block::Instruction(ins) => self.instruction(ins),
+            Block::User(_) => self.user_blocks += 1,
+        }
+    }
+}
+
 /// Register-state replay: each instruction with the register state before it.
 ///
 /// `Replay` lends the state ([`Replay::regs`]) instead of copying 1.4 KB per instruction,
@@ -139,12 +183,8 @@ impl<'a> Trace<'a> {
 /// `while let Some(ins) = replay.next_instruction() { let ins = ins?; replay.regs()… }`.
 #[derive(Clone, Debug)]
 pub struct Replay<'a> {
-    blocks: Blocks<'a>,
-    regs: RegDump,
-    user_blocks: u64,
-    full_dumps: u64,
-    sessions: u64,
-    started_without_dump: bool,
+    pub(super) blocks: Blocks<'a>,
+    state: ReplayState,
 }
 
 impl<'a> Replay<'a> {
@@ -153,21 +193,8 @@ impl<'a> Replay<'a> {
     #[inline]
     pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
         let block = self.blocks.next()?;
-        match &block {
-            Ok(Block::Instruction(ins)) => {
-                if ins.index() == 0 && !ins.is_full_dump() {
-                    self.started_without_dump = true;
-                }
-                if ins.is_full_dump() {
-                    self.full_dumps += 1;
-                }
-                if ins.index() == 0 || ins.starts_session() {
-                    self.sessions += 1;
-                }
-                ins.apply(&mut self.regs);
-            }
-            Ok(Block::User(_)) => self.user_blocks += 1,
-            Err(_) => {}
+        if let Ok(b) = &block {
+            self.state.block(b);
         }
         Some(block)
     }
@@ -185,34 +212,51 @@ impl<'a> Replay<'a> {
         }
     }
 
+    /// [`Replay::next_block`] with the register state before the block (the same calls as
+    /// [`StreamReader::next_block_with_regs`](super::StreamReader::next_block_with_regs)).
+    #[inline]
+    pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'a>, &RegDump), Error>> {
+        Some(self.next_block()?.map(|b| (b, &self.state.regs)))
+    }
+
+    /// [`Replay::next_instruction`] with the register state before the instruction (the
+    /// same calls as
+    /// [`StreamReader::next_instruction_with_regs`](super::StreamReader::next_instruction_with_regs)).
+    #[inline]
+    pub fn next_instruction_with_regs(
+        &mut self,
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        Some(self.next_instruction()?.map(|i| (i, &self.state.regs)))
+    }
+
     /// The register state before the last instruction returned.
     #[must_use]
     pub fn regs(&self) -> &RegDump {
-        &self.regs
+        &self.state.regs
     }
 
     /// User blocks seen so far.
     #[must_use]
     pub fn user_blocks(&self) -> u64 {
-        self.user_blocks
+        self.state.user_blocks
     }
 
     /// Full dumps seen so far.
     #[must_use]
     pub fn full_dumps(&self) -> u64 {
-        self.full_dumps
+        self.state.full_dumps
     }
 
     /// Recording sessions seen so far (the first, plus appended ones).
     #[must_use]
     pub fn sessions(&self) -> u64 {
-        self.sessions
+        self.state.sessions
     }
 
     /// Whether the first instruction was not a full dump (its state started as zeros).
     #[must_use]
     pub fn started_without_dump(&self) -> bool {
-        self.started_without_dump
+        self.state.started_without_dump
     }
 
     /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
@@ -232,7 +276,7 @@ impl<'a> Iterator for States<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let ins = self.0.next_instruction()?;
-        Some(ins.map(|i| (i, self.0.regs.clone())))
+        Some(ins.map(|i| (i, self.0.state.regs.clone())))
     }
 }
 
@@ -277,6 +321,8 @@ impl Index {
 
     /// The instruction number and file offset of every full dump.
     pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, Offset)> + '_ {
-        self.anchors.iter().map(|a| (a.instruction, Offset(a.pos as u64)))
+        self.anchors
+            .iter()
+            .map(|a| (a.instruction, Offset(a.pos as u64)))
     }
 }

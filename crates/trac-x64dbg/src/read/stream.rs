@@ -1,15 +1,39 @@
-//! The streaming reader over `io::Read`.
+//! The streaming reader over `io::Read`, with the replay of register states.
 
 use trace_core::Offset;
 
-use super::decode::{DecoderState, Fail};
-use super::{Block, ReadOptions};
+use super::decode::{DecoderState, Fail, Meta};
+use super::replay::ReplayState;
+use super::{Block, Instruction, ReadOptions};
 use crate::Error;
 use crate::header::{Arch, Header};
 use crate::limits;
+use crate::regs::RegDump;
 
 /// The streaming reader: blocks from an `io::Read` in constant memory (a buffer of 64 KiB
-/// plus the largest block; user blocks up to [`limits::MAX_STREAM_USER_BLOCK`] bytes).
+/// plus the largest block; user blocks up to [`limits::MAX_STREAM_USER_BLOCK`] bytes), with
+/// the register state before each instruction and the counters of [`Replay`](super::Replay).
+///
+/// A block borrows the reader's buffer, so [`StreamReader::regs`] cannot be called while
+/// it is held: [`StreamReader::next_instruction_with_regs`] and
+/// [`StreamReader::next_block_with_regs`] give both at once (and [`Replay`](super::Replay)
+/// has the same methods, so one loop serves slices and streams):
+///
+/// ```
+/// use trac_x64dbg::StreamReader;
+///
+/// let file = &include_bytes!("../../../../testdata/x64dbg/basic.trace64")[..];
+/// let mut stream = StreamReader::from_reader(file)?; // any io::Read: stdin, a decoder…
+/// let mut last_pc = 0;
+/// while let Some(step) = stream.next_instruction_with_regs() {
+///     let (ins, regs) = step?;
+///     last_pc = regs.ip(); // the instruction pointer before `ins`
+///     let _ = ins.opcode();
+/// }
+/// assert_ne!(last_pc, 0);
+/// assert_eq!(stream.full_dumps(), 3);
+/// # Ok::<(), trac_x64dbg::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct StreamReader<R> {
     inner: R,
@@ -20,6 +44,7 @@ pub struct StreamReader<R> {
     base: u64,
     eof: bool,
     state: DecoderState,
+    replay: ReplayState,
     done: bool,
 }
 
@@ -27,20 +52,20 @@ pub struct StreamReader<R> {
 const LOOKAHEAD: usize = 64 * 1024;
 
 impl<R: std::io::Read> StreamReader<R> {
-    /// Reads the header from `inner`.
+    /// Reads the header from `inner`; blocks are read as they are asked for.
     ///
     /// # Errors
     ///
     /// I/O errors and header errors, as [`Header::parse`].
-    pub fn new(inner: R) -> Result<StreamReader<R>, Error> {
+    pub fn from_reader(inner: R) -> Result<StreamReader<R>, Error> {
         StreamReader::with_options(inner, ReadOptions::default())
     }
 
-    /// [`StreamReader::new`] with options.
+    /// [`StreamReader::from_reader`] with options.
     ///
     /// # Errors
     ///
-    /// As [`StreamReader::new`].
+    /// As [`StreamReader::from_reader`].
     pub fn with_options(inner: R, options: ReadOptions) -> Result<StreamReader<R>, Error> {
         let mut r = StreamReader {
             inner,
@@ -51,6 +76,7 @@ impl<R: std::io::Read> StreamReader<R> {
             base: 0,
             eof: false,
             state: DecoderState::new(Arch::X64, options),
+            replay: ReplayState::new(Arch::X64),
             done: false,
         };
         r.fill(8)?;
@@ -64,6 +90,7 @@ impl<R: std::io::Read> StreamReader<R> {
         r.fill(want)?;
         let (header, consumed) = Header::parse(r.buf.get(..r.end).unwrap_or(&[]))?;
         r.state = DecoderState::new(header.arch, options);
+        r.replay = ReplayState::new(header.arch);
         r.header = header;
         r.start = consumed;
         Ok(r)
@@ -73,6 +100,56 @@ impl<R: std::io::Read> StreamReader<R> {
     #[must_use]
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// The architecture (word size).
+    #[must_use]
+    pub fn arch(&self) -> Arch {
+        self.header.arch
+    }
+
+    /// File offset of the next block (the first block's before any is read).
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        Offset(self.base + self.start as u64)
+    }
+
+    /// Instructions read so far.
+    #[must_use]
+    pub fn instructions(&self) -> u64 {
+        self.state.instructions
+    }
+
+    /// The register state before the last instruction returned (as [`Replay::regs`]).
+    ///
+    /// [`Replay::regs`]: super::Replay::regs
+    #[must_use]
+    pub fn regs(&self) -> &RegDump {
+        &self.replay.regs
+    }
+
+    /// User blocks seen so far.
+    #[must_use]
+    pub fn user_blocks(&self) -> u64 {
+        self.replay.user_blocks
+    }
+
+    /// Full dumps seen so far.
+    #[must_use]
+    pub fn full_dumps(&self) -> u64 {
+        self.replay.full_dumps
+    }
+
+    /// Recording sessions seen so far (the first, plus appended ones).
+    #[must_use]
+    pub fn sessions(&self) -> u64 {
+        self.replay.sessions
+    }
+
+    /// Whether the first instruction was not a full dump (its state started as zeros).
+    #[must_use]
+    pub fn started_without_dump(&self) -> bool {
+        self.replay.started_without_dump
     }
 
     /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
@@ -113,8 +190,56 @@ impl<R: std::io::Read> StreamReader<R> {
     }
 
     /// The next block, borrowing the reader's buffer; `None` at the end. After an error,
-    /// `None` forever.
+    /// `None` forever. An instruction's register changes are applied first, so
+    /// [`StreamReader::regs`] is the state before it (as [`Replay::next_block`]).
+    ///
+    /// [`Replay::next_block`]: super::Replay::next_block
     pub fn next_block(&mut self) -> Option<Result<Block<'_>, Error>> {
+        Some(self.next_block_with_regs()?.map(|(b, _)| b))
+    }
+
+    /// The next instruction (user blocks are skipped and counted), with its register
+    /// changes applied (as [`Replay::next_instruction`]).
+    ///
+    /// [`Replay::next_instruction`]: super::Replay::next_instruction
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
+        Some(self.next_instruction_with_regs()?.map(|(i, _)| i))
+    }
+
+    /// [`StreamReader::next_block`] with the register state before the block.
+    pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'_>, &RegDump), Error>> {
+        let (meta, start) = match self.advance()? {
+            Ok(decoded) => decoded,
+            Err(e) => return Some(Err(e)),
+        };
+        let bytes = self.buf.get(start..self.end).unwrap_or(&[]);
+        Some(Ok((meta.materialize(bytes), &self.replay.regs)))
+    }
+
+    /// [`StreamReader::next_instruction`] with the register state before the instruction.
+    pub fn next_instruction_with_regs(
+        &mut self,
+    ) -> Option<Result<(Instruction<'_>, &RegDump), Error>> {
+        // The loop holds no borrow of the buffer (a block borrowed in a loop that goes on
+        // to read more would not pass the borrow checker): blocks are made after it.
+        loop {
+            match self.advance()? {
+                Ok((meta @ Meta::Instr(_), start)) => {
+                    let bytes = self.buf.get(start..self.end).unwrap_or(&[]);
+                    return match meta.materialize(bytes) {
+                        Block::Instruction(ins) => Some(Ok((ins, &self.replay.regs))),
+                        Block::User(_) => None,
+                    };
+                }
+                Ok((Meta::User { .. }, _)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// Decodes the next block and takes it into the replay state: its [`Meta`] and where
+    /// it starts in the buffer, which stays as it is until the next call.
+    fn advance(&mut self) -> Option<Result<(Meta, usize), Error>> {
         if self.done {
             return None;
         }
@@ -153,6 +278,7 @@ impl<R: std::io::Read> StreamReader<R> {
         let start = self.start;
         self.start += meta.len();
         let bytes = self.buf.get(start..self.end).unwrap_or(&[]);
-        Some(Ok(meta.materialize(bytes)))
+        self.replay.block(&meta.materialize(bytes));
+        Some(Ok((meta, start)))
     }
 }
