@@ -168,7 +168,7 @@ fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
             let mut n = 0u64;
             while let Some(r) = records.next_record() {
                 let r = r.unwrap();
-                sink.write(r.table, r.row).unwrap();
+                sink.write(r.table, r.row()).unwrap();
                 n += 1;
             }
             sink.flush().unwrap();

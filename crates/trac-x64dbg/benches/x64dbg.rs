@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use trac_x64dbg::synth::{self, Options};
+use trac_x64dbg::testgen::{self, Options};
 use trac_x64dbg::{Arch, Block, RecorderOptions, Trace};
 
 fn input() -> Vec<u8> {
@@ -16,7 +16,7 @@ fn input() -> Vec<u8> {
         max_run: 300,
         seed: 1,
     };
-    synth::trace(opts, 100_000, RecorderOptions::default(), "bench.exe")
+    testgen::trace(opts, 100_000, RecorderOptions::default(), "bench.exe")
 }
 
 /// Iterates the blocks, reading each one's thread and opcode, and with `FIELDS` every

@@ -154,11 +154,11 @@ pub enum Error {
 impl Error {
     /// The absolute file offset the error refers to, when it has one.
     #[must_use]
-    pub fn offset(&self) -> Option<u64> {
+    pub fn offset(&self) -> Option<Offset> {
         match self {
-            Error::Eof(e) => Some(e.offset.0),
-            Error::Limit(e) => Some(e.offset.0),
-            Error::BadValue(e) => Some(e.offset.0),
+            Error::Eof(e) => Some(e.offset),
+            Error::Limit(e) => Some(e.offset),
+            Error::BadValue(e) => Some(e.offset),
             Error::BadMagic { offset, .. }
             | Error::BadJson { offset, .. }
             | Error::BadHeader { offset, .. }
@@ -170,8 +170,26 @@ impl Error {
             | Error::EmptyOpcode { offset, .. }
             | Error::TruncatedBlock { offset, .. }
             | Error::SeekOutOfRange { offset, .. }
-            | Error::Io { offset, .. } => Some(offset.0),
+            | Error::Io { offset, .. } => Some(*offset),
             Error::InvalidRecord { .. } => None,
+        }
+    }
+
+    /// The number of the block the error is in (instructions and user blocks, from 0: the
+    /// index of the [`Record`](crate::Record) that [`read_records`](crate::read_records)
+    /// would have returned next), or of the record given to the writer, when the error knows
+    /// it.
+    #[must_use]
+    pub fn record(&self) -> Option<u64> {
+        match self {
+            Error::BadBlockType { block, .. }
+            | Error::TooManyRegisters { block, .. }
+            | Error::RegisterOutOfRange { block, .. }
+            | Error::TooManyMemoryAccesses { block, .. }
+            | Error::EmptyOpcode { block, .. }
+            | Error::TruncatedBlock { block, .. } => Some(*block),
+            Error::InvalidRecord { record, .. } => Some(*record),
+            _ => None,
         }
     }
 
@@ -179,5 +197,15 @@ impl Error {
     #[must_use]
     pub fn is_truncation(&self) -> bool {
         matches!(self, Error::TruncatedBlock { .. } | Error::Eof(_))
+    }
+}
+
+impl trace_core::Located for Error {
+    fn offset(&self) -> Option<Offset> {
+        Error::offset(self)
+    }
+
+    fn record(&self) -> Option<u64> {
+        Error::record(self)
     }
 }

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use trace_core::{Cursor, LimitExceeded, Offset};
 
 use crate::Error;
+use crate::limits;
 use crate::raw::{self, FilePrefix};
 
 /// The traced architecture, from the header's `arch`: it sets the word size.
@@ -122,7 +123,7 @@ impl Header {
     ///
     /// # Errors
     ///
-    /// Bad magic; a header length above [`raw::MAX_HEADER_LEN`] or past the end of the
+    /// Bad magic; a header length above [`limits::MAX_HEADER_LEN`] or past the end of the
     /// input; invalid JSON; `ver` other than the integer 1; `arch` missing or not
     /// `"x64"`/`"x86"`; a non-empty `compression`.
     pub fn parse(data: &[u8]) -> Result<(Header, usize), Error> {
@@ -139,13 +140,13 @@ impl Header {
             Offset(4),
             "JSON header length",
             u64::from(len),
-            u64::from(raw::MAX_HEADER_LEN),
+            u64::from(limits::MAX_HEADER_LEN),
         )?;
         let len = usize::try_from(len).map_err(|_| LimitExceeded {
             offset: Offset(4),
             what: "JSON header length",
             found: u64::from(len),
-            limit: u64::from(raw::MAX_HEADER_LEN),
+            limit: u64::from(limits::MAX_HEADER_LEN),
         })?;
         let json = cur.read_bytes(len)?;
         let header = Header::from_json(json)?;
@@ -254,12 +255,12 @@ impl Header {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidRecord`] if the JSON is longer than [`raw::MAX_HEADER_LEN`].
+    /// [`Error::InvalidRecord`] if the JSON is longer than [`limits::MAX_HEADER_LEN`].
     pub fn to_bytes(&self) -> Result<Vec<u8>, Error> {
         let json = self.to_json();
         let len = u32::try_from(json.len())
             .ok()
-            .filter(|&l| l <= raw::MAX_HEADER_LEN)
+            .filter(|&l| l <= limits::MAX_HEADER_LEN)
             .ok_or(Error::InvalidRecord {
                 record: 0,
                 what: "JSON header longer than 1 MiB",
@@ -319,7 +320,7 @@ mod tests {
         assert_eq!(h.extra["comment"].as_str().map(str::len), Some(20_000));
         // A length above the cap is refused before anything is read or allocated.
         let mut bytes = b"TRAC".to_vec();
-        bytes.extend_from_slice(&(raw::MAX_HEADER_LEN + 1).to_le_bytes());
+        bytes.extend_from_slice(&(limits::MAX_HEADER_LEN + 1).to_le_bytes());
         let e = Header::parse(&bytes).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -11,21 +11,26 @@
 //! # Features of this crate
 //!
 //! - [`Header`]: the prefix and JSON header (serde; unknown keys kept; `ver` must be 1; the
-//!   length is bounded by the input and by [`raw::MAX_HEADER_LEN`]).
+//!   length is bounded by the input and by [`limits::MAX_HEADER_LEN`]).
 //! - [`Trace::blocks`]: a lazy, zero-copy, fused iterator of [`Block`]s over `&[u8]` (for
-//!   example a memory-mapped file); [`StreamReader`]: the same over any `io::Read`, in
-//!   constant memory. Instructions expose thread, opcode, register changes with absolute
+//!   example a memory-mapped file); [`StreamReader::from_reader`]: the same over any
+//!   `io::Read` (stdin, a decompressor), in constant memory, with the register replay and
+//!   counters of [`Replay`]. Instructions expose thread, opcode, register changes with absolute
 //!   REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
 //!   [`UserBlock`]s and do not count as instructions. Every violation (block type, counts,
 //!   indices, opcode length, truncation) is an [`Error`] with its file offset.
 //! - The pre-PR-#3920 thread-id bug is detected and recovered ([`ThreadIdMode`]).
 //! - [`RegDump`]: the x64/x86 register dump with named accessors; [`Trace::replay`]: the
-//!   state before every instruction; [`Trace::build_index`] + [`Trace::seek`]: random
+//!   state before every instruction ([`Replay::next_instruction_with_regs`] and
+//!   [`StreamReader::next_instruction_with_regs`] serve slices and streams alike);
+//!   [`Trace::build_index`] + [`Trace::seek`]: random
 //!   access by replaying at most one full-dump interval.
 //! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
 //!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
 //!
-//! No cargo features.
+//! Cargo features, both off by default and outside the stable API: `testgen` (the
+//! deterministic trace generator of fixtures, tests and benchmarks, module `testgen`) and
+//! `fuzzing` (the fuzzing entry point `fuzz_read`).
 //!
 //! # Examples
 //!
@@ -91,12 +96,13 @@
 
 mod error;
 mod header;
+pub mod limits;
 mod model;
 pub mod raw;
 mod read;
 mod regs;
-#[doc(hidden)]
-pub mod synth;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 mod write;
 
 pub use error::Error;
@@ -110,8 +116,9 @@ pub use regs::{DebugReg, MAX_WORDS, RegDump, Segment, X87Fpu, X87Register, word_
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
 
 /// Fuzzing entry point: parses `data` every way the crate can (blocks, replay, index and
-/// seeks, streaming) and re-writes what it read. Must never panic.
-#[doc(hidden)]
+/// seeks, streaming) and re-writes what it read. Must never panic. Behind the `fuzzing`
+/// feature.
+#[cfg(feature = "fuzzing")]
 pub fn fuzz_read(data: &[u8]) {
     for mode in [ThreadIdMode::Recover, ThreadIdMode::Flag] {
         let opts = ReadOptions { thread_ids: mode };
@@ -162,6 +169,21 @@ pub fn fuzz_read(data: &[u8]) {
             assert_eq!(
                 stream_failed, failed,
                 "stream and slice disagree on the error"
+            );
+            // Both replayed the same blocks: the same state and counters.
+            assert!(
+                stream.regs() == replay.regs(),
+                "stream and slice states differ"
+            );
+            assert_eq!(
+                (stream.full_dumps(), stream.sessions(), stream.user_blocks()),
+                (replay.full_dumps(), replay.sessions(), replay.user_blocks()),
+                "stream and slice counters differ"
+            );
+            assert_eq!(
+                (stream.started_without_dump(), stream.recovered_thread_ids()),
+                (replay.started_without_dump(), replay.recovered_thread_ids()),
+                "stream and slice counters differ"
             );
         }
         // Write back exactly what was read: must succeed and read back the same.

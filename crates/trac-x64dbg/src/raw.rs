@@ -13,10 +13,6 @@ pub const HEADER_JSON_OFFSET: u64 = 8;
 /// The largest JSON header length x64dbg itself opens ("Header info is too big").
 pub const X64DBG_HEADER_LIMIT: u32 = 16 * 1024;
 
-/// The largest JSON header length this crate accepts (x64dbg forks allow 100 KiB; anything
-/// near this cap is certainly not a header).
-pub const MAX_HEADER_LEN: u32 = 1024 * 1024;
-
 /// Bit 7 of [`BlockHead::flags`]: a 4-byte thread id follows the block head.
 pub const FLAG_THREAD_ID: u8 = 0x80;
 

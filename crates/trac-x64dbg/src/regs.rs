@@ -586,7 +586,8 @@ fn fields(arch: Arch) -> Vec<Field> {
 /// `lastError`), the field names joined by `|` when it packs several (`gs|fs|es|ds`,
 /// `cs|ss`), and a byte range `[a..b]` when it holds part of a larger field
 /// (`xmm0[0..8]`, `RegisterArea[8..16]`). Padding bytes are not named; a word of padding
-/// only is `pad`.
+/// only is `pad` with its byte range in the `REGDUMP` (`pad[188..192]`), so that every
+/// name is different (a JSON object of register changes has no repeated key).
 #[must_use]
 pub fn word_names(arch: Arch) -> Vec<String> {
     let w = arch.word_size();
@@ -610,7 +611,7 @@ pub fn word_names(arch: Arch) -> Vec<String> {
                 }
             }
             if parts.is_empty() {
-                "pad".to_owned()
+                format!("pad[{start}..{end}]")
             } else {
                 parts.join("|")
             }
@@ -658,11 +659,23 @@ mod tests {
         assert_eq!(n[18], "dr7");
         assert_eq!(n[40], "x87fpu.TagWord");
         assert_eq!(n[46], "MxCsr");
-        assert_eq!(n[47], "pad");
+        assert_eq!(n[47], "pad[188..192]");
         assert_eq!(n[48], "xmm0[0..4]");
         assert_eq!(n[80], "ymm0.Low[0..4]");
         assert_eq!(n[188], "mmx0[0..4]");
         assert_eq!(n[215], "lastError");
+    }
+
+    #[test]
+    fn word_names_are_unique() {
+        for arch in [Arch::X64, Arch::X86] {
+            let names = word_names(arch);
+            let mut seen = std::collections::HashSet::new();
+            for n in &names {
+                assert!(seen.insert(n.as_str()), "{arch}: {n} twice");
+            }
+            assert_eq!(seen.len(), usize::from(arch.regdump_words()));
+        }
     }
 
     #[test]

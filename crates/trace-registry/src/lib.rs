@@ -33,7 +33,7 @@
 //! let mut out = JsonLines::new(Vec::new(), records.tables());
 //! while let Some(record) = records.next_record() {
 //!     let record = record?;
-//!     out.write(record.table, record.row)?;
+//!     out.write(record.table, record.row())?;
 //! }
 //! out.flush()?;
 //! assert!(out.into_inner().starts_with(b"{\"i\":0,"));
@@ -133,12 +133,46 @@ pub enum Confidence {
 
 /// One record handed out by [`Records::next_record`]: its table (an index into
 /// [`Records::tables`]) and its values.
-#[derive(Clone, Copy)]
 pub struct Record<'a> {
     /// The table (record kind) the record belongs to.
     pub table: usize,
+    row: RowRef<'a>,
+}
+
+/// A record's values: in the reader (most formats), or, where the record borrows a stream
+/// reader's buffer, in a small box of its own.
+enum RowRef<'a> {
+    Borrowed(&'a dyn Row),
+    Boxed(Box<dyn Row + 'a>),
+}
+
+impl<'a> Record<'a> {
+    /// A record whose values the reader holds.
+    #[must_use]
+    pub fn new(table: usize, row: &'a dyn Row) -> Record<'a> {
+        Record {
+            table,
+            row: RowRef::Borrowed(row),
+        }
+    }
+
+    /// A record whose values borrow what only lives as long as the record.
+    #[must_use]
+    pub fn boxed(table: usize, row: Box<dyn Row + 'a>) -> Record<'a> {
+        Record {
+            table,
+            row: RowRef::Boxed(row),
+        }
+    }
+
     /// The record's values.
-    pub row: &'a dyn Row,
+    #[must_use]
+    pub fn row(&self) -> &dyn Row {
+        match &self.row {
+            RowRef::Borrowed(r) => *r,
+            RowRef::Boxed(r) => r.as_ref(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Record<'_> {

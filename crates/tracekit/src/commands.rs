@@ -81,7 +81,7 @@ pub fn dump(
             match records.next_record() {
                 None => break Ok(()),
                 Some(Err(e)) => break Err(e),
-                Some(Ok(r)) => sink.write(r.table, r.row)?,
+                Some(Ok(r)) => sink.write(r.table, r.row())?,
             }
             n = n.wrapping_add(1);
             if n.is_multiple_of(4096) {

@@ -37,6 +37,15 @@ fn readme_trac_x64dbg() -> Result<(), Box<dyn std::error::Error>> {
     let index = trace.build_index()?;             // one pass; then random access
     let (ins, replay) = trace.seek(&index, 700)?; // replays at most 512 blocks
     println!("rsp before #{} = {:#x}", ins.index(), replay.regs().sp());
+
+    // The same replay from any io::Read (a file, stdin, a .gz decoder) in constant memory.
+    let file = std::fs::File::open("testdata/x64dbg/basic.trace64")?;
+    let mut stream = trac_x64dbg::StreamReader::from_reader(std::io::BufReader::new(file))?;
+    while let Some(step) = stream.next_instruction_with_regs() {
+        let (ins, regs) = step?;                  // the block and the state before it
+        println!("{} {:#x}", ins.index(), regs.ip());
+    }
+    println!("{} full dumps, {} sessions", stream.full_dumps(), stream.sessions());
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use trac_x64dbg::synth::{self, Machine, Options};
+use trac_x64dbg::testgen::{self, Machine, Options};
 use trac_x64dbg::{Arch, Block, Header, Recorder, RecorderOptions, Trace, Writer};
 
 use super::FormatTasks;
@@ -59,7 +59,7 @@ fn sessions() -> Vec<u8> {
 }
 
 fn small(arch: Arch) -> Vec<u8> {
-    synth::trace(opts(arch, 1, 10, 9), 4, RecorderOptions::default(), PATH64)
+    testgen::trace(opts(arch, 1, 10, 9), 4, RecorderOptions::default(), PATH64)
 }
 
 fn with(mut base: Vec<u8>, tail: &[u8]) -> Vec<u8> {
@@ -71,19 +71,19 @@ fn fixtures(fx: &mut Fixtures) {
     let d = RecorderOptions::default();
     fx.add(
         "x64dbg/basic.trace64",
-        synth::trace(opts(Arch::X64, 3, 150, 1), 1100, d, PATH64),
+        testgen::trace(opts(Arch::X64, 3, 150, 1), 1100, d, PATH64),
     );
     fx.add(
         "x64dbg/basic.trace32",
-        synth::trace(opts(Arch::X86, 2, 200, 2), 700, d, PATH32),
+        testgen::trace(opts(Arch::X86, 2, 200, 2), 700, d, PATH32),
     );
     fx.add(
         "x64dbg/legacy-tid.trace64",
-        synth::trace(opts(Arch::X64, 3, 6, 3), 600, legacy(), PATH64),
+        testgen::trace(opts(Arch::X64, 3, 6, 3), 600, legacy(), PATH64),
     );
     fx.add(
         "x64dbg/legacy-tid.trace32",
-        synth::trace(opts(Arch::X86, 2, 4, 4), 300, legacy(), PATH32),
+        testgen::trace(opts(Arch::X86, 2, 4, 4), 300, legacy(), PATH32),
     );
     fx.add("x64dbg/sessions.trace64", sessions());
 
@@ -130,7 +130,7 @@ fn fixtures(fx: &mut Fixtures) {
         with(small(Arch::X64), &[0x00, 0x01, 0x00, 0x00, 0x00, 0x2a]),
     );
     // The last block cut in the middle (a recording that stopped mid-write).
-    let whole = synth::trace(opts(Arch::X64, 2, 3, 10), 6, d, PATH64);
+    let whole = testgen::trace(opts(Arch::X64, 2, 3, 10), 6, d, PATH64);
     fx.add(
         "x64dbg/err-truncated-block.bin",
         whole[..whole.len() - 7].to_vec(),
@@ -138,7 +138,7 @@ fn fixtures(fx: &mut Fixtures) {
 }
 
 fn synth_trace(records: u64, seed: u64) -> Vec<u8> {
-    synth::trace(
+    testgen::trace(
         opts(Arch::X64, 4, 300, seed),
         records,
         RecorderOptions::default(),

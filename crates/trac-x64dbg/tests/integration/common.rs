@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use trac_x64dbg::{Block, Error, ReadOptions, Record, RegDump, StreamReader, Trace};
+use trac_x64dbg::{Block, Error, Instruction, ReadOptions, Record, RegDump, StreamReader, Trace};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -67,18 +67,21 @@ pub fn slice_records_with(
     (out, None)
 }
 
+/// A reader that hands out at most `.1` bytes per read.
+pub struct Chunked<'a>(pub &'a [u8], pub usize);
+
+impl std::io::Read for Chunked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.1.max(1).min(buf.len()).min(self.0.len());
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 /// The same from the streaming reader, reading through `chunk`-byte reads.
 pub fn stream_records(data: &[u8], chunk: usize) -> (Vec<(u64, Record)>, Option<String>) {
-    struct Chunked<'a>(&'a [u8], usize);
-    impl std::io::Read for Chunked<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.1.min(buf.len()).min(self.0.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-    let mut r = match StreamReader::new(Chunked(data, chunk.max(1))) {
+    let mut r = match StreamReader::from_reader(Chunked(data, chunk)) {
         Ok(r) => r,
         Err(e) => return (Vec::new(), Some(e.to_string())),
     };
@@ -109,4 +112,115 @@ pub fn check_seek_everywhere(trace: &Trace<'_>) {
 
 pub fn is_instruction(b: &Block<'_>) -> bool {
     matches!(b, Block::Instruction(_))
+}
+
+/// What a replay counts, read at its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counters {
+    pub instructions: u64,
+    pub user_blocks: u64,
+    pub full_dumps: u64,
+    pub sessions: u64,
+    pub started_without_dump: bool,
+    pub recovered_thread_ids: u64,
+}
+
+/// A whole replay: every instruction with the state before it, the counters, the error.
+pub type Replayed = (Vec<Decoded>, Counters, Option<String>);
+
+fn decoded(ins: &Instruction<'_>, regs: &RegDump) -> Decoded {
+    Decoded {
+        index: ins.index(),
+        thread: ins.thread(),
+        opcode: ins.opcode().to_vec(),
+        regs: regs.clone(),
+        mem: ins.mem().collect(),
+    }
+}
+
+/// The slice replay of `data`, through `next_instruction_with_regs`.
+pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
+    let trace = match Trace::with_options(data, options) {
+        Ok(t) => t,
+        Err(e) => return (Vec::new(), counters_zero(), Some(e.to_string())),
+    };
+    let mut r = trace.replay();
+    let mut out = Vec::new();
+    let mut err = None;
+    while let Some(step) = r.next_instruction_with_regs() {
+        match step {
+            Ok((ins, regs)) => out.push(decoded(&ins, regs)),
+            Err(e) => {
+                err = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let counters = Counters {
+        instructions: out.len() as u64,
+        user_blocks: r.user_blocks(),
+        full_dumps: r.full_dumps(),
+        sessions: r.sessions(),
+        started_without_dump: r.started_without_dump(),
+        recovered_thread_ids: r.recovered_thread_ids(),
+    };
+    (out, counters, err)
+}
+
+/// The streaming replay of `data` through `chunk`-byte reads; `by_block` walks it with
+/// `next_block_with_regs` (else `next_instruction_with_regs`).
+pub fn stream_replay(data: &[u8], chunk: usize, options: ReadOptions, by_block: bool) -> Replayed {
+    let mut r = match StreamReader::with_options(Chunked(data, chunk), options) {
+        Ok(r) => r,
+        Err(e) => return (Vec::new(), counters_zero(), Some(e.to_string())),
+    };
+    let mut out = Vec::new();
+    let mut err = None;
+    loop {
+        let step = if by_block {
+            match r.next_block_with_regs() {
+                None => break,
+                Some(Ok((Block::Instruction(ins), regs))) => Ok(decoded(&ins, regs)),
+                Some(Ok((Block::User(_), _))) => continue,
+                Some(Err(e)) => Err(e),
+            }
+        } else {
+            match r.next_instruction_with_regs() {
+                None => break,
+                Some(step) => step.map(|(ins, regs)| decoded(&ins, regs)),
+            }
+        };
+        match step {
+            Ok(d) => {
+                // The lending methods and `regs()` see the same state.
+                assert_eq!(&d.regs, r.regs());
+                out.push(d);
+            }
+            Err(e) => {
+                err = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    assert_eq!(r.instructions(), out.len() as u64);
+    let counters = Counters {
+        instructions: out.len() as u64,
+        user_blocks: r.user_blocks(),
+        full_dumps: r.full_dumps(),
+        sessions: r.sessions(),
+        started_without_dump: r.started_without_dump(),
+        recovered_thread_ids: r.recovered_thread_ids(),
+    };
+    (out, counters, err)
+}
+
+fn counters_zero() -> Counters {
+    Counters {
+        instructions: 0,
+        user_blocks: 0,
+        full_dumps: 0,
+        sessions: 0,
+        started_without_dump: false,
+        recovered_thread_ids: 0,
+    }
 }

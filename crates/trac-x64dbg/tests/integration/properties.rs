@@ -7,7 +7,10 @@ use trac_x64dbg::{
     RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read, write_records,
 };
 
-use crate::common::{replay_all, slice_records, slice_records_with, stream_records, testdata};
+use crate::common::{
+    replay_all, slice_records, slice_records_with, slice_replay, stream_records, stream_replay,
+    testdata,
+};
 
 fn below(g: &mut Gen, n: u64) -> u64 {
     u64::arbitrary(g) % n.max(1)
@@ -251,6 +254,38 @@ fn recorded_states_replay_exactly() {
         .quickcheck(prop as fn(Steps) -> TestResult);
 }
 
+/// Streams replay like slices on generated traces (every recorder option, legacy thread
+/// ids, appended sessions), whatever the read sizes, and as far as a cut file goes.
+#[test]
+fn stream_replay_is_slice_replay() {
+    fn prop(s: Steps, chunk: u8, cut: u16, by_block: bool) -> TestResult {
+        let mut bytes = record(&s);
+        let first = Trace::parse(&bytes).unwrap().first_block_offset().0 as usize;
+        let whole = !cut.is_multiple_of(4);
+        if !whole {
+            bytes.truncate(first + usize::from(cut) % (bytes.len() - first + 1));
+        }
+        let opts = ReadOptions::default();
+        let slice = slice_replay(&bytes, opts);
+        if whole && (slice.2.is_some() || slice.0.len() != s.steps.len()) {
+            return TestResult::error("the slice replay lost instructions");
+        }
+        for c in [usize::from(chunk) + 1, 4096] {
+            let stream = stream_replay(&bytes, c, opts, by_block);
+            if stream != slice {
+                return TestResult::error(format!(
+                    "{c}-byte reads: counters {:?} vs {:?}, error {:?} vs {:?}",
+                    stream.1, slice.1, stream.2, slice.2
+                ));
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(prop as fn(Steps, u8, u16, bool) -> TestResult);
+}
+
 /// The streaming reader decides every thread-id question as the slice reader does, whatever
 /// the read sizes: its trial parses wait for data instead of taking the end of its buffer
 /// for the end of the file. (Garbage read by a wrong trial reading once ended a stream
@@ -274,7 +309,7 @@ fn streams_read_legacy_files_as_slices_do() {
 fn truncated_files_give_every_complete_block_then_an_error() {
     fn prop(s: Steps, cut: u16) -> TestResult {
         let bytes = record(&s);
-        let first = Trace::parse(&bytes).unwrap().first_block_offset() as usize;
+        let first = Trace::parse(&bytes).unwrap().first_block_offset().0 as usize;
         let cut = first + usize::from(cut) % (bytes.len() - first + 1);
         let cut_is_reported = |all: &[(u64, Record)], err: &Option<String>| {
             err.is_some() || all.iter().any(|(o, _)| *o as usize == cut) || cut == bytes.len()

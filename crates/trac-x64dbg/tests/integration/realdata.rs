@@ -36,7 +36,7 @@ fn header_counts_threads_and_dumps() {
     assert_eq!(h.arch, Arch::X64);
     assert_eq!(h.hash.as_deref(), Some("0x3A6C6FA546C8A44E"));
     assert_eq!(h.path.as_deref(), Some(r"F:\Factorio\bin\x64\factorio.exe"));
-    assert_eq!(trace.first_block_offset(), 8 + 142);
+    assert_eq!(trace.first_block_offset().0, 8 + 142);
 
     let mut regs_hist = BTreeMap::new();
     let mut mem_hist = BTreeMap::new();

@@ -648,16 +648,10 @@ impl Records for Tt6Rows<'_> {
             return None;
         }
         match self.advance() {
-            Ok(true) => Some(Ok(Record {
-                table: 0,
-                row: &self.row,
-            })),
+            Ok(true) => Some(Ok(Record::new(0, &self.row))),
             Ok(false) => {
                 self.done = true;
-                self.dangling().then_some(Ok(Record {
-                    table: 1,
-                    row: &self.row,
-                }))
+                self.dangling().then_some(Ok(Record::new(1, &self.row)))
             }
             Err(e) => {
                 self.done = true;
@@ -706,10 +700,7 @@ impl Records for FullRows<'_> {
                 Err(e) => return Some(Err(h.err(e))),
             },
         }
-        Some(Ok(Record {
-            table: 0,
-            row: self,
-        }))
+        Some(Ok(Record::new(0, self)))
     }
 }
 

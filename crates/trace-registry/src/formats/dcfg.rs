@@ -284,10 +284,7 @@ impl Records for BlockRecords {
         loop {
             if let Some(row) = self.rows.next() {
                 self.current = Some(row);
-                return Some(Ok(Record {
-                    table: 0,
-                    row: self,
-                }));
+                return Some(Ok(Record::new(0, self)));
             }
             match self.model.processes.get(self.process) {
                 Some(p) => {

@@ -421,10 +421,7 @@ impl Records for ChunkRecords<'_> {
                 return Some(Err(e));
             }
             self.current = Some(c);
-            return Some(Ok(Record {
-                table: 0,
-                row: self,
-            }));
+            return Some(Ok(Record::new(0, self)));
         }
     }
 }

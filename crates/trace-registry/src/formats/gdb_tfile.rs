@@ -422,10 +422,7 @@ impl Records for FrameRecords<'_> {
             return None;
         }
         match self.advance() {
-            Ok(true) => Some(Ok(Record {
-                table: 0,
-                row: self,
-            })),
+            Ok(true) => Some(Ok(Record::new(0, self))),
             Ok(false) => {
                 self.done = true;
                 None

@@ -4,10 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use trac_x64dbg::{Block, Instruction, Replay, Trace, raw, word_names};
+use trac_x64dbg::{
+    Block, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw, word_names,
+};
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
 #[derive(Debug)]
@@ -16,13 +18,7 @@ pub struct X64dbg;
 const NAME: &str = "x64dbg";
 
 fn err(e: trac_x64dbg::Error) -> Error {
-    Error::Format {
-        format: NAME,
-        offset: e.offset().map(trace_core::Offset),
-        path: None,
-        record: None,
-        source: Box::new(e),
-    }
+    Error::format(NAME, e)
 }
 
 /// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`.
@@ -75,17 +71,71 @@ struct Summary {
     reserved_bits: u64,
 }
 
-fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
+/// Blocks with the register state before each: a replay over bytes or a stream reader.
+enum Blocks<'a> {
+    Slice(Replay<'a>),
+    Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
+}
+
+impl Blocks<'_> {
+    fn next_block_with_regs(
+        &mut self,
+    ) -> Option<Result<(Block<'_>, &RegDump), trac_x64dbg::Error>> {
+        match self {
+            Blocks::Slice(r) => r.next_block_with_regs(),
+            Blocks::Stream(r) => r.next_block_with_regs(),
+        }
+    }
+
+    fn counters(&self) -> (u64, u64, u64, bool) {
+        match self {
+            Blocks::Slice(r) => (
+                r.full_dumps(),
+                r.sessions(),
+                r.recovered_thread_ids(),
+                r.started_without_dump(),
+            ),
+            Blocks::Stream(r) => (
+                r.full_dumps(),
+                r.sessions(),
+                r.recovered_thread_ids(),
+                r.started_without_dump(),
+            ),
+        }
+    }
+}
+
+/// The header, the offset of the first block, and the blocks: in place for a file, through
+/// the streaming reader (constant memory) for stdin and compressed input.
+fn open<'a>(input: &'a mut Input) -> Result<(Header, u64, Blocks<'a>), Error> {
+    Ok(match input.source() {
+        Source::Bytes(b) => {
+            let trace = Trace::parse(b).map_err(err)?;
+            let first = trace.first_block_offset().0;
+            (trace.header().clone(), first, Blocks::Slice(trace.replay()))
+        }
+        Source::Stream(s) => {
+            let reader = StreamReader::from_reader(s).map_err(err)?;
+            let first = reader.offset().0;
+            (
+                reader.header().clone(),
+                first,
+                Blocks::Stream(Box::new(reader)),
+            )
+        }
+    })
+}
+
+fn summarize(blocks: &mut Blocks<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
     let mut s = Summary::default();
-    let mut replay = trace.replay();
     let mut error = None;
-    while let Some(block) = replay.next_block() {
+    while let Some(block) = blocks.next_block_with_regs() {
         match block {
-            Ok(Block::Instruction(ins)) => {
+            Ok((Block::Instruction(ins), regs)) => {
                 s.instructions = s.instructions.saturating_add(1);
                 let n = s.threads.entry(ins.thread()).or_default();
                 *n = n.saturating_add(1);
-                let pc = replay.regs().ip();
+                let pc = regs.ip();
                 s.first_pc.get_or_insert(pc);
                 s.last_pc = Some(pc);
                 if ins.thread_field() == trac_x64dbg::ThreadField::Unflagged {
@@ -98,7 +148,7 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
                     ctx.progress(ins.offset().0);
                 }
             }
-            Ok(Block::User(u)) => {
+            Ok((Block::User(u), _)) => {
                 let n = s.user_blocks.entry(u.block_type).or_default();
                 *n = n.saturating_add(1);
             }
@@ -109,14 +159,16 @@ fn summarize(trace: &Trace<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Error>) {
         }
         s.blocks = s.blocks.saturating_add(1);
     }
-    s.full_dumps = replay.full_dumps();
-    s.sessions = replay.sessions();
-    s.recovered_thread_ids = replay.recovered_thread_ids();
-    s.started_without_dump = replay.started_without_dump();
+    (
+        s.full_dumps,
+        s.sessions,
+        s.recovered_thread_ids,
+        s.started_without_dump,
+    ) = blocks.counters();
     (s, error)
 }
 
-fn diagnostics(trace: &Trace<'_>, s: &Summary) -> Vec<String> {
+fn diagnostics(first_block_offset: u64, s: &Summary) -> Vec<String> {
     let mut d = Vec::new();
     if s.recovered_thread_ids > 0 {
         d.push(format!(
@@ -136,7 +188,7 @@ fn diagnostics(trace: &Trace<'_>, s: &Summary) -> Vec<String> {
             s.reserved_bits
         ));
     }
-    if trace.first_block_offset().saturating_sub(8) > u64::from(raw::X64DBG_HEADER_LIMIT) {
+    if first_block_offset.saturating_sub(8) > u64::from(raw::X64DBG_HEADER_LIMIT) {
         d.push(format!(
             "the JSON header is longer than x64dbg's limit of {} bytes: x64dbg will not open it",
             raw::X64DBG_HEADER_LIMIT
@@ -149,8 +201,7 @@ fn diagnostics(trace: &Trace<'_>, s: &Summary) -> Vec<String> {
 }
 
 /// The header as a summary value: its JSON fields in file order.
-fn header_info(trace: &Trace<'_>) -> Info {
-    let h = trace.header();
+fn header_info(h: &Header) -> Info {
     let mut info = Info::new()
         .with("version", 1u32)
         .with("arch", h.arch.name())
@@ -178,12 +229,11 @@ impl Handler for X64dbg {
     }
 
     fn info(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
-        let trace = Trace::parse(input.bytes()?).map_err(err)?;
-        let (s, error) = summarize(&trace, ctx);
+        let (h, first, mut blocks) = open(input)?;
+        let (s, error) = summarize(&mut blocks, ctx);
         if let Some(e) = error {
             return Err(e);
         }
-        let h = trace.header();
         let threads: Vec<Info> = s
             .threads
             .iter()
@@ -203,11 +253,8 @@ impl Handler for X64dbg {
             .with("arch", h.arch.name())
             .with("word_size", h.arch.word_size())
             .with("regdump_words", h.arch.regdump_words())
-            .with("header", header_info(&trace))
-            .with(
-                "header_length",
-                trace.first_block_offset().saturating_sub(8),
-            )
+            .with("header", header_info(&h))
+            .with("header_length", first.saturating_sub(8))
             .with("instructions", s.instructions)
             .with("blocks", s.blocks)
             .with("threads", threads)
@@ -216,13 +263,13 @@ impl Handler for X64dbg {
             .with("user_blocks", users)
             .with("first_pc", s.first_pc.map(Hex))
             .with("last_pc", s.last_pc.map(Hex))
-            .with("diagnostics", diagnostics(&trace, &s)))
+            .with("diagnostics", diagnostics(first, &s)))
     }
 
     fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
-        let trace = Trace::parse(input.bytes()?).map_err(err)?;
-        let (s, error) = summarize(&trace, ctx);
-        for d in diagnostics(&trace, &s) {
+        let (_, first, mut blocks) = open(input)?;
+        let (s, error) = summarize(&mut blocks, ctx);
+        for d in diagnostics(first, &s) {
             ctx.diagnostic(&format!("note: {d}"));
         }
         match error {
@@ -238,13 +285,11 @@ impl Handler for X64dbg {
         input: &'a mut Input,
         _ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Records + 'a>, Error> {
-        let trace = Trace::parse(input.bytes()?).map_err(err)?;
+        let (h, _, blocks) = open(input)?;
         Ok(Box::new(X64Records {
             tables: [instructions()],
-            names: word_names(trace.arch()),
-            replay: trace.replay(),
-            current: None,
-            pc: 0,
+            names: word_names(h.arch),
+            blocks,
             done: false,
         }))
     }
@@ -253,11 +298,15 @@ impl Handler for X64dbg {
 struct X64Records<'a> {
     tables: [Arc<Schema>; 1],
     names: Vec<String>,
-    replay: Replay<'a>,
-    current: Option<Instruction<'a>>,
-    /// The instruction pointer before the current instruction.
-    pc: u64,
+    blocks: Blocks<'a>,
     done: bool,
+}
+
+/// One instruction as a row: the block, the instruction pointer before it, register names.
+struct InstructionRow<'r> {
+    ins: Instruction<'r>,
+    pc: u64,
+    names: &'r [String],
 }
 
 impl Records for X64Records<'_> {
@@ -269,7 +318,11 @@ impl Records for X64Records<'_> {
         if self.done {
             return None;
         }
-        match self.replay.next_instruction() {
+        let next = match &mut self.blocks {
+            Blocks::Slice(r) => r.next_instruction_with_regs(),
+            Blocks::Stream(r) => r.next_instruction_with_regs(),
+        };
+        match next {
             None => {
                 self.done = true;
                 None
@@ -278,19 +331,19 @@ impl Records for X64Records<'_> {
                 self.done = true;
                 Some(Err(err(e)))
             }
-            Some(Ok(ins)) => {
-                self.pc = self.replay.regs().ip();
-                self.current = Some(ins);
-                Some(Ok(Record {
-                    table: 0,
-                    row: self,
-                }))
+            Some(Ok((ins, regs))) => {
+                let row = InstructionRow {
+                    ins,
+                    pc: regs.ip(),
+                    names: &self.names,
+                };
+                Some(Ok(Record::boxed(0, Box::new(row))))
             }
         }
     }
 
     fn finish(&mut self) -> Vec<String> {
-        let n = self.replay.recovered_thread_ids();
+        let (_, _, n, _) = self.blocks.counters();
         if n == 0 {
             return Vec::new();
         }
@@ -300,9 +353,9 @@ impl Records for X64Records<'_> {
     }
 }
 
-impl Row for X64Records<'_> {
+impl Row for InstructionRow<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let Some(ins) = &self.current else { return };
+        let ins = &self.ins;
         v.uint(ins.index());
         v.uint(ins.offset().0);
         v.uint(u64::from(ins.thread()));

@@ -73,6 +73,13 @@ fn streams_need_bounded_memory() {
         eprintln!("skipped: no /proc/PID/status on this system");
         return;
     }
+    // x64dbg: the header, then blocks (the fixture's, replayed again and again).
+    let x64 = std::fs::read(testdata("x64dbg/basic.trace64")).unwrap();
+    let first = trac_x64dbg::Trace::parse(&x64)
+        .unwrap()
+        .first_block_offset()
+        .0 as usize;
+    check("x64dbg", &x64[..first], &x64[first..], &[]);
     // TT6: the initial PC, then records (the fixture has no trailing escapes).
     let tt6 = std::fs::read(testdata("amber/example.tt6")).unwrap();
     check("tt6", &tt6[..4], &tt6[4..], &[]);

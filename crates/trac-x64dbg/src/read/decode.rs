@@ -1,114 +1,16 @@
-//! Reading blocks: a lazy zero-copy iterator over `&[u8]` ([`Trace::blocks`]), a streaming
-//! reader over `io::Read` ([`StreamReader`]), register-state replay ([`Replay`]) and random
-//! access through an index of full dumps ([`Index`], [`Trace::seek`]).
-
-// The block layout arithmetic below adds and multiplies counts read from u8 fields by the
-// word size (at most 255 × 17 + 32 × 25 bytes, well under 4 KiB), or lengths bounded by
-// the input slice; none of it can overflow a usize.
-#![allow(clippy::arithmetic_side_effects)]
+//! The block decoder: [`DecoderState`] checks and measures one block at a time, for the
+//! slice iterator, the index and the streaming reader alike.
 
 use trace_core::{Offset, UnexpectedEof};
 
+use super::blocks::{Block, Instruction, UserBlock};
+use super::{ReadOptions, ThreadIdMode};
 use crate::Error;
-use crate::header::{Arch, Header};
-use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
-use crate::raw;
-use crate::regs::RegDump;
-
-/// How the reader decides whether a block carries a thread id.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ThreadIdMode {
-    /// Follow the flag, and recover the thread-id bytes that writers before x64dbg PR #3920
-    /// put without the flag on the first block after a thread switch
-    /// (`specs/notes/x64dbg-notes.md` section 5). Only a flag-clear block right after a
-    /// flagged one can carry them. The first such block after a flagged non-full block
-    /// shows which writer made the file: both readings are decoded ahead (16 blocks, each
-    /// under its writer's rules) and the one that decodes further wins; the answer holds
-    /// for the rest of the file. After a flagged full dump the old writer writes the bytes
-    /// only if the thread changed, so there the trial parse decides every time. Recovered
-    /// blocks have [`ThreadField::Unflagged`].
-    #[default]
-    Recover,
-    /// Trust the flag only (the published format text).
-    Flag,
-}
-
-/// Options of the readers.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ReadOptions {
-    /// Thread-id handling.
-    pub thread_ids: ThreadIdMode,
-}
+use crate::header::Arch;
+use crate::{limits, raw};
 
 /// How many following blocks a trial parse looks at to choose a thread-id reading.
 const PROBE_BLOCKS: u32 = 16;
-
-/// An executed instruction (block type 0), borrowing the block's bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Instruction<'a> {
-    meta: InstrMeta,
-    bytes: &'a [u8],
-}
-
-/// A user-defined block (type `0x80..=0xff`): not an instruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UserBlock<'a> {
-    /// Block number (instructions and user blocks, from 0).
-    pub block: u64,
-    /// File offset of the type byte.
-    pub offset: Offset,
-    /// The type byte.
-    pub block_type: u8,
-    /// The payload.
-    pub payload: &'a [u8],
-}
-
-/// One block of the trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Block<'a> {
-    /// An executed instruction.
-    Instruction(Instruction<'a>),
-    /// A user block, exposed as an unknown record.
-    User(UserBlock<'a>),
-}
-
-impl<'a> Block<'a> {
-    /// File offset of the block.
-    #[must_use]
-    pub fn offset(&self) -> Offset {
-        match self {
-            Block::Instruction(i) => i.offset(),
-            Block::User(u) => u.offset,
-        }
-    }
-
-    /// Length of the block in bytes.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        match self {
-            Block::Instruction(i) => i.bytes.len(),
-            Block::User(u) => u.payload.len().saturating_add(5),
-        }
-    }
-
-    /// Never true: a block has at least 4 bytes.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// The block as an owned value.
-    #[must_use]
-    pub fn to_record(&self) -> Record {
-        match self {
-            Block::Instruction(i) => Record::Instruction(i.to_record()),
-            Block::User(u) => Record::User {
-                block_type: u.block_type,
-                payload: u.payload.to_vec(),
-            },
-        }
-    }
-}
 
 /// What the decoder learns about an instruction block (no borrow, so the streaming reader
 /// can refill its buffer between decoding and handing the block out).
@@ -118,27 +20,27 @@ impl<'a> Block<'a> {
 /// the `Block` enum around it through memory, and a wide load of bytes that narrower
 /// stores wrote stalls the CPU for a dozen cycles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct InstrMeta {
-    index: u64,
-    block: u64,
-    offset: u64,
+pub(super) struct InstrMeta {
+    pub(super) index: u64,
+    pub(super) block: u64,
+    pub(super) offset: u64,
     /// Length of the block in bytes.
-    len: u64,
+    pub(super) len: u64,
     /// The thread (bits 0-31), register changes (32-39), memory accesses (40-47), flags
     /// byte (48-55) and `MARK_*` bits (56-63).
-    packed: u64,
+    pub(super) packed: u64,
 }
 
 /// [`InstrMeta::packed`]: the thread-id bytes are there with the flag.
-const MARK_FLAGGED: u64 = 1 << 56;
+pub(super) const MARK_FLAGGED: u64 = 1 << 56;
 /// [`InstrMeta::packed`]: the thread-id bytes are there without the flag.
-const MARK_UNFLAGGED: u64 = 2 << 56;
+pub(super) const MARK_UNFLAGGED: u64 = 2 << 56;
 /// [`InstrMeta::packed`]: a full dump.
-const MARK_FULL: u64 = 4 << 56;
+pub(super) const MARK_FULL: u64 = 4 << 56;
 /// [`InstrMeta::packed`]: a full dump that starts a new session.
-const MARK_NEW_SESSION: u64 = 8 << 56;
+pub(super) const MARK_NEW_SESSION: u64 = 8 << 56;
 /// [`InstrMeta::packed`]: 8-byte words (x64), else 4 (x86).
-const MARK_WORD8: u64 = 16 << 56;
+pub(super) const MARK_WORD8: u64 = 16 << 56;
 
 /// `bit` if `on`, else 0.
 #[inline(always)]
@@ -148,33 +50,33 @@ fn mark(on: bool, bit: u64) -> u64 {
 
 impl InstrMeta {
     #[inline(always)]
-    fn thread(&self) -> u32 {
+    pub(super) fn thread(&self) -> u32 {
         self.packed as u32
     }
 
     #[inline(always)]
-    fn regs(&self) -> u8 {
+    pub(super) fn regs(&self) -> u8 {
         (self.packed >> 32) as u8
     }
 
     #[inline(always)]
-    fn mems(&self) -> u8 {
+    pub(super) fn mems(&self) -> u8 {
         (self.packed >> 40) as u8
     }
 
     #[inline(always)]
-    fn flags(&self) -> u8 {
+    pub(super) fn flags(&self) -> u8 {
         (self.packed >> 48) as u8
     }
 
     #[inline(always)]
-    fn word(&self) -> usize {
+    pub(super) fn word(&self) -> usize {
         if self.packed & MARK_WORD8 != 0 { 8 } else { 4 }
     }
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Meta {
+pub(super) enum Meta {
     Instr(InstrMeta),
     User {
         block: u64,
@@ -186,7 +88,7 @@ enum Meta {
 
 impl Meta {
     #[inline]
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         match self {
             Meta::Instr(m) => m.len as usize,
             Meta::User { len, .. } => *len,
@@ -195,7 +97,7 @@ impl Meta {
 
     /// The block over `bytes`, which start at the block and hold all of it.
     #[inline]
-    fn materialize<'a>(&self, bytes: &'a [u8]) -> Block<'a> {
+    pub(super) fn materialize<'a>(&self, bytes: &'a [u8]) -> Block<'a> {
         let whole = bytes.get(..self.len()).unwrap_or(bytes);
         match *self {
             Meta::Instr(meta) => Block::Instruction(Instruction { meta, bytes: whole }),
@@ -266,7 +168,7 @@ const LINE: usize = 64;
 /// instructions (which would need `unsafe`). A whole window's loads go out together, so
 /// their misses overlap.
 #[inline(always)]
-fn prefetch(block: &[u8], rest: &[u8]) {
+pub(super) fn prefetch(block: &[u8], rest: &[u8]) {
     let start = block.as_ptr() as usize;
     let end = start + block.len();
     if end / PREFETCH_WINDOW == start / PREFETCH_WINDOW {
@@ -291,7 +193,7 @@ fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) ->
 }
 
 /// Whether the block at `data[pos..]` is a user block bigger than
-/// [`StreamReader::MAX_USER_BLOCK`]. Trial parses take such a block as implausible, for
+/// [`limits::MAX_STREAM_USER_BLOCK`]. Trial parses take such a block as implausible, for
 /// slices and streams alike (a stream would not wait for it), so that both decide the
 /// same.
 fn oversized_user_block(data: &[u8], pos: usize, complete: bool) -> Result<bool, Fail> {
@@ -299,9 +201,7 @@ fn oversized_user_block(data: &[u8], pos: usize, complete: bool) -> Result<bool,
         return Ok(false);
     }
     match data.get(pos + 1..).and_then(<[u8]>::first_chunk::<4>) {
-        Some(len) => {
-            Ok(u32::from_le_bytes(*len) as usize > StreamReader::<std::io::Empty>::MAX_USER_BLOCK)
-        }
+        Some(len) => Ok(u32::from_le_bytes(*len) as usize > limits::MAX_STREAM_USER_BLOCK),
         None if complete => Ok(false),
         None => Err(Fail::NeedMore(pos + 5)),
     }
@@ -318,295 +218,9 @@ fn starts_session(instruction: u64, session_start: u64) -> bool {
         && !(instruction - session_start).is_multiple_of(u64::from(raw::FULL_DUMP_INTERVAL))
 }
 
-/// `bytes` cut after `n` bytes (all of it in the first part if it is shorter).
-#[inline(always)]
-fn cut(bytes: &[u8], n: usize) -> (&[u8], &[u8]) {
-    bytes.split_at_checked(n).unwrap_or((bytes, &[]))
-}
-
-/// Takes one little-endian word (8 bytes if `wide`, else 4) from the front of `bytes`.
-#[inline(always)]
-fn take_word(bytes: &mut &[u8], wide: bool) -> Option<u64> {
-    if wide {
-        let (word, rest) = bytes.split_first_chunk::<8>()?;
-        *bytes = rest;
-        Some(u64::from_le_bytes(*word))
-    } else {
-        let (word, rest) = bytes.split_first_chunk::<4>()?;
-        *bytes = rest;
-        Some(u64::from(u32::from_le_bytes(*word)))
-    }
-}
-
-impl<'a> Instruction<'a> {
-    #[inline]
-    fn tid_len(&self) -> usize {
-        if self.meta.packed & (MARK_FLAGGED | MARK_UNFLAGGED) == 0 {
-            0
-        } else {
-            4
-        }
-    }
-
-    #[inline]
-    fn w(&self) -> usize {
-        self.meta.word()
-    }
-
-    #[inline]
-    fn wide(&self) -> bool {
-        self.meta.packed & MARK_WORD8 != 0
-    }
-
-    #[inline]
-    fn part(&self, start: usize, len: usize) -> &'a [u8] {
-        self.bytes.get(start..start + len).unwrap_or(&[])
-    }
-
-    #[inline]
-    fn opcode_start(&self) -> usize {
-        4 + self.tid_len()
-    }
-
-    #[inline]
-    fn positions_start(&self) -> usize {
-        self.opcode_start() + usize::from(self.meta.flags() & raw::OPCODE_LEN_MASK)
-    }
-
-    #[inline]
-    fn mem_start(&self) -> usize {
-        self.positions_start() + usize::from(self.meta.regs()) * (1 + self.w())
-    }
-
-    /// Instruction number (user blocks not counted), from 0.
-    #[must_use]
-    #[inline]
-    pub fn index(&self) -> u64 {
-        self.meta.index
-    }
-
-    /// Block number (instructions and user blocks), from 0.
-    #[must_use]
-    pub fn block(&self) -> u64 {
-        self.meta.block
-    }
-
-    /// File offset of the block.
-    #[must_use]
-    #[inline]
-    pub fn offset(&self) -> Offset {
-        Offset(self.meta.offset)
-    }
-
-    /// The whole block's bytes.
-    #[must_use]
-    #[inline]
-    pub fn bytes(&self) -> &'a [u8] {
-        self.bytes
-    }
-
-    /// The thread that executed the instruction (carried over when the block has none; 0
-    /// before the first thread id, as x64dbg's reader does).
-    #[must_use]
-    #[inline]
-    pub fn thread(&self) -> u32 {
-        self.meta.thread()
-    }
-
-    /// How the block stores the thread id.
-    #[must_use]
-    #[inline]
-    pub fn thread_field(&self) -> ThreadField {
-        if self.meta.packed & MARK_FLAGGED != 0 {
-            ThreadField::Flagged
-        } else if self.meta.packed & MARK_UNFLAGGED != 0 {
-            ThreadField::Unflagged
-        } else {
-            ThreadField::Absent
-        }
-    }
-
-    /// Whether this block holds every REGDUMP word (172/216 register changes).
-    #[must_use]
-    #[inline]
-    pub fn is_full_dump(&self) -> bool {
-        self.meta.packed & MARK_FULL != 0
-    }
-
-    /// Whether this full dump starts a new recording session appended to the file (a full
-    /// dump that is not at a multiple of 512 instructions of the current session; one
-    /// exactly at a multiple cannot be told apart from a periodic dump).
-    #[must_use]
-    pub fn starts_session(&self) -> bool {
-        self.meta.packed & MARK_NEW_SESSION != 0
-    }
-
-    /// The flags byte (bit 7 thread id, bits 0-3 opcode length).
-    #[must_use]
-    pub fn flags(&self) -> u8 {
-        self.meta.flags()
-    }
-
-    /// The instruction bytes.
-    #[must_use]
-    #[inline]
-    pub fn opcode(&self) -> &'a [u8] {
-        self.part(
-            self.opcode_start(),
-            usize::from(self.meta.flags() & raw::OPCODE_LEN_MASK),
-        )
-    }
-
-    /// Number of register changes.
-    #[must_use]
-    #[inline]
-    pub fn reg_count(&self) -> usize {
-        usize::from(self.meta.regs())
-    }
-
-    /// The register changes, with absolute word indices (checked by the reader to be inside
-    /// the REGDUMP).
-    #[must_use]
-    #[inline]
-    pub fn regs(&self) -> RegChanges<'a> {
-        let from_positions = self.bytes.get(self.positions_start()..).unwrap_or(&[]);
-        // The values are followed by the memory accesses: the iterator stops with the
-        // positions.
-        let (positions, values) = cut(from_positions, self.reg_count());
-        RegChanges {
-            positions: positions.iter(),
-            values,
-            wide: self.wide(),
-            next: 0,
-        }
-    }
-
-    /// Number of memory accesses.
-    #[must_use]
-    #[inline]
-    pub fn mem_count(&self) -> usize {
-        usize::from(self.meta.mems())
-    }
-
-    /// The memory accesses.
-    #[must_use]
-    #[inline]
-    pub fn mem(&self) -> MemAccesses<'a> {
-        let m = self.mem_count();
-        let (flags, rest) = cut(self.bytes.get(self.mem_start()..).unwrap_or(&[]), m);
-        let (addrs, rest) = cut(rest, m * self.w());
-        let (old, new) = cut(rest, m * self.w());
-        MemAccesses {
-            flags: flags.iter(),
-            addrs,
-            old,
-            new,
-            wide: self.wide(),
-        }
-    }
-
-    /// The block as an owned record.
-    #[must_use]
-    pub fn to_record(&self) -> InstructionRecord {
-        InstructionRecord {
-            thread: self.thread(),
-            thread_field: self.thread_field(),
-            opcode: self.opcode().to_vec(),
-            regs: self.regs().collect(),
-            mem: self.mem().collect(),
-        }
-    }
-
-    /// Applies the register changes to `regs`, which then holds the state before this
-    /// instruction.
-    #[inline]
-    pub fn apply(&self, regs: &mut RegDump) {
-        let words = regs.words_mut();
-        for change in self.regs() {
-            // The reader checked every index against the REGDUMP.
-            if let Some(slot) = words.get_mut(usize::from(change.index)) {
-                *slot = change.value;
-            }
-        }
-    }
-}
-
-/// Iterator over an instruction's register changes.
-#[derive(Clone, Debug)]
-pub struct RegChanges<'a> {
-    positions: core::slice::Iter<'a, u8>,
-    /// The values not taken yet.
-    values: &'a [u8],
-    /// 8-byte words (else 4).
-    wide: bool,
-    next: u16,
-}
-
-impl Iterator for RegChanges<'_> {
-    type Item = RegChange;
-
-    #[inline]
-    fn next(&mut self) -> Option<RegChange> {
-        let p = *self.positions.next()?;
-        let value = take_word(&mut self.values, self.wide)?;
-        let index = self.next.wrapping_add(u16::from(p));
-        self.next = index.wrapping_add(1);
-        Some(RegChange { index, value })
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.positions.size_hint()
-    }
-}
-
-impl ExactSizeIterator for RegChanges<'_> {}
-
-/// Iterator over an instruction's memory accesses.
-#[derive(Clone, Debug)]
-pub struct MemAccesses<'a> {
-    flags: core::slice::Iter<'a, u8>,
-    /// The addresses, old values and new values not taken yet.
-    addrs: &'a [u8],
-    old: &'a [u8],
-    new: &'a [u8],
-    /// 8-byte words (else 4).
-    wide: bool,
-}
-
-impl Iterator for MemAccesses<'_> {
-    type Item = MemAccess;
-
-    #[inline]
-    fn next(&mut self) -> Option<MemAccess> {
-        let flags = *self.flags.next()?;
-        let address = take_word(&mut self.addrs, self.wide)?;
-        let old = take_word(&mut self.old, self.wide)?;
-        // Without a branch on the flag (random in real traces): read the next new value
-        // whenever one is there, and step past it only if the flag says it is this one's.
-        let mut rest = self.new;
-        let value = take_word(&mut rest, self.wide);
-        let changed = flags & raw::MEM_UNCHANGED == 0 && value.is_some();
-        if changed {
-            self.new = rest;
-        }
-        Some(MemAccess {
-            flags,
-            address,
-            old,
-            new: value.filter(|_| changed),
-        })
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        self.flags.size_hint()
-    }
-}
-
-impl ExactSizeIterator for MemAccesses<'_> {}
-
 /// Why a decode step stopped.
 #[derive(Debug)]
-enum Fail {
+pub(super) enum Fail {
     /// The data ends before the decision could be made and more may come (streams).
     NeedMore(usize),
     /// A real error.
@@ -621,9 +235,9 @@ impl From<Error> for Fail {
 
 /// A block checked and measured by [`DecoderState::step`], not yet taken into the state.
 #[derive(Clone, Copy, Debug)]
-struct Step {
+pub(super) struct Step {
     /// Length in bytes.
-    len: usize,
+    pub(super) len: usize,
     /// A user block.
     user: bool,
     /// The instruction block carries thread-id bytes.
@@ -645,19 +259,19 @@ enum Measure {
 /// The block decoder's state between blocks: what the thread-id rule and the counters need.
 /// Small and `Copy`, so the index keeps one per full dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DecoderState {
+pub(super) struct DecoderState {
     word: u8,
-    words: u16,
+    pub(super) words: u16,
     mode: ThreadIdMode,
     thread: u32,
     prev_flag: bool,
     prev_full: bool,
-    instructions: u64,
+    pub(super) instructions: u64,
     /// User blocks so far (the block number is this plus `instructions`).
     user_blocks: u64,
     /// The instruction number at which the current recording session started.
     session_start: u64,
-    quirks: u64,
+    pub(super) quirks: u64,
     /// The last few distinct thread ids (0 = empty slot).
     recent: [u32; 4],
     /// Which x64dbg thread-id behaviour the file shows, once known.
@@ -679,7 +293,7 @@ enum Dialect {
 
 impl DecoderState {
     #[inline]
-    pub(crate) fn new(arch: Arch, opts: ReadOptions) -> DecoderState {
+    pub(super) fn new(arch: Arch, opts: ReadOptions) -> DecoderState {
         DecoderState {
             word: arch.word_size() as u8,
             words: arch.regdump_words(),
@@ -699,7 +313,7 @@ impl DecoderState {
 
     /// The number of the next block (instructions and user blocks, from 0).
     #[inline(always)]
-    fn blocks(&self) -> u64 {
+    pub(super) fn blocks(&self) -> u64 {
         self.instructions + self.user_blocks
     }
 
@@ -1163,7 +777,13 @@ impl DecoderState {
     /// whether `data` runs to the end of the file. The caller checks `pos < data.len()`.
     /// When it fails, the state is unchanged.
     #[inline(always)]
-    fn decode(&mut self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Meta, Fail> {
+    pub(super) fn decode(
+        &mut self,
+        data: &[u8],
+        pos: usize,
+        base: u64,
+        complete: bool,
+    ) -> Result<Meta, Fail> {
         let step = self.step(data, pos, base, complete)?;
         Ok(self.commit(data, pos, base, step))
     }
@@ -1171,7 +791,13 @@ impl DecoderState {
     /// The first half of [`DecoderState::decode`]: checks the block and measures it,
     /// leaving the state unchanged.
     #[inline(always)]
-    fn step(&self, data: &[u8], pos: usize, base: u64, complete: bool) -> Result<Step, Fail> {
+    pub(super) fn step(
+        &self,
+        data: &[u8],
+        pos: usize,
+        base: u64,
+        complete: bool,
+    ) -> Result<Step, Fail> {
         let rest = data.get(pos..).unwrap_or(&[]);
         let at = base + pos as u64;
         let (ty, fl) = match rest.first_chunk::<4>() {
@@ -1200,12 +826,12 @@ impl DecoderState {
         }
     }
 
-    /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`], for the
+    /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`](super::Blocks), for the
     /// usual block at the start of `rest`: an instruction whose thread-id bytes go with its
     /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
     /// decision, an error, the end), which the caller hands to `step`.
     #[inline(always)]
-    fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
+    pub(super) fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
         match *rest.first_chunk::<4>()? {
             [raw::BLOCK_INSTRUCTION, n, m, fl] => {
                 let flagged = fl & raw::FLAG_THREAD_ID != 0;
@@ -1260,7 +886,7 @@ impl DecoderState {
     /// The second half of [`DecoderState::decode`]: the block measured by `step` as a
     /// [`Meta`], with the state moved past it.
     #[inline(always)]
-    fn commit(&mut self, data: &[u8], pos: usize, base: u64, step: Step) -> Meta {
+    pub(super) fn commit(&mut self, data: &[u8], pos: usize, base: u64, step: Step) -> Meta {
         let at = base + pos as u64;
         if step.user {
             return self.commit_user(data.get(pos..).unwrap_or(&[]), at, step.len);
@@ -1274,7 +900,12 @@ impl DecoderState {
     /// [`DecoderState::commit`] for the instruction block `bytes` (all of it) at file
     /// offset `at`.
     #[inline(always)]
-    fn commit_instruction(&mut self, bytes: &[u8], at: u64, with_tid: bool) -> InstrMeta {
+    pub(super) fn commit_instruction(
+        &mut self,
+        bytes: &[u8],
+        at: u64,
+        with_tid: bool,
+    ) -> InstrMeta {
         let [n, m, fl] = match bytes.first_chunk::<4>() {
             Some(&[_, n, m, fl]) => [n, m, fl],
             None => [0; 3],
@@ -1339,7 +970,7 @@ impl DecoderState {
     }
 
     #[cold]
-    fn truncated(&self, at: u64, needed: u64, available: usize) -> Error {
+    pub(super) fn truncated(&self, at: u64, needed: u64, available: usize) -> Error {
         Error::TruncatedBlock {
             offset: Offset(at),
             block: self.blocks(),
@@ -1347,641 +978,6 @@ impl DecoderState {
             available: available as u64,
         }
     }
-}
-
-/// A trace file in memory (or memory-mapped): the parsed header and lazy access to the
-/// blocks.
-#[derive(Clone, Debug)]
-pub struct Trace<'a> {
-    data: &'a [u8],
-    header: Header,
-    first_block: usize,
-    options: ReadOptions,
-}
-
-impl<'a> Trace<'a> {
-    /// Parses the header of `data`; blocks are read lazily.
-    ///
-    /// # Errors
-    ///
-    /// A bad prefix or JSON header (see [`Header::parse`]).
-    pub fn parse(data: &'a [u8]) -> Result<Trace<'a>, Error> {
-        Trace::with_options(data, ReadOptions::default())
-    }
-
-    /// [`Trace::parse`] with options.
-    ///
-    /// # Errors
-    ///
-    /// As [`Trace::parse`].
-    pub fn with_options(data: &'a [u8], options: ReadOptions) -> Result<Trace<'a>, Error> {
-        let (header, first_block) = Header::parse(data)?;
-        Ok(Trace {
-            data,
-            header,
-            first_block,
-            options,
-        })
-    }
-
-    /// The JSON header.
-    #[must_use]
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The architecture (word size).
-    #[must_use]
-    pub fn arch(&self) -> Arch {
-        self.header.arch
-    }
-
-    /// The whole file.
-    #[must_use]
-    pub fn data(&self) -> &'a [u8] {
-        self.data
-    }
-
-    /// File offset of the first block.
-    #[must_use]
-    pub fn first_block_offset(&self) -> u64 {
-        self.first_block as u64
-    }
-
-    #[inline]
-    fn state(&self) -> DecoderState {
-        DecoderState::new(self.arch(), self.options)
-    }
-
-    /// Every block, lazily; the iterator fuses after the first error (a truncated last
-    /// block comes after every complete block).
-    #[must_use]
-    #[inline]
-    pub fn blocks(&self) -> Blocks<'a> {
-        Blocks::new(self.data, self.first_block, self.state())
-    }
-
-    /// The register state before every instruction.
-    #[must_use]
-    pub fn replay(&self) -> Replay<'a> {
-        Replay {
-            blocks: self.blocks(),
-            regs: RegDump::new(self.arch()),
-            user_blocks: 0,
-            full_dumps: 0,
-            sessions: 0,
-            started_without_dump: false,
-        }
-    }
-
-    /// The register state before every instruction, as an `Iterator` of owned copies
-    /// (1.4 KB each; [`Trace::replay`] lends the state instead).
-    #[must_use]
-    pub fn states(&self) -> States<'a> {
-        States(self.replay())
-    }
-
-    /// Builds the random-access index in one pass: the position and decoder state of every
-    /// full dump.
-    ///
-    /// # Errors
-    ///
-    /// The first error in the blocks; the index then covers the blocks before it (use
-    /// [`Trace::build_index_partial`] to keep it).
-    pub fn build_index(&self) -> Result<Index, Error> {
-        let (index, err) = self.build_index_partial();
-        match err {
-            Some(e) => Err(e),
-            None => Ok(index),
-        }
-    }
-
-    /// Builds the index of every complete block, returning it with the error that stopped it.
-    #[must_use]
-    pub fn build_index_partial(&self) -> (Index, Option<Error>) {
-        let mut state = self.state();
-        let mut pos = self.first_block;
-        let mut anchors = Vec::new();
-        let mut error = None;
-        while pos < self.data.len() {
-            // A full dump needs no earlier state but the decoder's: remember it (only then:
-            // copying the state every block costs more than decoding it).
-            let is_full = self.data.get(pos) == Some(&raw::BLOCK_INSTRUCTION)
-                && self.data.get(pos + 1).map(|&n| u16::from(n)) == Some(state.words);
-            let before = if is_full { Some(state) } else { None };
-            match state.decode(self.data, pos, 0, true) {
-                Ok(meta) => {
-                    if let Some(before) = before {
-                        anchors.push(Anchor {
-                            instruction: before.instructions,
-                            pos,
-                            state: before,
-                        });
-                    }
-                    pos += meta.len();
-                }
-                Err(Fail::Error(e)) => {
-                    error = Some(e);
-                    break;
-                }
-                Err(Fail::NeedMore(_)) => break,
-            }
-        }
-        let index = Index {
-            anchors,
-            instructions: state.instructions,
-            blocks: state.blocks(),
-            first_block: self.first_block,
-            arch: self.arch(),
-            options: self.options,
-        };
-        (index, error)
-    }
-
-    /// Random access: the instruction number `instruction` and a [`Replay`] whose
-    /// [`Replay::regs`] is the state before it (and which continues after it). Costs a
-    /// binary search and the replay of at most one full-dump interval.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::SeekOutOfRange`] past the last instruction; a decode error on the way; an
-    /// index made for another trace is detected only as far as its arch and options.
-    pub fn seek(
-        &self,
-        index: &Index,
-        instruction: u64,
-    ) -> Result<(Instruction<'a>, Replay<'a>), Error> {
-        if instruction >= index.instructions
-            || index.arch != self.arch()
-            || index.first_block != self.first_block
-        {
-            return Err(Error::SeekOutOfRange {
-                offset: Offset(self.data.len() as u64),
-                instruction,
-                count: index.instructions,
-            });
-        }
-        let i = index
-            .anchors
-            .partition_point(|a| a.instruction <= instruction);
-        let mut replay = self.replay();
-        if let Some(anchor) = i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
-            replay.blocks = Blocks::new(self.data, anchor.pos, anchor.state);
-        }
-        while let Some(ins) = replay.next_instruction() {
-            let ins = ins?;
-            if ins.index() == instruction {
-                return Ok((ins, replay));
-            }
-        }
-        Err(Error::SeekOutOfRange {
-            offset: Offset(self.data.len() as u64),
-            instruction,
-            count: index.instructions,
-        })
-    }
-}
-
-/// The lazy block iterator of a [`Trace`]. Fuses after the first error.
-#[derive(Clone, Debug)]
-pub struct Blocks<'a> {
-    data: &'a [u8],
-    /// The data from the next block on.
-    rest: &'a [u8],
-    state: DecoderState,
-    /// The next block, checked and measured one step early by
-    /// [`DecoderState::quick_step`] (empty: not measured).
-    ///
-    /// A block's length comes from its own bytes, so finding the blocks is a serial chain
-    /// of loads. Measuring block k + 1 before handing out block k puts that chain ahead of
-    /// the caller's work on block k in program order, so the CPU runs both at once, and a
-    /// mispredicted branch in the caller's loops (over a block's registers, say) does not
-    /// throw the measuring away.
-    ahead: &'a [u8],
-    /// Past the last block or an error.
-    done: bool,
-}
-
-impl<'a> Blocks<'a> {
-    #[inline]
-    fn new(data: &'a [u8], pos: usize, state: DecoderState) -> Blocks<'a> {
-        Blocks {
-            data,
-            rest: data.get(pos..).unwrap_or(&[]),
-            state,
-            ahead: &[],
-            done: false,
-        }
-    }
-
-    /// Hands out the usual block `block` (see [`DecoderState::quick_step`]) at the start
-    /// of `rest`, and measures the one after it.
-    #[inline(always)]
-    fn hand_out(&mut self, block: &'a [u8], with_tid: bool) -> Block<'a> {
-        let at = self.offset();
-        let rest = self.rest.get(block.len()..).unwrap_or(&[]);
-        let meta = self.state.commit_instruction(block, at, with_tid);
-        prefetch(block, rest);
-        self.rest = rest;
-        self.ahead = self.state.quick_step(rest).unwrap_or(&[]);
-        Block::Instruction(Instruction { meta, bytes: block })
-    }
-
-    /// The next block when the quick path has not measured it: at the start, at the end,
-    /// at an error (made here), and for the blocks that need [`DecoderState::step`].
-    ///
-    /// It takes and gives back the iterator by value: a pointer to it passed to a call
-    /// would keep the compiler from holding its fields in registers in the hot loop.
-    #[inline(never)]
-    fn next_slow(mut self) -> (Blocks<'a>, Option<Result<Block<'a>, Error>>) {
-        if self.done || self.rest.is_empty() {
-            self.done = true;
-            return (self, None);
-        }
-        let data = self.data;
-        let pos = data.len() - self.rest.len();
-        match self.state.step(data, pos, 0, true) {
-            Ok(step) => {
-                let meta = self.state.commit(data, pos, 0, step);
-                let block = meta.materialize(self.rest);
-                self.rest = self.rest.get(step.len..).unwrap_or(&[]);
-                self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
-                (self, Some(Ok(block)))
-            }
-            Err(fail) => {
-                self.done = true;
-                let e = match fail {
-                    Fail::Error(e) => e,
-                    // Cannot happen with complete data; report it as truncation anyway.
-                    Fail::NeedMore(n) => {
-                        self.state.truncated(pos as u64, n as u64, self.rest.len())
-                    }
-                };
-                (self, Some(Err(e)))
-            }
-        }
-    }
-
-    /// Blocks seen so far whose thread-id bytes had no flag (recovered pre-#3920 quirk).
-    #[must_use]
-    pub fn recovered_thread_ids(&self) -> u64 {
-        self.state.quirks
-    }
-
-    /// File offset of the next block.
-    #[must_use]
-    pub fn offset(&self) -> u64 {
-        (self.data.len() - self.rest.len()) as u64
-    }
-
-    /// Instructions read so far.
-    #[must_use]
-    pub fn instructions(&self) -> u64 {
-        self.state.instructions
-    }
-}
-
-impl<'a> Iterator for Blocks<'a> {
-    type Item = Result<Block<'a>, Error>;
-
-    // Always inlined: the block measured ahead then stays in registers.
-    #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
-        let block = self.ahead;
-        let Some(&fl) = block.get(3) else {
-            let (blocks, item) = self.clone().next_slow();
-            *self = blocks;
-            return item;
-        };
-        Some(Ok(self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0)))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        if self.done {
-            return (0, Some(0));
-        }
-        // A block has at least 5 bytes.
-        let most = self.rest.len().div_ceil(5);
-        (usize::from(!self.ahead.is_empty()), Some(most))
-    }
-}
-
-impl core::iter::FusedIterator for Blocks<'_> {}
-
-/// Register-state replay: each instruction with the register state before it.
-///
-/// `Replay` lends the state ([`Replay::regs`]) instead of copying 1.4 KB per instruction,
-/// so it is not an `Iterator`; use it as
-/// `while let Some(ins) = replay.next_instruction() { let ins = ins?; replay.regs()… }`.
-#[derive(Clone, Debug)]
-pub struct Replay<'a> {
-    blocks: Blocks<'a>,
-    regs: RegDump,
-    user_blocks: u64,
-    full_dumps: u64,
-    sessions: u64,
-    started_without_dump: bool,
-}
-
-impl<'a> Replay<'a> {
-    /// The next block; an instruction's register changes are applied first, so
-    /// [`Replay::regs`] is the state before it.
-    #[inline]
-    pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
-        let block = self.blocks.next()?;
-        match &block {
-            Ok(Block::Instruction(ins)) => {
-                if ins.index() == 0 && !ins.is_full_dump() {
-                    self.started_without_dump = true;
-                }
-                if ins.is_full_dump() {
-                    self.full_dumps += 1;
-                }
-                if ins.index() == 0 || ins.starts_session() {
-                    self.sessions += 1;
-                }
-                ins.apply(&mut self.regs);
-            }
-            Ok(Block::User(_)) => self.user_blocks += 1,
-            Err(_) => {}
-        }
-        Some(block)
-    }
-
-    /// The next instruction (user blocks are skipped and counted), with its register
-    /// changes applied.
-    #[inline]
-    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'a>, Error>> {
-        loop {
-            match self.next_block()? {
-                Ok(Block::Instruction(ins)) => return Some(Ok(ins)),
-                Ok(Block::User(_)) => {}
-                Err(e) => return Some(Err(e)),
-            }
-        }
-    }
-
-    /// The register state before the last instruction returned.
-    #[must_use]
-    pub fn regs(&self) -> &RegDump {
-        &self.regs
-    }
-
-    /// User blocks seen so far.
-    #[must_use]
-    pub fn user_blocks(&self) -> u64 {
-        self.user_blocks
-    }
-
-    /// Full dumps seen so far.
-    #[must_use]
-    pub fn full_dumps(&self) -> u64 {
-        self.full_dumps
-    }
-
-    /// Recording sessions seen so far (the first, plus appended ones).
-    #[must_use]
-    pub fn sessions(&self) -> u64 {
-        self.sessions
-    }
-
-    /// Whether the first instruction was not a full dump (its state started as zeros).
-    #[must_use]
-    pub fn started_without_dump(&self) -> bool {
-        self.started_without_dump
-    }
-
-    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
-    #[must_use]
-    pub fn recovered_thread_ids(&self) -> u64 {
-        self.blocks.recovered_thread_ids()
-    }
-}
-
-/// Each instruction with a copy of the register state before it; see [`Trace::states`].
-/// Fuses after the first error.
-#[derive(Clone, Debug)]
-pub struct States<'a>(Replay<'a>);
-
-impl<'a> Iterator for States<'a> {
-    type Item = Result<(Instruction<'a>, RegDump), Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let ins = self.0.next_instruction()?;
-        Some(ins.map(|i| (i, self.0.regs.clone())))
-    }
-}
-
-impl core::iter::FusedIterator for States<'_> {}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Anchor {
-    instruction: u64,
-    pos: usize,
-    state: DecoderState,
-}
-
-/// The random-access index of a trace: one entry per full dump.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Index {
-    anchors: Vec<Anchor>,
-    instructions: u64,
-    blocks: u64,
-    first_block: usize,
-    arch: Arch,
-    options: ReadOptions,
-}
-
-impl Index {
-    /// Instructions in the trace (complete blocks).
-    #[must_use]
-    pub fn instructions(&self) -> u64 {
-        self.instructions
-    }
-
-    /// Blocks in the trace, user blocks included.
-    #[must_use]
-    pub fn blocks(&self) -> u64 {
-        self.blocks
-    }
-
-    /// Number of full dumps.
-    #[must_use]
-    pub fn full_dumps(&self) -> usize {
-        self.anchors.len()
-    }
-
-    /// The instruction number and file offset of every full dump.
-    pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.anchors.iter().map(|a| (a.instruction, a.pos as u64))
-    }
-}
-
-/// The streaming reader: blocks from an `io::Read` in constant memory (a buffer of 64 KiB
-/// plus the largest block; user blocks up to [`StreamReader::MAX_USER_BLOCK`] bytes).
-#[derive(Debug)]
-pub struct StreamReader<R> {
-    inner: R,
-    header: Header,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    base: u64,
-    eof: bool,
-    state: DecoderState,
-    done: bool,
-}
-
-/// Bytes kept ahead of the current block (enough for the thread-id trial parse).
-const LOOKAHEAD: usize = 64 * 1024;
-
-impl<R: std::io::Read> StreamReader<R> {
-    /// The largest user block the streaming reader buffers.
-    pub const MAX_USER_BLOCK: usize = 256 * 1024 * 1024;
-
-    /// Reads the header from `inner`.
-    ///
-    /// # Errors
-    ///
-    /// I/O errors and header errors, as [`Header::parse`].
-    pub fn new(inner: R) -> Result<StreamReader<R>, Error> {
-        StreamReader::with_options(inner, ReadOptions::default())
-    }
-
-    /// [`StreamReader::new`] with options.
-    ///
-    /// # Errors
-    ///
-    /// As [`StreamReader::new`].
-    pub fn with_options(inner: R, options: ReadOptions) -> Result<StreamReader<R>, Error> {
-        let mut r = StreamReader {
-            inner,
-            header: Header::new(Arch::X64, ""),
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
-            base: 0,
-            eof: false,
-            state: DecoderState::new(Arch::X64, options),
-            done: false,
-        };
-        r.fill(8)?;
-        let len = r
-            .buf
-            .get(4..8)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map_or(0, u32::from_le_bytes);
-        // Header::parse checks the length limit before anything is read for it.
-        let want = 8 + len.min(raw::MAX_HEADER_LEN + 1) as usize;
-        r.fill(want)?;
-        let (header, consumed) = Header::parse(r.buf.get(..r.end).unwrap_or(&[]))?;
-        r.state = DecoderState::new(header.arch, options);
-        r.header = header;
-        r.start = consumed;
-        Ok(r)
-    }
-
-    /// The JSON header.
-    #[must_use]
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
-    #[must_use]
-    pub fn recovered_thread_ids(&self) -> u64 {
-        self.state.quirks
-    }
-
-    /// Makes at least `want` bytes available from `start`, unless the input ends first.
-    fn fill(&mut self, want: usize) -> Result<(), Error> {
-        while self.end - self.start < want && !self.eof {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.base += self.start as u64;
-                self.end -= self.start;
-                self.start = 0;
-            }
-            let target = want.max(LOOKAHEAD).saturating_mul(2);
-            if self.buf.len() < target {
-                self.buf.resize(target, 0);
-            }
-            let Some(space) = self.buf.get_mut(self.end..) else {
-                break;
-            };
-            match self.inner.read(space) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(Error::Io {
-                        offset: Offset(self.base + self.end as u64),
-                        source,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The next block, borrowing the reader's buffer; `None` at the end. After an error,
-    /// `None` forever.
-    pub fn next_block(&mut self) -> Option<Result<Block<'_>, Error>> {
-        if self.done {
-            return None;
-        }
-        let mut want = LOOKAHEAD;
-        let meta = loop {
-            if let Err(e) = self.fill(want) {
-                self.done = true;
-                return Some(Err(e));
-            }
-            if self.start >= self.end {
-                self.done = true;
-                return None;
-            }
-            let data = self.buf.get(self.start..self.end).unwrap_or(&[]);
-            let base = self.base + self.start as u64;
-            match self.state.decode(data, 0, base, self.eof) {
-                Ok(meta) => break meta,
-                Err(Fail::Error(e)) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-                Err(Fail::NeedMore(n)) => {
-                    if n > Self::MAX_USER_BLOCK + LOOKAHEAD {
-                        self.done = true;
-                        return Some(Err(Error::Limit(trace_core::LimitExceeded {
-                            offset: Offset(base),
-                            what: "block length for the streaming reader",
-                            found: n as u64,
-                            limit: Self::MAX_USER_BLOCK as u64,
-                        })));
-                    }
-                    want = n.max(want.saturating_mul(2));
-                }
-            }
-        };
-        let start = self.start;
-        self.start += meta.len();
-        let bytes = self.buf.get(start..self.end).unwrap_or(&[]);
-        Some(Ok(meta.materialize(bytes)))
-    }
-}
-
-/// Reads a whole trace from `data` into owned records (convenience for small files and
-/// tests).
-///
-/// # Errors
-///
-/// The first error.
-pub fn read_records(data: &[u8]) -> Result<(Header, Vec<Record>), Error> {
-    let trace = Trace::parse(data)?;
-    let records = trace
-        .blocks()
-        .map(|b| b.map(|b| b.to_record()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((trace.header, records))
 }
 
 impl From<UnexpectedEof> for Fail {

@@ -2,7 +2,7 @@
 //! threads with their own stacks run a loop of typical compiler output (push/pop, stack
 //! loads and stores, arithmetic with flags, `lea`, 16-byte SSE stores split into words, a
 //! `jmp` back), with the last-error value and a padding word changing now and then, as in
-//! real x64dbg traces. Not part of the stable API.
+//! real x64dbg traces. Behind the `testgen` feature; not part of the stable API.
 
 // A simulator of 64-bit registers: wrapping arithmetic is the point, and the indices are
 // bounded by the constant tables.

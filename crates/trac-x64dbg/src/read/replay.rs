@@ -1,0 +1,328 @@
+//! Register-state replay ([`Replay`], [`States`]) and random access through an index of
+//! full dumps ([`Index`], [`Trace::seek`]).
+
+use trace_core::Offset;
+
+use super::decode::{DecoderState, Fail};
+use super::{Block, Blocks, Instruction, ReadOptions, Trace};
+use crate::Error;
+use crate::header::Arch;
+use crate::raw;
+use crate::regs::RegDump;
+
+impl<'a> Trace<'a> {
+    /// The register state before every instruction.
+    #[must_use]
+    pub fn replay(&self) -> Replay<'a> {
+        Replay {
+            blocks: self.blocks(),
+            state: ReplayState::new(self.arch()),
+        }
+    }
+
+    /// The register state before every instruction, as an `Iterator` of owned copies
+    /// (1.4 KB each; [`Trace::replay`] lends the state instead).
+    #[must_use]
+    pub fn states(&self) -> States<'a> {
+        States(self.replay())
+    }
+
+    /// Builds the random-access index in one pass: the position and decoder state of every
+    /// full dump.
+    ///
+    /// # Errors
+    ///
+    /// The first error in the blocks; the index then covers the blocks before it (use
+    /// [`Trace::build_index_partial`] to keep it).
+    pub fn build_index(&self) -> Result<Index, Error> {
+        let (index, err) = self.build_index_partial();
+        match err {
+            Some(e) => Err(e),
+            None => Ok(index),
+        }
+    }
+
+    /// Builds the index of every complete block, returning it with the error that stopped it.
+    #[must_use]
+    pub fn build_index_partial(&self) -> (Index, Option<Error>) {
+        let mut state = self.state();
+        let mut pos = self.first_block;
+        let mut anchors = Vec::new();
+        let mut error = None;
+        while pos < self.data.len() {
+            // A full dump needs no earlier state but the decoder's: remember it (only then:
+            // copying the state every block costs more than decoding it).
+            let is_full = self.data.get(pos) == Some(&raw::BLOCK_INSTRUCTION)
+                && self.data.get(pos + 1).map(|&n| u16::from(n)) == Some(state.words);
+            let before = if is_full { Some(state) } else { None };
+            match state.decode(self.data, pos, 0, true) {
+                Ok(meta) => {
+                    if let Some(before) = before {
+                        anchors.push(Anchor {
+                            instruction: before.instructions,
+                            pos,
+                            state: before,
+                        });
+                    }
+                    pos += meta.len();
+                }
+                Err(Fail::Error(e)) => {
+                    error = Some(e);
+                    break;
+                }
+                Err(Fail::NeedMore(_)) => break,
+            }
+        }
+        let index = Index {
+            anchors,
+            instructions: state.instructions,
+            blocks: state.blocks(),
+            first_block: self.first_block,
+            arch: self.arch(),
+            options: self.options,
+        };
+        (index, error)
+    }
+
+    /// Random access: the instruction number `instruction` and a [`Replay`] whose
+    /// [`Replay::regs`] is the state before it (and which continues after it). Costs a
+    /// binary search and the replay of at most one full-dump interval.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SeekOutOfRange`] past the last instruction; a decode error on the way; an
+    /// index made for another trace is detected only as far as its arch and options.
+    pub fn seek(
+        &self,
+        index: &Index,
+        instruction: u64,
+    ) -> Result<(Instruction<'a>, Replay<'a>), Error> {
+        if instruction >= index.instructions
+            || index.arch != self.arch()
+            || index.first_block != self.first_block
+        {
+            return Err(Error::SeekOutOfRange {
+                offset: Offset(self.data.len() as u64),
+                instruction,
+                count: index.instructions,
+            });
+        }
+        let i = index
+            .anchors
+            .partition_point(|a| a.instruction <= instruction);
+        let mut replay = self.replay();
+        if let Some(anchor) = i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
+            replay.blocks = Blocks::new(self.data, anchor.pos, anchor.state);
+        }
+        while let Some(ins) = replay.next_instruction() {
+            let ins = ins?;
+            if ins.index() == instruction {
+                return Ok((ins, replay));
+            }
+        }
+        Err(Error::SeekOutOfRange {
+            offset: Offset(self.data.len() as u64),
+            instruction,
+            count: index.instructions,
+        })
+    }
+}
+
+/// What replay keeps besides the blocks: the register state and the counters. Shared by
+/// [`Replay`] and the streaming reader, so that both count alike.
+#[derive(Clone, Debug)]
+pub(super) struct ReplayState {
+    pub(super) regs: RegDump,
+    pub(super) user_blocks: u64,
+    pub(super) full_dumps: u64,
+    pub(super) sessions: u64,
+    pub(super) started_without_dump: bool,
+}
+
+impl ReplayState {
+    pub(super) fn new(arch: Arch) -> ReplayState {
+        ReplayState {
+            regs: RegDump::new(arch),
+            user_blocks: 0,
+            full_dumps: 0,
+            sessions: 0,
+            started_without_dump: false,
+        }
+    }
+
+    /// Takes in the instruction `ins`: counts it and applies its register changes, so that
+    /// [`ReplayState::regs`] is the state before it.
+    #[inline]
+    pub(super) fn instruction(&mut self, ins: &Instruction<'_>) {
+        if ins.index() == 0 && !ins.is_full_dump() {
+            self.started_without_dump = true;
+        }
+        if ins.is_full_dump() {
+            self.full_dumps += 1;
+        }
+        if ins.index() == 0 || ins.starts_session() {
+            self.sessions += 1;
+        }
+        ins.apply(&mut self.regs);
+    }
+
+    /// Takes in the block `block` (instruction or user block).
+    #[inline]
+    pub(super) fn block(&mut self, block: &Block<'_>) {
+        match block {
+            Block::Instruction(ins) => self.instruction(ins),
+            Block::User(_) => self.user_blocks += 1,
+        }
+    }
+}
+
+/// Register-state replay: each instruction with the register state before it.
+///
+/// `Replay` lends the state ([`Replay::regs`]) instead of copying 1.4 KB per instruction,
+/// so it is not an `Iterator`; use it as
+/// `while let Some(ins) = replay.next_instruction() { let ins = ins?; replay.regs()… }`.
+#[derive(Clone, Debug)]
+pub struct Replay<'a> {
+    pub(super) blocks: Blocks<'a>,
+    state: ReplayState,
+}
+
+impl<'a> Replay<'a> {
+    /// The next block; an instruction's register changes are applied first, so
+    /// [`Replay::regs`] is the state before it.
+    #[inline]
+    pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
+        let block = self.blocks.next()?;
+        if let Ok(b) = &block {
+            self.state.block(b);
+        }
+        Some(block)
+    }
+
+    /// The next instruction (user blocks are skipped and counted), with its register
+    /// changes applied.
+    #[inline]
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'a>, Error>> {
+        loop {
+            match self.next_block()? {
+                Ok(Block::Instruction(ins)) => return Some(Ok(ins)),
+                Ok(Block::User(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// [`Replay::next_block`] with the register state before the block (the same calls as
+    /// [`StreamReader::next_block_with_regs`](super::StreamReader::next_block_with_regs)).
+    #[inline]
+    pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'a>, &RegDump), Error>> {
+        Some(self.next_block()?.map(|b| (b, &self.state.regs)))
+    }
+
+    /// [`Replay::next_instruction`] with the register state before the instruction (the
+    /// same calls as
+    /// [`StreamReader::next_instruction_with_regs`](super::StreamReader::next_instruction_with_regs)).
+    #[inline]
+    pub fn next_instruction_with_regs(
+        &mut self,
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        Some(self.next_instruction()?.map(|i| (i, &self.state.regs)))
+    }
+
+    /// The register state before the last instruction returned.
+    #[must_use]
+    pub fn regs(&self) -> &RegDump {
+        &self.state.regs
+    }
+
+    /// User blocks seen so far.
+    #[must_use]
+    pub fn user_blocks(&self) -> u64 {
+        self.state.user_blocks
+    }
+
+    /// Full dumps seen so far.
+    #[must_use]
+    pub fn full_dumps(&self) -> u64 {
+        self.state.full_dumps
+    }
+
+    /// Recording sessions seen so far (the first, plus appended ones).
+    #[must_use]
+    pub fn sessions(&self) -> u64 {
+        self.state.sessions
+    }
+
+    /// Whether the first instruction was not a full dump (its state started as zeros).
+    #[must_use]
+    pub fn started_without_dump(&self) -> bool {
+        self.state.started_without_dump
+    }
+
+    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
+    #[must_use]
+    pub fn recovered_thread_ids(&self) -> u64 {
+        self.blocks.recovered_thread_ids()
+    }
+}
+
+/// Each instruction with a copy of the register state before it; see [`Trace::states`].
+/// Fuses after the first error.
+#[derive(Clone, Debug)]
+pub struct States<'a>(Replay<'a>);
+
+impl<'a> Iterator for States<'a> {
+    type Item = Result<(Instruction<'a>, RegDump), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let ins = self.0.next_instruction()?;
+        Some(ins.map(|i| (i, self.0.state.regs.clone())))
+    }
+}
+
+impl core::iter::FusedIterator for States<'_> {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Anchor {
+    instruction: u64,
+    pos: usize,
+    state: DecoderState,
+}
+
+/// The random-access index of a trace: one entry per full dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Index {
+    anchors: Vec<Anchor>,
+    instructions: u64,
+    blocks: u64,
+    first_block: usize,
+    arch: Arch,
+    options: ReadOptions,
+}
+
+impl Index {
+    /// Instructions in the trace (complete blocks).
+    #[must_use]
+    pub fn instructions(&self) -> u64 {
+        self.instructions
+    }
+
+    /// Blocks in the trace, user blocks included.
+    #[must_use]
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Number of full dumps.
+    #[must_use]
+    pub fn full_dumps(&self) -> usize {
+        self.anchors.len()
+    }
+
+    /// The instruction number and file offset of every full dump.
+    pub fn full_dump_positions(&self) -> impl Iterator<Item = (u64, Offset)> + '_ {
+        self.anchors
+            .iter()
+            .map(|a| (a.instruction, Offset(a.pos as u64)))
+    }
+}
