@@ -257,7 +257,11 @@ impl From<Hex> for Value {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     use quickcheck::{Arbitrary, Gen, QuickCheck};

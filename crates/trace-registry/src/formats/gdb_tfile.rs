@@ -43,7 +43,7 @@ fn lossy(b: &[u8]) -> String {
 
 /// Frames from a file in memory or from a stream, one at a time.
 enum Frames<'a> {
-    Slice(TraceFile<'a>, gdb_tfile::Frames<'a>),
+    Slice(Box<(TraceFile<'a>, gdb_tfile::Frames<'a>)>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
 }
 
@@ -54,7 +54,7 @@ impl<'a> Frames<'a> {
             Source::Bytes(bytes) => {
                 let file = TraceFile::parse(bytes, opts).map_err(err)?;
                 let frames = file.frames();
-                Frames::Slice(file, frames)
+                Frames::Slice(Box::new((file, frames)))
             }
             Source::Stream(s) => {
                 Frames::Stream(Box::new(StreamReader::from_reader(s, opts).map_err(err)?))
@@ -68,35 +68,35 @@ impl<'a> Frames<'a> {
 
     fn warnings(&self) -> &[gdb_tfile::Warning] {
         match self {
-            Frames::Slice(f, _) => f.warnings(),
+            Frames::Slice(b) => b.0.warnings(),
             Frames::Stream(s) => s.warnings(),
         }
     }
 
     fn tdesc(&self) -> Option<&TargetDescription> {
         match self {
-            Frames::Slice(f, _) => f.tdesc(),
+            Frames::Slice(b) => b.0.tdesc(),
             Frames::Stream(s) => s.tdesc(),
         }
     }
 
     fn description(&self) -> &gdb_tfile::Description {
         match self {
-            Frames::Slice(f, _) => f.description(),
+            Frames::Slice(b) => b.0.description(),
             Frames::Stream(s) => s.description(),
         }
     }
 
     fn layout(&self) -> FrameLayout {
         match self {
-            Frames::Slice(f, _) => f.layout(),
+            Frames::Slice(b) => b.0.layout(),
             Frames::Stream(s) => s.layout(),
         }
     }
 
     fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Error> {
         match self {
-            Frames::Slice(_, it) => it.next().transpose().map_err(err),
+            Frames::Slice(b) => b.1.next().transpose().map_err(err),
             Frames::Stream(s) => s.next_frame().map_err(err),
         }
     }
@@ -367,7 +367,7 @@ impl<'a> FrameRecords<'a> {
     fn advance(&mut self) -> Result<bool, Error> {
         let (cur, tsvs, data) = (&mut self.current, &mut self.tsvs, &mut self.data);
         let slice = match &mut self.frames {
-            Frames::Slice(_, it) => it.next().transpose().map_err(err)?,
+            Frames::Slice(b) => b.1.next().transpose().map_err(err)?,
             Frames::Stream(s) => {
                 let Some(f) = s.next_frame().map_err(err)? else {
                     return Ok(false);

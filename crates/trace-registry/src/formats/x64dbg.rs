@@ -73,7 +73,7 @@ struct Summary {
 
 /// Blocks with the register state before each: a replay over bytes or a stream reader.
 enum Blocks<'a> {
-    Slice(Replay<'a>),
+    Slice(Box<Replay<'a>>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
 }
 
@@ -112,7 +112,11 @@ fn open<'a>(input: &'a mut Input) -> Result<(Header, u64, Blocks<'a>), Error> {
         Source::Bytes(b) => {
             let trace = Trace::parse(b).map_err(err)?;
             let first = trace.first_block_offset().0;
-            (trace.header().clone(), first, Blocks::Slice(trace.replay()))
+            (
+                trace.header().clone(),
+                first,
+                Blocks::Slice(Box::new(trace.replay())),
+            )
         }
         Source::Stream(s) => {
             let reader = StreamReader::from_reader(s).map_err(err)?;
@@ -290,6 +294,7 @@ impl Handler for X64dbg {
             tables: [instructions()],
             names: word_names(h.arch),
             blocks,
+            current: None,
             done: false,
         }))
     }
@@ -299,7 +304,22 @@ struct X64Records<'a> {
     tables: [Arc<Schema>; 1],
     names: Vec<String>,
     blocks: Blocks<'a>,
+    /// The current instruction and the instruction pointer before it (in-place reading).
+    current: Option<(Instruction<'a>, u64)>,
     done: bool,
+}
+
+impl Row for X64Records<'_> {
+    fn visit(&self, v: &mut dyn Visitor) {
+        if let Some((ins, pc)) = self.current {
+            InstructionRow {
+                ins,
+                pc,
+                names: &self.names,
+            }
+            .visit(v);
+        }
+    }
 }
 
 /// One instruction as a row: the block, the instruction pointer before it, register names.
@@ -318,9 +338,31 @@ impl Records for X64Records<'_> {
         if self.done {
             return None;
         }
+        // In place: the instruction borrows the file, not the reader, so the row is kept
+        // here and handed out by reference.
+        if let Blocks::Slice(r) = &mut self.blocks {
+            let step = r
+                .next_instruction_with_regs()
+                .map(|s| s.map(|(ins, regs)| (ins, regs.ip())));
+            return match step {
+                Some(Ok(current)) => {
+                    self.current = Some(current);
+                    Some(Ok(Record::new(0, self)))
+                }
+                None => {
+                    self.done = true;
+                    None
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    Some(Err(err(e)))
+                }
+            };
+        }
+        // A stream's instruction borrows the reader's buffer: the row goes in a box.
         let next = match &mut self.blocks {
-            Blocks::Slice(r) => r.next_instruction_with_regs(),
             Blocks::Stream(r) => r.next_instruction_with_regs(),
+            Blocks::Slice(_) => None,
         };
         match next {
             None => {

@@ -196,10 +196,11 @@ impl<W: Write> JsonLines<W> {
     }
 
     fn maybe_flush(&mut self) {
-        if self.buf.len() >= FLUSH_AT && self.error.is_none() {
-            if let Err(e) = self.flush_buf() {
-                self.error = Some(e);
-            }
+        if self.buf.len() >= FLUSH_AT
+            && self.error.is_none()
+            && let Err(e) = self.flush_buf()
+        {
+            self.error = Some(e);
         }
     }
 }
@@ -379,23 +380,18 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
-    let mut digits = [0u8; 16];
-    let mut n = 0;
-    let mut x = v;
-    loop {
-        if let Some(d) = digits.get_mut(15usize.saturating_sub(n)) {
-            *d = *HEX.get((x & 0xf) as usize).unwrap_or(&b'0');
-        }
-        n = n.saturating_add(1);
-        x >>= 4;
-        if x == 0 || n == 16 {
-            break;
-        }
-    }
+    // Digits needed: one per started nibble, at least one.
+    let digits = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
+    let pad = usize::from(width)
+        .saturating_sub(2)
+        .saturating_sub(digits as usize);
+    buf.reserve(pad.saturating_add(20));
     buf.extend_from_slice(b"\"0x");
-    let pad = usize::from(width).saturating_sub(2).saturating_sub(n);
     buf.resize(buf.len().saturating_add(pad), b'0');
-    buf.extend_from_slice(digits.get(16usize.saturating_sub(n)..).unwrap_or_default());
+    for i in (0..digits).rev() {
+        let nibble = v.wrapping_shr(i.wrapping_mul(4)) & 0xf;
+        buf.push(HEX.get(nibble as usize).copied().unwrap_or(b'0'));
+    }
     buf.push(b'"');
 }
 
@@ -441,6 +437,10 @@ fn push_str(buf: &mut Vec<u8>, s: &str) {
 
 /// The inside of a JSON string literal: `"`, `\` and control characters escaped.
 fn push_str_body(buf: &mut Vec<u8>, s: &str) {
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        buf.extend_from_slice(s.as_bytes());
+        return;
+    }
     for &b in s.as_bytes() {
         match b {
             b'"' => buf.extend_from_slice(b"\\\""),
@@ -459,7 +459,11 @@ fn push_str_body(buf: &mut Vec<u8>, s: &str) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 

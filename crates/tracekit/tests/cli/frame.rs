@@ -238,7 +238,7 @@ fn no_dump_line_repeats_a_key() {
                 b'}' => {
                     stack.pop();
                 }
-                b',' => expect_key = matches!(stack.last(), Some(_)),
+                b',' => expect_key = stack.last().is_some(),
                 b'[' => expect_key = false,
                 b'"' => {
                     let start = i + 1;
