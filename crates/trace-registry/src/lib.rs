@@ -333,3 +333,57 @@ pub fn open(
 pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn detected(head: &[u8], name: &str) -> Option<&'static str> {
+        detect_bytes(head, name).map(|h| h.name())
+    }
+
+    /// Detection uses each crate's own magic constants, and magic beats a file name.
+    #[test]
+    fn detects_by_each_crates_magic() {
+        let mut x64 = trac_x64dbg::raw::MAGIC.to_vec();
+        x64.extend_from_slice(b"\x10\0\0\0{}");
+        assert_eq!(detected(&x64, "x.bin"), Some("x64dbg"));
+        assert_eq!(detected(&x64, "thread_001.tt6"), Some("x64dbg"));
+        let mut tf = gdb_tfile::raw::MAGIC.to_vec();
+        tf.extend_from_slice(b"R 2a0\n");
+        assert_eq!(detected(&tf, "x"), Some("gdb-tfile"));
+        let full = amber_tt6::raw::FULL_MAGIC.to_be_bytes();
+        assert_eq!(detected(&full, "x.tt6"), Some("amber-full"));
+        assert_eq!(detected(b"\0\0\0\x10", "thread_001.tt6"), Some("tt6"));
+        assert_eq!(detected(b"\0\0\0\x10", "THREAD_001.TT6E"), Some("tt6e"));
+        assert_eq!(
+            detected(b" {\"MAJOR_VERSION\" : 1, \"PROCESSES\" : [[\"PROCESS_ID\"]]}", "a"),
+            Some("dcfg")
+        );
+        let trace = b"{\n\"MAJOR_VERSION\" : 1,\n\"PROCESSES\" : [ [\"PROCESS_ID\", \"STRING_DICTIONARY\", \"TRANSITION_TABLE\", \"THREAD_DATA\"]";
+        assert_eq!(detected(trace, "a.json"), Some("dcfg-trace"));
+        assert_eq!(
+            detected(b"{\"PROCESSES\" : [[\"PROCESS_ID\"", "run.trace.json"),
+            Some("dcfg-trace")
+        );
+        assert_eq!(detected(b"{\"EDGE_TYPES\" : [", "x.dcfg.json"), Some("dcfg"));
+        assert_eq!(detected(b"hello", "x.txt"), None);
+        assert_eq!(detected(b"{\"a\":1}", "x.json"), None);
+        assert_eq!(detected(b"", ""), None);
+    }
+
+    #[test]
+    fn names_and_aliases_find_their_handler() {
+        for h in HANDLERS {
+            assert_eq!(by_name(h.name()).unwrap().name(), h.name());
+            for a in h.aliases() {
+                assert_eq!(by_name(a).unwrap().name(), h.name());
+            }
+        }
+        let msg = detection_error("x.bin").to_string();
+        for h in HANDLERS {
+            assert!(msg.contains(h.name()) && msg.contains(h.recognised_by()));
+        }
+    }
+}
