@@ -23,6 +23,28 @@ fn at_repo_root() {
 
 #[rustfmt::skip]
 #[test]
+fn readme_library_use() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_registry::{Ctx, Input, Options, sink::JsonLines};
+
+    let mut input = Input::open("testdata/gdb-tfile/amd64.tf".as_ref())?; // or "-", .gz, .bz2
+    let handler = trace_registry::detect(&input).ok_or("unknown format")?;
+    let options = Options::default();
+    let mut records = handler.records(&mut input, &mut Ctx::new(&options))?;
+    for table in records.tables() {
+        let names: Vec<_> = table.fields.iter().map(|f| f.name.as_ref()).collect();
+        println!("{}: {}", table.name, names.join(", ")); // frames: i, offset, tracepoint, regs, …
+    }
+    let mut sink = JsonLines::new(std::io::sink(), records.tables());
+    while let Some(record) = records.next_record() {
+        let record = record?;                              // errors carry offset, path, record
+        sink.write(record.table, record.row())?;
+    }
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
 fn readme_trac_x64dbg() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
     use trac_x64dbg::Trace;
