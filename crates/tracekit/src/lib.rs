@@ -367,7 +367,7 @@ where
 
 /// Fuzzing and property-test entry point: runs `info`, `dump` and `validate` on `data` with
 /// detection and with every forced format. Must never panic.
-#[doc(hidden)]
+#[cfg(feature = "fuzzing")]
 pub fn fuzz_cli(data: &[u8]) {
     let formats = std::iter::once(None).chain(HANDLERS.iter().map(|h| Some(h.name())));
     for format in formats {
