@@ -71,7 +71,7 @@
 
 mod error;
 mod export;
-mod json;
+pub mod limits;
 mod model;
 mod query;
 pub mod raw;

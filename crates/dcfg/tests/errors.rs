@@ -39,7 +39,7 @@ fn edit(from: &str, to: &str, bad: &str) -> (String, u64) {
 fn fails(json: &str) -> (String, u64, String) {
     let msg = read_all_ways(json.as_bytes()).unwrap_err();
     let e = Dcfg::from_slice(json.as_bytes()).unwrap_err();
-    let (path, offset) = (e.path().unwrap().to_owned(), e.offset().unwrap());
+    let (path, offset) = (e.path().unwrap().to_owned(), e.offset().unwrap().0);
     let shown = if path.is_empty() { "top level" } else { &path };
     assert!(msg.starts_with(&format!("{shown}: ")), "{msg}");
     assert!(msg.ends_with(&format!(" at offset {offset:#x}")), "{msg}");

@@ -3,6 +3,7 @@
 
 use dcfg::testgen::qemu_dialect;
 use dcfg::{Dcfg, SpecialKind, Symbols};
+use trace_core::Offset;
 
 use crate::{assert_golden, sample, testdata};
 
@@ -163,7 +164,7 @@ fn negative_fixtures_fail_with_path_and_offset() {
         let e = read(name).unwrap_err();
         let msg = e.to_string();
         assert_eq!(e.path(), Some(path), "{name}: {msg}");
-        assert_eq!(e.offset(), Some(offset), "{name}: {msg:?} at {offset:#x}");
+        assert_eq!(e.offset(), Some(Offset(offset)), "{name}: {msg:?} at {offset:#x}");
         assert!(msg.ends_with(&format!(" at offset {offset:#x}")), "{msg}");
         all.push_str(&format!("{name}: {msg}\n"));
     }
@@ -199,7 +200,7 @@ fn truncated_files_recover_every_complete_block() {
         let text = std::str::from_utf8(prefix).unwrap();
         let complete = text.rsplit_once('\n').map_or("", |(head, _)| head);
         let want = complete.lines().filter(|l| is_block_row(l)).count();
-        let got = Dcfg::recover_prefix(prefix, err.offset().unwrap());
+        let got = Dcfg::recover_prefix(prefix, err.offset().unwrap().0);
         let blocks: Vec<_> = got
             .iter()
             .flat_map(|d| d.processes.iter())
@@ -237,7 +238,7 @@ fn stream_and_slice_error_offsets_agree() {
         let a = Dcfg::from_slice(&bad).unwrap_err();
         let b = Dcfg::from_reader(&bad[..]).unwrap_err();
         // At the broken value or at the string holding it.
-        let at = a.offset().unwrap();
+        let at = a.offset().unwrap().0;
         assert!(
             (pos as u64 - 16..=pos as u64).contains(&at),
             "{a} vs {pos:#x}"
