@@ -40,7 +40,7 @@
 //! | 6 | bit order, padding | 6 bits per character, most significant first, no `=`; decoding stops after `EDGE_COUNT` edges ([`base64`]) |
 //! | 7 | repeats and references | decimal counts (0 allowed), any nesting up to [`limits::MAX_NESTING`], references in repeats and values, cycles named, lazy expansion ([`expand`]) |
 //! | 8 | whitespace in sequences | ASCII whitespace skipped; other bytes outside the syntax are errors with their position |
-//! | 9 | hex strings | every integer: number or `"0x…"`/decimal string, exactly ([`json`]) |
+//! | 9 | hex strings | every integer: number or `"0x…"`/decimal string, exactly ([`trace_core::json`]) |
 //! | 10 | threads not traced | [`read::Trace::thread`] returns `None` |
 //! | 11 | unknown edges, missing transitions | [`DecodeErrorKind::NoSuccessor`] / [`DecodeErrorKind::NoTransition`] with chunk and bit position; [`join::Mismatch::UnknownEdge`] |
 //! | 12 | several processes | dictionary and transition table per process |
@@ -83,7 +83,6 @@ pub mod encode;
 mod error;
 pub mod expand;
 pub mod join;
-pub mod json;
 pub mod limits;
 pub mod raw;
 pub mod read;
@@ -189,7 +188,7 @@ pub fn fuzz_read(data: &[u8]) {
     }
 }
 
-fn summarize<'a, S: json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
+fn summarize<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
     let mut out = Vec::new();
     for ev in r {
         match ev {

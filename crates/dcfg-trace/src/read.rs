@@ -19,7 +19,7 @@ use trace_core::{LimitExceeded, Offset};
 use crate::base64::BitReader;
 use crate::error::{Context, Error};
 use crate::expand::{Dictionary, Expander, Program};
-use crate::json::{Lexer, ReadSource, SliceSource, Source};
+use trace_core::json::{Lexer, ReadSource, SliceSource, Source};
 use crate::limits::{MAX_CHUNK_EDGES, MAX_DICTIONARY, MAX_GROUP, MAX_TRANSITIONS};
 use crate::raw;
 use crate::table::{Code, TransitionRow, TransitionTable};
@@ -274,6 +274,11 @@ impl<R: Read> Reader<'static, ReadSource<R>> {
     }
 }
 
+/// An integer value named `what` (a column or key), with this crate's errors.
+fn integer<'a, S: Source<'a>>(lex: &mut Lexer<S>, what: &'static str) -> Result<u64, Error> {
+    lex.u64().map_err(|e| Error::integer(e, what))
+}
+
 fn header<'a, S: Source<'a>, C>(
     lex: &mut Lexer<S>,
     what: &'static str,
@@ -284,7 +289,7 @@ fn header<'a, S: Source<'a>, C>(
     let mut cols = Vec::new();
     let mut first = true;
     while lex.next_elem(&mut first)? {
-        let name = lex.string()?;
+        let name = lex.string_bytes_at()?.0;
         LimitExceeded::check(
             Offset(lex.offset()),
             "header columns",
@@ -354,7 +359,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                 }
                 State::Top => self.top(false)?,
                 State::End => {
-                    self.lex.end()?;
+                    self.lex.end("the end of the input")?;
                     self.state = State::Done;
                     return Ok(None);
                 }
@@ -424,13 +429,13 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
     /// Top-level members until `PROCESSES` (state `Processes`) or the end (`End`).
     fn top(&mut self, first: bool) -> Result<(), Error> {
         let mut first = first;
-        while let Some((key, at)) = self.lex.next_key(&mut first)? {
+        while let Some((key, at)) = self.lex.next_key_bytes(&mut first)? {
             match &*key {
                 k if k == raw::MAJOR_VERSION.as_bytes() => {
-                    self.major = Some(self.lex.integer(raw::MAJOR_VERSION)?);
+                    self.major = Some(integer(&mut self.lex, raw::MAJOR_VERSION)?);
                 }
                 k if k == raw::MINOR_VERSION.as_bytes() => {
-                    self.minor = Some(self.lex.integer(raw::MINOR_VERSION)?);
+                    self.minor = Some(integer(&mut self.lex, raw::MINOR_VERSION)?);
                 }
                 k if k == raw::PROCESSES.as_bytes() => {
                     let _ = at;
@@ -467,7 +472,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         "a PROCESSES row with more values than its header",
                     ));
                 }
-                Some(ProcCol::Pid) => pid = Some(self.lex.integer(raw::PROCESS_ID)?),
+                Some(ProcCol::Pid) => pid = Some(integer(&mut self.lex, raw::PROCESS_ID)?),
                 Some(ProcCol::Dict) => dict = Some(self.dictionary()?),
                 Some(ProcCol::Table) => table = Some(self.transitions()?),
                 Some(ProcCol::Other) => self.lex.skip_value()?,
@@ -526,14 +531,14 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         }
         self.lex.expect(b'{', "a STRING_DICTIONARY object")?;
         let mut first = true;
-        while let Some((key, at)) = self.lex.next_key(&mut first)? {
+        while let Some((key, at)) = self.lex.next_key_bytes(&mut first)? {
             LimitExceeded::check(
                 Offset(at),
                 "STRING_DICTIONARY entries",
                 out.len() as u64,
                 MAX_DICTIONARY,
             )?;
-            let (value, vat) = self.lex.string_at()?;
+            let (value, vat) = self.lex.string_bytes_at()?;
             out.push((
                 String::from_utf8_lossy(&key).into_owned(),
                 value.into_owned(),
@@ -579,10 +584,10 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         ));
                     }
                     Some(TransCol::Current) => {
-                        current = Some(self.lex.integer(raw::CURRENT_EDGE_ID)?)
+                        current = Some(integer(&mut self.lex, raw::CURRENT_EDGE_ID)?)
                     }
                     Some(TransCol::Code) => {
-                        let s = self.lex.string()?;
+                        let s = self.lex.string_bytes_at()?.0;
                         code = Some(Code::parse(&s).ok_or_else(|| Error::Syntax {
                             offset: Offset(vat),
                             expected: "a TRANSITION_CODE of at most 32 `0`/`1` characters",
@@ -600,7 +605,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                                 ids.len() as u64,
                                 MAX_GROUP.saturating_sub(1),
                             )?;
-                            ids.push(self.lex.integer(raw::NEXT_EDGE_IDS)?);
+                            ids.push(integer(&mut self.lex, raw::NEXT_EDGE_IDS)?);
                         }
                         if ids.is_empty() {
                             return Err(Error::structure(vat, "empty NEXT_EDGE_IDS"));
@@ -647,7 +652,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         "a THREAD_DATA row with more values than its header",
                     ));
                 }
-                Some(ThreadCol::Id) => tid = Some(self.lex.integer(raw::THREAD_ID)?),
+                Some(ThreadCol::Id) => tid = Some(integer(&mut self.lex, raw::THREAD_ID)?),
                 Some(ThreadCol::Other) => self.lex.skip_value()?,
                 Some(ThreadCol::Data) => {
                     let Some(thread) = tid else {
@@ -712,18 +717,18 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                     ));
                 }
                 Some(ChunkCol::Preceding) => {
-                    pre = Some(self.lex.integer(raw::PRECEDING_INSTR_COUNT)?)
+                    pre = Some(integer(&mut self.lex, raw::PRECEDING_INSTR_COUNT)?)
                 }
-                Some(ChunkCol::Instr) => instr = Some(self.lex.integer(raw::INSTR_COUNT)?),
-                Some(ChunkCol::Edges) => edges = Some(self.lex.integer(raw::EDGE_COUNT)?),
+                Some(ChunkCol::Instr) => instr = Some(integer(&mut self.lex, raw::INSTR_COUNT)?),
+                Some(ChunkCol::Edges) => edges = Some(integer(&mut self.lex, raw::EDGE_COUNT)?),
                 Some(ChunkCol::First) => {
                     if !self.lex.null()? {
-                        first_edge = Some(self.lex.integer(raw::FIRST_EDGE_ID)?);
+                        first_edge = Some(integer(&mut self.lex, raw::FIRST_EDGE_ID)?);
                     }
                 }
                 Some(ChunkCol::Seq) => {
                     if !self.lex.null()? {
-                        seq = Some(self.lex.string_at()?);
+                        seq = Some(self.lex.string_bytes_at()?);
                     }
                 }
                 Some(ChunkCol::Other) => self.lex.skip_value()?,

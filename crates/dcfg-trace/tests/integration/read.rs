@@ -18,7 +18,7 @@ impl Read for Trickle<'_> {
     }
 }
 
-fn events<'a, S: dcfg_trace::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
+fn events<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
     r.map(|ev| match ev {
         Ok(Event::Process(p)) => format!("process {} {}", p.pid, p.table.rows().len()),
         Ok(Event::Thread {
