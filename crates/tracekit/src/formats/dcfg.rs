@@ -141,7 +141,7 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Ok(d) => (d, None),
         Err(e) => {
             let bytes = input.bytes()?;
-            match e.offset().and_then(|off| Dcfg::recover_prefix(bytes, off)) {
+            match e.offset().and_then(|off| Dcfg::recover_prefix(bytes, off.0)) {
                 Some(d) => (d, Some(e)),
                 None => return Err(CliError::format(e)),
             }
