@@ -87,7 +87,7 @@ pub mod limits;
 pub mod raw;
 pub mod read;
 // Test-data generator driven by trusted parameters (sizes, seeds), not by input files.
-#[doc(hidden)]
+#[cfg(any(test, feature = "testgen"))]
 #[allow(clippy::arithmetic_side_effects)]
 pub mod synth;
 pub mod table;
@@ -95,11 +95,13 @@ pub mod write;
 
 pub use error::{Context, DecodeErrorKind, Error, Result, SequenceErrorKind};
 
+#[cfg(feature = "fuzzing")]
 use read::{Event, ReadOptions, Reader};
 
 /// Fuzzing entry point for the expander: the bytes up to the first `0xff` are a sequence,
 /// the following `0xff`-separated parts are dictionary values with keys `A`, `B`, …
 /// Expands at most 64 Ki characters. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_expand(data: &[u8]) {
     let mut parts = data.split(|&b| b == 0xff);
@@ -126,6 +128,7 @@ pub fn fuzz_expand(data: &[u8]) {
 /// Fuzzing entry point for the bit decoder: the first bytes give a transition table
 /// (possibly invalid: its checks are exercised too), the rest are the bits. Must never
 /// panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_bits(data: &[u8]) {
     let (head, bits) = data.split_at(data.len().min(48));
@@ -169,12 +172,13 @@ pub fn fuzz_bits(data: &[u8]) {
 /// Fuzzing entry point for the whole reader: reads the bytes as a DCFG-Trace with the
 /// slice and the streaming reader (which must agree), decodes up to 64 Ki edges per chunk,
 /// and writes the model back. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_read(data: &[u8]) {
     for lenient in [false, true] {
         let options = ReadOptions { lenient };
         let slice: Vec<String> = summarize(Reader::from_slice(data, options));
-        let stream: Vec<String> = summarize(Reader::from_read(data, options));
+        let stream: Vec<String> = summarize(Reader::from_reader(data, options));
         assert_eq!(slice, stream, "slice and stream readers disagree");
     }
     if let Ok(t) = read::Trace::parse(data, ReadOptions::default()) {
@@ -188,6 +192,7 @@ pub fn fuzz_read(data: &[u8]) {
     }
 }
 
+#[cfg(feature = "fuzzing")]
 fn summarize<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
     let mut out = Vec::new();
     for ev in r {
@@ -217,6 +222,7 @@ fn summarize<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<Strin
 /// Fuzzing entry point for the encoder: the bytes are an edge sequence (ids 0–15, split
 /// into two threads), encoded with the options in the first byte, then decoded; the
 /// result must be the input. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_roundtrip(data: &[u8]) {
     let (opt, rest) = data.split_first().unwrap_or((&0, &[]));
@@ -247,6 +253,7 @@ pub fn fuzz_roundtrip(data: &[u8]) {
 }
 
 /// Every thread's edges, decoded (for tests and the round-trip fuzz target).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn decode_all(bytes: &[u8]) -> Result<Vec<Vec<u64>>, Error> {
     let t = read::Trace::parse(bytes, ReadOptions::default())?;

@@ -19,10 +19,10 @@ use trace_core::{LimitExceeded, Offset};
 use crate::base64::BitReader;
 use crate::error::{Context, Error};
 use crate::expand::{Dictionary, Expander, Program};
-use trace_core::json::{Lexer, ReadSource, SliceSource, Source};
 use crate::limits::{MAX_CHUNK_EDGES, MAX_DICTIONARY, MAX_GROUP, MAX_TRANSITIONS};
 use crate::raw;
 use crate::table::{Code, TransitionRow, TransitionTable};
+use trace_core::json::{Lexer, ReadSource, SliceSource, Source};
 
 /// Reading and decoding options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct Process {
     /// Index of the process row, from 0.
     pub index: u64,
     /// Offset of the process row.
-    pub offset: u64,
+    pub offset: Offset,
     /// `STRING_DICTIONARY`, compiled.
     pub dictionary: Dictionary,
     /// `TRANSITION_TABLE`, compiled.
@@ -69,9 +69,9 @@ pub struct Chunk<'a> {
     /// `EDGE_ID_SEQUENCE`, as written (borrowed from a slice when it has no escape).
     pub sequence: Cow<'a, [u8]>,
     /// Offset of the chunk row.
-    pub offset: u64,
+    pub offset: Offset,
     /// Offset of the first character of the sequence string.
-    pub sequence_offset: u64,
+    pub sequence_offset: Offset,
 }
 
 /// What the reader yields, in file order.
@@ -87,7 +87,7 @@ pub enum Event<'a> {
         /// `THREAD_ID`.
         thread: u64,
         /// Offset of the thread row.
-        offset: u64,
+        offset: Offset,
     },
     /// A chunk.
     Chunk(Chunk<'a>),
@@ -115,7 +115,7 @@ impl Chunk<'_> {
         }
         self.process
             .dictionary
-            .compile(&self.sequence, &self.context(), self.sequence_offset)
+            .compile(&self.sequence, &self.context(), self.sequence_offset.0)
     }
 
     /// Decodes the chunk's edges, appending them to `out`.
@@ -126,12 +126,7 @@ impl Chunk<'_> {
     /// [`limits::MAX_CHUNK_EDGES`](crate::limits::MAX_CHUNK_EDGES) (use [`Chunk::for_each_batch`]
     /// for such chunks).
     pub fn decode_into(&self, out: &mut Vec<u64>) -> Result<(), Error> {
-        LimitExceeded::check(
-            Offset(self.offset),
-            "EDGE_COUNT",
-            self.edge_count,
-            MAX_CHUNK_EDGES,
-        )?;
+        LimitExceeded::check(self.offset, "EDGE_COUNT", self.edge_count, MAX_CHUNK_EDGES)?;
         let cap = usize::try_from(self.edge_count.min(1 << 20)).unwrap_or(0);
         out.reserve(cap);
         self.for_each_batch(u64::MAX, |_| {}, out)
@@ -168,7 +163,7 @@ impl Chunk<'_> {
             self.edge_count,
             bits,
             self.context(),
-            self.sequence_offset,
+            self.sequence_offset.0,
             self.process.options.lenient,
         );
         let streaming = batch != u64::MAX;
@@ -269,7 +264,7 @@ impl<'a> Reader<'a, SliceSource<'a>> {
 
 impl<R: Read> Reader<'static, ReadSource<R>> {
     /// A reader over a stream (use a decompressor for `.bz2`).
-    pub fn from_read(inner: R, options: ReadOptions) -> Self {
+    pub fn from_reader(inner: R, options: ReadOptions) -> Self {
         Reader::new(ReadSource::new(inner), options)
     }
 }
@@ -329,8 +324,8 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
 
     /// Bytes consumed so far.
     #[must_use]
-    pub fn offset(&self) -> u64 {
-        self.lex.offset()
+    pub fn offset(&self) -> Offset {
+        Offset(self.lex.offset())
     }
 
     /// The next event, `Ok(None)` at the end.
@@ -498,7 +493,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         let process = Arc::new(Process {
             pid,
             index: self.process_index,
-            offset: row_at,
+            offset: Offset(row_at),
             dictionary,
             table,
             options: self.options,
@@ -682,7 +677,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                     return Ok(Event::Thread {
                         pid,
                         thread,
-                        offset: at,
+                        offset: Offset(at),
                     });
                 }
             }
@@ -696,7 +691,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         Ok(Event::Thread {
             pid,
             thread,
-            offset: at,
+            offset: Offset(at),
         })
     }
 
@@ -755,8 +750,8 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
             edge_count: edges,
             first_edge_id: first_edge,
             sequence,
-            offset: at,
-            sequence_offset,
+            offset: Offset(at),
+            sequence_offset: Offset(sequence_offset),
         };
         self.chunk_index = self.chunk_index.saturating_add(1);
         Ok(chunk)
@@ -784,14 +779,14 @@ pub struct ChainGap {
     /// This chunk's `PRECEDING_INSTR_COUNT`.
     pub found: u64,
     /// Offset of the chunk row.
-    pub offset: u64,
+    pub offset: Offset,
 }
 
 impl std::fmt::Display for ChainGap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({}) at offset {:#x}",
+            "chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({}) at offset {}",
             self.chunk, self.found, self.expected, self.offset
         )
     }
@@ -803,7 +798,7 @@ pub struct ThreadTrace<'a> {
     /// `THREAD_ID`.
     pub thread: u64,
     /// Offset of the thread row.
-    pub offset: u64,
+    pub offset: Offset,
     /// The chunks, in file (execution) order.
     pub chunks: Vec<Chunk<'a>>,
 }

@@ -56,7 +56,7 @@ impl Dcfg {
     ///
     /// Malformed JSON, a value of the wrong type, or a corrupt compressed stream: the error
     /// names the JSON path and the byte offset in the (uncompressed) JSON.
-    pub fn from_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
+    pub fn parse(bytes: &[u8]) -> Result<Dcfg, Error> {
         match Compression::detect(bytes) {
             Compression::None => parse(SliceSource::new(bytes)),
             _ => Dcfg::from_reader(bytes),
@@ -69,7 +69,7 @@ impl Dcfg {
     ///
     /// # Errors
     ///
-    /// As [`Dcfg::from_slice`], plus I/O errors.
+    /// As [`Dcfg::parse`], plus I/O errors.
     pub fn from_reader<R: Read>(mut reader: R) -> Result<Dcfg, Error> {
         // The magic bytes, however the reader hands them out.
         let mut head = [0u8; 3];
@@ -179,7 +179,10 @@ fn io_error(context: &str, offset: u64, source: io::Error) -> Error {
 fn parse<'a, S: Source<'a>>(src: S) -> Result<Dcfg, Error> {
     let mut p = Lexer::new(src);
     dcfg(&mut p)
-        .and_then(|d| p.end("the end of the input after the top-level object").map(|()| d))
+        .and_then(|d| {
+            p.end("the end of the input after the top-level object")
+                .map(|()| d)
+        })
         .map_err(Error::from)
 }
 
@@ -199,7 +202,10 @@ fn skip<'a, S: Source<'a>>(p: &mut Lexer<S>, key: Cow<'static, str>) -> Result<(
 
 /// The top-level object.
 fn dcfg<'a, S: Source<'a>>(p: &mut Lexer<S>) -> Result<Dcfg, JsonError> {
-    p.expect(b'{', "a DCFG (a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …)")?;
+    p.expect(
+        b'{',
+        "a DCFG (a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …)",
+    )?;
     let mut d = Dcfg::default();
     let (mut major, mut minor) = (None, None);
     let mut first = true;
@@ -249,7 +255,10 @@ impl Row for Process {
 
 /// A `PROCESS_DATA` object.
 fn process_data<'a, S: Source<'a>>(p: &mut Lexer<S>, proc: &mut Process) -> Result<(), JsonError> {
-    p.expect(b'{', "a process-data object (`{ \"INSTR_COUNT\" : …, \"IMAGES\" : …, … }`)")?;
+    p.expect(
+        b'{',
+        "a process-data object (`{ \"INSTR_COUNT\" : …, \"IMAGES\" : …, … }`)",
+    )?;
     let mut first = true;
     let keys = [
         raw::INSTR_COUNT,
@@ -298,7 +307,10 @@ impl Row for Image {
 
 /// An `IMAGE_DATA` object.
 fn image_data<'a, S: Source<'a>>(p: &mut Lexer<S>, img: &mut Image) -> Result<(), JsonError> {
-    p.expect(b'{', "an image-data object (`{ \"FILE_NAME_ID\" : …, \"SYMBOLS\" : …, … }`)")?;
+    p.expect(
+        b'{',
+        "an image-data object (`{ \"FILE_NAME_ID\" : …, \"SYMBOLS\" : …, … }`)",
+    )?;
     let mut first = true;
     let keys = [
         raw::FILE_NAME_ID,

@@ -60,7 +60,12 @@ impl<T: Row> TableRow for T {
     const TRANSPARENT: u32 = <T as Row>::TRANSPARENT;
     type Table = Vec<T>;
     #[inline]
-    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>, _: &mut Vec<T>) -> Result<(), JsonError> {
+    fn cell<'a, S: Source<'a>>(
+        &mut self,
+        slot: u8,
+        p: &mut Lexer<S>,
+        _: &mut Vec<T>,
+    ) -> Result<(), JsonError> {
         Row::cell(self, slot, p)
     }
 }
@@ -106,7 +111,9 @@ fn column_name<T: TableRow>(slot: u8) -> &'static str {
 }
 
 /// Reads a whole table; `null` reads as `None`.
-pub(crate) fn opt_table<'a, S: Source<'a>, T: Row>(p: &mut Lexer<S>) -> Result<Option<Vec<T>>, JsonError> {
+pub(crate) fn opt_table<'a, S: Source<'a>, T: Row>(
+    p: &mut Lexer<S>,
+) -> Result<Option<Vec<T>>, JsonError> {
     if p.null()? {
         Ok(None)
     } else {
@@ -206,7 +213,10 @@ fn header<'a, S: Source<'a>, T: TableRow>(p: &mut Lexer<S>) -> Result<Vec<u8>, J
             })
             .map_err(|f| f.at(Seg::Index(slots.len() as u64)))?;
         if slots.len() >= MAX_COLUMNS {
-            return Err(JsonError::msg(at, format!("more than {MAX_COLUMNS} columns")));
+            return Err(JsonError::msg(
+                at,
+                format!("more than {MAX_COLUMNS} columns"),
+            ));
         }
         slots.push(slot);
     }

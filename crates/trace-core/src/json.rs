@@ -786,7 +786,10 @@ impl<'a, S: Source<'a>> Lexer<S> {
     /// # Errors
     ///
     /// Malformed JSON, or a read error.
-    pub fn next_key_bytes(&mut self, first: &mut bool) -> Result<Option<(Cow<'a, [u8]>, u64)>, Error> {
+    pub fn next_key_bytes(
+        &mut self,
+        first: &mut bool,
+    ) -> Result<Option<(Cow<'a, [u8]>, u64)>, Error> {
         if !self.next_member(first)? {
             return Ok(None);
         }
@@ -1298,7 +1301,16 @@ mod tests {
         // Above 2^53: exact, never through f64.
         let v: JsonU64 = serde_json::from_str("9007199254740993").unwrap();
         assert_eq!(v.0, 9_007_199_254_740_993);
-        for bad in ["1.5", "1e3", "-1", r#""0x""#, r#""12z""#, r#""""#, "18446744073709551616", "true"] {
+        for bad in [
+            "1.5",
+            "1e3",
+            "-1",
+            r#""0x""#,
+            r#""12z""#,
+            r#""""#,
+            "18446744073709551616",
+            "true",
+        ] {
             assert!(serde_json::from_str::<JsonU64>(bad).is_err(), "{bad}");
         }
     }
@@ -1322,7 +1334,10 @@ mod tests {
         let deep = "[".repeat(100_000);
         let mut l = Lexer::new(SliceSource::new(deep.as_bytes()));
         let e = l.skip_value().unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::Limit(l) if l.limit == MAX_DEPTH as u64), "{e}");
+        assert!(
+            matches!(e.kind(), ErrorKind::Limit(l) if l.limit == MAX_DEPTH as u64),
+            "{e}"
+        );
         for bad in ["[1 2]", "{\"a\" 1}", "01", "tru", "{1:2}", "-"] {
             let mut l = Lexer::new(SliceSource::new(bad.as_bytes()));
             assert!(l.skip_value().is_err(), "{bad}");
@@ -1365,11 +1380,24 @@ mod tests {
         assert_eq!(a, run(ReadSource::new(&text[..])));
         assert_eq!(a, run(ReadSource::new(OneByte(text))));
         assert_eq!(&a[..5], ["plain", "esc\"apedA/😀", "12", "31", "42"]);
-        assert_eq!(a[5], format!("expected {INTEGER}, found the number 1.5 at offset 0x3d"));
-        assert_eq!(a[6], format!("expected {INTEGER}, found the number -3 at offset 0x42"));
-        assert_eq!(a[7], format!("expected {INTEGER}, found the string \"zz\" at offset 0x46"));
+        assert_eq!(
+            a[5],
+            format!("expected {INTEGER}, found the number 1.5 at offset 0x3d")
+        );
+        assert_eq!(
+            a[6],
+            format!("expected {INTEGER}, found the number -3 at offset 0x42")
+        );
+        assert_eq!(
+            a[7],
+            format!("expected {INTEGER}, found the string \"zz\" at offset 0x46")
+        );
         assert!(a[8].contains("(above 2^64 - 1)"), "{}", a[8]);
-        assert!(a[9].ends_with("007 (JSON allows no leading zero) at offset 0x62"), "{}", a[9]);
+        assert!(
+            a[9].ends_with("007 (JSON allows no leading zero) at offset 0x62"),
+            "{}",
+            a[9]
+        );
         assert_eq!(a.len(), 10);
     }
 
@@ -1377,7 +1405,10 @@ mod tests {
     fn strings_borrow_from_slices_only() {
         let text = br#" "abc" "a\nb" "#;
         let mut l = Lexer::new(SliceSource::new(text));
-        assert!(matches!(l.string_bytes_at().unwrap(), (Cow::Borrowed(b"abc"), 2)));
+        assert!(matches!(
+            l.string_bytes_at().unwrap(),
+            (Cow::Borrowed(b"abc"), 2)
+        ));
         assert!(matches!(l.string_bytes_at().unwrap(), (Cow::Owned(v), 8) if v == b"a\nb"));
         let mut l = Lexer::new(ReadSource::new(&text[..]));
         assert!(matches!(l.string_bytes_at().unwrap(), (Cow::Owned(v), 2) if v == b"abc"));
@@ -1391,22 +1422,56 @@ mod tests {
             let e = loop {
                 match l.next_elem(&mut first).and_then(|_| l.u64()) {
                     Ok(_) => {}
-                    Err(e) => break e.at(Seg::Index(1)).at(Seg::Column("C")).at(Seg::Row(0)).at_key("T"),
+                    Err(e) => {
+                        break e
+                            .at(Seg::Index(1))
+                            .at(Seg::Column("C"))
+                            .at(Seg::Row(0))
+                            .at_key("T");
+                    }
                 }
             };
             assert_eq!(e.to_string(), want, "{text}");
         };
-        check("1, {", &format!("T[0].C[1]: expected {INTEGER}, found an object at offset 0x3"));
-        check("1 2", "T[0].C[1]: expected `,` or `]`, found the number 2 at offset 0x2");
-        check("1,", &format!("T[0].C[1]: expected {INTEGER}, found the end of the input at offset 0x2"));
-        check("1,\"0x12", "T[0].C[1]: expected the end of the string (`\"`), found the end of the input at offset 0x7");
-        check("1,nul", &format!("T[0].C[1]: expected {INTEGER}, found `n` at offset 0x2"));
+        check(
+            "1, {",
+            &format!("T[0].C[1]: expected {INTEGER}, found an object at offset 0x3"),
+        );
+        check(
+            "1 2",
+            "T[0].C[1]: expected `,` or `]`, found the number 2 at offset 0x2",
+        );
+        check(
+            "1,",
+            &format!("T[0].C[1]: expected {INTEGER}, found the end of the input at offset 0x2"),
+        );
+        check(
+            "1,\"0x12",
+            "T[0].C[1]: expected the end of the string (`\"`), found the end of the input at offset 0x7",
+        );
+        check(
+            "1,nul",
+            &format!("T[0].C[1]: expected {INTEGER}, found `n` at offset 0x2"),
+        );
         let mut l = Lexer::new(SliceSource::new(b"\"\\x\""));
-        assert!(l.string().unwrap_err().to_string().starts_with("expected a JSON escape"));
+        assert!(
+            l.string()
+                .unwrap_err()
+                .to_string()
+                .starts_with("expected a JSON escape")
+        );
         let mut l = Lexer::new(SliceSource::new(b"\"\\ud800\""));
-        assert!(l.string().unwrap_err().to_string().contains("lone surrogate"));
+        assert!(
+            l.string()
+                .unwrap_err()
+                .to_string()
+                .contains("lone surrogate")
+        );
         let mut l = Lexer::new(SliceSource::new(b"\"\xff\""));
-        assert_eq!(l.string().unwrap_err().to_string(), "invalid UTF-8 in a string at offset 0x0");
+        assert_eq!(
+            l.string().unwrap_err().to_string(),
+            "invalid UTF-8 in a string at offset 0x0"
+        );
         let mut l = Lexer::new(SliceSource::new(b"4294967296"));
         assert!(l.u32().unwrap_err().to_string().contains("below 2^32"));
     }
@@ -1421,7 +1486,9 @@ mod tests {
             let mut keys = Vec::new();
             loop {
                 let k = if bytes {
-                    l.next_key_bytes(&mut first).unwrap().map(|(k, _)| String::from_utf8(k.into_owned()).unwrap())
+                    l.next_key_bytes(&mut first)
+                        .unwrap()
+                        .map(|(k, _)| String::from_utf8(k.into_owned()).unwrap())
                 } else {
                     l.next_key(&mut first, &["A"]).unwrap().map(Cow::into_owned)
                 };

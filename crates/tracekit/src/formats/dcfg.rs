@@ -135,13 +135,16 @@ pub fn dump(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     // gives every complete block before the error.
     let first = match input.path() {
         Some(path) => Dcfg::from_path(path),
-        None => Dcfg::from_slice(input.bytes()?),
+        None => Dcfg::parse(input.bytes()?),
     };
     let (d, error) = match first {
         Ok(d) => (d, None),
         Err(e) => {
             let bytes = input.bytes()?;
-            match e.offset().and_then(|off| Dcfg::recover_prefix(bytes, off.0)) {
+            match e
+                .offset()
+                .and_then(|off| Dcfg::recover_prefix(bytes, off.0))
+            {
                 Some(d) => (d, Some(e)),
                 None => return Err(CliError::format(e)),
             }

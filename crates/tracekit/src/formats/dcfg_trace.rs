@@ -74,7 +74,7 @@ struct ProcessSummary {
 
 /// `tracekit info`: one pass over the file (no decoding); counts come from the chunk rows.
 pub fn info(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
-    let mut r = Reader::from_read(input.into_reader(), options(ctx));
+    let mut r = Reader::from_reader(input.into_reader(), options(ctx));
     let mut procs: Vec<ProcessSummary> = Vec::new();
     let mut n = 0u64;
     while let Some(ev) = r.next_event().map_err(CliError::format)? {
@@ -102,7 +102,7 @@ pub fn info(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
                 }
                 n = n.wrapping_add(1);
                 if n.is_multiple_of(256) {
-                    ctx.progress.update(r.offset());
+                    ctx.progress.update(r.offset().0);
                 }
             }
             _ => {}
@@ -255,7 +255,7 @@ fn write_decoded(
 /// written in batches); with `--dcfg FILE`, the target blocks of the edges too.
 pub fn dump(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     let dcfg = load_dcfg(ctx)?;
-    let mut r = Reader::from_read(input.into_reader(), options(ctx));
+    let mut r = Reader::from_reader(input.into_reader(), options(ctx));
     let mut edges = Vec::new();
     while let Some(ev) = r.next_event().map_err(CliError::format)? {
         let Event::Chunk(c) = ev else { continue };
@@ -297,7 +297,7 @@ pub fn dump(input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
             }
         }
         ctx.out.write_all(b"}\n")?;
-        ctx.progress.update(r.offset());
+        ctx.progress.update(r.offset().0);
     }
     ctx.progress.finish();
     Ok(())
@@ -325,7 +325,7 @@ pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    let mut r = Reader::from_read(input.into_reader(), opts);
+    let mut r = Reader::from_reader(input.into_reader(), opts);
     let mut buf = Vec::new();
     let mut last: Option<(u64, u64, u64)> = None;
     while let Some(ev) = r.next_event().map_err(CliError::format)? {
@@ -341,7 +341,7 @@ pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
             writeln!(
                 ctx.err,
                 "warning: process {pid} thread {thread} chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({end}) at offset {:#x}",
-                c.index, c.preceding_instr_count, c.offset
+                c.index, c.preceding_instr_count, c.offset.0
             )?;
         }
         last = Some((
@@ -351,7 +351,7 @@ pub fn validate(mut input: Input, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         ));
         c.for_each_batch(1 << 16, |_| {}, &mut buf)
             .map_err(CliError::format)?;
-        ctx.progress.update(r.offset());
+        ctx.progress.update(r.offset().0);
     }
     ctx.progress.finish();
     Ok(())
