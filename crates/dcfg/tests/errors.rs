@@ -40,6 +40,10 @@ fn fails(json: &str) -> (String, u64, String) {
     let msg = read_all_ways(json.as_bytes()).unwrap_err();
     let e = Dcfg::parse(json.as_bytes()).unwrap_err();
     let (path, offset) = (e.path().unwrap().to_owned(), e.offset().unwrap().0);
+    // Programs see the same through trace_core::Located.
+    let located: &dyn trace_core::Located = &e;
+    assert_eq!(located.path(), Some(path.as_str()));
+    assert_eq!(located.offset(), Some(trace_core::Offset(offset)));
     let shown = if path.is_empty() { "top level" } else { &path };
     assert!(msg.starts_with(&format!("{shown}: ")), "{msg}");
     assert!(msg.ends_with(&format!(" at offset {offset:#x}")), "{msg}");

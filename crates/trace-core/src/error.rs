@@ -74,6 +74,24 @@ impl LimitExceeded {
     }
 }
 
+/// Where in its input an error was found, as far as the error knows: what a program (the
+/// CLI's `validate --json`, a script, the Python package) reads instead of parsing the
+/// English message. Every format crate's `Error` implements it.
+pub trait Located: std::error::Error {
+    /// The absolute byte offset in the (decompressed) input, when the error has one.
+    fn offset(&self) -> Option<Offset>;
+
+    /// The JSON path of the offending value (`PROCESSES[0].EDGES[12]`), for JSON formats.
+    fn path(&self) -> Option<&str> {
+        None
+    }
+
+    /// The index of the record (instruction, frame, chunk) the error is in, when known.
+    fn record(&self) -> Option<u64> {
+        None
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
@@ -103,23 +121,5 @@ mod tests {
             e.to_string(),
             "bad block type: found 0x7, expected 0 or 0x80..=0xff at offset 0x2a"
         );
-    }
-}
-
-/// Where in its input an error was found, as far as the error knows: what a program (the
-/// CLI's `validate --json`, a script, the Python package) reads instead of parsing the
-/// English message. Every format crate's `Error` implements it.
-pub trait Located: std::error::Error {
-    /// The absolute byte offset in the (decompressed) input, when the error has one.
-    fn offset(&self) -> Option<Offset>;
-
-    /// The JSON path of the offending value (`PROCESSES[0].EDGES[12]`), for JSON formats.
-    fn path(&self) -> Option<&str> {
-        None
-    }
-
-    /// The index of the record (instruction, frame, chunk) the error is in, when known.
-    fn record(&self) -> Option<u64> {
-        None
     }
 }

@@ -488,6 +488,9 @@ impl<R: Read> Source<'_> for ReadSource<R> {
     }
 }
 
+/// An object key's bytes and the offset just before it (see [`Lexer::next_key_bytes`]).
+pub type Key<'a> = (Cow<'a, [u8]>, u64);
+
 /// The pull lexer: a [`Source`] and a position in its window. See the
 /// [module documentation](self).
 #[derive(Debug)]
@@ -786,10 +789,7 @@ impl<'a, S: Source<'a>> Lexer<S> {
     /// # Errors
     ///
     /// Malformed JSON, or a read error.
-    pub fn next_key_bytes(
-        &mut self,
-        first: &mut bool,
-    ) -> Result<Option<(Cow<'a, [u8]>, u64)>, Error> {
+    pub fn next_key_bytes(&mut self, first: &mut bool) -> Result<Option<Key<'a>>, Error> {
         if !self.next_member(first)? {
             return Ok(None);
         }
