@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use dcfg_trace::read::{Event, ReadOptions, Reader, Trace};
+use dcfg_trace::read::{Event, ReadOptions, Reader, StreamReader, Trace};
 
 use crate::testdata;
 
@@ -58,7 +58,7 @@ fn stream_and_slice_readers_agree() {
         let bytes = testdata(&format!("{name}.trace.json"));
         let a = events(Reader::from_slice(&bytes, ReadOptions::default()));
         for step in [1, 7, 4096] {
-            let b = events(Reader::from_reader(
+            let b = events(StreamReader::from_reader(
                 Trickle(&bytes, step),
                 ReadOptions::default(),
             ));
