@@ -75,6 +75,13 @@
 //! assert_eq!(dcfg_trace::write::TraceFile::from_trace(&trace).to_vec(), bytes);
 //! # Ok::<(), dcfg_trace::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! - `testgen`: the test-data generators (`synth`) behind the tests, benchmarks and
+//!   `cargo xtask`; not part of the default API.
+//! - `fuzzing`: the `fuzz_*` entry points of the fuzz targets (`fuzz/`), also run by the
+//!   crate's never-panics tests.
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 

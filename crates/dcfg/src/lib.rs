@@ -67,6 +67,13 @@
 //! assert_eq!(dcfg.to_vec(), bytes);
 //! # Ok::<(), dcfg::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! - `testgen`: the test-data generators (`testgen`) behind the tests, benchmarks and
+//!   `cargo xtask`; not part of the default API.
+//! - `fuzzing`: the `fuzz_*` entry points of the fuzz targets (`fuzz/`), also run by the
+//!   crate's never-panics tests.
 #![deny(missing_docs)]
 
 mod error;
