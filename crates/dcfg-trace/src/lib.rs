@@ -9,7 +9,7 @@
 //!
 //! # What is here
 //!
-//! - [`read`]: a one-pass pull [`Reader`](read::Reader) of processes, threads and chunks,
+//! - [`read`]: a one-pass pull reader ([`read::Reader`]) of processes, threads and chunks,
 //!   over a byte slice (zero-copy) or any `io::Read` (memory bounded by the largest chunk
 //!   plus one process's tables); a [`Trace`](read::Trace) index of a whole file to
 //!   [seek](read::ThreadTrace::seek) to the chunk holding an instruction count without
