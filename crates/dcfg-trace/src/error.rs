@@ -3,7 +3,8 @@
 
 use core::fmt;
 
-use trace_core::{LimitExceeded, Offset, UnexpectedEof};
+use trace_core::json::{self, ErrorKind, Found};
+use trace_core::{LimitExceeded, Located, Offset, UnexpectedEof};
 
 /// Where in the trace a sequence (or a dictionary value) comes from, for error messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -263,10 +264,10 @@ pub enum Error {
 impl Error {
     /// The absolute byte offset the error refers to.
     #[must_use]
-    pub fn offset(&self) -> Option<u64> {
+    pub fn offset(&self) -> Option<Offset> {
         Some(match self {
-            Error::Eof(e) => e.offset.0,
-            Error::Limit(e) => e.offset.0,
+            Error::Eof(e) => e.offset,
+            Error::Limit(e) => e.offset,
             Error::Syntax { offset, .. }
             | Error::Structure { offset, .. }
             | Error::Integer { offset, .. }
@@ -274,8 +275,41 @@ impl Error {
             | Error::DictionaryCycle { offset, .. }
             | Error::Codes { offset, .. }
             | Error::Decode { offset, .. }
-            | Error::Io { offset, .. } => offset.0,
+            | Error::Io { offset, .. } => *offset,
         })
+    }
+
+    /// The error of a JSON integer that [`json::Lexer::u64`] refused, for the value `what`
+    /// (a column or key name): [`Error::Integer`] for a number or string that is not a
+    /// `u64`, [`Error::Syntax`] expecting `what` for anything else.
+    #[cold]
+    pub(crate) fn integer(e: json::Error, what: &'static str) -> Error {
+        let offset = e.offset();
+        match e.kind() {
+            ErrorKind::NotU64 { text, string, .. } => Error::Integer {
+                offset,
+                what,
+                found: if *string {
+                    format!("{text:?}")
+                } else {
+                    text.clone()
+                },
+            },
+            ErrorKind::Unexpected {
+                found: Found::Number(text),
+                ..
+            } => Error::Integer {
+                offset,
+                what,
+                found: text.clone(),
+            },
+            ErrorKind::Unexpected { found, .. } => Error::Syntax {
+                offset,
+                expected: what,
+                found: describe(found),
+            },
+            _ => e.into(),
+        }
     }
 
     #[cold]
@@ -284,6 +318,41 @@ impl Error {
             offset: Offset(offset),
             what: what.into(),
         }
+    }
+}
+
+/// What the lexer found, in this crate's words: the byte, or "end of input".
+fn describe(found: &Found) -> String {
+    match found.first_byte() {
+        None => "end of input".into(),
+        Some(b) if b.is_ascii_graphic() => format!("`{}`", char::from(b)),
+        Some(b) => format!("byte 0x{b:02x}"),
+    }
+}
+
+impl From<json::Error> for Error {
+    #[cold]
+    fn from(e: json::Error) -> Error {
+        let (offset, kind, _) = e.into_parts();
+        match kind {
+            ErrorKind::Unexpected { expected, found } => Error::Syntax {
+                offset,
+                expected,
+                found: describe(&found),
+            },
+            ErrorKind::Limit(limit) => Error::Limit(limit),
+            ErrorKind::Io(source) => Error::Io { source, offset },
+            kind => Error::Structure {
+                offset,
+                what: kind.to_string(),
+            },
+        }
+    }
+}
+
+impl Located for Error {
+    fn offset(&self) -> Option<Offset> {
+        Error::offset(self)
     }
 }
 

@@ -9,7 +9,7 @@
 //!
 //! # What is here
 //!
-//! - [`read`]: a one-pass pull [`Reader`] of processes, threads and chunks,
+//! - [`read`]: a one-pass pull reader ([`read::Reader`]) of processes, threads and chunks,
 //!   over a byte slice (zero-copy) or any `io::Read` (memory bounded by the largest chunk
 //!   plus one process's tables); a [`Trace`](read::Trace) index of a whole file to
 //!   [seek](read::ThreadTrace::seek) to the chunk holding an instruction count without
@@ -40,7 +40,7 @@
 //! | 6 | bit order, padding | 6 bits per character, most significant first, no `=`; decoding stops after `EDGE_COUNT` edges ([`base64`]) |
 //! | 7 | repeats and references | decimal counts (0 allowed), any nesting up to [`limits::MAX_NESTING`], references in repeats and values, cycles named, lazy expansion ([`expand`]) |
 //! | 8 | whitespace in sequences | ASCII whitespace skipped; other bytes outside the syntax are errors with their position |
-//! | 9 | hex strings | every integer: number or `"0x…"`/decimal string, exactly ([`json`]) |
+//! | 9 | hex strings | every integer: number or `"0x…"`/decimal string, exactly ([`trace_core::json`]) |
 //! | 10 | threads not traced | [`read::Trace::thread`] returns `None` |
 //! | 11 | unknown edges, missing transitions | [`DecodeErrorKind::NoSuccessor`] / [`DecodeErrorKind::NoTransition`] with chunk and bit position; [`join::Mismatch::UnknownEdge`] |
 //! | 12 | several processes | dictionary and transition table per process |
@@ -75,6 +75,13 @@
 //! assert_eq!(dcfg_trace::write::TraceFile::from_trace(&trace).to_vec(), bytes);
 //! # Ok::<(), dcfg_trace::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! - `testgen`: the test-data generators (`synth`) behind the tests, benchmarks and
+//!   `cargo xtask`; not part of the default API.
+//! - `fuzzing`: the `fuzz_*` entry points of the fuzz targets (`fuzz/`), also run by the
+//!   crate's never-panics tests.
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 
@@ -83,12 +90,11 @@ pub mod encode;
 mod error;
 pub mod expand;
 pub mod join;
-pub mod json;
 pub mod limits;
 pub mod raw;
 pub mod read;
 // Test-data generator driven by trusted parameters (sizes, seeds), not by input files.
-#[doc(hidden)]
+#[cfg(any(test, feature = "testgen"))]
 #[allow(clippy::arithmetic_side_effects)]
 pub mod synth;
 pub mod table;
@@ -96,11 +102,13 @@ pub mod write;
 
 pub use error::{Context, DecodeErrorKind, Error, Result, SequenceErrorKind};
 
+#[cfg(feature = "fuzzing")]
 use read::{Event, ReadOptions, Reader};
 
 /// Fuzzing entry point for the expander: the bytes up to the first `0xff` are a sequence,
 /// the following `0xff`-separated parts are dictionary values with keys `A`, `B`, …
 /// Expands at most 64 Ki characters. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_expand(data: &[u8]) {
     let mut parts = data.split(|&b| b == 0xff);
@@ -127,6 +135,7 @@ pub fn fuzz_expand(data: &[u8]) {
 /// Fuzzing entry point for the bit decoder: the first bytes give a transition table
 /// (possibly invalid: its checks are exercised too), the rest are the bits. Must never
 /// panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_bits(data: &[u8]) {
     let (head, bits) = data.split_at(data.len().min(48));
@@ -170,12 +179,13 @@ pub fn fuzz_bits(data: &[u8]) {
 /// Fuzzing entry point for the whole reader: reads the bytes as a DCFG-Trace with the
 /// slice and the streaming reader (which must agree), decodes up to 64 Ki edges per chunk,
 /// and writes the model back. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_read(data: &[u8]) {
     for lenient in [false, true] {
         let options = ReadOptions { lenient };
         let slice: Vec<String> = summarize(Reader::from_slice(data, options));
-        let stream: Vec<String> = summarize(Reader::from_read(data, options));
+        let stream: Vec<String> = summarize(Reader::from_reader(data, options));
         assert_eq!(slice, stream, "slice and stream readers disagree");
     }
     if let Ok(t) = read::Trace::parse(data, ReadOptions::default()) {
@@ -189,7 +199,8 @@ pub fn fuzz_read(data: &[u8]) {
     }
 }
 
-fn summarize<'a, S: json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
+#[cfg(feature = "fuzzing")]
+fn summarize<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
     let mut out = Vec::new();
     for ev in r {
         match ev {
@@ -218,6 +229,7 @@ fn summarize<'a, S: json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
 /// Fuzzing entry point for the encoder: the bytes are an edge sequence (ids 0–15, split
 /// into two threads), encoded with the options in the first byte, then decoded; the
 /// result must be the input. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_roundtrip(data: &[u8]) {
     let (opt, rest) = data.split_first().unwrap_or((&0, &[]));
@@ -248,6 +260,7 @@ pub fn fuzz_roundtrip(data: &[u8]) {
 }
 
 /// Every thread's edges, decoded (for tests and the round-trip fuzz target).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn decode_all(bytes: &[u8]) -> Result<Vec<Vec<u64>>, Error> {
     let t = read::Trace::parse(bytes, ReadOptions::default())?;

@@ -19,10 +19,10 @@ use trace_core::{LimitExceeded, Offset};
 use crate::base64::BitReader;
 use crate::error::{Context, Error};
 use crate::expand::{Dictionary, Expander, Program};
-use crate::json::{Lexer, ReadSource, SliceSource, Source};
 use crate::limits::{MAX_CHUNK_EDGES, MAX_DICTIONARY, MAX_GROUP, MAX_TRANSITIONS};
 use crate::raw;
 use crate::table::{Code, TransitionRow, TransitionTable};
+use trace_core::json::{Lexer, ReadSource, SliceSource, Source};
 
 /// Reading and decoding options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct Process {
     /// Index of the process row, from 0.
     pub index: u64,
     /// Offset of the process row.
-    pub offset: u64,
+    pub offset: Offset,
     /// `STRING_DICTIONARY`, compiled.
     pub dictionary: Dictionary,
     /// `TRANSITION_TABLE`, compiled.
@@ -69,9 +69,9 @@ pub struct Chunk<'a> {
     /// `EDGE_ID_SEQUENCE`, as written (borrowed from a slice when it has no escape).
     pub sequence: Cow<'a, [u8]>,
     /// Offset of the chunk row.
-    pub offset: u64,
+    pub offset: Offset,
     /// Offset of the first character of the sequence string.
-    pub sequence_offset: u64,
+    pub sequence_offset: Offset,
 }
 
 /// What the reader yields, in file order.
@@ -87,7 +87,7 @@ pub enum Event<'a> {
         /// `THREAD_ID`.
         thread: u64,
         /// Offset of the thread row.
-        offset: u64,
+        offset: Offset,
     },
     /// A chunk.
     Chunk(Chunk<'a>),
@@ -115,7 +115,7 @@ impl Chunk<'_> {
         }
         self.process
             .dictionary
-            .compile(&self.sequence, &self.context(), self.sequence_offset)
+            .compile(&self.sequence, &self.context(), self.sequence_offset.0)
     }
 
     /// Decodes the chunk's edges, appending them to `out`.
@@ -126,12 +126,7 @@ impl Chunk<'_> {
     /// [`limits::MAX_CHUNK_EDGES`](crate::limits::MAX_CHUNK_EDGES) (use [`Chunk::for_each_batch`]
     /// for such chunks).
     pub fn decode_into(&self, out: &mut Vec<u64>) -> Result<(), Error> {
-        LimitExceeded::check(
-            Offset(self.offset),
-            "EDGE_COUNT",
-            self.edge_count,
-            MAX_CHUNK_EDGES,
-        )?;
+        LimitExceeded::check(self.offset, "EDGE_COUNT", self.edge_count, MAX_CHUNK_EDGES)?;
         let cap = usize::try_from(self.edge_count.min(1 << 20)).unwrap_or(0);
         out.reserve(cap);
         self.for_each_batch(u64::MAX, |_| {}, out)
@@ -168,7 +163,7 @@ impl Chunk<'_> {
             self.edge_count,
             bits,
             self.context(),
-            self.sequence_offset,
+            self.sequence_offset.0,
             self.process.options.lenient,
         );
         let streaming = batch != u64::MAX;
@@ -269,9 +264,14 @@ impl<'a> Reader<'a, SliceSource<'a>> {
 
 impl<R: Read> Reader<'static, ReadSource<R>> {
     /// A reader over a stream (use a decompressor for `.bz2`).
-    pub fn from_read(inner: R, options: ReadOptions) -> Self {
+    pub fn from_reader(inner: R, options: ReadOptions) -> Self {
         Reader::new(ReadSource::new(inner), options)
     }
+}
+
+/// An integer value named `what` (a column or key), with this crate's errors.
+fn integer<'a, S: Source<'a>>(lex: &mut Lexer<S>, what: &'static str) -> Result<u64, Error> {
+    lex.u64().map_err(|e| Error::integer(e, what))
 }
 
 fn header<'a, S: Source<'a>, C>(
@@ -284,7 +284,7 @@ fn header<'a, S: Source<'a>, C>(
     let mut cols = Vec::new();
     let mut first = true;
     while lex.next_elem(&mut first)? {
-        let name = lex.string()?;
+        let name = lex.string_bytes_at()?.0;
         LimitExceeded::check(
             Offset(lex.offset()),
             "header columns",
@@ -324,8 +324,8 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
 
     /// Bytes consumed so far.
     #[must_use]
-    pub fn offset(&self) -> u64 {
-        self.lex.offset()
+    pub fn offset(&self) -> Offset {
+        Offset(self.lex.offset())
     }
 
     /// The next event, `Ok(None)` at the end.
@@ -354,7 +354,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                 }
                 State::Top => self.top(false)?,
                 State::End => {
-                    self.lex.end()?;
+                    self.lex.end("the end of the input")?;
                     self.state = State::Done;
                     return Ok(None);
                 }
@@ -424,13 +424,13 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
     /// Top-level members until `PROCESSES` (state `Processes`) or the end (`End`).
     fn top(&mut self, first: bool) -> Result<(), Error> {
         let mut first = first;
-        while let Some((key, at)) = self.lex.next_key(&mut first)? {
+        while let Some((key, at)) = self.lex.next_key_bytes(&mut first)? {
             match &*key {
                 k if k == raw::MAJOR_VERSION.as_bytes() => {
-                    self.major = Some(self.lex.integer(raw::MAJOR_VERSION)?);
+                    self.major = Some(integer(&mut self.lex, raw::MAJOR_VERSION)?);
                 }
                 k if k == raw::MINOR_VERSION.as_bytes() => {
-                    self.minor = Some(self.lex.integer(raw::MINOR_VERSION)?);
+                    self.minor = Some(integer(&mut self.lex, raw::MINOR_VERSION)?);
                 }
                 k if k == raw::PROCESSES.as_bytes() => {
                     let _ = at;
@@ -467,7 +467,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         "a PROCESSES row with more values than its header",
                     ));
                 }
-                Some(ProcCol::Pid) => pid = Some(self.lex.integer(raw::PROCESS_ID)?),
+                Some(ProcCol::Pid) => pid = Some(integer(&mut self.lex, raw::PROCESS_ID)?),
                 Some(ProcCol::Dict) => dict = Some(self.dictionary()?),
                 Some(ProcCol::Table) => table = Some(self.transitions()?),
                 Some(ProcCol::Other) => self.lex.skip_value()?,
@@ -493,7 +493,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         let process = Arc::new(Process {
             pid,
             index: self.process_index,
-            offset: row_at,
+            offset: Offset(row_at),
             dictionary,
             table,
             options: self.options,
@@ -526,14 +526,14 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         }
         self.lex.expect(b'{', "a STRING_DICTIONARY object")?;
         let mut first = true;
-        while let Some((key, at)) = self.lex.next_key(&mut first)? {
+        while let Some((key, at)) = self.lex.next_key_bytes(&mut first)? {
             LimitExceeded::check(
                 Offset(at),
                 "STRING_DICTIONARY entries",
                 out.len() as u64,
                 MAX_DICTIONARY,
             )?;
-            let (value, vat) = self.lex.string_at()?;
+            let (value, vat) = self.lex.string_bytes_at()?;
             out.push((
                 String::from_utf8_lossy(&key).into_owned(),
                 value.into_owned(),
@@ -579,10 +579,10 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         ));
                     }
                     Some(TransCol::Current) => {
-                        current = Some(self.lex.integer(raw::CURRENT_EDGE_ID)?)
+                        current = Some(integer(&mut self.lex, raw::CURRENT_EDGE_ID)?)
                     }
                     Some(TransCol::Code) => {
-                        let s = self.lex.string()?;
+                        let s = self.lex.string_bytes_at()?.0;
                         code = Some(Code::parse(&s).ok_or_else(|| Error::Syntax {
                             offset: Offset(vat),
                             expected: "a TRANSITION_CODE of at most 32 `0`/`1` characters",
@@ -600,7 +600,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                                 ids.len() as u64,
                                 MAX_GROUP.saturating_sub(1),
                             )?;
-                            ids.push(self.lex.integer(raw::NEXT_EDGE_IDS)?);
+                            ids.push(integer(&mut self.lex, raw::NEXT_EDGE_IDS)?);
                         }
                         if ids.is_empty() {
                             return Err(Error::structure(vat, "empty NEXT_EDGE_IDS"));
@@ -647,7 +647,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                         "a THREAD_DATA row with more values than its header",
                     ));
                 }
-                Some(ThreadCol::Id) => tid = Some(self.lex.integer(raw::THREAD_ID)?),
+                Some(ThreadCol::Id) => tid = Some(integer(&mut self.lex, raw::THREAD_ID)?),
                 Some(ThreadCol::Other) => self.lex.skip_value()?,
                 Some(ThreadCol::Data) => {
                     let Some(thread) = tid else {
@@ -677,7 +677,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                     return Ok(Event::Thread {
                         pid,
                         thread,
-                        offset: at,
+                        offset: Offset(at),
                     });
                 }
             }
@@ -691,7 +691,7 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
         Ok(Event::Thread {
             pid,
             thread,
-            offset: at,
+            offset: Offset(at),
         })
     }
 
@@ -712,18 +712,18 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
                     ));
                 }
                 Some(ChunkCol::Preceding) => {
-                    pre = Some(self.lex.integer(raw::PRECEDING_INSTR_COUNT)?)
+                    pre = Some(integer(&mut self.lex, raw::PRECEDING_INSTR_COUNT)?)
                 }
-                Some(ChunkCol::Instr) => instr = Some(self.lex.integer(raw::INSTR_COUNT)?),
-                Some(ChunkCol::Edges) => edges = Some(self.lex.integer(raw::EDGE_COUNT)?),
+                Some(ChunkCol::Instr) => instr = Some(integer(&mut self.lex, raw::INSTR_COUNT)?),
+                Some(ChunkCol::Edges) => edges = Some(integer(&mut self.lex, raw::EDGE_COUNT)?),
                 Some(ChunkCol::First) => {
                     if !self.lex.null()? {
-                        first_edge = Some(self.lex.integer(raw::FIRST_EDGE_ID)?);
+                        first_edge = Some(integer(&mut self.lex, raw::FIRST_EDGE_ID)?);
                     }
                 }
                 Some(ChunkCol::Seq) => {
                     if !self.lex.null()? {
-                        seq = Some(self.lex.string_at()?);
+                        seq = Some(self.lex.string_bytes_at()?);
                     }
                 }
                 Some(ChunkCol::Other) => self.lex.skip_value()?,
@@ -750,8 +750,8 @@ impl<'a, S: Source<'a>> Reader<'a, S> {
             edge_count: edges,
             first_edge_id: first_edge,
             sequence,
-            offset: at,
-            sequence_offset,
+            offset: Offset(at),
+            sequence_offset: Offset(sequence_offset),
         };
         self.chunk_index = self.chunk_index.saturating_add(1);
         Ok(chunk)
@@ -779,14 +779,14 @@ pub struct ChainGap {
     /// This chunk's `PRECEDING_INSTR_COUNT`.
     pub found: u64,
     /// Offset of the chunk row.
-    pub offset: u64,
+    pub offset: Offset,
 }
 
 impl std::fmt::Display for ChainGap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({}) at offset {:#x}",
+            "chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({}) at offset {}",
             self.chunk, self.found, self.expected, self.offset
         )
     }
@@ -798,7 +798,7 @@ pub struct ThreadTrace<'a> {
     /// `THREAD_ID`.
     pub thread: u64,
     /// Offset of the thread row.
-    pub offset: u64,
+    pub offset: Offset,
     /// The chunks, in file (execution) order.
     pub chunks: Vec<Chunk<'a>>,
 }

@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("dcfg");
     g.throughput(Throughput::Bytes(json.len() as u64));
     g.bench_function("read slice", |b| {
-        b.iter(|| Dcfg::from_slice(std::hint::black_box(&json)).unwrap());
+        b.iter(|| Dcfg::parse(std::hint::black_box(&json)).unwrap());
     });
     g.bench_function("read stream", |b| {
         b.iter(|| Dcfg::from_reader(std::hint::black_box(&json[..])).unwrap());

@@ -11,9 +11,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let d = if std::env::var_os("DCFG_SLICE").is_some() {
         let bytes = std::fs::read(&path)?;
         let t = std::time::Instant::now();
-        let d = dcfg::Dcfg::from_slice(&bytes)?;
+        let d = dcfg::Dcfg::parse(&bytes)?;
         eprintln!(
-            "from_slice: {:.1} MiB in {:.2} s",
+            "parse: {:.1} MiB in {:.2} s",
             bytes.len() as f64 / 1048576.0,
             t.elapsed().as_secs_f64()
         );

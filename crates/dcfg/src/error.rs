@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use trace_core::{LimitExceeded, Offset};
+use trace_core::json::{self, ErrorKind};
+use trace_core::{LimitExceeded, Located, Offset};
 
 /// Everything that can go wrong reading a DCFG.
 ///
@@ -64,10 +65,10 @@ impl fmt::Display for Where<'_> {
 impl Error {
     /// The byte offset in the (uncompressed) input the error refers to.
     #[must_use]
-    pub fn offset(&self) -> Option<u64> {
+    pub fn offset(&self) -> Option<Offset> {
         match self {
-            Error::Json { offset, .. } | Error::Io { offset, .. } => Some(offset.0),
-            Error::Limit { limit, .. } => Some(limit.offset.0),
+            Error::Json { offset, .. } | Error::Io { offset, .. } => Some(*offset),
+            Error::Limit { limit, .. } => Some(limit.offset),
         }
     }
 
@@ -77,6 +78,36 @@ impl Error {
         match self {
             Error::Json { path, .. } | Error::Limit { path, .. } => Some(path),
             Error::Io { .. } => None,
+        }
+    }
+}
+
+impl Located for Error {
+    fn offset(&self) -> Option<Offset> {
+        Error::offset(self)
+    }
+
+    fn path(&self) -> Option<&str> {
+        Error::path(self)
+    }
+}
+
+impl From<json::Error> for Error {
+    #[cold]
+    fn from(e: json::Error) -> Error {
+        let (offset, kind, path) = e.into_parts();
+        match kind {
+            ErrorKind::Limit(limit) => Error::Limit { path, limit },
+            ErrorKind::Io(source) => Error::Io {
+                context: "cannot read or decompress the input".to_owned(),
+                offset,
+                source,
+            },
+            kind => Error::Json {
+                offset,
+                path,
+                message: kind.to_string(),
+            },
         }
     }
 }

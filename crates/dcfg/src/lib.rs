@@ -15,7 +15,7 @@
 //!   2^53); tables are read by header name; optional sections may be absent; unknown keys
 //!   and columns are skipped; special nodes and edge types are found by name
 //!   ([`SpecialKind`], [`EdgeKind`]), never by number.
-//! - **Reading** ([`Dcfg::from_path`], [`Dcfg::from_reader`], [`Dcfg::from_slice`]): plain
+//! - **Reading** ([`Dcfg::from_path`], [`Dcfg::from_reader`], [`Dcfg::parse`]): plain
 //!   `.json`, `.json.bz2` and `.json.gz`, recognised by their magic bytes; one hand-written
 //!   pull parser serves slices and streams (a 64 KiB window: the JSON is never held whole).
 //!   Errors name the JSON path, what was expected and found, and the byte offset: [`Error`],
@@ -42,7 +42,7 @@
 //! use dcfg::{Container, Dcfg, EdgeKind, SpecialKind};
 //!
 //! let bytes = include_bytes!("../../../testdata/dcfg/sample.dcfg.json");
-//! let dcfg = Dcfg::from_slice(bytes)?;
+//! let dcfg = Dcfg::parse(bytes)?;
 //! assert_eq!(dcfg.version(), "1.00");
 //! let pid = dcfg.processes[0].id;
 //! let g = dcfg.graph(pid).unwrap();
@@ -67,17 +67,24 @@
 //! assert_eq!(dcfg.to_vec(), bytes);
 //! # Ok::<(), dcfg::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! - `testgen`: the test-data generators (`testgen`) behind the tests, benchmarks and
+//!   `cargo xtask`; not part of the default API.
+//! - `fuzzing`: the `fuzz_*` entry points of the fuzz targets (`fuzz/`), also run by the
+//!   crate's never-panics tests.
 #![deny(missing_docs)]
 
 mod error;
 mod export;
-mod json;
+pub mod limits;
 mod model;
 mod query;
 pub mod raw;
 mod read;
 mod table;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testgen"))]
 pub mod testgen;
 mod validate;
 mod write;
@@ -95,14 +102,15 @@ pub use validate::Finding;
 
 /// Fuzzing entry point: reads arbitrary bytes as a DCFG and, when that works, runs the
 /// writer, the validator, every query on a few ids, DOT and CSV. Must never panic.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub fn fuzz_read(data: &[u8]) {
-    let Ok(d) = Dcfg::from_slice(data) else {
+    let Ok(d) = Dcfg::parse(data) else {
         return;
     };
     let _ = d.validate();
     let bytes = d.to_vec();
-    let _ = Dcfg::from_slice(&bytes);
+    let _ = Dcfg::parse(&bytes);
     let mut sink = Vec::new();
     let _ = d.write_dot(&mut sink, &DotOptions::default());
     let _ = d.write_loops_csv(&mut sink);
@@ -137,14 +145,15 @@ pub fn fuzz_read(data: &[u8]) {
 
 /// Fuzzing entry point: whatever reads must write and read back to the same model, and
 /// write the same bytes again. Returns `false` on a mismatch (the fuzz target asserts).
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[must_use]
 pub fn fuzz_roundtrip(data: &[u8]) -> bool {
-    let Ok(d) = Dcfg::from_slice(data) else {
+    let Ok(d) = Dcfg::parse(data) else {
         return true;
     };
     let bytes = d.to_vec();
-    match Dcfg::from_slice(&bytes) {
+    match Dcfg::parse(&bytes) {
         Ok(again) => again == d && again.to_vec() == bytes,
         Err(_) => false,
     }

@@ -1,6 +1,6 @@
 //! Reading: JSON text (plain, bzip2 or gzip) → [`Dcfg`].
 //!
-//! One hand-written pull parser ([`crate::json`]) reads a slice or a stream (through a 64 KiB
+//! One hand-written pull parser ([`trace_core::json::Lexer`]) reads a slice or a stream (through a 64 KiB
 //! window), straight into the model: integers exactly from numbers or hex strings, tables by
 //! their header rows ([`crate::table`]). Unknown keys and columns are skipped; optional
 //! sections may be missing; rows may be short where the trailing columns are optional (spec
@@ -11,9 +11,9 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use trace_core::Offset;
+use trace_core::json::{Error as JsonError, Lexer, ReadSource, Seg, SliceSource, Source};
 
 use crate::error::Error;
-use crate::json::{Fail, Parser, ReadSource, Seg, SliceSource, Source};
 use crate::model::{Dcfg, Edges, Image, Process};
 use crate::raw;
 use crate::table::{Row, symbols, table};
@@ -56,9 +56,9 @@ impl Dcfg {
     ///
     /// Malformed JSON, a value of the wrong type, or a corrupt compressed stream: the error
     /// names the JSON path and the byte offset in the (uncompressed) JSON.
-    pub fn from_slice(bytes: &[u8]) -> Result<Dcfg, Error> {
+    pub fn parse(bytes: &[u8]) -> Result<Dcfg, Error> {
         match Compression::detect(bytes) {
-            Compression::None => parse(SliceSource(bytes)),
+            Compression::None => parse(SliceSource::new(bytes)),
             _ => Dcfg::from_reader(bytes),
         }
     }
@@ -69,7 +69,7 @@ impl Dcfg {
     ///
     /// # Errors
     ///
-    /// As [`Dcfg::from_slice`], plus I/O errors.
+    /// As [`Dcfg::parse`], plus I/O errors.
     pub fn from_reader<R: Read>(mut reader: R) -> Result<Dcfg, Error> {
         // The magic bytes, however the reader hands them out.
         let mut head = [0u8; 3];
@@ -159,7 +159,7 @@ impl Dcfg {
             for &o in open.iter().rev() {
                 text.push(if o == b'[' { b']' } else { b'}' });
             }
-            if let Ok(d) = parse(SliceSource(&text)) {
+            if let Ok(d) = parse(SliceSource::new(&text)) {
                 return Some(d);
             }
         }
@@ -176,30 +176,36 @@ fn io_error(context: &str, offset: u64, source: io::Error) -> Error {
 }
 
 /// Parses a whole DCFG.
-fn parse<S: Source>(src: S) -> Result<Dcfg, Error> {
-    let mut p = Parser::new(src);
+fn parse<'a, S: Source<'a>>(src: S) -> Result<Dcfg, Error> {
+    let mut p = Lexer::new(src);
     dcfg(&mut p)
-        .and_then(|d| p.end().map(|()| d))
-        .map_err(Fail::into_error)
+        .and_then(|d| {
+            p.end("the end of the input after the top-level object")
+                .map(|()| d)
+        })
+        .map_err(Error::from)
 }
 
 /// Reads the value of object key `key` with `f`, naming the key in failures.
-fn under<S: Source, T>(
-    p: &mut Parser<S>,
+fn under<'a, S: Source<'a>, T>(
+    p: &mut Lexer<S>,
     key: &'static str,
-    f: impl FnOnce(&mut Parser<S>) -> Result<T, Fail>,
-) -> Result<T, Fail> {
+    f: impl FnOnce(&mut Lexer<S>) -> Result<T, JsonError>,
+) -> Result<T, JsonError> {
     f(p).map_err(|e| e.at(Seg::Key(key.into())))
 }
 
 /// Skips the value of an unknown key, naming the key in failures.
-fn skip<S: Source>(p: &mut Parser<S>, key: Cow<'static, str>) -> Result<(), Fail> {
+fn skip<'a, S: Source<'a>>(p: &mut Lexer<S>, key: Cow<'static, str>) -> Result<(), JsonError> {
     p.skip_value().map_err(|e| e.at(Seg::Key(key)))
 }
 
 /// The top-level object.
-fn dcfg<S: Source>(p: &mut Parser<S>) -> Result<Dcfg, Fail> {
-    p.begin_object("a DCFG (a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …)")?;
+fn dcfg<'a, S: Source<'a>>(p: &mut Lexer<S>) -> Result<Dcfg, JsonError> {
+    p.expect(
+        b'{',
+        "a DCFG (a JSON object with MAJOR_VERSION, MINOR_VERSION, PROCESSES, …)",
+    )?;
     let mut d = Dcfg::default();
     let (mut major, mut minor) = (None, None);
     let mut first = true;
@@ -213,8 +219,8 @@ fn dcfg<S: Source>(p: &mut Parser<S>) -> Result<Dcfg, Fail> {
     ];
     while let Some(key) = p.next_key(&mut first, &keys)? {
         match &*key {
-            raw::MAJOR_VERSION => major = Some(under(p, raw::MAJOR_VERSION, Parser::u64)?),
-            raw::MINOR_VERSION => minor = Some(under(p, raw::MINOR_VERSION, Parser::u64)?),
+            raw::MAJOR_VERSION => major = Some(under(p, raw::MAJOR_VERSION, Lexer::u64)?),
+            raw::MINOR_VERSION => minor = Some(under(p, raw::MINOR_VERSION, Lexer::u64)?),
             raw::FILE_NAMES => d.file_names = Some(under(p, raw::FILE_NAMES, table)?),
             raw::EDGE_TYPES => d.edge_types = Some(under(p, raw::EDGE_TYPES, table)?),
             raw::SPECIAL_NODES => d.special_nodes = Some(under(p, raw::SPECIAL_NODES, table)?),
@@ -223,7 +229,7 @@ fn dcfg<S: Source>(p: &mut Parser<S>) -> Result<Dcfg, Fail> {
         }
     }
     let end = p.offset().saturating_sub(1);
-    let missing = |key| Fail::msg(end, format!("missing key {key}"));
+    let missing = |key| JsonError::msg(end, format!("missing key {key}"));
     d.major_version = major.ok_or_else(|| missing(raw::MAJOR_VERSION))?;
     d.minor_version = minor.ok_or_else(|| missing(raw::MINOR_VERSION))?;
     Ok(d)
@@ -233,7 +239,7 @@ impl Row for Process {
     const COLUMNS: &'static [&'static str] = &raw::PROCESS_COLUMNS;
     const REQUIRED: u32 = 0b1;
     const TRANSPARENT: u32 = 0b10;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.id = p.u64()?,
             _ => {
@@ -248,8 +254,11 @@ impl Row for Process {
 }
 
 /// A `PROCESS_DATA` object.
-fn process_data<S: Source>(p: &mut Parser<S>, proc: &mut Process) -> Result<(), Fail> {
-    p.begin_object("a process-data object (`{ \"INSTR_COUNT\" : …, \"IMAGES\" : …, … }`)")?;
+fn process_data<'a, S: Source<'a>>(p: &mut Lexer<S>, proc: &mut Process) -> Result<(), JsonError> {
+    p.expect(
+        b'{',
+        "a process-data object (`{ \"INSTR_COUNT\" : …, \"IMAGES\" : …, … }`)",
+    )?;
     let mut first = true;
     let keys = [
         raw::INSTR_COUNT,
@@ -259,7 +268,7 @@ fn process_data<S: Source>(p: &mut Parser<S>, proc: &mut Process) -> Result<(), 
     ];
     while let Some(key) = p.next_key(&mut first, &keys)? {
         match &*key {
-            raw::INSTR_COUNT => proc.instr_count = Some(under(p, raw::INSTR_COUNT, Parser::u64)?),
+            raw::INSTR_COUNT => proc.instr_count = Some(under(p, raw::INSTR_COUNT, Lexer::u64)?),
             raw::INSTR_COUNT_PER_THREAD => {
                 let mut v = Vec::new();
                 under(p, raw::INSTR_COUNT_PER_THREAD, |p| {
@@ -280,7 +289,7 @@ impl Row for Image {
     const COLUMNS: &'static [&'static str] = &raw::IMAGE_COLUMNS;
     const REQUIRED: u32 = 0b111;
     const TRANSPARENT: u32 = 0b1000;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.load_addr = p.u64()?,
@@ -297,8 +306,11 @@ impl Row for Image {
 }
 
 /// An `IMAGE_DATA` object.
-fn image_data<S: Source>(p: &mut Parser<S>, img: &mut Image) -> Result<(), Fail> {
-    p.begin_object("an image-data object (`{ \"FILE_NAME_ID\" : …, \"SYMBOLS\" : …, … }`)")?;
+fn image_data<'a, S: Source<'a>>(p: &mut Lexer<S>, img: &mut Image) -> Result<(), JsonError> {
+    p.expect(
+        b'{',
+        "an image-data object (`{ \"FILE_NAME_ID\" : …, \"SYMBOLS\" : …, … }`)",
+    )?;
     let mut first = true;
     let keys = [
         raw::FILE_NAME_ID,
@@ -309,7 +321,7 @@ fn image_data<S: Source>(p: &mut Parser<S>, img: &mut Image) -> Result<(), Fail>
     ];
     while let Some(key) = p.next_key(&mut first, &keys)? {
         match &*key {
-            raw::FILE_NAME_ID => img.file_name_id = Some(under(p, raw::FILE_NAME_ID, Parser::u64)?),
+            raw::FILE_NAME_ID => img.file_name_id = Some(under(p, raw::FILE_NAME_ID, Lexer::u64)?),
             raw::SYMBOLS => {
                 img.symbols = Some(under(p, raw::SYMBOLS, symbols)?);
             }

@@ -6,7 +6,9 @@
 //! optional columns missing. Failures name the row (data rows from 0, as validation findings
 //! do) and the column, e.g. `BASIC_BLOCKS[5].NUM_INSTRS`.
 
-use crate::json::{Fail, Parser, Seg, Source};
+use trace_core::json::{Error as JsonError, Lexer, Seg, Source};
+
+use crate::limits::MAX_COLUMNS;
 use crate::model::{
     BasicBlock, Counts, Edge, EdgeType, FileName, Loop, Routine, RoutineNode, SourceLine,
     SpecialNode, Symbols,
@@ -15,8 +17,6 @@ use crate::raw;
 
 /// Slot of an unknown column.
 const SKIP: u8 = u8::MAX;
-/// The most columns a header may have.
-const MAX_COLUMNS: usize = 64;
 
 /// What a table looks like, for messages.
 const TABLE: &str = "a table (an array whose first element is an array of column names)";
@@ -31,7 +31,7 @@ pub(crate) trait Row: Default {
     /// rather than `PROCESSES[0].PROCESS_DATA.IMAGES`, as validation findings write it).
     const TRANSPARENT: u32 = 0;
     /// Reads the value of column slot `slot` (the parser is before the value).
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail>;
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError>;
 }
 
 /// What the table reader needs of a row type: every [`Row`] (read into a `Vec`), and the
@@ -46,12 +46,12 @@ trait TableRow: Default {
     /// What the rows are read into.
     type Table: Table<Self>;
     /// As [`Row::cell`]; `table` holds the rows read so far.
-    fn cell<S: Source>(
+    fn cell<'a, S: Source<'a>>(
         &mut self,
         slot: u8,
-        p: &mut Parser<S>,
+        p: &mut Lexer<S>,
         table: &mut Self::Table,
-    ) -> Result<(), Fail>;
+    ) -> Result<(), JsonError>;
 }
 
 impl<T: Row> TableRow for T {
@@ -60,7 +60,12 @@ impl<T: Row> TableRow for T {
     const TRANSPARENT: u32 = <T as Row>::TRANSPARENT;
     type Table = Vec<T>;
     #[inline]
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>, _: &mut Vec<T>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(
+        &mut self,
+        slot: u8,
+        p: &mut Lexer<S>,
+        _: &mut Vec<T>,
+    ) -> Result<(), JsonError> {
         Row::cell(self, slot, p)
     }
 }
@@ -106,7 +111,9 @@ fn column_name<T: TableRow>(slot: u8) -> &'static str {
 }
 
 /// Reads a whole table; `null` reads as `None`.
-pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<Vec<T>>, Fail> {
+pub(crate) fn opt_table<'a, S: Source<'a>, T: Row>(
+    p: &mut Lexer<S>,
+) -> Result<Option<Vec<T>>, JsonError> {
     if p.null()? {
         Ok(None)
     } else {
@@ -115,23 +122,23 @@ pub(crate) fn opt_table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Option<V
 }
 
 /// Reads a whole table of rows of type `T`.
-pub(crate) fn table<S: Source, T: Row>(p: &mut Parser<S>) -> Result<Vec<T>, Fail> {
+pub(crate) fn table<'a, S: Source<'a>, T: Row>(p: &mut Lexer<S>) -> Result<Vec<T>, JsonError> {
     rows::<S, T>(p)
 }
 
 /// Reads a `SYMBOLS` table.
-pub(crate) fn symbols<S: Source>(p: &mut Parser<S>) -> Result<Symbols, Fail> {
+pub(crate) fn symbols<'a, S: Source<'a>>(p: &mut Lexer<S>) -> Result<Symbols, JsonError> {
     rows::<S, SymbolCells>(p)
 }
 
 /// Reads a whole table into its [`TableRow::Table`].
-fn rows<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
-    p.begin_array(TABLE)?;
+fn rows<'a, S: Source<'a>, T: TableRow>(p: &mut Lexer<S>) -> Result<T::Table, JsonError> {
+    p.expect(b'[', TABLE)?;
     let mut first = true;
     p.peek()?;
     let header_at = p.offset();
     if !p.next_elem(&mut first)? {
-        return Err(Fail::msg(header_at, "the table has no header row").at(Seg::Header));
+        return Err(JsonError::msg(header_at, "the table has no header row").at(Seg::Header));
     }
     let slots = header::<S, T>(p).map_err(|f| f.at(Seg::Header))?;
     let have = slots
@@ -142,7 +149,7 @@ fn rows<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<T::Table, Fail> {
         .filter_map(|i| u8::try_from(i).ok())
         .find(|&i| T::REQUIRED & bit(i) != 0 && have & bit(i) == 0)
     {
-        return Err(Fail::msg(
+        return Err(JsonError::msg(
             header_at,
             format!("the header row has no column {}", column_name::<T>(missing)),
         )
@@ -188,8 +195,8 @@ fn growth(len: usize, read: usize, left: Option<usize>) -> usize {
 }
 
 /// The header row: each column's slot (or [`SKIP`]).
-fn header<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
-    p.begin_array("a header row (an array of column names)")?;
+fn header<'a, S: Source<'a>, T: TableRow>(p: &mut Lexer<S>) -> Result<Vec<u8>, JsonError> {
+    p.expect(b'[', "a header row (an array of column names)")?;
     let mut slots = Vec::new();
     let mut first = true;
     while p.next_elem(&mut first)? {
@@ -206,7 +213,10 @@ fn header<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
             })
             .map_err(|f| f.at(Seg::Index(slots.len() as u64)))?;
         if slots.len() >= MAX_COLUMNS {
-            return Err(Fail::msg(at, format!("more than {MAX_COLUMNS} columns")));
+            return Err(JsonError::msg(
+                at,
+                format!("more than {MAX_COLUMNS} columns"),
+            ));
         }
         slots.push(slot);
     }
@@ -214,12 +224,12 @@ fn header<S: Source, T: TableRow>(p: &mut Parser<S>) -> Result<Vec<u8>, Fail> {
 }
 
 /// One data row.
-fn row<S: Source, T: TableRow>(
-    p: &mut Parser<S>,
+fn row<'a, S: Source<'a>, T: TableRow>(
+    p: &mut Lexer<S>,
     slots: &[u8],
     table: &mut T::Table,
-) -> Result<T, Fail> {
-    p.begin_array("a table row (an array of values)")?;
+) -> Result<T, JsonError> {
+    p.expect(b'[', "a table row (an array of values)")?;
     let mut value = T::default();
     let mut got = 0u32;
     let mut first = true;
@@ -249,7 +259,7 @@ fn row<S: Source, T: TableRow>(
     }
     if !ended && p.next_elem(&mut first)? {
         p.peek()?;
-        return Err(Fail::msg(
+        return Err(JsonError::msg(
             p.offset(),
             format!(
                 "more values than the {} columns of the header row",
@@ -264,7 +274,7 @@ fn row<S: Source, T: TableRow>(
             .find(|&&s| s != SKIP && T::REQUIRED & bit(s) != 0 && got & bit(s) == 0)
     {
         // At the row's closing bracket.
-        return Err(Fail::msg(
+        return Err(JsonError::msg(
             p.offset().saturating_sub(1),
             format!("missing: the row ends after {values} values"),
         )
@@ -274,7 +284,7 @@ fn row<S: Source, T: TableRow>(
 }
 
 /// An array of integers (`null` reads as empty).
-fn ids<S: Source>(p: &mut Parser<S>) -> Result<Vec<u64>, Fail> {
+fn ids<'a, S: Source<'a>>(p: &mut Lexer<S>) -> Result<Vec<u64>, JsonError> {
     let mut v = Vec::new();
     p.u64_array(|x| v.push(x))?;
     v.shrink_to_fit();
@@ -282,7 +292,7 @@ fn ids<S: Source>(p: &mut Parser<S>) -> Result<Vec<u64>, Fail> {
 }
 
 /// Per-thread counts (`null` reads as empty).
-fn counts<S: Source>(p: &mut Parser<S>) -> Result<Counts, Fail> {
+fn counts<'a, S: Source<'a>>(p: &mut Lexer<S>) -> Result<Counts, JsonError> {
     let mut c = Counts::new();
     p.u64_array(|x| c.push(x))?;
     Ok(c)
@@ -292,14 +302,14 @@ impl Row for BasicBlock {
     const COLUMNS: &'static [&'static str] = &raw::BLOCK_COLUMNS;
     const REQUIRED: u32 = 0b1111;
     #[inline]
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.addr_offset = p.u64()?,
             2 => self.size = p.u32()?,
             3 => self.num_instrs = p.u32()?,
-            4 => self.last_instr_offset = p.opt(Parser::u32)?,
-            _ => self.count = p.opt(Parser::u64)?,
+            4 => self.last_instr_offset = p.opt(Lexer::u32)?,
+            _ => self.count = p.opt(Lexer::u64)?,
         }
         Ok(())
     }
@@ -309,7 +319,7 @@ impl Row for Edge {
     const COLUMNS: &'static [&'static str] = &raw::EDGE_COLUMNS;
     const REQUIRED: u32 = 0b1111;
     #[inline]
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.id = p.u64()?,
             1 => self.source = p.u64()?,
@@ -324,13 +334,13 @@ impl Row for Edge {
 impl Row for SourceLine {
     const COLUMNS: &'static [&'static str] = &raw::SOURCE_COLUMNS;
     const REQUIRED: u32 = 0b111;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.file_name_id = p.u64()?,
             1 => self.line = p.u32()?,
             2 => self.addr_offset = p.u64()?,
-            3 => self.size = p.opt(Parser::u32)?,
-            _ => self.num_instrs = p.opt(Parser::u32)?,
+            3 => self.size = p.opt(Lexer::u32)?,
+            _ => self.num_instrs = p.opt(Lexer::u32)?,
         }
         Ok(())
     }
@@ -347,17 +357,17 @@ impl TableRow for SymbolCells {
     const COLUMNS: &'static [&'static str] = &raw::SYMBOL_COLUMNS;
     const REQUIRED: u32 = 0b11;
     type Table = Symbols;
-    fn cell<S: Source>(
+    fn cell<'a, S: Source<'a>>(
         &mut self,
         slot: u8,
-        p: &mut Parser<S>,
+        p: &mut Lexer<S>,
         table: &mut Symbols,
-    ) -> Result<(), Fail> {
+    ) -> Result<(), JsonError> {
         match slot {
             // A second NAME column replaces the first, as for other columns.
             0 => p.string_with(|name| table.set_pending_name(name))?,
             1 => self.addr_offset = p.u64()?,
-            _ => self.size = p.opt(Parser::u64)?,
+            _ => self.size = p.opt(Lexer::u64)?,
         }
         Ok(())
     }
@@ -384,7 +394,7 @@ impl Table<SymbolCells> for Symbols {
 impl Row for RoutineNode {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_NODE_COLUMNS;
     const REQUIRED: u32 = 0b11;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.id = p.u64()?,
             _ => self.idom = p.u64()?,
@@ -396,12 +406,12 @@ impl Row for RoutineNode {
 impl Row for Loop {
     const COLUMNS: &'static [&'static str] = &raw::LOOP_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.head = p.u64()?,
             1 => self.back_edge_sources = ids(p)?,
             2 => self.nodes = ids(p)?,
-            _ => self.parent = p.opt(Parser::u64)?,
+            _ => self.parent = p.opt(Lexer::u64)?,
         }
         Ok(())
     }
@@ -410,7 +420,7 @@ impl Row for Loop {
 impl Row for Routine {
     const COLUMNS: &'static [&'static str] = &raw::ROUTINE_COLUMNS;
     const REQUIRED: u32 = 0b1;
-    fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+    fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
         match slot {
             0 => self.entry = p.u64()?,
             1 => self.exits = ids(p)?,
@@ -427,7 +437,7 @@ macro_rules! id_name_row {
         impl Row for $row {
             const COLUMNS: &'static [&'static str] = &$columns;
             const REQUIRED: u32 = 0b11;
-            fn cell<S: Source>(&mut self, slot: u8, p: &mut Parser<S>) -> Result<(), Fail> {
+            fn cell<'a, S: Source<'a>>(&mut self, slot: u8, p: &mut Lexer<S>) -> Result<(), JsonError> {
                 match slot {
                     0 => self.id = p.u64()?,
                     _ => self.name = p.string()?,

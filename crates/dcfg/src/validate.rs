@@ -194,146 +194,24 @@ impl Dcfg {
                 );
             }
         }
-        let threads = p.instr_count_per_thread.as_ref().map(Vec::len);
-        // Blocks: id → image index.
-        let mut block_image: IdMap<usize> = IdMap::for_ids(
-            p.images()
-                .iter()
-                .flat_map(|i| i.basic_blocks().iter().map(|b| b.id)),
-        );
-        let mut image_ids = HashSet::new();
-        for (ii, img) in p.images().iter().enumerate() {
-            let ipath = format!("{path}.IMAGES[{ii}]");
-            if !image_ids.insert(img.id) {
-                f.push(&ipath, format!("image id {} appears twice", img.id));
-            }
-            if let Some(fid) = img.file_name_id
-                && !file_ids.contains(&fid)
-            {
-                f.push(&ipath, format!("FILE_NAME_ID {fid} is not in FILE_NAMES"));
-            }
-            for (si, s) in img.source_data().iter().enumerate() {
-                if !file_ids.contains(&s.file_name_id) {
-                    f.push(
-                        format!("{ipath}.SOURCE_DATA[{si}]"),
-                        format!("FILE_NAME_ID {} is not in FILE_NAMES", s.file_name_id),
-                    );
-                }
-            }
-            for (bi, b) in img.basic_blocks().iter().enumerate() {
-                // Paths are made only for findings: most files have none.
-                let bpath = || format!("{ipath}.BASIC_BLOCKS[{bi}]");
-                if special.contains(&b.id) {
-                    f.push(bpath(), format!("block id {} is a special node id", b.id));
-                }
-                if let Some(other) = block_image.insert_first(b.id, ii) {
-                    f.push(
-                        bpath(),
-                        format!("block id {} is already used in IMAGES[{other}]", b.id),
-                    );
-                }
-            }
-        }
-        // Routines and loops.
-        // Node id → (image, routine) indices.
-        let mut block_routine: IdMap<(usize, usize)> =
-            IdMap::for_ids(p.images().iter().flat_map(|i| {
-                i.routines()
-                    .iter()
-                    .flat_map(|r| r.nodes.iter().map(|n| n.id))
-            }));
-        let mut routine_entries = HashSet::new();
-        for (ii, img) in p.images().iter().enumerate() {
-            let in_image = |id: u64| block_image.get(id) == Some(ii);
-            for (ri, r) in img.routines().iter().enumerate() {
-                let rpath = format!("{path}.IMAGES[{ii}].ROUTINES[{ri}]");
-                if !routine_entries.insert(r.entry) {
-                    f.push(&rpath, format!("routine entry {} appears twice", r.entry));
-                }
-                if !in_image(r.entry) {
-                    f.push(
-                        &rpath,
-                        format!("entry node {} is not a block of this image", r.entry),
-                    );
-                }
-                let nodes: HashSet<u64> = r.nodes.iter().map(|n| n.id).collect();
-                if !nodes.contains(&r.entry) {
-                    f.push(&rpath, format!("entry node {} is not in NODES", r.entry));
-                }
-                for x in &r.exits {
-                    if !nodes.contains(x) {
-                        f.push(&rpath, format!("exit node {x} is not in NODES"));
-                    }
-                }
-                for (ni, n) in r.nodes.iter().enumerate() {
-                    let npath = || format!("{rpath}.NODES[{ni}]");
-                    if !in_image(n.id) {
-                        f.push(
-                            npath(),
-                            format!("node {} is not a block of this image", n.id),
-                        );
-                    }
-                    if !nodes.contains(&n.idom) {
-                        f.push(
-                            npath(),
-                            format!("immediate dominator {} is not in the routine", n.idom),
-                        );
-                    }
-                    if let Some((pi, pr)) = block_routine.insert_first(n.id, (ii, ri)) {
-                        f.push(
-                            npath(),
-                            format!(
-                                "node {} is also in {path}.IMAGES[{pi}].ROUTINES[{pr}]",
-                                n.id
-                            ),
-                        );
-                    }
-                }
-                let heads: HashSet<u64> = r.loops().iter().map(|l| l.head).collect();
-                let mut seen_heads = HashSet::new();
-                for (li, l) in r.loops().iter().enumerate() {
-                    let lpath = format!("{rpath}.LOOPS[{li}]");
-                    if !seen_heads.insert(l.head) {
-                        f.push(&lpath, format!("loop head {} appears twice", l.head));
-                    }
-                    if !nodes.contains(&l.head) {
-                        f.push(
-                            &lpath,
-                            format!("loop head {} is not in the routine", l.head),
-                        );
-                    }
-                    if !l.nodes.contains(&l.head) {
-                        f.push(
-                            &lpath,
-                            format!("loop head {} is not in LOOP_NODE_IDS", l.head),
-                        );
-                    }
-                    for n in &l.nodes {
-                        if !nodes.contains(n) {
-                            f.push(&lpath, format!("loop node {n} is not in the routine"));
-                        }
-                    }
-                    for s in &l.back_edge_sources {
-                        if !l.nodes.contains(s) {
-                            f.push(
-                                &lpath,
-                                format!("back-edge source {s} is not in LOOP_NODE_IDS"),
-                            );
-                        }
-                    }
-                    if let Some(parent) = l.parent_head()
-                        && (!heads.contains(&parent) || parent == l.head)
-                    {
-                        f.push(
-                            &lpath,
-                            format!("parent loop {parent} is not another loop of the routine"),
-                        );
-                    }
-                }
-            }
-        }
-        // Edges.
+        let block_image = validate_blocks(f, path, p, file_ids, special);
+        validate_routines(f, path, p, &block_image);
+        self.validate_edges(f, path, p, &block_image, type_ids, special);
+    }
+
+    /// The process's edges: ids, pairs, nodes, types, per-thread counts, and the blocks'
+    /// `COUNT` against the sums of their edges' counts.
+    fn validate_edges(
+        &self,
+        f: &mut Findings,
+        path: &str,
+        p: &Process,
+        block_image: &IdMap<usize>,
+        type_ids: &HashSet<u64>,
+        special: &HashSet<u64>,
+    ) {
         let Some(edges) = &p.edges else { return };
+        let threads = p.instr_count_per_thread.as_ref().map(Vec::len);
         let unknown = self.special_node_id(SpecialKind::Unknown);
         let mut ids: IdMap<()> = IdMap::for_ids(edges.iter().map(|e| e.id));
         // Edges whose (source, target) an earlier edge has: found by sorting, which is
@@ -424,6 +302,158 @@ impl Dcfg {
                         format!(
                             "COUNT {count} differs from the sum of its outbound edge counts {o}"
                         ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The process's images and blocks: unique ids, known file names, block ids neither special
+/// nor repeated. Returns the map from block id to image index.
+fn validate_blocks(
+    f: &mut Findings,
+    path: &str,
+    p: &Process,
+    file_ids: &HashSet<u64>,
+    special: &HashSet<u64>,
+) -> IdMap<usize> {
+    // Blocks: id → image index.
+    let mut block_image: IdMap<usize> = IdMap::for_ids(
+        p.images()
+            .iter()
+            .flat_map(|i| i.basic_blocks().iter().map(|b| b.id)),
+    );
+    let mut image_ids = HashSet::new();
+    for (ii, img) in p.images().iter().enumerate() {
+        let ipath = format!("{path}.IMAGES[{ii}]");
+        if !image_ids.insert(img.id) {
+            f.push(&ipath, format!("image id {} appears twice", img.id));
+        }
+        if let Some(fid) = img.file_name_id
+            && !file_ids.contains(&fid)
+        {
+            f.push(&ipath, format!("FILE_NAME_ID {fid} is not in FILE_NAMES"));
+        }
+        for (si, s) in img.source_data().iter().enumerate() {
+            if !file_ids.contains(&s.file_name_id) {
+                f.push(
+                    format!("{ipath}.SOURCE_DATA[{si}]"),
+                    format!("FILE_NAME_ID {} is not in FILE_NAMES", s.file_name_id),
+                );
+            }
+        }
+        for (bi, b) in img.basic_blocks().iter().enumerate() {
+            // Paths are made only for findings: most files have none.
+            let bpath = || format!("{ipath}.BASIC_BLOCKS[{bi}]");
+            if special.contains(&b.id) {
+                f.push(bpath(), format!("block id {} is a special node id", b.id));
+            }
+            if let Some(other) = block_image.insert_first(b.id, ii) {
+                f.push(
+                    bpath(),
+                    format!("block id {} is already used in IMAGES[{other}]", b.id),
+                );
+            }
+        }
+    }
+    block_image
+}
+
+/// The process's routines and their loops, against the blocks of each image.
+fn validate_routines(f: &mut Findings, path: &str, p: &Process, block_image: &IdMap<usize>) {
+    // Node id → (image, routine) indices.
+    let mut block_routine: IdMap<(usize, usize)> =
+        IdMap::for_ids(p.images().iter().flat_map(|i| {
+            i.routines()
+                .iter()
+                .flat_map(|r| r.nodes.iter().map(|n| n.id))
+        }));
+    let mut routine_entries = HashSet::new();
+    for (ii, img) in p.images().iter().enumerate() {
+        let in_image = |id: u64| block_image.get(id) == Some(ii);
+        for (ri, r) in img.routines().iter().enumerate() {
+            let rpath = format!("{path}.IMAGES[{ii}].ROUTINES[{ri}]");
+            if !routine_entries.insert(r.entry) {
+                f.push(&rpath, format!("routine entry {} appears twice", r.entry));
+            }
+            if !in_image(r.entry) {
+                f.push(
+                    &rpath,
+                    format!("entry node {} is not a block of this image", r.entry),
+                );
+            }
+            let nodes: HashSet<u64> = r.nodes.iter().map(|n| n.id).collect();
+            if !nodes.contains(&r.entry) {
+                f.push(&rpath, format!("entry node {} is not in NODES", r.entry));
+            }
+            for x in &r.exits {
+                if !nodes.contains(x) {
+                    f.push(&rpath, format!("exit node {x} is not in NODES"));
+                }
+            }
+            for (ni, n) in r.nodes.iter().enumerate() {
+                let npath = || format!("{rpath}.NODES[{ni}]");
+                if !in_image(n.id) {
+                    f.push(
+                        npath(),
+                        format!("node {} is not a block of this image", n.id),
+                    );
+                }
+                if !nodes.contains(&n.idom) {
+                    f.push(
+                        npath(),
+                        format!("immediate dominator {} is not in the routine", n.idom),
+                    );
+                }
+                if let Some((pi, pr)) = block_routine.insert_first(n.id, (ii, ri)) {
+                    f.push(
+                        npath(),
+                        format!(
+                            "node {} is also in {path}.IMAGES[{pi}].ROUTINES[{pr}]",
+                            n.id
+                        ),
+                    );
+                }
+            }
+            let heads: HashSet<u64> = r.loops().iter().map(|l| l.head).collect();
+            let mut seen_heads = HashSet::new();
+            for (li, l) in r.loops().iter().enumerate() {
+                let lpath = format!("{rpath}.LOOPS[{li}]");
+                if !seen_heads.insert(l.head) {
+                    f.push(&lpath, format!("loop head {} appears twice", l.head));
+                }
+                if !nodes.contains(&l.head) {
+                    f.push(
+                        &lpath,
+                        format!("loop head {} is not in the routine", l.head),
+                    );
+                }
+                if !l.nodes.contains(&l.head) {
+                    f.push(
+                        &lpath,
+                        format!("loop head {} is not in LOOP_NODE_IDS", l.head),
+                    );
+                }
+                for n in &l.nodes {
+                    if !nodes.contains(n) {
+                        f.push(&lpath, format!("loop node {n} is not in the routine"));
+                    }
+                }
+                for s in &l.back_edge_sources {
+                    if !l.nodes.contains(s) {
+                        f.push(
+                            &lpath,
+                            format!("back-edge source {s} is not in LOOP_NODE_IDS"),
+                        );
+                    }
+                }
+                if let Some(parent) = l.parent_head()
+                    && (!heads.contains(&parent) || parent == l.head)
+                {
+                    f.push(
+                        &lpath,
+                        format!("parent loop {parent} is not another loop of the routine"),
                     );
                 }
             }

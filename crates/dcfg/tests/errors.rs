@@ -9,7 +9,7 @@ use crate::{testdata, trickle};
 /// The result of reading `json` as text, the same from a slice, from a whole stream and from
 /// a trickling stream.
 fn read_all_ways(json: &[u8]) -> Result<Dcfg, String> {
-    let slice = Dcfg::from_slice(json).map_err(|e| e.to_string());
+    let slice = Dcfg::parse(json).map_err(|e| e.to_string());
     let stream = Dcfg::from_reader(json).map_err(|e| e.to_string());
     let trickled =
         Dcfg::from_reader(trickle(json, &[1, 2, 3, 7, 13, 64, 1000])).map_err(|e| e.to_string());
@@ -38,8 +38,12 @@ fn edit(from: &str, to: &str, bad: &str) -> (String, u64) {
 /// Reads `json`, which must fail; returns the path and the offset, checking the message.
 fn fails(json: &str) -> (String, u64, String) {
     let msg = read_all_ways(json.as_bytes()).unwrap_err();
-    let e = Dcfg::from_slice(json.as_bytes()).unwrap_err();
-    let (path, offset) = (e.path().unwrap().to_owned(), e.offset().unwrap());
+    let e = Dcfg::parse(json.as_bytes()).unwrap_err();
+    let (path, offset) = (e.path().unwrap().to_owned(), e.offset().unwrap().0);
+    // Programs see the same through trace_core::Located.
+    let located: &dyn trace_core::Located = &e;
+    assert_eq!(located.path(), Some(path.as_str()));
+    assert_eq!(located.offset(), Some(trace_core::Offset(offset)));
     let shown = if path.is_empty() { "top level" } else { &path };
     assert!(msg.starts_with(&format!("{shown}: ")), "{msg}");
     assert!(msg.ends_with(&format!(" at offset {offset:#x}")), "{msg}");
@@ -266,7 +270,7 @@ fn other_syntax_errors() {
     let too_deep = deep
         .replace("[1e", "[[[[[[[[[[[[[[[[[[[[[[[[[[1e")
         .replace("]]]]", "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
-    let e = Dcfg::from_slice(too_deep.as_bytes()).unwrap_err();
+    let e = Dcfg::parse(too_deep.as_bytes()).unwrap_err();
     assert!(matches!(e, dcfg::Error::Limit { .. }), "{e}");
     assert_eq!(e.path(), Some("X"));
 }
@@ -281,7 +285,7 @@ fn stream_and_slice_agree_on_mutated_files() {
     fn prop(base: &[u8], pos: usize, byte: u8, cut: bool, sizes: Vec<u8>) -> bool {
         let v = crate::mutate(base, pos, byte, cut);
         let sizes: Vec<usize> = sizes.iter().map(|&s| usize::from(s)).collect();
-        let a = Dcfg::from_slice(&v).map_err(|e| e.to_string());
+        let a = Dcfg::parse(&v).map_err(|e| e.to_string());
         let b = Dcfg::from_reader(trickle(&v, &sizes)).map_err(|e| e.to_string());
         a == b
     }
@@ -300,7 +304,7 @@ fn stream_and_slice_agree_on_mutated_files() {
     QuickCheck::new().tests(100).quickcheck(
         (|data: Vec<u8>, sizes: Vec<u8>| {
             let sizes: Vec<usize> = sizes.iter().map(|&s| usize::from(s)).collect();
-            Dcfg::from_slice(&data).map_err(|e| e.to_string())
+            Dcfg::parse(&data).map_err(|e| e.to_string())
                 == Dcfg::from_reader(trickle(&data, &sizes)).map_err(|e| e.to_string())
         }) as fn(Vec<u8>, Vec<u8>) -> bool,
     );

@@ -3,6 +3,7 @@
 
 use dcfg::testgen::qemu_dialect;
 use dcfg::{Dcfg, SpecialKind, Symbols};
+use trace_core::Offset;
 
 use crate::{assert_golden, sample, testdata};
 
@@ -21,7 +22,7 @@ fn sample_in_every_container_reads_the_same() {
         let d = read(name).unwrap();
         assert_eq!(d, want, "{name}");
         let bytes = std::fs::read(testdata(name)).unwrap();
-        assert_eq!(Dcfg::from_slice(&bytes).unwrap(), want, "{name} (slice)");
+        assert_eq!(Dcfg::parse(&bytes).unwrap(), want, "{name} (slice)");
         assert_eq!(
             Dcfg::from_reader(&bytes[..]).unwrap(),
             want,
@@ -37,7 +38,7 @@ fn sample_in_every_container_reads_the_same() {
     }
     // Canonical: read then write gives the bytes back.
     let bytes = std::fs::read(testdata("sample.dcfg.json")).unwrap();
-    assert_eq!(Dcfg::from_slice(&bytes).unwrap().to_vec(), bytes);
+    assert_eq!(Dcfg::parse(&bytes).unwrap().to_vec(), bytes);
 }
 
 #[test]
@@ -88,7 +89,7 @@ fn missing_optional_sections() {
         assert_eq!(g.block_symbol(b.id), None);
     }
     assert!(d.validate().is_empty(), "{:?}", d.validate());
-    assert_eq!(Dcfg::from_slice(&d.to_vec()).unwrap(), d);
+    assert_eq!(Dcfg::parse(&d.to_vec()).unwrap(), d);
 
     let d = read("no-cfg.dcfg.json").unwrap();
     assert!(d.processes[0].edges.is_none());
@@ -163,7 +164,11 @@ fn negative_fixtures_fail_with_path_and_offset() {
         let e = read(name).unwrap_err();
         let msg = e.to_string();
         assert_eq!(e.path(), Some(path), "{name}: {msg}");
-        assert_eq!(e.offset(), Some(offset), "{name}: {msg:?} at {offset:#x}");
+        assert_eq!(
+            e.offset(),
+            Some(Offset(offset)),
+            "{name}: {msg:?} at {offset:#x}"
+        );
         assert!(msg.ends_with(&format!(" at offset {offset:#x}")), "{msg}");
         all.push_str(&format!("{name}: {msg}\n"));
     }
@@ -194,12 +199,12 @@ fn truncated_files_recover_every_complete_block() {
     let g = full.graph(full.processes[0].id).unwrap();
     for cut in (200..bytes.len()).step_by(97) {
         let prefix = &bytes[..cut];
-        let err = Dcfg::from_slice(prefix).unwrap_err();
+        let err = Dcfg::parse(prefix).unwrap_err();
         // Independent count: complete block lines (ending in a newline) before the cut.
         let text = std::str::from_utf8(prefix).unwrap();
         let complete = text.rsplit_once('\n').map_or("", |(head, _)| head);
         let want = complete.lines().filter(|l| is_block_row(l)).count();
-        let got = Dcfg::recover_prefix(prefix, err.offset().unwrap());
+        let got = Dcfg::recover_prefix(prefix, err.offset().unwrap().0);
         let blocks: Vec<_> = got
             .iter()
             .flat_map(|d| d.processes.iter())
@@ -234,10 +239,10 @@ fn stream_and_slice_error_offsets_agree() {
                 .position(|b| b.is_ascii_digit())
                 .unwrap();
         bad[pos] = b'x';
-        let a = Dcfg::from_slice(&bad).unwrap_err();
+        let a = Dcfg::parse(&bad).unwrap_err();
         let b = Dcfg::from_reader(&bad[..]).unwrap_err();
         // At the broken value or at the string holding it.
-        let at = a.offset().unwrap();
+        let at = a.offset().unwrap().0;
         assert!(
             (pos as u64 - 16..=pos as u64).contains(&at),
             "{a} vs {pos:#x}"
@@ -307,7 +312,7 @@ fn validation_reports_referential_problems_with_paths() {
     );
     // Validation never panics, also on the reading of its own output.
     assert_eq!(
-        Dcfg::from_slice(&d.to_vec()).unwrap().validate().len(),
+        Dcfg::parse(&d.to_vec()).unwrap().validate().len(),
         findings.len()
     );
 }

@@ -1,9 +1,9 @@
 //! Peak memory of reading (issue: at most twice the uncompressed JSON), counted by a global
 //! allocator that records the most bytes held at once.
 //!
-//! For `from_slice` the caller's buffer counts too: buffer plus everything allocated while
+//! For `Dcfg::parse` the caller's buffer counts too: buffer plus everything allocated while
 //! parsing must stay within 2× the JSON. The counter sees requested bytes, not the
-//! allocator's own overhead (a few percent: see `Dcfg::from_slice`), so the check
+//! allocator's own overhead (a few percent: see `Dcfg::parse`), so the check
 //! leaves a margin: 1.95×.
 //!
 //! One test only: the counter is global, and other tests running beside it would disturb it.
@@ -32,17 +32,17 @@ fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
 /// Checks both readers on `json`; returns the ratios (slice with its buffer, stream).
 fn check(name: &str, json: &[u8]) -> (f64, f64) {
     let len = json.len() as f64;
-    let (d, slice_peak) = peak_of(|| Dcfg::from_slice(json).expect("reads"));
+    let (d, slice_peak) = peak_of(|| Dcfg::parse(json).expect("reads"));
     drop(d);
     let (d, stream_peak) = peak_of(|| Dcfg::from_reader(json).expect("reads"));
     drop(d);
     let slice = (slice_peak as f64 + len) / len;
     let stream = stream_peak as f64 / len;
     eprintln!(
-        "{name}: {} bytes of JSON; from_slice with the buffer {slice:.3}x, from_reader {stream:.3}x",
+        "{name}: {} bytes of JSON; parse with the buffer {slice:.3}x, from_reader {stream:.3}x",
         json.len()
     );
-    assert!(slice <= LIMIT, "{name}: from_slice peaks at {slice:.3}x");
+    assert!(slice <= LIMIT, "{name}: parse peaks at {slice:.3}x");
     assert!(stream <= LIMIT, "{name}: from_reader peaks at {stream:.3}x");
     (slice, stream)
 }

@@ -85,7 +85,7 @@ fn dijkstra_plain_json() {
     );
     // Same model from a slice and from a stream.
     let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(Dcfg::from_slice(&bytes).unwrap(), d);
+    assert_eq!(Dcfg::parse(&bytes).unwrap(), d);
     assert_eq!(Dcfg::from_reader(&bytes[..]).unwrap(), d);
 }
 
@@ -197,7 +197,7 @@ fn rewriting_real_files_gives_their_bytes_back() {
             let mut z = Vec::new();
             d.write_compressed(&mut z, c).unwrap();
             assert_eq!(dcfg::Compression::detect(&z), c);
-            assert_eq!(Dcfg::from_slice(&z).unwrap(), d, "{name} {c:?}");
+            assert_eq!(Dcfg::parse(&z).unwrap(), d, "{name} {c:?}");
         }
     }
 }

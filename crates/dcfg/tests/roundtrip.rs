@@ -160,7 +160,7 @@ impl Arbitrary for Model {
 fn write_then_read_gives_the_model_back() {
     fn prop(m: Model) -> bool {
         let bytes = m.0.to_vec();
-        let back = Dcfg::from_slice(&bytes).unwrap();
+        let back = Dcfg::parse(&bytes).unwrap();
         back == m.0 && back.to_vec() == bytes
     }
     QuickCheck::new()
@@ -197,10 +197,8 @@ fn dialect(m: &Model, rotate: u8, hex: bool) -> Vec<u8> {
 #[test]
 fn written_output_is_a_fixed_point() {
     fn prop(m: Model, rotate: u8, hex: bool) -> bool {
-        let once = Dcfg::from_slice(&dialect(&m, rotate, hex))
-            .unwrap()
-            .to_vec();
-        Dcfg::from_slice(&once).unwrap().to_vec() == once
+        let once = Dcfg::parse(&dialect(&m, rotate, hex)).unwrap().to_vec();
+        Dcfg::parse(&once).unwrap().to_vec() == once
     }
     QuickCheck::new()
         .tests(200)
@@ -210,7 +208,7 @@ fn written_output_is_a_fixed_point() {
 #[test]
 fn every_dialect_reads_back_the_model() {
     fn prop(m: Model, rotate: u8, hex: bool) -> bool {
-        Dcfg::from_slice(&dialect(&m, rotate, hex)).unwrap() == m.0
+        Dcfg::parse(&dialect(&m, rotate, hex)).unwrap() == m.0
     }
     QuickCheck::new()
         .tests(200)
@@ -227,7 +225,7 @@ fn compressed_round_trip() {
         };
         let mut z = Vec::new();
         m.0.write_compressed(&mut z, c).unwrap();
-        Dcfg::from_slice(&z).unwrap() == m.0 && Dcfg::from_reader(&z[..]).unwrap() == m.0
+        Dcfg::parse(&z).unwrap() == m.0 && Dcfg::from_reader(&z[..]).unwrap() == m.0
     }
     QuickCheck::new()
         .tests(30)
@@ -348,7 +346,7 @@ fn a_repeated_name_column_keeps_the_last() {
     let sample = std::fs::read_to_string(crate::testdata("sample.dcfg.json")).unwrap();
     assert!(sample.contains(from));
     let json = sample.replacen(from, to, 1);
-    let d = Dcfg::from_slice(json.as_bytes()).unwrap();
+    let d = Dcfg::parse(json.as_bytes()).unwrap();
     let names: Vec<&str> = d.processes[0].images()[0]
         .symbols()
         .iter()

@@ -9,8 +9,8 @@
 //!   [`BadValue`], which the crates' own error enums embed; their messages end with
 //!   `at offset 0x…`; the [`Located`] trait is how every crate's error tells a program
 //!   where it happened;
-//! - [`json`]: integers that deserialize from a JSON number or a C-style hex string, exactly
-//!   (never through `f64`), and header-row tables mapped to structs by column name;
+//! - [`json`]: the JSON pull lexer of the DCFG and DCFG-Trace readers (slice or `io::Read`,
+//!   exact integers from numbers or hex strings, JSON paths and offsets in errors);
 //! - [`Address`] and [`ThreadId`], small value types that display the way users expect;
 //! - [`hex`]: lowercase hex encoding and decoding of byte strings;
 //! - [`rng::SplitMix64`]: the deterministic generator behind synthetic traces and fixtures.

@@ -358,7 +358,10 @@ mod tests {
         assert_eq!(detected(b"\0\0\0\x10", "thread_001.tt6"), Some("tt6"));
         assert_eq!(detected(b"\0\0\0\x10", "THREAD_001.TT6E"), Some("tt6e"));
         assert_eq!(
-            detected(b" {\"MAJOR_VERSION\" : 1, \"PROCESSES\" : [[\"PROCESS_ID\"]]}", "a"),
+            detected(
+                b" {\"MAJOR_VERSION\" : 1, \"PROCESSES\" : [[\"PROCESS_ID\"]]}",
+                "a"
+            ),
             Some("dcfg")
         );
         let trace = b"{\n\"MAJOR_VERSION\" : 1,\n\"PROCESSES\" : [ [\"PROCESS_ID\", \"STRING_DICTIONARY\", \"TRANSITION_TABLE\", \"THREAD_DATA\"]";
@@ -367,7 +370,10 @@ mod tests {
             detected(b"{\"PROCESSES\" : [[\"PROCESS_ID\"", "run.trace.json"),
             Some("dcfg-trace")
         );
-        assert_eq!(detected(b"{\"EDGE_TYPES\" : [", "x.dcfg.json"), Some("dcfg"));
+        assert_eq!(
+            detected(b"{\"EDGE_TYPES\" : [", "x.dcfg.json"),
+            Some("dcfg")
+        );
         assert_eq!(detected(b"hello", "x.txt"), None);
         assert_eq!(detected(b"{\"a\":1}", "x.json"), None);
         assert_eq!(detected(b"", ""), None);

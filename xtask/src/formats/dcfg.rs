@@ -171,7 +171,7 @@ fn synth(records: u64, seed: u64) -> Vec<u8> {
 
 /// Decodes everything and touches every field; returns blocks + edges.
 fn decode(bytes: &[u8]) -> u64 {
-    let d = Dcfg::from_slice(bytes).expect("the synthetic DCFG reads");
+    let d = Dcfg::parse(bytes).expect("the synthetic DCFG reads");
     touch(&d)
 }
 

@@ -368,7 +368,7 @@ fn expand_all(bytes: &[u8]) -> u64 {
                 let prog = p
                     .process
                     .dictionary
-                    .compile(&c.sequence, &c.context(), c.sequence_offset)
+                    .compile(&c.sequence, &c.context(), c.sequence_offset.0)
                     .expect("benchmark input compiles");
                 let (chars, sum) =
                     dcfg_trace::expand::count_chars(&prog, &p.process.dictionary, u64::MAX);

@@ -133,7 +133,10 @@ fn negative_fixtures_fail_as_named() {
                 .is_some_and(|(_, h)| u64::from_str_radix(h, 16).is_ok()),
             "{msg}"
         );
-        assert!(e.offset().is_some());
+        // The same offset, for programs, through trace_core::Located.
+        let at = trace_core::Located::offset(&e).unwrap();
+        assert_eq!(e.offset(), Some(at));
+        assert!(msg.ends_with(&format!(" at offset {at}")), "{msg}");
     };
     check(
         "cycle",

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use dcfg_trace::read::{Event, ReadOptions, Reader, Trace};
+use dcfg_trace::read::{Event, ReadOptions, Reader, StreamReader, Trace};
 
 use crate::testdata;
 
@@ -18,7 +18,7 @@ impl Read for Trickle<'_> {
     }
 }
 
-fn events<'a, S: dcfg_trace::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
+fn events<'a, S: trace_core::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> {
     r.map(|ev| match ev {
         Ok(Event::Process(p)) => format!("process {} {}", p.pid, p.table.rows().len()),
         Ok(Event::Thread {
@@ -34,7 +34,7 @@ fn events<'a, S: dcfg_trace::json::Source<'a>>(r: Reader<'a, S>) -> Vec<String> 
             c.edge_count,
             c.first_edge_id,
             c.decode().map_err(|e| e.to_string()),
-            c.offset
+            c.offset.0
         ),
         Ok(_) => "other".into(),
         Err(e) => e.to_string(),
@@ -58,7 +58,7 @@ fn stream_and_slice_readers_agree() {
         let bytes = testdata(&format!("{name}.trace.json"));
         let a = events(Reader::from_slice(&bytes, ReadOptions::default()));
         for step in [1, 7, 4096] {
-            let b = events(Reader::from_read(
+            let b = events(StreamReader::from_reader(
                 Trickle(&bytes, step),
                 ReadOptions::default(),
             ));

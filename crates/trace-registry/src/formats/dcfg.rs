@@ -17,13 +17,7 @@ pub struct Dcfg;
 const NAME: &str = "dcfg";
 
 fn err(e: dcfg::Error) -> Error {
-    Error::Format {
-        format: NAME,
-        offset: e.offset().map(trace_core::Offset),
-        path: e.path().map(str::to_owned),
-        record: None,
-        source: Box::new(e),
-    }
+    Error::format(NAME, e)
 }
 
 /// Every top-level key of a DCFG: writers differ in key order, and a large file with
@@ -52,7 +46,7 @@ pub fn load(input: &mut Input, ctx: &mut Ctx<'_>) -> Result<dcfg::Dcfg, Error> {
     let d = match input.path() {
         Some(path) if !input.is_stream() => dcfg::Dcfg::from_path(path),
         _ => match input.source() {
-            crate::Source::Bytes(b) => dcfg::Dcfg::from_slice(b),
+            crate::Source::Bytes(b) => dcfg::Dcfg::parse(b),
             crate::Source::Stream(s) => dcfg::Dcfg::from_reader(s),
         },
     }
@@ -198,7 +192,7 @@ impl Handler for Dcfg {
         // still gives every complete block before the error.
         let first = match input.path() {
             Some(path) if !input.is_stream() => dcfg::Dcfg::from_path(path),
-            _ => dcfg::Dcfg::from_slice(input.bytes()?),
+            _ => dcfg::Dcfg::parse(input.bytes()?),
         };
         let (model, error) = match first {
             Ok(d) => (d, None),
@@ -206,7 +200,7 @@ impl Handler for Dcfg {
                 let bytes = input.bytes()?;
                 match e
                     .offset()
-                    .and_then(|off| dcfg::Dcfg::recover_prefix(bytes, off))
+                    .and_then(|off| dcfg::Dcfg::recover_prefix(bytes, off.0))
                 {
                     Some(d) => (d, Some(err(e))),
                     None => return Err(err(e)),

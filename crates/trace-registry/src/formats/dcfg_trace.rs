@@ -26,13 +26,7 @@ const NAME: &str = "dcfg-trace";
 pub const BIG_CHUNK: u64 = 1 << 22;
 
 fn err(e: dcfg_trace::Error) -> Error {
-    Error::Format {
-        format: NAME,
-        offset: e.offset().map(trace_core::Offset),
-        path: None,
-        record: None,
-        source: Box::new(e),
-    }
+    Error::format(NAME, e)
 }
 
 fn options(ctx: &Ctx<'_>) -> ReadOptions {
@@ -47,13 +41,7 @@ fn options(ctx: &Ctx<'_>) -> ReadOptions {
 ///
 /// The DCFG cannot be read.
 pub fn load_join(path: &Path) -> Result<Vec<JoinProcess>, Error> {
-    let d = dcfg::Dcfg::from_path(path).map_err(|e| Error::Format {
-        format: "dcfg",
-        offset: e.offset().map(trace_core::Offset),
-        path: e.path().map(str::to_owned),
-        record: None,
-        source: Box::new(e),
-    })?;
+    let d = dcfg::Dcfg::from_path(path).map_err(|e| Error::format("dcfg", e))?;
     let mut out = Vec::new();
     for p in &d.processes {
         let blocks: HashMap<u64, (u64, u64)> = p
@@ -97,7 +85,7 @@ fn events<'a>(input: &'a mut Input, ctx: &Ctx<'_>) -> Events<'a> {
     let opts = options(ctx);
     match input.source() {
         Source::Bytes(b) => Box::new(Reader::from_slice(b, opts)),
-        Source::Stream(s) => Box::new(Reader::from_read(s, opts)),
+        Source::Stream(s) => Box::new(Reader::from_reader(s, opts)),
     }
 }
 
@@ -137,7 +125,7 @@ impl Handler for DcfgTrace {
                 (summarize(&mut r, ctx)?, r.version())
             }
             Source::Stream(s) => {
-                let mut r = Reader::from_read(s, opts);
+                let mut r = Reader::from_reader(s, opts);
                 (summarize(&mut r, ctx)?, r.version())
             }
         };
@@ -227,7 +215,7 @@ impl Handler for DcfgTrace {
                 && end != c.preceding_instr_count
             {
                 ctx.diagnostic(&format!(
-                    "warning: process {pid} thread {thread} chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({end}) at offset {:#x}",
+                    "warning: process {pid} thread {thread} chunk {}: PRECEDING_INSTR_COUNT {} does not continue the previous chunk ({end}) at offset {}",
                     c.index, c.preceding_instr_count, c.offset
                 ));
             }
@@ -239,7 +227,7 @@ impl Handler for DcfgTrace {
             c.for_each_batch(1 << 16, |_| {}, &mut buf).map_err(err)?;
             chunks = chunks.saturating_add(1);
             edges = edges.saturating_add(c.edge_count);
-            ctx.progress(c.offset);
+            ctx.progress(c.offset.0);
         }
         Ok(Info::new().with("chunks", chunks).with("edges", edges))
     }
@@ -314,7 +302,7 @@ fn summarize<'a>(
                 }
                 n = n.wrapping_add(1);
                 if n.is_multiple_of(256) {
-                    ctx.progress(c.offset);
+                    ctx.progress(c.offset.0);
                 }
             }
             _ => {}
@@ -352,14 +340,14 @@ impl ChunkRecords<'_> {
                     .position(|p| p.pid == pid)
                     .ok_or_else(|| Error::Invalid {
                         message: format!("process {pid} of the trace is not in the DCFG"),
-                        offset: Some(trace_core::Offset(c.offset)),
+                        offset: Some(c.offset),
                         path: None,
                     })?,
             ),
         };
         let unknown = |u: dcfg_trace::join::UnknownEdge| Error::Invalid {
             message: format!("{u} (thread {} chunk {})", c.thread, c.index),
-            offset: Some(trace_core::Offset(c.offset)),
+            offset: Some(c.offset),
             path: None,
         };
         self.edges.clear();
