@@ -41,6 +41,8 @@ pub struct Input {
     head: Vec<u8>,
     data: Data,
     file_len: Option<u64>,
+    /// A value made from the input that records borrow (see [`Input::keep`]).
+    kept: Option<Box<dyn std::any::Any + Send>>,
 }
 
 impl std::fmt::Debug for Input {
@@ -129,6 +131,7 @@ impl Input {
             head: Vec::new(),
             data,
             file_len: Some(len),
+            kept: None,
         })
     }
 
@@ -153,6 +156,7 @@ impl Input {
             head: Vec::new(),
             data: Data::Directory(parts),
             file_len: None,
+            kept: None,
         })
     }
 
@@ -217,6 +221,7 @@ impl Input {
             head: Vec::new(),
             data: Data::Memory(bytes),
             file_len: Some(len),
+            kept: None,
         })
     }
 
@@ -257,6 +262,7 @@ impl Input {
             head,
             data: Data::Stream(stream),
             file_len: None,
+            kept: None,
         })
     }
 
@@ -311,6 +317,13 @@ impl Input {
             Data::Memory(v) => v.get(..HEAD_LEN).unwrap_or(v),
             Data::Stream(_) | Data::Directory(_) => &self.head,
         }
+    }
+
+    /// Keeps `value` (a model read from the input, such as a whole DCFG) for as long as the
+    /// input lives, and lends it out, so that records can borrow it.
+    pub fn keep<T: std::any::Any + Send>(&mut self, value: T) -> Option<&T> {
+        self.kept = Some(Box::new(value));
+        self.kept.as_deref().and_then(|v| v.downcast_ref())
     }
 
     /// Whether the input is a stream (stdin or compressed): read once, front to back.

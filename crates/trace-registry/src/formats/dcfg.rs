@@ -207,102 +207,89 @@ impl Handler for Dcfg {
                 }
             }
         };
+        // The records borrow the model (and its graph); the input keeps it.
+        let model: &'a dcfg::Dcfg = input
+            .keep(model)
+            .ok_or_else(|| Error::Unsupported("the DCFG model could not be kept".into()))?;
         Ok(Box::new(BlockRecords {
             tables: [block_schema()],
             model,
             error,
-            process: 0,
-            rows: Vec::new().into_iter(),
+            graph: None,
+            at: (0, 0, 0),
             current: None,
+            symbol: None,
+            source: None,
         }))
     }
 }
 
-/// One basic block, with what the graph adds (symbol, source line, execution count).
-struct BlockRow {
-    pid: u64,
-    image: u64,
-    id: u64,
-    addr: u64,
-    offset: u64,
-    size: u32,
-    instrs: u32,
-    count: u64,
+struct BlockRecords<'a> {
+    tables: [Arc<Schema>; 1],
+    model: &'a dcfg::Dcfg,
+    /// The error that cut the file short, handed out after the last complete block.
+    error: Option<Error>,
+    /// The graph of the current process (symbols, sources and counts come from it).
+    graph: Option<dcfg::Graph<'a>>,
+    /// The next block: process, image and block index.
+    at: (usize, usize, usize),
+    /// The current block: its process id, image and the block.
+    current: Option<(u64, &'a dcfg::Image, &'a dcfg::BasicBlock)>,
     symbol: Option<String>,
     source: Option<String>,
 }
 
-struct BlockRecords {
-    tables: [Arc<Schema>; 1],
-    model: dcfg::Dcfg,
-    /// The error that cut the file short, handed out after the last complete block.
-    error: Option<Error>,
-    /// The next process to expand.
-    process: usize,
-    /// The rest of the current process's blocks.
-    rows: std::vec::IntoIter<BlockRow>,
-    current: Option<BlockRow>,
-}
-
-/// The rows of one process: its graph gives symbols, sources and counts.
-fn process_rows(d: &dcfg::Dcfg, p: &dcfg::Process) -> Vec<BlockRow> {
-    let g = dcfg::Graph::new(d, p);
-    p.blocks()
-        .map(|(img, b)| BlockRow {
-            pid: p.id,
-            image: img.id,
-            id: b.id,
-            addr: img.load_addr.wrapping_add(b.addr_offset),
-            offset: b.addr_offset,
-            size: b.size,
-            instrs: b.num_instrs,
-            count: g.block_count(b.id),
-            symbol: g.block_symbol(b.id).map(|(s, off)| {
-                if off == 0 {
-                    s.to_owned()
-                } else {
-                    format!("{s}+{off:#x}")
-                }
-            }),
-            source: g.block_source(b.id).map(|(f, l)| format!("{f}:{l}")),
-        })
-        .collect()
-}
-
-impl Records for BlockRecords {
+impl Records for BlockRecords<'_> {
     fn tables(&self) -> &[Arc<Schema>] {
         &self.tables
     }
 
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        let model = self.model;
         loop {
-            if let Some(row) = self.rows.next() {
-                self.current = Some(row);
-                return Some(Ok(Record::new(0, self)));
-            }
-            match self.model.processes.get(self.process) {
-                Some(p) => {
-                    self.rows = process_rows(&self.model, p).into_iter();
-                    self.process = self.process.saturating_add(1);
+            let (pi, ii, bi) = self.at;
+            let Some(p) = model.processes.get(pi) else {
+                return self.error.take().map(Err);
+            };
+            let graph = self.graph.get_or_insert_with(|| dcfg::Graph::new(model, p));
+            let Some(img) = p.images().get(ii) else {
+                self.at = (pi.saturating_add(1), 0, 0);
+                self.graph = None;
+                continue;
+            };
+            let Some(b) = img.basic_blocks().get(bi) else {
+                self.at = (pi, ii.saturating_add(1), 0);
+                continue;
+            };
+            self.at = (pi, ii, bi.saturating_add(1));
+            self.symbol = graph.block_symbol(b.id).map(|(s, off)| {
+                if off == 0 {
+                    s.to_owned()
+                } else {
+                    format!("{s}+{off:#x}")
                 }
-                None => return self.error.take().map(Err),
-            }
+            });
+            self.source = graph.block_source(b.id).map(|(f, l)| format!("{f}:{l}"));
+            self.current = Some((p.id, img, b));
+            return Some(Ok(Record::new(0, self)));
         }
     }
 }
 
-impl Row for BlockRecords {
+impl Row for BlockRecords<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let Some(b) = &self.current else { return };
-        v.uint(b.pid);
-        v.uint(b.image);
+        let Some((pid, img, b)) = self.current else {
+            return;
+        };
+        v.uint(pid);
+        v.uint(img.id);
         v.uint(b.id);
-        v.uint(b.addr);
-        v.uint(b.offset);
+        v.uint(img.load_addr.wrapping_add(b.addr_offset));
+        v.uint(b.addr_offset);
         v.uint(u64::from(b.size));
-        v.uint(u64::from(b.instrs));
-        v.uint(b.count);
-        for s in [&b.symbol, &b.source] {
+        v.uint(u64::from(b.num_instrs));
+        v.uint(self.graph.as_ref().map_or(0, |g| g.block_count(b.id)));
+        for s in [&self.symbol, &self.source] {
             match s {
                 Some(s) => v.str(s),
                 None => v.null(),

@@ -17,29 +17,32 @@ struct FieldPlan {
     key: Box<[u8]>,
     json: Json,
     omit_null: bool,
-    /// The plan of a nested record or child table.
+    /// Where the fields of a nested record's or child table's schema start.
     child: Option<usize>,
 }
 
-/// Where the sink is inside a record.
+/// Where the sink is inside a record. Fields of one schema are contiguous in
+/// `JsonLines::fields`, from `base`.
 #[derive(Clone, Copy, Debug)]
 enum Frame {
-    /// Inside a record of plan `plan`: `next` field comes next; `wrote` once a key is out.
+    /// Between records.
+    Idle,
+    /// Inside a record: field `base + next` comes next; `wrote` once a key is out.
     Row {
-        plan: usize,
+        base: usize,
         next: usize,
         wrote: bool,
     },
     /// Inside a list of plain values shown as `json`.
     List { json: Json, count: usize },
     /// Inside a child table shown as a JSON array of objects.
-    Rows { plan: usize, count: usize },
+    Rows { base: usize, count: usize },
     /// Inside a child table shown as one JSON object.
-    Object { plan: usize, count: usize },
-    /// Inside one entry of such an object: field `next` comes next; `done` once its value
-    /// is out.
+    Object { base: usize, count: usize },
+    /// Inside one entry of such an object: field `base + next` comes next; `done` once its
+    /// value is out.
     Entry {
-        plan: usize,
+        base: usize,
         next: usize,
         done: bool,
     },
@@ -52,9 +55,13 @@ enum Frame {
 pub struct JsonLines<W: Write> {
     out: W,
     buf: Vec<u8>,
-    plans: Vec<Vec<FieldPlan>>,
-    /// The plan of each table, by table index.
+    /// Every schema's fields, each schema's contiguous.
+    fields: Vec<FieldPlan>,
+    /// Where each table's fields start, by table index.
     tables: Vec<usize>,
+    /// The innermost frame (kept out of `stack`: it is touched by every value).
+    top: Frame,
+    /// The frames around it.
     stack: Vec<Frame>,
     error: Option<io::Error>,
 }
@@ -65,34 +72,40 @@ impl<W: Write> JsonLines<W> {
         let mut sink = JsonLines {
             out,
             buf: Vec::with_capacity(FLUSH_AT),
-            plans: Vec::new(),
+            fields: Vec::new(),
             tables: Vec::new(),
+            top: Frame::Idle,
             stack: Vec::new(),
             error: None,
         };
         for t in tables {
-            let plan = sink.plan(t);
-            sink.tables.push(plan);
+            let base = sink.plan(t);
+            sink.tables.push(base);
         }
         sink
     }
 
+    /// Lays out `schema`'s fields (after those of its nested schemas); returns where they
+    /// start.
     fn plan(&mut self, schema: &Schema) -> usize {
-        let fields: Vec<FieldPlan> = schema
+        let children: Vec<Option<usize>> = schema
             .fields
             .iter()
-            .map(|f| FieldPlan {
+            .map(|f| match &f.ty {
+                Type::Rows(s) | Type::Struct(s) => Some(self.plan(s)),
+                _ => None,
+            })
+            .collect();
+        let base = self.fields.len();
+        for (f, child) in schema.fields.iter().zip(children) {
+            self.fields.push(FieldPlan {
                 key: key_bytes(f),
                 json: f.json,
                 omit_null: f.omit_null,
-                child: match &f.ty {
-                    Type::Rows(s) | Type::Struct(s) => Some(self.plan(s)),
-                    _ => None,
-                },
-            })
-            .collect();
-        self.plans.push(fields);
-        self.plans.len().saturating_sub(1)
+                child,
+            });
+        }
+        base
     }
 
     /// Writes one record of table `table` as a line.
@@ -101,16 +114,16 @@ impl<W: Write> JsonLines<W> {
     ///
     /// Writing to the output fails.
     pub fn write(&mut self, table: usize, row: &dyn Row) -> io::Result<()> {
-        let plan = self.tables.get(table).copied().unwrap_or(0);
+        let base = self.tables.get(table).copied().unwrap_or(0);
         self.buf.push(b'{');
         self.stack.clear();
-        self.stack.push(Frame::Row {
-            plan,
+        self.top = Frame::Row {
+            base,
             next: 0,
             wrote: false,
-        });
+        };
         row.visit(self);
-        self.stack.clear();
+        self.top = Frame::Idle;
         self.buf.extend_from_slice(b"}\n");
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -142,31 +155,34 @@ impl<W: Write> JsonLines<W> {
         r
     }
 
-    fn field(&self, plan: usize, i: usize) -> Option<&FieldPlan> {
-        self.plans.get(plan).and_then(|p| p.get(i))
+    fn push(&mut self, frame: Frame) {
+        let parent = std::mem::replace(&mut self.top, frame);
+        self.stack.push(parent);
+    }
+
+    fn pop(&mut self) -> Frame {
+        let parent = self.stack.pop().unwrap_or(Frame::Idle);
+        std::mem::replace(&mut self.top, parent)
     }
 
     /// Starts the next value: writes its key (and separator) and returns how to show it,
     /// or `None` when the value is not shown (dropped, or the key of an object entry,
-    /// which `key` has written already).
+    /// which `as_key` has written already).
+    #[inline]
     fn start_value(&mut self, is_null: bool, as_key: &mut dyn FnMut(&mut Vec<u8>)) -> Option<Json> {
-        let top = self.stack.last_mut()?;
-        match top {
-            Frame::Row { plan, next, wrote } => {
-                let (plan, i) = (*plan, *next);
+        match &mut self.top {
+            Frame::Row { base, next, wrote } => {
+                let i = base.saturating_add(*next);
                 *next = next.saturating_add(1);
-                let had = *wrote;
-                let f = self.plans.get(plan).and_then(|p| p.get(i))?;
+                let f = self.fields.get(i)?;
                 if f.json == Json::Skip || (is_null && f.omit_null) {
                     return None;
                 }
-                if had {
+                if *wrote {
                     self.buf.push(b',');
                 }
+                *wrote = true;
                 self.buf.extend_from_slice(&f.key);
-                if let Some(Frame::Row { wrote, .. }) = self.stack.last_mut() {
-                    *wrote = true;
-                }
                 Some(f.json)
             }
             Frame::List { json, count } => {
@@ -176,10 +192,11 @@ impl<W: Write> JsonLines<W> {
                 *count = count.saturating_add(1);
                 Some(*json)
             }
-            Frame::Entry { plan, next, done } => {
-                let (plan, i) = (*plan, *next);
+            Frame::Entry { base, next, done } => {
+                let i = base.saturating_add(*next);
+                let first = *next == 0;
                 *next = next.saturating_add(1);
-                if i == 0 {
+                if first {
                     self.buf.push(b'"');
                     as_key(&mut self.buf);
                     self.buf.extend_from_slice(b"\":");
@@ -189,9 +206,9 @@ impl<W: Write> JsonLines<W> {
                     return None;
                 }
                 *done = true;
-                self.field(plan, i).map(|f| f.json)
+                self.fields.get(i).map(|f| f.json)
             }
-            Frame::Rows { .. } | Frame::Object { .. } | Frame::Skip { .. } => None,
+            Frame::Idle | Frame::Rows { .. } | Frame::Object { .. } | Frame::Skip { .. } => None,
         }
     }
 
@@ -262,6 +279,14 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 
     fn null(&mut self) {
+        // The common case first: an optional field of a record, left out.
+        if let Frame::Row { base, next, .. } = &mut self.top
+            && let Some(f) = self.fields.get(base.saturating_add(*next))
+            && f.omit_null
+        {
+            *next = next.saturating_add(1);
+            return;
+        }
         if self
             .start_value(true, &mut |b| b.extend_from_slice(b"null"))
             .is_some()
@@ -271,106 +296,111 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 
     fn begin_list(&mut self) {
-        if let Some(Frame::Skip { depth }) = self.stack.last_mut() {
+        if let Frame::Skip { depth } = &mut self.top {
             *depth = depth.saturating_add(1);
             return;
         }
         // The field this list fills, read before `start_value` moves past it.
-        let field = match self.stack.last() {
-            Some(Frame::Row { plan, next, .. }) => self.field(*plan, *next),
+        let field = match self.top {
+            Frame::Row { base, next, .. } => self.fields.get(base.saturating_add(next)),
             _ => None,
         };
         let (child, is_object) = field.map_or((None, false), |f| (f.child, f.json == Json::Object));
         let Some(json) = self.start_value(false, &mut |_| {}) else {
-            self.stack.push(Frame::Skip { depth: 1 });
+            self.push(Frame::Skip { depth: 1 });
             return;
         };
         match child {
-            Some(plan) if is_object => {
+            Some(base) if is_object => {
                 self.buf.push(b'{');
-                self.stack.push(Frame::Object { plan, count: 0 });
+                self.push(Frame::Object { base, count: 0 });
             }
-            Some(plan) => {
+            Some(base) => {
                 self.buf.push(b'[');
-                self.stack.push(Frame::Rows { plan, count: 0 });
+                self.push(Frame::Rows { base, count: 0 });
             }
             None => {
                 self.buf.push(b'[');
-                self.stack.push(Frame::List { json, count: 0 });
+                self.push(Frame::List { json, count: 0 });
             }
         }
     }
 
     fn end_list(&mut self) {
-        match self.stack.pop() {
-            Some(Frame::Skip { depth }) if depth > 1 => {
-                self.stack.push(Frame::Skip {
-                    depth: depth.saturating_sub(1),
-                });
-            }
-            Some(Frame::Object { .. }) => self.buf.push(b'}'),
-            Some(Frame::Rows { .. } | Frame::List { .. }) => self.buf.push(b']'),
+        if let Frame::Skip { depth } = &mut self.top
+            && *depth > 1
+        {
+            *depth = depth.saturating_sub(1);
+            return;
+        }
+        match self.pop() {
+            Frame::Object { .. } => self.buf.push(b'}'),
+            Frame::Rows { .. } | Frame::List { .. } => self.buf.push(b']'),
             _ => {}
         }
         self.maybe_flush();
     }
 
     fn begin_row(&mut self) {
-        match self.stack.last_mut() {
-            Some(Frame::Skip { depth }) => *depth = depth.saturating_add(1),
-            Some(Frame::Rows { plan, count }) => {
-                let plan = *plan;
+        match &mut self.top {
+            Frame::Skip { depth } => *depth = depth.saturating_add(1),
+            Frame::Rows { base, count } => {
+                let base = *base;
                 if *count > 0 {
                     self.buf.push(b',');
                 }
                 *count = count.saturating_add(1);
                 self.buf.push(b'{');
-                self.stack.push(Frame::Row {
-                    plan,
+                self.push(Frame::Row {
+                    base,
                     next: 0,
                     wrote: false,
                 });
             }
-            Some(Frame::Object { plan, count }) => {
-                let plan = *plan;
+            Frame::Object { base, count } => {
+                let base = *base;
                 if *count > 0 {
                     self.buf.push(b',');
                 }
                 *count = count.saturating_add(1);
-                self.stack.push(Frame::Entry {
-                    plan,
+                self.push(Frame::Entry {
+                    base,
                     next: 0,
                     done: false,
                 });
             }
-            Some(&mut Frame::Row { plan, next, .. }) => {
+            &mut Frame::Row { base, next, .. } => {
                 // A nested record (`Type::Struct`) in the field about to be filled.
-                let child = self.field(plan, next).and_then(|f| f.child);
+                let child = self
+                    .fields
+                    .get(base.saturating_add(next))
+                    .and_then(|f| f.child);
                 match (self.start_value(false, &mut |_| {}), child) {
-                    (Some(_), Some(plan)) => {
+                    (Some(_), Some(base)) => {
                         self.buf.push(b'{');
-                        self.stack.push(Frame::Row {
-                            plan,
+                        self.push(Frame::Row {
+                            base,
                             next: 0,
                             wrote: false,
                         });
                     }
-                    _ => self.stack.push(Frame::Skip { depth: 1 }),
+                    _ => self.push(Frame::Skip { depth: 1 }),
                 }
             }
-            _ => self.stack.push(Frame::Skip { depth: 1 }),
+            _ => self.push(Frame::Skip { depth: 1 }),
         }
     }
 
     fn end_row(&mut self) {
-        match self.stack.pop() {
-            Some(Frame::Skip { depth }) if depth > 1 => {
-                self.stack.push(Frame::Skip {
-                    depth: depth.saturating_sub(1),
-                });
-            }
-            Some(Frame::Row { .. }) => self.buf.push(b'}'),
-            Some(Frame::Entry { done: false, .. }) => self.buf.extend_from_slice(b"null"),
+        if let Frame::Skip { depth } = &mut self.top
+            && *depth > 1
+        {
+            *depth = depth.saturating_sub(1);
+            return;
+        }
+        match self.pop() {
+            Frame::Row { .. } => self.buf.push(b'}'),
+            Frame::Entry { done: false, .. } => self.buf.extend_from_slice(b"null"),
             _ => {}
         }
     }
