@@ -192,6 +192,11 @@ pub trait Records {
     /// The next record, or the error that ends the input (after every complete record).
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>>;
 
+    /// How far into the input the reader is, in bytes (for progress; 0 where unknown).
+    fn position(&self) -> u64 {
+        0
+    }
+
     /// Notes about the whole input, known once every record is read (one line each).
     fn finish(&mut self) -> Vec<String> {
         Vec::new()

@@ -85,7 +85,7 @@ pub fn dump(
             }
             n = n.wrapping_add(1);
             if n.is_multiple_of(4096) {
-                ctx.progress(n);
+                ctx.progress(records.position());
             }
         };
         sink.flush()?;

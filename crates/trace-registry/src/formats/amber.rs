@@ -452,6 +452,8 @@ struct EscapeRow {
 #[derive(Default)]
 struct InstrRow {
     index: u64,
+    /// File offset of the record (for progress).
+    offset: u64,
     pc: u32,
     op: u32,
     mnemonic: Option<&'static str>,
@@ -489,6 +491,7 @@ impl InstrRow {
 
     fn set(&mut self, r: &amber_tt6::Record<'_>, merged: Option<(u32, u64)>) {
         self.index = r.index;
+        self.offset = r.offset.0;
         self.pc = r.pc;
         self.op = r.opcode;
         self.mnemonic = r.mnemonic();
@@ -643,6 +646,10 @@ impl Records for Tt6Rows<'_> {
         &self.tables
     }
 
+    fn position(&self) -> u64 {
+        self.row.offset
+    }
+
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
         if self.done {
             return None;
@@ -686,6 +693,13 @@ struct FullRows<'a> {
 impl Records for FullRows<'_> {
     fn tables(&self) -> &[Arc<Schema>] {
         &self.tables
+    }
+
+    fn position(&self) -> u64 {
+        match (&self.current, &self.owned) {
+            (_, Some((_, offset, _, _))) | (Some(FullRecord { offset, .. }), None) => offset.0,
+            (None, None) => 0,
+        }
     }
 
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {

@@ -387,6 +387,10 @@ impl Records for ChunkRecords<'_> {
         &self.tables
     }
 
+    fn position(&self) -> u64 {
+        self.current.as_ref().map_or(0, |c| c.offset.0)
+    }
+
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
         if self.done {
             return None;

@@ -417,6 +417,10 @@ impl Records for FrameRecords<'_> {
         &self.tables
     }
 
+    fn position(&self) -> u64 {
+        self.current.map_or(0, |c| c.offset.0)
+    }
+
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
         if self.done {
             return None;

@@ -384,6 +384,13 @@ impl Records for X64Records<'_> {
         }
     }
 
+    fn position(&self) -> u64 {
+        match &self.blocks {
+            Blocks::Slice(_) => self.current.map_or(0, |(ins, _)| ins.offset().0),
+            Blocks::Stream(r) => r.offset().0,
+        }
+    }
+
     fn finish(&mut self) -> Vec<String> {
         let (_, _, n, _) = self.blocks.counters();
         if n == 0 {
