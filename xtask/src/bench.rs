@@ -96,47 +96,35 @@ pub fn task(args: &[String]) -> Result<(), String> {
         };
         let cases = cases(&config);
         for case in &cases {
-            let bytes = &case.input[..];
-            let len = bytes.len() as f64;
-            let mut units = 0;
-            let decode = median_secs(runs, || units = black_box((case.run)(black_box(bytes))));
-            let baseline = median_secs(runs, || {
-                black_box(scan(black_box(bytes)));
-            });
-            let gib = |secs: f64| len / secs / (1u64 << 30) as f64;
-            println!(
-                "{:<34} {:>9.1} {:>13.2} {:>12.2} {:>8.3} {:>12.3e} {}",
-                case.name,
-                len / (1u64 << 20) as f64,
-                gib(baseline),
-                gib(decode),
-                baseline / decode,
-                units as f64 / decode,
-                case.unit
-            );
+            print_row(case, runs);
         }
         if let Some(row) = dump_case(f.name, &cases) {
-            let bytes = &row.input[..];
-            let len = bytes.len() as f64;
-            let mut units = 0;
-            let dump = median_secs(runs, || units = black_box((row.run)(black_box(bytes))));
-            let baseline = median_secs(runs, || {
-                black_box(scan(black_box(bytes)));
-            });
-            let gib = |secs: f64| len / secs / (1u64 << 30) as f64;
-            println!(
-                "{:<34} {:>9.1} {:>13.2} {:>12.2} {:>8.3} {:>12.3e} {}",
-                row.name,
-                len / (1u64 << 20) as f64,
-                gib(baseline),
-                gib(dump),
-                baseline / dump,
-                units as f64 / dump,
-                row.unit
-            );
+            print_row(&row, runs);
         }
     }
     Ok(())
+}
+
+/// Times `case` and the baseline scan on its input and prints the row.
+fn print_row(case: &BenchCase, runs: u64) {
+    let bytes = &case.input[..];
+    let len = bytes.len() as f64;
+    let mut units = 0;
+    let decode = median_secs(runs, || units = black_box((case.run)(black_box(bytes))));
+    let baseline = median_secs(runs, || {
+        black_box(scan(black_box(bytes)));
+    });
+    let gib = |secs: f64| len / secs / (1u64 << 30) as f64;
+    println!(
+        "{:<34} {:>9.1} {:>13.2} {:>12.2} {:>8.3} {:>12.3e} {}",
+        case.name,
+        len / (1u64 << 20) as f64,
+        gib(baseline),
+        gib(decode),
+        baseline / decode,
+        units as f64 / decode,
+        case.unit
+    );
 }
 
 /// The `dump` row of a format: `tracekit dump` end to end (the registry's records through

@@ -322,6 +322,24 @@ impl Row for X64Records<'_> {
     }
 }
 
+/// A reader's step, with `done` set at its end or first error.
+fn fuse<T>(
+    done: &mut bool,
+    step: Option<Result<T, trac_x64dbg::Error>>,
+) -> Option<Result<T, Error>> {
+    match step {
+        Some(Ok(v)) => Some(Ok(v)),
+        Some(Err(e)) => {
+            *done = true;
+            Some(Err(err(e)))
+        }
+        None => {
+            *done = true;
+            None
+        }
+    }
+}
+
 /// One instruction as a row: the block, the instruction pointer before it, register names.
 struct InstructionRow<'r> {
     ins: Instruction<'r>,
@@ -344,44 +362,27 @@ impl Records for X64Records<'_> {
             let step = r
                 .next_instruction_with_regs()
                 .map(|s| s.map(|(ins, regs)| (ins, regs.ip())));
-            return match step {
-                Some(Ok(current)) => {
+            return match fuse(&mut self.done, step)? {
+                Ok(current) => {
                     self.current = Some(current);
                     Some(Ok(Record::new(0, self)))
                 }
-                None => {
-                    self.done = true;
-                    None
-                }
-                Some(Err(e)) => {
-                    self.done = true;
-                    Some(Err(err(e)))
-                }
+                Err(e) => Some(Err(e)),
             };
         }
         // A stream's instruction borrows the reader's buffer: the row goes in a box.
-        let next = match &mut self.blocks {
+        let step = match &mut self.blocks {
             Blocks::Stream(r) => r.next_instruction_with_regs(),
             Blocks::Slice(_) => None,
         };
-        match next {
-            None => {
-                self.done = true;
-                None
-            }
-            Some(Err(e)) => {
-                self.done = true;
-                Some(Err(err(e)))
-            }
-            Some(Ok((ins, regs))) => {
-                let row = InstructionRow {
-                    ins,
-                    pc: regs.ip(),
-                    names: &self.names,
-                };
-                Some(Ok(Record::boxed(0, Box::new(row))))
-            }
-        }
+        Some(fuse(&mut self.done, step)?.map(|(ins, regs)| {
+            let row = InstructionRow {
+                ins,
+                pc: regs.ip(),
+                names: &self.names,
+            };
+            Record::boxed(0, Box::new(row))
+        }))
     }
 
     fn position(&self) -> u64 {
