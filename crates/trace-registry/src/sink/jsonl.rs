@@ -14,7 +14,7 @@ const FLUSH_AT: usize = 1 << 16;
 #[derive(Debug)]
 struct FieldPlan {
     /// `"name":`, escaped.
-    key: Box<[u8]>,
+    key: Key,
     json: Json,
     omit_null: bool,
     /// Where the fields of a nested record's or child table's schema start.
@@ -182,7 +182,7 @@ impl<W: Write> JsonLines<W> {
                     self.buf.push(b',');
                 }
                 *wrote = true;
-                self.buf.extend_from_slice(&f.key);
+                f.key.write(&mut self.buf);
                 Some(f.json)
             }
             Frame::List { json, count } => {
@@ -222,11 +222,44 @@ impl<W: Write> JsonLines<W> {
     }
 }
 
-fn key_bytes(f: &Field) -> Box<[u8]> {
+/// A field's `"name":`. Most are short: those are kept in a fixed array and written with a
+/// fixed-size copy (which compiles to a few moves, where a copy of unknown length is a call).
+#[derive(Debug)]
+enum Key {
+    Short { bytes: [u8; KEY_INLINE], len: usize },
+    Long(Box<[u8]>),
+}
+
+const KEY_INLINE: usize = 32;
+
+impl Key {
+    fn write(&self, buf: &mut Vec<u8>) {
+        match self {
+            Key::Short { bytes, len } => {
+                let end = buf.len().saturating_add(*len);
+                buf.extend_from_slice(bytes);
+                buf.truncate(end);
+            }
+            Key::Long(b) => buf.extend_from_slice(b),
+        }
+    }
+}
+
+fn key_bytes(f: &Field) -> Key {
     let mut k = Vec::with_capacity(f.name.len().saturating_add(3));
     push_str(&mut k, &f.name);
     k.push(b':');
-    k.into_boxed_slice()
+    let mut bytes = [0u8; KEY_INLINE];
+    match bytes.get_mut(..k.len()) {
+        Some(prefix) => {
+            prefix.copy_from_slice(&k);
+            Key::Short {
+                bytes,
+                len: k.len(),
+            }
+        }
+        None => Key::Long(k.into_boxed_slice()),
+    }
 }
 
 impl<W: Write> Visitor for JsonLines<W> {
