@@ -32,7 +32,7 @@ enum Data {
 }
 
 /// One input of a command. Formats take it either whole ([`Input::bytes`], zero-copy for
-/// plain files) or as a stream ([`Input::into_reader`], constant memory for any size).
+/// plain files) or as it comes ([`Input::source`]: a stream in constant memory for any size).
 pub struct Input {
     name: String,
     path: Option<PathBuf>,
@@ -368,17 +368,6 @@ impl Input {
         }
         Source::Bytes(self.loaded_bytes())
     }
-
-    /// The input as a stream, from its first byte, in constant memory.
-    #[must_use]
-    pub fn into_reader(self) -> Box<dyn Read + Send> {
-        match self.data {
-            Data::Mapped(m) => Box::new(io::Cursor::new(m)),
-            Data::Memory(v) => Box::new(io::Cursor::new(v)),
-            Data::Stream(s) => Box::new(io::Cursor::new(self.head).chain(s)),
-            Data::Directory(_) => Box::new(io::empty()),
-        }
-    }
 }
 
 /// Streams at least this large are spooled to a temporary file by [`Input::bytes`].
@@ -464,11 +453,11 @@ mod tests {
             assert_eq!(input.head(), &plain[..HEAD_LEN]);
             assert_eq!(input.bytes().unwrap(), &plain[..]);
             let mut streamed = Vec::new();
-            Input::from_bytes("x", bytes)
-                .unwrap()
-                .into_reader()
-                .read_to_end(&mut streamed)
-                .unwrap();
+            let mut input = Input::from_bytes("x", bytes).unwrap();
+            let Source::Stream(mut s) = input.source() else {
+                panic!("compressed bytes are read as a stream");
+            };
+            s.read_to_end(&mut streamed).unwrap();
             assert_eq!(streamed, plain);
         }
         assert_eq!(

@@ -225,26 +225,21 @@ pub fn convert_din(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let Some(format) = amber::Amber::by_name(handler.name()) else {
+        return Err(CliError::Usage(format!(
+            "cannot convert {} to din",
+            handler.name()
+        )));
+    };
+    let format_err = |e: amber_tt6::Error| CliError::from(format.err(e));
     let mut din = amber_tt6::din::DinWriter::new(out);
-    let format_err = |e: amber_tt6::Error| CliError::from(amber::TT6.err(e));
-    if handler.name() == amber::FULL.name() {
-        let bytes = input.bytes()?;
-        let reader = match options.record_size {
-            Some(n) => amber_tt6::RecordSize::from_bytes(n)
-                .and_then(|size| amber_tt6::FullReader::with_size(bytes, size)),
-            None => amber_tt6::FullReader::parse(bytes),
-        }
-        .map_err(format_err)?;
+    if format.kind() == amber::Kind::Full {
+        let reader = format.full_reader(input.bytes()?, options)?;
         for r in reader.records() {
             din.write_full(&r.map_err(format_err)?)?;
         }
         return Ok(());
     }
-    let dialect = if handler.name() == amber::TT6E.name() {
-        amber_tt6::Dialect::Tt6e
-    } else {
-        amber_tt6::Dialect::Tt6
-    };
     if input.is_dir() {
         // The merged timeline of a threads directory.
         let traces = amber::thread_traces(input.parts_mut().unwrap_or_default())?;
@@ -258,20 +253,20 @@ pub fn convert_din(
         return Ok(());
     }
     match input.source() {
-        Source::Stream(s) => din_stream(s, dialect, &mut din),
-        Source::Bytes(b) => din_stream(b, dialect, &mut din),
+        Source::Stream(s) => din_stream(s, format, &mut din),
+        Source::Bytes(b) => din_stream(b, format, &mut din),
     }
 }
 
 /// The din lines of a TT6 or TT6E stream, in constant memory.
 fn din_stream<R: std::io::Read, W: Write>(
     reader: R,
-    dialect: amber_tt6::Dialect,
+    format: amber::Amber,
     din: &mut amber_tt6::din::DinWriter<W>,
 ) -> Result<(), CliError> {
-    let format_err = |e: amber_tt6::Error| CliError::from(amber::TT6.err(e));
+    let format_err = |e: amber_tt6::Error| CliError::from(format.err(e));
     let mut reader =
-        amber_tt6::Tt6StreamReader::from_reader(reader, dialect).map_err(format_err)?;
+        amber_tt6::Tt6StreamReader::from_reader(reader, format.dialect()).map_err(format_err)?;
     while let Some(r) = reader.next_record() {
         din.write_record(&r.map_err(format_err)?)?;
     }

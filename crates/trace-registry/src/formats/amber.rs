@@ -14,7 +14,7 @@ use amber_tt6::{
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source, Value};
 
 /// The cache-line size used for `dcb*` operand sizes (G3/G4).
 pub const CACHE_LINE: u32 = 32;
@@ -44,7 +44,21 @@ pub static TT6E: Amber = Amber(Kind::Tt6e);
 pub static FULL: Amber = Amber(Kind::Full);
 
 impl Amber {
-    fn dialect(&self) -> Dialect {
+    /// The amber handler named `name` (`tt6`, `tt6e`, `amber-full`).
+    #[must_use]
+    pub fn by_name(name: &str) -> Option<Amber> {
+        [TT6, TT6E, FULL].into_iter().find(|h| h.name() == name)
+    }
+
+    /// The format kind.
+    #[must_use]
+    pub fn kind(self) -> Kind {
+        self.0
+    }
+
+    /// The classification tables of a TT6 or TT6E trace (TT6 for FULL).
+    #[must_use]
+    pub fn dialect(&self) -> Dialect {
         if self.0 == Kind::Tt6e {
             Dialect::Tt6e
         } else {
@@ -57,8 +71,17 @@ impl Amber {
         Error::format(self.name(), e)
     }
 
-    fn full_reader<'a>(&self, bytes: &'a [u8], ctx: &Ctx<'_>) -> Result<FullReader<'a>, Error> {
-        match ctx.options.record_size {
+    /// A FULL reader over `bytes`, of the record size `options` force or the detected one.
+    ///
+    /// # Errors
+    ///
+    /// A bad record size, or bytes that are not a FULL trace.
+    pub fn full_reader<'a>(
+        &self,
+        bytes: &'a [u8],
+        options: &crate::Options,
+    ) -> Result<FullReader<'a>, Error> {
+        match options.record_size {
             Some(n) => {
                 let size = RecordSize::from_bytes(n).map_err(|e| self.err(e))?;
                 FullReader::with_size(bytes, size).map_err(|e| self.err(e))
@@ -200,23 +223,18 @@ impl Handler for Amber {
         Ok(info)
     }
 
+    /// The summary's pass reads every record (no rows are built); escapes after the last
+    /// instruction are a warning, as are waits a merge releases unmatched.
     fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error> {
-        let mut records = self.records(input, ctx)?;
-        let mut n = 0u64;
-        let mut dangling = 0u64;
-        while let Some(r) = records.next_record() {
-            if r?.table == 0 {
-                n = n.saturating_add(1);
-            } else {
-                dangling = dangling.saturating_add(1);
-            }
+        let info = self.info(input, ctx)?;
+        if let Some(&Value::UInt(k)) = info.get("dangling_escapes")
+            && k > 0
+        {
+            ctx.diagnostic(&format!(
+                "warning: {k} escape record(s) after the last instruction"
+            ));
         }
-        if dangling > 0 {
-            ctx.diagnostic("warning: escape record(s) after the last instruction");
-        }
-        for line in records.finish() {
-            ctx.diagnostic(&line);
-        }
+        let n = info.get("instructions").cloned().unwrap_or(Value::Null);
         Ok(Info::new().with("instructions", n))
     }
 
@@ -320,7 +338,7 @@ impl Amber {
     ) -> Result<(FullSource<'a>, RecordSize), Error> {
         Ok(match input.source() {
             Source::Bytes(b) => {
-                let reader = self.full_reader(b, ctx)?;
+                let reader = self.full_reader(b, ctx.options)?;
                 (FullSource::Slice(reader.records()), reader.record_size())
             }
             Source::Stream(s) => {
