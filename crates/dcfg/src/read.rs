@@ -192,7 +192,7 @@ fn under<'a, S: Source<'a>, T>(
     key: &'static str,
     f: impl FnOnce(&mut Lexer<S>) -> Result<T, JsonError>,
 ) -> Result<T, JsonError> {
-    f(p).map_err(|e| e.at(Seg::Key(key.into())))
+    f(p).map_err(|e| e.at_key(key))
 }
 
 /// Skips the value of an unknown key, naming the key in failures.

@@ -529,16 +529,6 @@ fn valid_number(t: &[u8]) -> bool {
     ok && i == t.len()
 }
 
-/// The value of a hex digit.
-const fn hex_digit(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b.wrapping_sub(b'0')),
-        b'a'..=b'f' => Some(b.wrapping_sub(b'a').wrapping_add(10)),
-        b'A'..=b'F' => Some(b.wrapping_sub(b'A').wrapping_add(10)),
-        _ => None,
-    }
-}
-
 const fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
@@ -912,7 +902,7 @@ impl<'a, S: Source<'a>> Lexer<S> {
         {
             let mut v = 0u64;
             let mut n = 3usize;
-            while let Some(d) = rest.get(n).and_then(|&b| hex_digit(b)) {
+            while let Some(d) = rest.get(n).and_then(|&b| crate::hex::digit(b)) {
                 v = (v << 4) | u64::from(d);
                 n = n.wrapping_add(1);
             }
@@ -1086,9 +1076,13 @@ impl<'a, S: Source<'a>> Lexer<S> {
             Some(b'r') => b'\r',
             Some(b't') => b'\t',
             Some(b'u') => {
+                // Exactly four hex digits (`from_str_radix` would also take a sign).
                 let hex4 = |i: usize| {
-                    let h = std::str::from_utf8(rest.get(i..i.checked_add(4)?)?).ok()?;
-                    u32::from_str_radix(h, 16).ok()
+                    rest.get(i..i.checked_add(4)?)?
+                        .iter()
+                        .try_fold(0u32, |v, &b| {
+                            Some(v.wrapping_shl(4) | u32::from(crate::hex::digit(b)?))
+                        })
                 };
                 let hi = hex4(2).ok_or_else(|| bad(6, ESCAPE))?;
                 let (cp, len) = if (0xd800..0xdc00).contains(&hi) {
@@ -1460,6 +1454,25 @@ mod tests {
                 .to_string()
                 .starts_with("expected a JSON escape")
         );
+        // Exactly four hex digits: a sign is not one.
+        for bad in [
+            &b"\"\\u+041\""[..],
+            b"\"\\u-041\"",
+            b"\"\\u04g1\"",
+            b"\"\\u041\"",
+        ] {
+            let mut l = Lexer::new(SliceSource::new(bad));
+            assert!(
+                l.string()
+                    .unwrap_err()
+                    .to_string()
+                    .starts_with("expected a JSON escape"),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        let mut l = Lexer::new(SliceSource::new(b"\"\\u00e9\\u0041\""));
+        assert_eq!(l.string().unwrap(), "éA");
         let mut l = Lexer::new(SliceSource::new(b"\"\\ud800\""));
         assert!(
             l.string()

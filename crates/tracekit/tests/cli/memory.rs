@@ -71,7 +71,7 @@ fn peak_mib(args: &[&str], prefix: &[u8], body: &[u8], suffix: &[u8]) -> (u64, b
     if !ok || peak == 0 {
         eprintln!("{args:?}: {}", String::from_utf8_lossy(&stderr));
     }
-    (peak / 1024, ok)
+    (peak.div_ceil(1024), ok)
 }
 
 fn check(format: &str, prefix: &[u8], body: &[u8], suffix: &[u8]) {
@@ -79,6 +79,8 @@ fn check(format: &str, prefix: &[u8], body: &[u8], suffix: &[u8]) {
         let (peak, ok) = peak_mib(&[cmd, "-q", "--format", format, "-"], prefix, body, suffix);
         assert!(ok, "{format} {cmd} failed");
         eprintln!("{format} {cmd}: {FEED_MIB} MiB on stdin, peak {peak} MiB");
+        // 0 would mean /proc was never read while the process ran: nothing was measured.
+        assert!(peak > 0, "{format} {cmd}: no measurement");
         assert!(peak < BOUND_MIB, "{format} {cmd}: peak {peak} MiB");
     }
 }
