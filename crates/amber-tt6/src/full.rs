@@ -348,9 +348,11 @@ impl<R: Read> FullStreamReader<R> {
         mut inner: R,
         size: Option<RecordSize>,
     ) -> Result<FullStreamReader<R>, Error> {
+        // One byte past the detection window tells whether the whole trace fitted in it
+        // (then its length decides, as for a slice).
         let ahead = match size {
             Some(_) => 4,
-            None => limits::FULL_DETECT_BYTES,
+            None => limits::FULL_DETECT_BYTES.saturating_add(1),
         };
         let mut head = vec![0u8; ahead];
         let got = read_full(&mut inner, &mut head, 0)?;

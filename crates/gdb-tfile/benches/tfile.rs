@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen as samples};
+use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen};
 
 fn walk(bytes: &[u8]) -> u64 {
     let file = TraceFile::parse(bytes, ReadOptions::default()).unwrap();
@@ -44,7 +44,7 @@ fn walk(bytes: &[u8]) -> u64 {
 }
 
 fn frames(c: &mut Criterion) {
-    let bytes = samples::amd64_bytes(16 << 20, 1);
+    let bytes = testgen::amd64_bytes(16 << 20, 1);
     let mut g = c.benchmark_group("gdb-tfile");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("frames+blocks (slice)", |b| {
@@ -62,7 +62,7 @@ fn frames(c: &mut Criterion) {
         })
     });
     let desc =
-        gdb_tfile::write::to_bytes(&samples::amd64_file(0, 1), gdb_tfile::Endian::Little).unwrap();
+        gdb_tfile::write::to_bytes(&testgen::amd64_file(0, 1), gdb_tfile::Endian::Little).unwrap();
     g.throughput(Throughput::Bytes(desc.len() as u64));
     g.bench_function("description + tdesc", |b| {
         b.iter(|| {

@@ -242,8 +242,7 @@ pub fn convert_din(
     }
     if input.is_dir() {
         // The merged timeline of a threads directory.
-        let traces = amber::thread_traces(input.parts_mut().unwrap_or_default())?;
-        let mut merge = amber_tt6::threads::merge(&traces).map_err(format_err)?;
+        let mut merge = amber::merge_dir(format, input.parts_mut().unwrap_or_default())?;
         for m in merge.by_ref() {
             din.write_record(&m.map_err(format_err)?.record)?;
         }

@@ -5,7 +5,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use gdb_tfile::testgen as samples;
+use gdb_tfile::testgen;
 use gdb_tfile::{
     Block, Description, Endian, ReadOptions, SourceKind, SourceString, Status, TraceFile,
     TraceFileData, TraceStateVariable, Tracepoint, write,
@@ -30,7 +30,7 @@ fn bytes(d: &TraceFileData, endian: Endian) -> Vec<u8> {
 /// notes and user name, `tstop::0`, a negative TSV, unknown lines and status keys, a frame
 /// without registers, overlapping memory blocks, bytes after the terminator.
 fn quirks() -> TraceFileData {
-    let mut d = samples::amd64_file(6, 7);
+    let mut d = testgen::amd64_file(6, 7);
     let desc: &mut Description = &mut d.description;
     let st: &mut Status = desc.status.as_mut().unwrap();
     st.stop_description = Some(Vec::new());
@@ -90,19 +90,19 @@ fn quirks() -> TraceFileData {
 }
 
 fn fixtures(fx: &mut Fixtures) {
-    let basic = bytes(&samples::testsuite_basic(), Endian::Little);
+    let basic = bytes(&testgen::testsuite_basic(), Endian::Little);
     fx.add("gdb-tfile/tfile-basic.tf", basic.clone());
     fx.add(
         "gdb-tfile/tfile-error.tf",
-        bytes(&samples::testsuite_error(), Endian::Little),
+        bytes(&testgen::testsuite_error(), Endian::Little),
     );
-    let amd64 = bytes(&samples::amd64_file(40, 1), Endian::Little);
+    let amd64 = bytes(&testgen::amd64_file(40, 1), Endian::Little);
     fx.add("gdb-tfile/amd64.tf", amd64.clone());
     fx.add(
         "gdb-tfile/s390-big-endian.tf",
-        bytes(&samples::s390_file(), Endian::Big),
+        bytes(&testgen::s390_file(), Endian::Big),
     );
-    let mut no_tdesc = samples::amd64_file(3, 2);
+    let mut no_tdesc = testgen::amd64_file(3, 2);
     no_tdesc.description.tdesc_lines.clear();
     fx.add("gdb-tfile/no-tdesc.tf", bytes(&no_tdesc, Endian::Little));
     fx.add("gdb-tfile/quirks.tf", bytes(&quirks(), Endian::Little));
@@ -134,7 +134,7 @@ fn fixtures(fx: &mut Fixtures) {
     );
     // Two frames and no terminator after them (GDB: "Premature end of file while reading
     // trace file"): the writer always ends the frames, so cut its 4 zero bytes off.
-    let mut no_end = bytes(&samples::amd64_file(2, 3), Endian::Little);
+    let mut no_end = bytes(&testgen::amd64_file(2, 3), Endian::Little);
     no_end.truncate(no_end.len() - gdb_tfile::raw::GDB_TERMINATOR.len());
     fx.add("gdb-tfile/err-no-terminator.tf", no_end);
     // The amd64 file cut in the middle of its last frame.
@@ -162,7 +162,7 @@ fn fixtures(fx: &mut Fixtures) {
 }
 
 fn synth(records: u64, seed: u64) -> Vec<u8> {
-    bytes(&samples::amd64_file(records, seed), Endian::Little)
+    bytes(&testgen::amd64_file(records, seed), Endian::Little)
 }
 
 /// Parses the file and walks every block of every frame, touching every field.
@@ -199,7 +199,7 @@ fn decode(input: &[u8]) -> u64 {
 }
 
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
-    let input = Arc::new(samples::amd64_bytes(config.mib << 20, 1));
+    let input = Arc::new(testgen::amd64_bytes(config.mib << 20, 1));
     vec![BenchCase {
         name: "gdb-tfile frames+blocks".into(),
         input,

@@ -190,6 +190,29 @@ fn stream_reader_equals_slice_reader_on_generated_traces() {
         .quickcheck(prop as fn(Vec<u32>, u8, bool, u16, u16) -> bool);
 }
 
+/// A trace exactly as long as the detection window is read whole: its length decides, as
+/// for a slice (this boundary once fell to the consistency rule alone).
+#[test]
+fn detection_at_the_window_edge_equals_the_slice_reader() {
+    for size in [RecordSize::Packed1004, RecordSize::Struct1008] {
+        for extra in [-1i64, 0, 1] {
+            let mut w = FullWriter::new(Vec::new(), size).unwrap();
+            // Zeroed records: every PC is 0, so PC consistency cannot tell the sizes apart.
+            let n = (amber_tt6::limits::FULL_DETECT_BYTES - 4) / size.bytes() + 1;
+            for _ in 0..n {
+                w.write(&FullRecordOwned::zeroed(0x6000_0000)).unwrap();
+            }
+            let mut data = w.finish();
+            let len = (amber_tt6::limits::FULL_DETECT_BYTES as i64 + extra) as usize;
+            data.resize(len, 0);
+            let detected = stream_rows(&data, None, usize::MAX).0;
+            if len <= amber_tt6::limits::FULL_DETECT_BYTES {
+                assert_eq!(detected, RecordSize::detect(&data), "{size:?} {len}");
+            }
+        }
+    }
+}
+
 #[test]
 fn errors_are_located() {
     use trace_core::Located;

@@ -1,6 +1,6 @@
 //! The streaming reader gives the same frames as the slice reader, in bounded memory.
 
-use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen as samples, write};
+use gdb_tfile::{Block, ReadOptions, StreamReader, TraceFile, testgen, write};
 
 /// A reader that returns at most 7 bytes per call, to exercise partial reads.
 struct Trickle<'a>(&'a [u8]);
@@ -20,7 +20,7 @@ fn owned(b: Block<'_>) -> gdb_tfile::BlockData {
 
 #[test]
 fn stream_matches_slice_reader() {
-    let bytes = write::to_bytes(&samples::amd64_file(50, 9), gdb_tfile::Endian::Little).unwrap();
+    let bytes = write::to_bytes(&testgen::amd64_file(50, 9), gdb_tfile::Endian::Little).unwrap();
     let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
     let mut s = StreamReader::from_reader(Trickle(&bytes), ReadOptions::default()).unwrap();
     assert_eq!(s.description(), file.description());
@@ -42,7 +42,7 @@ fn stream_matches_slice_reader() {
 
 #[test]
 fn stream_truncated_yields_complete_frames_then_error() {
-    let bytes = write::to_bytes(&samples::amd64_file(5, 9), gdb_tfile::Endian::Little).unwrap();
+    let bytes = write::to_bytes(&testgen::amd64_file(5, 9), gdb_tfile::Endian::Little).unwrap();
     let cut = &bytes[..bytes.len() - 10];
     let mut s = StreamReader::from_reader(cut, ReadOptions::default()).unwrap();
     for _ in 0..4 {

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use amber_tt6::threads::{Merge, ThreadTrace, UnmatchedWait, parse_thread_file_name};
+use amber_tt6::threads::{Merge, UnmatchedWait, parse_thread_file_name};
 use amber_tt6::{
     Access, Class, Dialect, Escapes, FullReader, FullRecord, FullRecordOwned, FullStreamReader,
     RecordSize, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader, raw,
@@ -91,23 +91,24 @@ impl Amber {
     }
 }
 
-/// The thread files of a directory input (see [`Input::parts_mut`]), with their thread numbers, dialects and bytes.
-pub fn thread_traces<'a>(parts: &'a mut [Input]) -> Result<Vec<ThreadTrace<'a>>, Error> {
+/// The merged timeline of a directory input (see [`Input::parts_mut`]): its
+/// `thread_NNN.tt6[e]` files (others are not thread traces and are passed over), by thread
+/// number; two files of one thread are an error.
+///
+/// # Errors
+///
+/// A file cannot be read, two files name one thread, or a thread has no initial PC.
+pub fn merge_dir(format: Amber, parts: &mut [Input]) -> Result<Merge<'_>, Error> {
     for p in parts.iter_mut() {
         p.bytes()?;
     }
-    let mut out = Vec::new();
-    for p in parts.iter() {
-        if let Some((thread, dialect)) = parse_thread_file_name(&p.logical_name()) {
-            out.push(ThreadTrace {
-                thread,
-                data: p.loaded_bytes(),
-                dialect,
-            });
-        }
-    }
-    out.sort_by_key(|t| t.thread);
-    Ok(out)
+    let names: Vec<(String, &[u8])> = parts
+        .iter()
+        .map(|p| (p.logical_name(), p.loaded_bytes()))
+        .filter(|(name, _)| parse_thread_file_name(name).is_some())
+        .collect();
+    let files: Vec<(&str, &[u8])> = names.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+    amber_tt6::threads::merge_files(&files).map_err(|e| format.err(e))
 }
 
 /// The warning line for a wait the merge released without a matching signal.
@@ -173,8 +174,7 @@ impl Handler for Amber {
         let mut final_pc = None;
         let mut unmatched = Vec::new();
         if input.is_dir() {
-            let traces = thread_traces(input.parts_mut().unwrap_or_default())?;
-            let mut merge = amber_tt6::threads::merge(&traces).map_err(|e| self.err(e))?;
+            let mut merge = merge_dir(*self, input.parts_mut().unwrap_or_default())?;
             let mut per_thread: std::collections::BTreeMap<u64, u64> = Default::default();
             for m in merge.by_ref() {
                 let m = m.map_err(|e| self.err(e))?;
@@ -254,8 +254,7 @@ impl Handler for Amber {
             }));
         }
         if input.is_dir() {
-            let traces = thread_traces(input.parts_mut().unwrap_or_default())?;
-            let merge = amber_tt6::threads::merge(&traces).map_err(|e| self.err(e))?;
+            let merge = merge_dir(*self, input.parts_mut().unwrap_or_default())?;
             return Ok(Box::new(Tt6Rows {
                 handler: *self,
                 tables: [tt6_schema(true), dangling_schema()],
