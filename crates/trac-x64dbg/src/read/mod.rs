@@ -13,7 +13,7 @@ mod replay;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
-pub use replay::{Index, Replay, States};
+pub use replay::{Counters, Index, Replay, States};
 pub use stream::StreamReader;
 
 use decode::DecoderState;

@@ -235,6 +235,18 @@ impl<'a> Replay<'a> {
         &self.state.regs
     }
 
+    /// Everything the replay has counted so far, in one value.
+    #[must_use]
+    pub fn counters(&self) -> Counters {
+        Counters {
+            user_blocks: self.user_blocks(),
+            full_dumps: self.full_dumps(),
+            sessions: self.sessions(),
+            started_without_dump: self.started_without_dump(),
+            recovered_thread_ids: self.recovered_thread_ids(),
+        }
+    }
+
     /// User blocks seen so far.
     #[must_use]
     pub fn user_blocks(&self) -> u64 {
@@ -264,6 +276,22 @@ impl<'a> Replay<'a> {
     pub fn recovered_thread_ids(&self) -> u64 {
         self.blocks.recovered_thread_ids()
     }
+}
+
+/// What a replay (of a slice or a stream) has counted: [`Replay::counters`],
+/// [`StreamReader::counters`](super::StreamReader::counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// User blocks (types `0x80..=0xff`).
+    pub user_blocks: u64,
+    /// Full register dumps.
+    pub full_dumps: u64,
+    /// Recording sessions (the first, plus runs appended to the file).
+    pub sessions: u64,
+    /// Whether the first instruction was not a full dump (its state started as zeros).
+    pub started_without_dump: bool,
+    /// Blocks whose thread-id bytes had no flag (recovered pre-#3920 quirk).
+    pub recovered_thread_ids: u64,
 }
 
 /// Each instruction with a copy of the register state before it; see [`Trace::states`].

@@ -128,6 +128,20 @@ impl<R: std::io::Read> StreamReader<R> {
         &self.replay.regs
     }
 
+    /// Everything the replay has counted so far, in one value (as [`Replay::counters`]).
+    ///
+    /// [`Replay::counters`]: super::Replay::counters
+    #[must_use]
+    pub fn counters(&self) -> super::Counters {
+        super::Counters {
+            user_blocks: self.user_blocks(),
+            full_dumps: self.full_dumps(),
+            sessions: self.sessions(),
+            started_without_dump: self.started_without_dump(),
+            recovered_thread_ids: self.recovered_thread_ids(),
+        }
+    }
+
     /// User blocks seen so far.
     #[must_use]
     pub fn user_blocks(&self) -> u64 {

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use trac_x64dbg::{Block, Error, Instruction, ReadOptions, Record, RegDump, StreamReader, Trace};
+use trac_x64dbg::{
+    Block, Counters, Error, Instruction, ReadOptions, Record, RegDump, StreamReader, Trace,
+};
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -114,17 +116,6 @@ pub fn is_instruction(b: &Block<'_>) -> bool {
     matches!(b, Block::Instruction(_))
 }
 
-/// What a replay counts, read at its end.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Counters {
-    pub instructions: u64,
-    pub user_blocks: u64,
-    pub full_dumps: u64,
-    pub sessions: u64,
-    pub started_without_dump: bool,
-    pub recovered_thread_ids: u64,
-}
-
 /// A whole replay: every instruction with the state before it, the counters, the error.
 pub type Replayed = (Vec<Decoded>, Counters, Option<String>);
 
@@ -142,7 +133,7 @@ fn decoded(ins: &Instruction<'_>, regs: &RegDump) -> Decoded {
 pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
     let trace = match Trace::with_options(data, options) {
         Ok(t) => t,
-        Err(e) => return (Vec::new(), counters_zero(), Some(e.to_string())),
+        Err(e) => return (Vec::new(), Counters::default(), Some(e.to_string())),
     };
     let mut r = trace.replay();
     let mut out = Vec::new();
@@ -156,15 +147,7 @@ pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
             }
         }
     }
-    let counters = Counters {
-        instructions: out.len() as u64,
-        user_blocks: r.user_blocks(),
-        full_dumps: r.full_dumps(),
-        sessions: r.sessions(),
-        started_without_dump: r.started_without_dump(),
-        recovered_thread_ids: r.recovered_thread_ids(),
-    };
-    (out, counters, err)
+    (out, r.counters(), err)
 }
 
 /// The streaming replay of `data` through `chunk`-byte reads; `by_block` walks it with
@@ -172,7 +155,7 @@ pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
 pub fn stream_replay(data: &[u8], chunk: usize, options: ReadOptions, by_block: bool) -> Replayed {
     let mut r = match StreamReader::with_options(Chunked(data, chunk), options) {
         Ok(r) => r,
-        Err(e) => return (Vec::new(), counters_zero(), Some(e.to_string())),
+        Err(e) => return (Vec::new(), Counters::default(), Some(e.to_string())),
     };
     let mut out = Vec::new();
     let mut err = None;
@@ -199,24 +182,5 @@ pub fn stream_replay(data: &[u8], chunk: usize, options: ReadOptions, by_block: 
         }
     }
     assert_eq!(r.instructions(), out.len() as u64);
-    let counters = Counters {
-        instructions: out.len() as u64,
-        user_blocks: r.user_blocks(),
-        full_dumps: r.full_dumps(),
-        sessions: r.sessions(),
-        started_without_dump: r.started_without_dump(),
-        recovered_thread_ids: r.recovered_thread_ids(),
-    };
-    (out, counters, err)
-}
-
-fn counters_zero() -> Counters {
-    Counters {
-        instructions: 0,
-        user_blocks: 0,
-        full_dumps: 0,
-        sessions: 0,
-        started_without_dump: false,
-        recovered_thread_ids: 0,
-    }
+    (out, r.counters(), err)
 }

@@ -95,8 +95,8 @@ fn stream_replay_matches_slice_replay() {
         }
     }
     // The counters are the ones the files were made with.
-    let (_, c, _) = slice_replay(&testdata("sessions.trace64"), ReadOptions::default());
-    assert_eq!((c.instructions, c.sessions, c.user_blocks), (1000, 2, 2));
+    let (d, c, _) = slice_replay(&testdata("sessions.trace64"), ReadOptions::default());
+    assert_eq!((d.len(), c.sessions, c.user_blocks), (1000, 2, 2));
     let (_, c, _) = slice_replay(&testdata("legacy-tid.trace64"), ReadOptions::default());
     assert!(c.recovered_thread_ids > 0);
 }

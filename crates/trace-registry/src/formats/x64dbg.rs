@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use trac_x64dbg::{
-    Block, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw, word_names,
+    Block, Counters, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw, word_names,
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
@@ -60,15 +60,13 @@ struct Summary {
     instructions: u64,
     blocks: u64,
     threads: BTreeMap<u32, u64>,
-    full_dumps: u64,
-    sessions: u64,
     user_blocks: BTreeMap<u8, u64>,
     first_pc: Option<u64>,
     last_pc: Option<u64>,
-    recovered_thread_ids: u64,
     first_recovered: Option<u64>,
-    started_without_dump: bool,
     reserved_bits: u64,
+    /// The replay's own counts, read at the end.
+    counters: Counters,
 }
 
 /// Blocks with the register state before each: a replay over bytes or a stream reader.
@@ -87,20 +85,10 @@ impl Blocks<'_> {
         }
     }
 
-    fn counters(&self) -> (u64, u64, u64, bool) {
+    fn counters(&self) -> Counters {
         match self {
-            Blocks::Slice(r) => (
-                r.full_dumps(),
-                r.sessions(),
-                r.recovered_thread_ids(),
-                r.started_without_dump(),
-            ),
-            Blocks::Stream(r) => (
-                r.full_dumps(),
-                r.sessions(),
-                r.recovered_thread_ids(),
-                r.started_without_dump(),
-            ),
+            Blocks::Slice(r) => r.counters(),
+            Blocks::Stream(r) => r.counters(),
         }
     }
 }
@@ -163,25 +151,20 @@ fn summarize(blocks: &mut Blocks<'_>, ctx: &mut Ctx<'_>) -> (Summary, Option<Err
         }
         s.blocks = s.blocks.saturating_add(1);
     }
-    (
-        s.full_dumps,
-        s.sessions,
-        s.recovered_thread_ids,
-        s.started_without_dump,
-    ) = blocks.counters();
+    s.counters = blocks.counters();
     (s, error)
 }
 
 fn diagnostics(first_block_offset: u64, s: &Summary) -> Vec<String> {
     let mut d = Vec::new();
-    if s.recovered_thread_ids > 0 {
+    if s.counters.recovered_thread_ids > 0 {
         d.push(format!(
             "{} block(s) carry thread-id bytes without the 0x80 flag (x64dbg before PR #3920); recovered, first at offset {:#x}",
-            s.recovered_thread_ids,
+            s.counters.recovered_thread_ids,
             s.first_recovered.unwrap_or(0)
         ));
     }
-    if s.started_without_dump {
+    if s.counters.started_without_dump {
         d.push(
             "the first instruction is not a full register dump: registers start as zeros".into(),
         );
@@ -262,8 +245,8 @@ impl Handler for X64dbg {
             .with("instructions", s.instructions)
             .with("blocks", s.blocks)
             .with("threads", threads)
-            .with("full_dumps", s.full_dumps)
-            .with("sessions", s.sessions)
+            .with("full_dumps", s.counters.full_dumps)
+            .with("sessions", s.counters.sessions)
             .with("user_blocks", users)
             .with("first_pc", s.first_pc.map(Hex))
             .with("last_pc", s.last_pc.map(Hex))
@@ -393,7 +376,7 @@ impl Records for X64Records<'_> {
     }
 
     fn finish(&mut self) -> Vec<String> {
-        let (_, _, n, _) = self.blocks.counters();
+        let n = self.blocks.counters().recovered_thread_ids;
         if n == 0 {
             return Vec::new();
         }
