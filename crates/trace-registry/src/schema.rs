@@ -35,6 +35,11 @@ impl Schema {
         }
     }
 
+    /// The key fields ([`Field::key`]), in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Field> {
+        self.fields.iter().filter(|f| f.key)
+    }
+
     /// The field named `name`.
     #[must_use]
     pub fn field(&self, name: &str) -> Option<&Field> {
@@ -55,6 +60,11 @@ pub struct Field {
     pub json: Json,
     /// Whether JSON Lines leaves the key out when the value is missing (rather than `null`).
     pub omit_null: bool,
+    /// Whether the field keys the record's child tables: a columnar sink copies every key
+    /// field of a record, in order, into the leading columns of each row of its child
+    /// tables ([`Type::Rows`]), so that the child rows join back to their parent (`i` for
+    /// instructions; `pid`, `thread`, `chunk` for DCFG-Trace chunks).
+    pub key: bool,
 }
 
 impl Field {
@@ -67,6 +77,7 @@ impl Field {
             nullable: false,
             json: Json::Plain,
             omit_null: false,
+            key: false,
         }
     }
 
@@ -88,6 +99,13 @@ impl Field {
     pub fn optional(mut self) -> Field {
         self.nullable = true;
         self.omit_null = true;
+        self
+    }
+
+    /// The same field, marked as a key of the record's child tables ([`Field::key`]).
+    #[must_use]
+    pub fn key(mut self) -> Field {
+        self.key = true;
         self
     }
 
@@ -146,6 +164,10 @@ pub enum Json {
     /// first field (as a string) and whose value is the first non-missing of its other
     /// fields.
     Object,
+    /// A child table shown as one JSON array holding, for each row, its first shown field's
+    /// value (a DCFG-Trace chunk's `"edges":[…]`, whose rows also carry columns that JSON
+    /// does not show).
+    Values,
     /// Not shown in JSON at all (columns that only columnar sinks write).
     Skip,
 }

@@ -39,6 +39,15 @@ enum Frame {
     Rows { base: usize, count: usize },
     /// Inside a child table shown as one JSON object.
     Object { base: usize, count: usize },
+    /// Inside a child table shown as an array of each row's first shown value.
+    Values { base: usize, count: usize },
+    /// Inside one row of such a table: field `base + next` comes next; `done` once the
+    /// value is out.
+    Value {
+        base: usize,
+        next: usize,
+        done: bool,
+    },
     /// Inside one entry of such an object: field `base + next` comes next; `done` once its
     /// value is out.
     Entry {
@@ -59,6 +68,9 @@ pub struct JsonLines<W: Write> {
     fields: Vec<FieldPlan>,
     /// Where each table's fields start, by table index.
     tables: Vec<usize>,
+    /// `"table":"name",` for each table but the first (a line of the format's main table
+    /// needs no label; the others say which table they belong to).
+    labels: Vec<Vec<u8>>,
     /// The innermost frame (kept out of `stack`: it is touched by every value).
     top: Frame,
     /// The frames around it.
@@ -74,13 +86,21 @@ impl<W: Write> JsonLines<W> {
             buf: Vec::with_capacity(FLUSH_AT),
             fields: Vec::new(),
             tables: Vec::new(),
+            labels: Vec::new(),
             top: Frame::Idle,
             stack: Vec::new(),
             error: None,
         };
-        for t in tables {
+        for (n, t) in tables.iter().enumerate() {
             let base = sink.plan(t);
             sink.tables.push(base);
+            let mut label = Vec::new();
+            if n > 0 {
+                label.extend_from_slice(b"\"table\":");
+                push_str(&mut label, &t.name);
+                label.push(b',');
+            }
+            sink.labels.push(label);
         }
         sink
     }
@@ -116,6 +136,8 @@ impl<W: Write> JsonLines<W> {
     pub fn write(&mut self, table: usize, row: &dyn Row) -> io::Result<()> {
         let base = self.tables.get(table).copied().unwrap_or(0);
         self.buf.push(b'{');
+        let label = self.labels.get(table).map_or(&[][..], Vec::as_slice);
+        self.buf.extend_from_slice(label);
         self.stack.clear();
         self.top = Frame::Row {
             base,
@@ -208,7 +230,20 @@ impl<W: Write> JsonLines<W> {
                 *done = true;
                 self.fields.get(i).map(|f| f.json)
             }
-            Frame::Idle | Frame::Rows { .. } | Frame::Object { .. } | Frame::Skip { .. } => None,
+            Frame::Value { base, next, done } => {
+                let f = self.fields.get(base.saturating_add(*next))?;
+                *next = next.saturating_add(1);
+                if *done || f.json == Json::Skip {
+                    return None;
+                }
+                *done = true;
+                Some(f.json)
+            }
+            Frame::Idle
+            | Frame::Rows { .. }
+            | Frame::Object { .. }
+            | Frame::Values { .. }
+            | Frame::Skip { .. } => None,
         }
     }
 
@@ -338,15 +373,19 @@ impl<W: Write> Visitor for JsonLines<W> {
             Frame::Row { base, next, .. } => self.fields.get(base.saturating_add(next)),
             _ => None,
         };
-        let (child, is_object) = field.map_or((None, false), |f| (f.child, f.json == Json::Object));
+        let child = field.and_then(|f| f.child);
         let Some(json) = self.start_value(false, &mut |_| {}) else {
             self.push(Frame::Skip { depth: 1 });
             return;
         };
         match child {
-            Some(base) if is_object => {
+            Some(base) if json == Json::Object => {
                 self.buf.push(b'{');
                 self.push(Frame::Object { base, count: 0 });
+            }
+            Some(base) if json == Json::Values => {
+                self.buf.push(b'[');
+                self.push(Frame::Values { base, count: 0 });
             }
             Some(base) => {
                 self.buf.push(b'[');
@@ -368,7 +407,7 @@ impl<W: Write> Visitor for JsonLines<W> {
         }
         match self.pop() {
             Frame::Object { .. } => self.buf.push(b'}'),
-            Frame::Rows { .. } | Frame::List { .. } => self.buf.push(b']'),
+            Frame::Rows { .. } | Frame::Values { .. } | Frame::List { .. } => self.buf.push(b']'),
             _ => {}
         }
         self.maybe_flush();
@@ -388,6 +427,18 @@ impl<W: Write> Visitor for JsonLines<W> {
                     base,
                     next: 0,
                     wrote: false,
+                });
+            }
+            Frame::Values { base, count } => {
+                let base = *base;
+                if *count > 0 {
+                    self.buf.push(b',');
+                }
+                *count = count.saturating_add(1);
+                self.push(Frame::Value {
+                    base,
+                    next: 0,
+                    done: false,
                 });
             }
             Frame::Object { base, count } => {
@@ -433,7 +484,9 @@ impl<W: Write> Visitor for JsonLines<W> {
         }
         match self.pop() {
             Frame::Row { .. } => self.buf.push(b'}'),
-            Frame::Entry { done: false, .. } => self.buf.extend_from_slice(b"null"),
+            Frame::Entry { done: false, .. } | Frame::Value { done: false, .. } => {
+                self.buf.extend_from_slice(b"null");
+            }
             _ => {}
         }
     }
@@ -555,5 +608,49 @@ mod tests {
         let mut b = Vec::new();
         push_str(&mut b, "a\"\\\u{1}é\n\t");
         assert_eq!(String::from_utf8(b).unwrap(), s);
+    }
+
+    /// A row of two fields the JSON shows differently: a child table shown as its values.
+    struct Chunk;
+
+    impl Row for Chunk {
+        fn visit(&self, v: &mut dyn Visitor) {
+            v.uint(7);
+            v.begin_list();
+            for (seq, edge) in [(0, 11), (1, 12)] {
+                v.begin_row();
+                v.uint(seq);
+                v.uint(edge);
+                v.end_row();
+            }
+            v.end_list();
+        }
+    }
+
+    #[test]
+    fn values_and_table_labels() {
+        let edges = Schema::new(
+            "edges",
+            vec![
+                Field::new("seq", Type::UInt(64)).json(Json::Skip),
+                Field::new("edge_id", Type::UInt(64)),
+            ],
+        );
+        let chunks = Arc::new(Schema::new(
+            "chunks",
+            vec![
+                Field::new("chunk", Type::UInt(64)).key(),
+                Field::new("edges", Type::Rows(Arc::new(edges))).json(Json::Values),
+            ],
+        ));
+        let other = Arc::new(Schema::new("other", chunks.fields.clone()));
+        let mut sink = JsonLines::new(Vec::new(), &[chunks, other]);
+        sink.write(0, &Chunk).unwrap();
+        sink.write(1, &Chunk).unwrap();
+        sink.flush().unwrap();
+        assert_eq!(
+            String::from_utf8(sink.into_inner()).unwrap(),
+            "{\"chunk\":7,\"edges\":[11,12]}\n{\"table\":\"other\",\"chunk\":7,\"edges\":[11,12]}\n"
+        );
     }
 }
