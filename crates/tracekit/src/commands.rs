@@ -9,9 +9,10 @@ use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
 use trace_registry::sink::JsonLines;
+use trace_registry::sink::parquet::{Compression, Dataset, Origin, ParquetOptions};
 use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 
-use crate::{CliError, DotArgs, EncodeArgs, Progress};
+use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +98,97 @@ pub fn dump(
         writeln!(err, "{note}")?;
     }
     Ok(result?)
+}
+
+/// `tracekit export`: every record into a Parquet dataset at `args.output`, written under a
+/// temporary name and renamed when complete. On a damaged input the partial output is
+/// removed, or with `--partial` kept and marked incomplete; either way the error is
+/// returned (exit 1). Prints one line per table: rows, files, bytes.
+///
+/// # Errors
+///
+/// The input cannot be read or is damaged, or the dataset cannot be written.
+pub fn export(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    args: &ExportArgs,
+    mut progress: Progress,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, usize::from),
+        |n| usize::try_from(n).unwrap_or(1),
+    );
+    let parquet_options = ParquetOptions {
+        compression: match args.compression.as_str() {
+            "snappy" => Compression::Snappy,
+            "none" => Compression::None,
+            _ => Compression::Zstd,
+        },
+        rows_per_file: args.rows_per_file,
+        row_group_rows: usize::try_from(args.row_group_rows).unwrap_or(usize::MAX),
+        threads,
+        ..ParquetOptions::default()
+    };
+    let origin = Origin {
+        file: input.logical_name(),
+        size: input.file_len(),
+        format: handler.name().to_owned(),
+    };
+    let mut notes = Vec::new();
+    let (dataset, failure) = {
+        let mut ctx = ctx(options, &mut progress, &mut *err);
+        let mut records = handler.records(&mut input, &mut ctx)?;
+        let mut dataset =
+            Dataset::create(&args.output, records.tables(), &parquet_options, args.force)?;
+        let mut n = 0u64;
+        let failure = loop {
+            match records.next_record() {
+                None => break None,
+                Some(Err(e)) => break Some(e),
+                Some(Ok(r)) => dataset.write(r.table, r.row())?,
+            }
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(4096) {
+                ctx.progress(records.position());
+            }
+        };
+        notes.extend(records.finish());
+        (dataset, failure)
+    };
+    progress.finish();
+    for note in &notes {
+        writeln!(err, "{note}")?;
+    }
+    let failure = match failure {
+        // Dropping the unfinished dataset removes its temporary folder.
+        Some(e) if !args.partial => {
+            drop(dataset);
+            return Err(e.into());
+        }
+        f => f,
+    };
+    let summaries = dataset.finish(&origin, failure.as_ref(), &notes)?;
+    for t in &summaries {
+        writeln!(
+            out,
+            "{:<20} {:>14} rows {:>5} file(s) {:>14} bytes",
+            t.name, t.rows, t.files, t.bytes
+        )?;
+    }
+    match failure {
+        Some(e) => {
+            writeln!(
+                err,
+                "partial dataset kept at {} (\"complete\": false)",
+                args.output.display()
+            )?;
+            Err(e.into())
+        }
+        None => Ok(()),
+    }
 }
 
 /// `tracekit validate`: `ok` and exit 0, or the first error and exit 1; with `--json`,

@@ -137,6 +137,45 @@ pub enum Cmd {
     },
     /// Encode JSON Lines edge lists into a DCFG-Trace file.
     Encode(EncodeArgs),
+    /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
+    #[command(after_long_help = EXPORT_TABLES)]
+    Export(ExportArgs),
+}
+
+/// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
+/// with SQL" section says the same; a test compares both with real exports).
+pub const EXPORT_TABLES: &str = include_str!("export_tables.txt");
+
+/// Arguments of `tracekit export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The trace file, a directory of amber threads, or - for stdin.
+    pub file: OsString,
+    /// The dataset folder to create: DIR/<table>/part-NNNNN.parquet and DIR/_tracekit.json.
+    #[arg(long, short, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The output format.
+    #[arg(long, value_name = "FORMAT", default_value = "parquet", value_parser = ["parquet"])]
+    pub to: String,
+    /// Page compression.
+    #[arg(long, default_value = "zstd", value_parser = ["zstd", "snappy", "none"])]
+    pub compression: String,
+    /// Start a new file every N rows (default: files of about 128 MiB).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub rows_per_file: Option<u64>,
+    /// Rows per row group (the unit engines skip by their min/max statistics).
+    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub row_group_rows: u64,
+    /// On a damaged input keep every complete record before the error (the manifest says
+    /// "complete": false, with the error and its offset); the exit code is still 1.
+    #[arg(long)]
+    pub partial: bool,
+    /// Replace DIR if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Threads: one reads the trace while the others encode (default: every core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub threads: Option<u64>,
 }
 
 /// Arguments of `tracekit dot`.
@@ -283,6 +322,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
             commands::encode(args, &options, out, err)
         }),
+        Cmd::Export(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::export(h, input, &options, args, p, out, err)
+        }
     }
 }
 

@@ -3,3 +3,5 @@
 mod jsonl;
 
 pub use jsonl::JsonLines;
+#[cfg(feature = "parquet")]
+pub mod parquet;

@@ -1,0 +1,707 @@
+//! Rows into Arrow columns: a [`Visitor`] that appends each value to the column builder of
+//! its field, flattens nested records, and sends child tables' rows (with their parent's key
+//! values in front) to their own builders.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, Int8Builder, Int16Builder, Int32Builder,
+    Int64Builder, StringBuilder, StringDictionaryBuilder, UInt8Builder, UInt16Builder,
+    UInt32Builder, UInt64Builder,
+};
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, ListArray};
+use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
+
+use super::writer::{Batch, Writer};
+use crate::Error;
+use crate::schema::{Field, Schema, Type, Visitor};
+
+/// The Arrow type of a plain value type (`None` for nested records and child tables).
+pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
+    Some(match ty {
+        Type::UInt(8) => DataType::UInt8,
+        Type::UInt(16) => DataType::UInt16,
+        Type::UInt(32) => DataType::UInt32,
+        Type::UInt(_) => DataType::UInt64,
+        Type::Int(8) => DataType::Int8,
+        Type::Int(16) => DataType::Int16,
+        Type::Int(32) => DataType::Int32,
+        Type::Int(_) => DataType::Int64,
+        Type::Bool => DataType::Boolean,
+        Type::Bytes => DataType::Binary,
+        Type::Str => DataType::Utf8,
+        Type::Name => DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+        Type::List(inner) => {
+            DataType::List(Arc::new(ArrowField::new("item", arrow_type(inner)?, false)))
+        }
+        Type::Rows(_) | Type::Struct(_) => return None,
+        // A type added to the model later: no column until the sink learns it.
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
+/// One column being filled.
+enum Column {
+    U8(UInt8Builder),
+    U16(UInt16Builder),
+    U32(UInt32Builder),
+    U64(UInt64Builder),
+    I8(Int8Builder),
+    I16(Int16Builder),
+    I32(Int32Builder),
+    I64(Int64Builder),
+    Bool(BooleanBuilder),
+    Bytes(BinaryBuilder),
+    Str(StringBuilder),
+    Name(StringDictionaryBuilder<Int32Type>),
+    List(Box<ListColumn>),
+}
+
+/// A list of plain values: offsets, validity, and the values as one column.
+struct ListColumn {
+    field: Arc<ArrowField>,
+    offsets: Vec<i32>,
+    nulls: NullBufferBuilder,
+    values: Column,
+    /// Values pushed so far (the next offset).
+    len: usize,
+}
+
+impl Column {
+    fn new(ty: &DataType) -> Column {
+        match ty {
+            DataType::UInt8 => Column::U8(UInt8Builder::new()),
+            DataType::UInt16 => Column::U16(UInt16Builder::new()),
+            DataType::UInt32 => Column::U32(UInt32Builder::new()),
+            DataType::Int8 => Column::I8(Int8Builder::new()),
+            DataType::Int16 => Column::I16(Int16Builder::new()),
+            DataType::Int32 => Column::I32(Int32Builder::new()),
+            DataType::Int64 => Column::I64(Int64Builder::new()),
+            DataType::Boolean => Column::Bool(BooleanBuilder::new()),
+            DataType::Binary => Column::Bytes(BinaryBuilder::new()),
+            DataType::Utf8 => Column::Str(StringBuilder::new()),
+            DataType::Dictionary(..) => Column::Name(StringDictionaryBuilder::new()),
+            DataType::List(field) => Column::List(Box::new(ListColumn {
+                field: Arc::clone(field),
+                offsets: vec![0],
+                nulls: NullBufferBuilder::new(0),
+                values: Column::new(field.data_type()),
+                len: 0,
+            })),
+            _ => Column::U64(UInt64Builder::new()),
+        }
+    }
+
+    // The casts below narrow a value to its field's declared width: the format's reader
+    // produced it from a field of that width.
+    #[inline]
+    fn uint(&mut self, v: u64) {
+        match self {
+            Column::U64(b) => b.append_value(v),
+            Column::U32(b) => b.append_value(v as u32),
+            Column::U16(b) => b.append_value(v as u16),
+            Column::U8(b) => b.append_value(v as u8),
+            Column::I64(b) => b.append_value(v as i64),
+            _ => self.null(),
+        }
+    }
+
+    #[inline]
+    fn int(&mut self, v: i64) {
+        match self {
+            Column::I64(b) => b.append_value(v),
+            Column::I32(b) => b.append_value(v as i32),
+            Column::I16(b) => b.append_value(v as i16),
+            Column::I8(b) => b.append_value(v as i8),
+            Column::U64(b) => b.append_value(v as u64),
+            _ => self.null(),
+        }
+    }
+
+    fn bool(&mut self, v: bool) {
+        match self {
+            Column::Bool(b) => b.append_value(v),
+            _ => self.null(),
+        }
+    }
+
+    fn bytes(&mut self, v: &[u8]) {
+        match self {
+            Column::Bytes(b) => b.append_value(v),
+            Column::Str(b) => b.append_value(String::from_utf8_lossy(v)),
+            _ => self.null(),
+        }
+    }
+
+    fn str(&mut self, v: &str) {
+        match self {
+            Column::Name(b) => {
+                // Only a dictionary of more than 2^31 distinct names fails; such a column
+                // holds no names past that point.
+                if b.append(v).is_err() {
+                    b.append_null();
+                }
+            }
+            Column::Str(b) => b.append_value(v),
+            Column::Bytes(b) => b.append_value(v.as_bytes()),
+            _ => self.null(),
+        }
+    }
+
+    fn null(&mut self) {
+        match self {
+            Column::U8(b) => b.append_null(),
+            Column::U16(b) => b.append_null(),
+            Column::U32(b) => b.append_null(),
+            Column::U64(b) => b.append_null(),
+            Column::I8(b) => b.append_null(),
+            Column::I16(b) => b.append_null(),
+            Column::I32(b) => b.append_null(),
+            Column::I64(b) => b.append_null(),
+            Column::Bool(b) => b.append_null(),
+            Column::Bytes(b) => b.append_null(),
+            Column::Str(b) => b.append_null(),
+            Column::Name(b) => b.append_null(),
+            Column::List(l) => {
+                l.nulls.append_null();
+                l.offsets.push(offset32(l.len));
+            }
+        }
+    }
+
+    /// Bytes held by variable-length values (strings, byte strings, list values).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Column::Bytes(b) => b.values_slice().len(),
+            Column::Str(b) => b.values_slice().len(),
+            Column::List(l) => l.len.saturating_mul(8),
+            _ => 0,
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Column::U8(b) => Arc::new(b.finish()),
+            Column::U16(b) => Arc::new(b.finish()),
+            Column::U32(b) => Arc::new(b.finish()),
+            Column::U64(b) => Arc::new(b.finish()),
+            Column::I8(b) => Arc::new(b.finish()),
+            Column::I16(b) => Arc::new(b.finish()),
+            Column::I32(b) => Arc::new(b.finish()),
+            Column::I64(b) => Arc::new(b.finish()),
+            Column::Bool(b) => Arc::new(b.finish()),
+            Column::Bytes(b) => Arc::new(b.finish()),
+            Column::Str(b) => Arc::new(b.finish()),
+            Column::Name(b) => Arc::new(b.finish()),
+            Column::List(l) => {
+                let offsets = std::mem::replace(&mut l.offsets, vec![0]);
+                l.len = 0;
+                let values = l.values.finish();
+                Arc::new(ListArray::new(
+                    Arc::clone(&l.field),
+                    OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                    values,
+                    l.nulls.finish(),
+                ))
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Column::U8(b) => b.len(),
+            Column::U16(b) => b.len(),
+            Column::U32(b) => b.len(),
+            Column::U64(b) => b.len(),
+            Column::I8(b) => b.len(),
+            Column::I16(b) => b.len(),
+            Column::I32(b) => b.len(),
+            Column::I64(b) => b.len(),
+            Column::Bool(b) => b.len(),
+            Column::Bytes(b) => b.len(),
+            Column::Str(b) => b.len(),
+            Column::Name(b) => b.len(),
+            Column::List(l) => l.offsets.len().saturating_sub(1),
+        }
+    }
+}
+
+/// A list offset. Lists are cut into batches long before 2^31 values (see
+/// `Tables::full`), so the offset fits.
+fn offset32(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// What a field of a table becomes, in visiting order (nested records flattened).
+#[derive(Clone, Copy, Debug)]
+enum Slot {
+    /// A plain value into column `col`; `key` when it keys the record's child tables.
+    Value { col: usize, key: bool },
+    /// A list of plain values into column `col`.
+    List { col: usize },
+    /// A nested record whose fields are the next `span` slots.
+    Struct { span: usize },
+    /// A child table: its rows go to table `table`.
+    Child { table: usize },
+}
+
+/// One output table: its Arrow schema, its columns, and how a row's values reach them.
+pub(crate) struct Table {
+    /// The table name (the folder of its files).
+    pub(crate) name: String,
+    /// The Arrow schema of its files.
+    pub(crate) schema: Arc<ArrowSchema>,
+    /// The source schema the table was planned from (same-named child tables merge only
+    /// when their source schemas and keys agree).
+    source: Arc<Schema>,
+    /// How many leading columns hold the parent's keys.
+    keys: usize,
+    slots: Vec<Slot>,
+    columns: Vec<Column>,
+    /// Rows buffered.
+    rows: usize,
+}
+
+/// A key value copied from a parent row into its child rows.
+#[derive(Clone, Debug)]
+enum KeyValue {
+    UInt(u64),
+    Int(i64),
+    Str(String),
+    Bool(bool),
+    Null,
+}
+
+/// A row's key values: a few, kept inline (no allocation per row).
+type Keys = smallvec::SmallVec<[KeyValue; 3]>;
+
+/// Where the visitor is.
+#[derive(Debug)]
+enum Frame {
+    /// Filling a row of `table`: slot `slot` comes next. `structs` counts the nested
+    /// records open inside it; `keys` holds its key values, for its child rows.
+    Row {
+        table: usize,
+        slot: usize,
+        structs: usize,
+        keys: Keys,
+    },
+    /// Inside a list of plain values of column `col` of `table`.
+    List { table: usize, col: usize },
+    /// Inside a child table's list of rows (the parent row is the frame below).
+    Child { table: usize },
+}
+
+/// Every table of an export and the visitor that fills them.
+pub(crate) struct Tables {
+    pub(crate) tables: Vec<Table>,
+    /// Table indices of the record reader's tables (by `Record::table`).
+    top: Vec<usize>,
+    stack: Vec<Frame>,
+    /// Set when the current row skipped a nested record's slots.
+    ragged: bool,
+    /// Where full batches go.
+    out: Option<Writer>,
+    /// The first error of `out`, reported by [`Tables::check`].
+    error: Option<Error>,
+    batch_rows: usize,
+    batch_bytes: usize,
+}
+
+impl Tables {
+    /// Plans the output tables of a record reader's schemas: the schemas themselves, then
+    /// every child table they reach (same-named child tables with the same columns merge).
+    pub(crate) fn new(schemas: &[Arc<Schema>], batch_rows: usize, batch_bytes: usize) -> Tables {
+        let mut t = Tables {
+            tables: Vec::new(),
+            top: Vec::new(),
+            stack: Vec::new(),
+            ragged: false,
+            out: None,
+            error: None,
+            batch_rows: batch_rows.max(1),
+            batch_bytes,
+        };
+        for s in schemas {
+            let index = t.plan(s, &[]);
+            t.top.push(index);
+        }
+        t
+    }
+
+    /// Plans `schema` as a table whose rows start with `parent_keys`; returns its index.
+    fn plan(&mut self, schema: &Arc<Schema>, parent_keys: &[Field]) -> usize {
+        if let Some(i) = self.tables.iter().position(|t| {
+            t.name == schema.name
+                && *t.source == **schema
+                && t.keys == parent_keys.len()
+                && t.schema
+                    .fields()
+                    .iter()
+                    .zip(parent_keys)
+                    .all(|(a, k)| *a.name() == *k.name)
+        }) {
+            return i;
+        }
+        let mut fields: Vec<ArrowField> = Vec::new();
+        for k in parent_keys {
+            if let Some(ty) = arrow_type(&k.ty) {
+                fields.push(ArrowField::new(k.name.to_string(), ty, k.nullable));
+            }
+        }
+        let keys = fields.len();
+        let index = self.tables.len();
+        // A placeholder keeps the index while child tables are planned.
+        self.tables.push(Table {
+            name: schema.name.to_string(),
+            schema: Arc::new(ArrowSchema::empty()),
+            source: Arc::clone(schema),
+            keys,
+            slots: Vec::new(),
+            columns: Vec::new(),
+            rows: 0,
+        });
+        let mut slots = Vec::new();
+        let own_keys: Vec<Field> = schema.keys().cloned().collect();
+        self.plan_fields(schema, false, &own_keys, &mut fields, &mut slots);
+        let columns = fields.iter().map(|f| Column::new(f.data_type())).collect();
+        if let Some(t) = self.tables.get_mut(index) {
+            t.schema = Arc::new(ArrowSchema::new(fields));
+            t.slots = slots;
+            t.columns = columns;
+        }
+        index
+    }
+
+    fn plan_fields(
+        &mut self,
+        schema: &Schema,
+        in_nullable: bool,
+        own_keys: &[Field],
+        fields: &mut Vec<ArrowField>,
+        slots: &mut Vec<Slot>,
+    ) {
+        for f in &schema.fields {
+            let nullable = f.nullable || in_nullable;
+            match &f.ty {
+                Type::Struct(s) => {
+                    let at = slots.len();
+                    slots.push(Slot::Struct { span: 0 });
+                    self.plan_fields(s, nullable, own_keys, fields, slots);
+                    let span = slots.len().saturating_sub(at).saturating_sub(1);
+                    if let Some(slot) = slots.get_mut(at) {
+                        *slot = Slot::Struct { span };
+                    }
+                }
+                Type::Rows(child) => {
+                    let table = self.plan(child, own_keys);
+                    slots.push(Slot::Child { table });
+                }
+                ty => {
+                    let Some(arrow) = arrow_type(ty) else {
+                        continue;
+                    };
+                    let col = fields.len();
+                    fields.push(ArrowField::new(f.name.to_string(), arrow, nullable));
+                    slots.push(if matches!(ty, Type::List(_)) {
+                        Slot::List { col }
+                    } else {
+                        Slot::Value { col, key: f.key }
+                    });
+                }
+            }
+        }
+    }
+
+    /// The output table of the record reader's table `table`.
+    pub(crate) fn top(&self, table: usize) -> Option<usize> {
+        self.top.get(table).copied()
+    }
+
+    /// Appends one record of output table `table`.
+    pub(crate) fn append(&mut self, table: usize, row: &dyn crate::schema::Row) {
+        self.stack.clear();
+        self.stack.push(Frame::Row {
+            table,
+            slot: 0,
+            structs: 0,
+            keys: Keys::new(),
+        });
+        row.visit(self);
+        let slot = match self.stack.first() {
+            Some(Frame::Row { slot, .. }) => *slot,
+            _ => 0,
+        };
+        self.end_of_row(table, slot);
+        self.stack.clear();
+    }
+
+    /// Completes a row of `table` that stopped at slot `slot`: when the row skipped slots
+    /// (a missing nested record, or a row shorter than its schema), the columns it left
+    /// unfilled get nulls, so every column keeps the same length.
+    fn end_of_row(&mut self, table: usize, slot: usize) {
+        let Some(t) = self.tables.get_mut(table) else {
+            return;
+        };
+        t.rows = t.rows.saturating_add(1);
+        if slot != t.slots.len() || std::mem::take(&mut self.ragged) {
+            let rows = t.rows;
+            for c in &mut t.columns {
+                while c.len() < rows {
+                    c.null();
+                }
+            }
+        }
+        // Variable-length values are weighed every so many rows: a batch is cut at a
+        // row count or a byte size, whichever comes first.
+        let full = t.rows >= self.batch_rows
+            || (t.rows % 1024 == 0
+                && t.columns.iter().map(Column::heap_bytes).sum::<usize>() >= self.batch_bytes);
+        if full {
+            self.flush(table);
+        }
+    }
+
+    /// Hands the buffered rows of `table` to the writer.
+    pub(crate) fn flush(&mut self, table: usize) {
+        let Some(t) = self.tables.get_mut(table) else {
+            return;
+        };
+        if t.rows == 0 {
+            return;
+        }
+        let rows = std::mem::take(&mut t.rows);
+        let columns = t.columns.iter_mut().map(Column::finish).collect();
+        let batch = Batch {
+            table,
+            columns,
+            rows,
+        };
+        if self.error.is_none()
+            && let Some(out) = self.out.as_mut()
+            && let Err(e) = out.write(batch)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Sets where full batches go.
+    pub(crate) fn set_writer(&mut self, out: Writer) {
+        self.out = Some(out);
+    }
+
+    /// The writer's first error, if any.
+    pub(crate) fn check(&mut self) -> Result<(), Error> {
+        self.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Flushes every table and returns the writer.
+    pub(crate) fn into_writer(mut self) -> Result<Option<Writer>, Error> {
+        for t in 0..self.tables.len() {
+            self.flush(t);
+        }
+        self.check()?;
+        Ok(self.out.take())
+    }
+
+    /// The column the next value of the current frame goes to, moving past its slot, and
+    /// whether it is a key. `None` when the value has no column (a mismatch between a row
+    /// and its schema, which drops the value rather than failing).
+    #[inline]
+    fn next_value(&mut self) -> Option<(&mut Column, Option<&mut Keys>)> {
+        match self.stack.last_mut()? {
+            Frame::Row {
+                table, slot, keys, ..
+            } => {
+                let t = self.tables.get_mut(*table)?;
+                let s = t.slots.get(*slot).copied();
+                *slot = slot.saturating_add(1);
+                match s? {
+                    Slot::Value { col, key } => {
+                        let c = t.columns.get_mut(col)?;
+                        Some((c, key.then_some(keys)))
+                    }
+                    _ => None,
+                }
+            }
+            Frame::List { table, col } => {
+                let t = self.tables.get_mut(*table)?;
+                match t.columns.get_mut(*col)? {
+                    Column::List(l) => {
+                        l.len = l.len.saturating_add(1);
+                        Some((&mut l.values, None))
+                    }
+                    _ => None,
+                }
+            }
+            Frame::Child { .. } => None,
+        }
+    }
+}
+
+impl Visitor for Tables {
+    #[inline]
+    fn uint(&mut self, v: u64) {
+        if let Some((c, keys)) = self.next_value() {
+            c.uint(v);
+            if let Some(k) = keys {
+                k.push(KeyValue::UInt(v));
+            }
+        }
+    }
+
+    fn int(&mut self, v: i64) {
+        if let Some((c, keys)) = self.next_value() {
+            c.int(v);
+            if let Some(k) = keys {
+                k.push(KeyValue::Int(v));
+            }
+        }
+    }
+
+    fn bool(&mut self, v: bool) {
+        if let Some((c, keys)) = self.next_value() {
+            c.bool(v);
+            if let Some(k) = keys {
+                k.push(KeyValue::Bool(v));
+            }
+        }
+    }
+
+    fn bytes(&mut self, v: &[u8]) {
+        if let Some((c, _)) = self.next_value() {
+            c.bytes(v);
+        }
+    }
+
+    fn str(&mut self, v: &str) {
+        if let Some((c, keys)) = self.next_value() {
+            c.str(v);
+            if let Some(k) = keys {
+                k.push(KeyValue::Str(v.to_owned()));
+            }
+        }
+    }
+
+    fn null(&mut self) {
+        let Some(Frame::Row {
+            table, slot, keys, ..
+        }) = self.stack.last_mut()
+        else {
+            if let Some((c, _)) = self.next_value() {
+                c.null();
+            }
+            return;
+        };
+        let Some(t) = self.tables.get_mut(*table) else {
+            return;
+        };
+        let s = t.slots.get(*slot).copied();
+        *slot = slot.saturating_add(1);
+        match s {
+            Some(Slot::Value { col, key }) => {
+                if let Some(c) = t.columns.get_mut(col) {
+                    c.null();
+                }
+                if key {
+                    keys.push(KeyValue::Null);
+                }
+            }
+            Some(Slot::List { col }) => {
+                if let Some(c) = t.columns.get_mut(col) {
+                    c.null();
+                }
+            }
+            // A missing nested record: its columns are filled with nulls at the row's end.
+            Some(Slot::Struct { span }) => {
+                *slot = slot.saturating_add(span);
+                self.ragged = true;
+            }
+            // A missing child table: no child rows.
+            Some(Slot::Child { .. }) | None => {}
+        }
+    }
+
+    fn begin_list(&mut self) {
+        let Some(Frame::Row { table, slot, .. }) = self.stack.last_mut() else {
+            return;
+        };
+        let table = *table;
+        let s = self
+            .tables
+            .get(table)
+            .and_then(|t| t.slots.get(*slot))
+            .copied();
+        *slot = slot.saturating_add(1);
+        match s {
+            Some(Slot::List { col }) => self.stack.push(Frame::List { table, col }),
+            Some(Slot::Child { table }) => self.stack.push(Frame::Child { table }),
+            // A list the schema does not have: its values are dropped.
+            _ => self.stack.push(Frame::Child { table: usize::MAX }),
+        }
+    }
+
+    fn end_list(&mut self) {
+        if let Some(Frame::List { table, col }) = self.stack.pop()
+            && let Some(Column::List(l)) = self
+                .tables
+                .get_mut(table)
+                .and_then(|t| t.columns.get_mut(col))
+        {
+            l.nulls.append_non_null();
+            l.offsets.push(offset32(l.len));
+        }
+    }
+
+    fn begin_row(&mut self) {
+        let child = match self.stack.last_mut() {
+            Some(Frame::Child { table }) => *table,
+            Some(Frame::Row { structs, slot, .. }) => {
+                // A nested record: its fields are the slots that follow.
+                *structs = structs.saturating_add(1);
+                *slot = slot.saturating_add(1);
+                return;
+            }
+            _ => return,
+        };
+        // The parent row, below the child frame, holds the keys.
+        let keys: &[KeyValue] = match self.stack.iter().rev().nth(1) {
+            Some(Frame::Row { keys, .. }) => keys,
+            _ => &[],
+        };
+        if let Some(t) = self.tables.get_mut(child) {
+            for (c, k) in t.columns.iter_mut().zip(keys) {
+                match k {
+                    KeyValue::UInt(v) => c.uint(*v),
+                    KeyValue::Int(v) => c.int(*v),
+                    KeyValue::Str(v) => c.str(v),
+                    KeyValue::Bool(v) => c.bool(*v),
+                    KeyValue::Null => c.null(),
+                }
+            }
+        }
+        // Rows of a list the schema lacks go to no table and take no values.
+        self.stack.push(Frame::Row {
+            table: child,
+            slot: 0,
+            structs: 0,
+            keys: Keys::new(),
+        });
+    }
+
+    fn end_row(&mut self) {
+        match self.stack.last_mut() {
+            Some(Frame::Row { structs, .. }) if *structs > 0 => {
+                *structs = structs.saturating_sub(1);
+            }
+            Some(&mut Frame::Row { table, slot, .. }) => {
+                self.stack.pop();
+                self.end_of_row(table, slot);
+            }
+            _ => {}
+        }
+    }
+}
