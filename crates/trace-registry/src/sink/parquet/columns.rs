@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use arrow_array::builder::{
     ArrayBuilder, BinaryBuilder, BooleanBuilder, Int8Builder, Int16Builder, Int32Builder,
-    Int64Builder, StringBuilder, StringDictionaryBuilder, UInt8Builder, UInt16Builder,
+    Int64Builder, StringBuilder, UInt8Builder, UInt16Builder,
     UInt32Builder, UInt64Builder,
 };
 use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, ListArray};
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, ListArray};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
@@ -56,8 +56,90 @@ enum Column {
     Bool(BooleanBuilder),
     Bytes(BinaryBuilder),
     Str(StringBuilder),
-    Name(StringDictionaryBuilder<Int32Type>),
+    Name(Box<NameColumn>),
     List(Box<ListColumn>),
+}
+
+/// Names, dictionary-encoded as they arrive: each distinct name of a batch is stored once.
+struct NameColumn {
+    keys: Vec<i32>,
+    nulls: NullBufferBuilder,
+    map: std::collections::HashMap<Box<str>, i32, BuildFnv>,
+    values: StringBuilder,
+}
+
+impl Default for NameColumn {
+    fn default() -> NameColumn {
+        NameColumn {
+            keys: Vec::new(),
+            nulls: NullBufferBuilder::new(0),
+            map: std::collections::HashMap::default(),
+            values: StringBuilder::new(),
+        }
+    }
+}
+
+/// FNV-1a: short keys (names of a few bytes) hash in a few instructions, where the
+/// default SipHash costs a hundred; the keys are the trace's own names, and a dictionary
+/// of a batch is small, so flooding is no concern.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type BuildFnv = std::hash::BuildHasherDefault<Fnv>;
+
+impl NameColumn {
+    #[inline]
+    fn append(&mut self, v: &str) {
+        let key = match self.map.get(v) {
+            Some(k) => *k,
+            None => {
+                // At most one entry per row of a batch, so the count fits.
+                let k = i32::try_from(self.map.len()).unwrap_or(i32::MAX);
+                self.map.insert(v.into(), k);
+                self.values.append_value(v);
+                k
+            }
+        };
+        self.keys.push(key);
+        self.nulls.append_non_null();
+    }
+
+    fn append_null(&mut self) {
+        self.keys.push(0);
+        self.nulls.append_null();
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        let keys = Int32Array::new(
+            ScalarBuffer::from(std::mem::take(&mut self.keys)),
+            self.nulls.finish(),
+        );
+        let values: ArrayRef = Arc::new(self.values.finish());
+        self.map.clear();
+        // The keys index the values built alongside them, so this cannot fail; an empty
+        // array stands in if it somehow did.
+        match DictionaryArray::<Int32Type>::try_new(keys, values) {
+            Ok(a) => Arc::new(a),
+            Err(_) => arrow_array::new_empty_array(&DataType::Dictionary(
+                Box::new(DataType::Int32),
+                Box::new(DataType::Utf8),
+            )),
+        }
+    }
 }
 
 /// A list of plain values: offsets, validity, and the values as one column.
@@ -83,7 +165,7 @@ impl Column {
             DataType::Boolean => Column::Bool(BooleanBuilder::new()),
             DataType::Binary => Column::Bytes(BinaryBuilder::new()),
             DataType::Utf8 => Column::Str(StringBuilder::new()),
-            DataType::Dictionary(..) => Column::Name(StringDictionaryBuilder::new()),
+            DataType::Dictionary(..) => Column::Name(Box::default()),
             DataType::List(field) => Column::List(Box::new(ListColumn {
                 field: Arc::clone(field),
                 offsets: vec![0],
@@ -138,13 +220,7 @@ impl Column {
 
     fn str(&mut self, v: &str) {
         match self {
-            Column::Name(b) => {
-                // Only a dictionary of more than 2^31 distinct names fails; such a column
-                // holds no names past that point.
-                if b.append(v).is_err() {
-                    b.append_null();
-                }
-            }
+            Column::Name(b) => b.append(v),
             Column::Str(b) => b.append_value(v),
             Column::Bytes(b) => b.append_value(v.as_bytes()),
             _ => self.null(),
@@ -195,7 +271,7 @@ impl Column {
             Column::Bool(b) => Arc::new(b.finish()),
             Column::Bytes(b) => Arc::new(b.finish()),
             Column::Str(b) => Arc::new(b.finish()),
-            Column::Name(b) => Arc::new(b.finish()),
+            Column::Name(b) => b.finish(),
             Column::List(l) => {
                 let offsets = std::mem::replace(&mut l.offsets, vec![0]);
                 l.len = 0;
@@ -223,7 +299,7 @@ impl Column {
             Column::Bool(b) => b.len(),
             Column::Bytes(b) => b.len(),
             Column::Str(b) => b.len(),
-            Column::Name(b) => b.len(),
+            Column::Name(b) => b.keys.len(),
             Column::List(l) => l.offsets.len().saturating_sub(1),
         }
     }
@@ -259,10 +335,17 @@ pub(crate) struct Table {
     source: Arc<Schema>,
     /// How many leading columns hold the parent's keys.
     keys: usize,
+    /// The columns to delta-encode (see `writer::encodings`): in a record table its 64-bit
+    /// integers, which run or step from row to row (indices, offsets, pcs, register
+    /// state); in a child table only the parent's keys, since its other columns interleave
+    /// unrelated values (the changes of different registers) that a dictionary packs better.
+    pub(crate) delta: Vec<bool>,
     slots: Vec<Slot>,
     columns: Vec<Column>,
     /// Rows buffered.
     rows: usize,
+    /// Set when the row being filled skipped a nested record's slots.
+    ragged: bool,
 }
 
 /// A key value copied from a parent row into its child rows.
@@ -270,7 +353,7 @@ pub(crate) struct Table {
 enum KeyValue {
     UInt(u64),
     Int(i64),
-    Str(String),
+    Str(Box<str>),
     Bool(bool),
     Null,
 }
@@ -301,8 +384,6 @@ pub(crate) struct Tables {
     /// Table indices of the record reader's tables (by `Record::table`).
     top: Vec<usize>,
     stack: Vec<Frame>,
-    /// Set when the current row skipped a nested record's slots.
-    ragged: bool,
     /// Where full batches go.
     out: Option<Writer>,
     /// The first error of `out`, reported by [`Tables::check`].
@@ -319,21 +400,23 @@ impl Tables {
             tables: Vec::new(),
             top: Vec::new(),
             stack: Vec::new(),
-            ragged: false,
             out: None,
             error: None,
             batch_rows: batch_rows.max(1),
             batch_bytes,
         };
         for s in schemas {
-            let index = t.plan(s, &[]);
+            let index = t.plan(s, None);
             t.top.push(index);
         }
         t
     }
 
-    /// Plans `schema` as a table whose rows start with `parent_keys`; returns its index.
-    fn plan(&mut self, schema: &Arc<Schema>, parent_keys: &[Field]) -> usize {
+    /// Plans `schema` as a record table (`parent_keys` is `None`) or as a child table whose
+    /// rows start with `parent_keys`; returns its index.
+    fn plan(&mut self, schema: &Arc<Schema>, parent_keys: Option<&[Field]>) -> usize {
+        let is_child = parent_keys.is_some();
+        let parent_keys = parent_keys.unwrap_or_default();
         if let Some(i) = self.tables.iter().position(|t| {
             t.name == schema.name
                 && *t.source == **schema
@@ -360,15 +443,26 @@ impl Tables {
             schema: Arc::new(ArrowSchema::empty()),
             source: Arc::clone(schema),
             keys,
+            delta: Vec::new(),
             slots: Vec::new(),
             columns: Vec::new(),
             rows: 0,
+            ragged: false,
         });
         let mut slots = Vec::new();
         let own_keys: Vec<Field> = schema.keys().cloned().collect();
         self.plan_fields(schema, false, &own_keys, &mut fields, &mut slots);
         let columns = fields.iter().map(|f| Column::new(f.data_type())).collect();
+        let delta = fields
+            .iter()
+            .enumerate()
+            .map(|(n, f)| {
+                let wide = matches!(f.data_type(), DataType::UInt64 | DataType::Int64);
+                wide && (!is_child || n < keys)
+            })
+            .collect();
         if let Some(t) = self.tables.get_mut(index) {
+            t.delta = delta;
             t.schema = Arc::new(ArrowSchema::new(fields));
             t.slots = slots;
             t.columns = columns;
@@ -397,7 +491,7 @@ impl Tables {
                     }
                 }
                 Type::Rows(child) => {
-                    let table = self.plan(child, own_keys);
+                    let table = self.plan(child, Some(own_keys));
                     slots.push(Slot::Child { table });
                 }
                 ty => {
@@ -447,7 +541,7 @@ impl Tables {
             return;
         };
         t.rows = t.rows.saturating_add(1);
-        if slot != t.slots.len() || std::mem::take(&mut self.ragged) {
+        if slot != t.slots.len() || std::mem::take(&mut t.ragged) {
             let rows = t.rows;
             for c in &mut t.columns {
                 while c.len() < rows {
@@ -581,7 +675,7 @@ impl Visitor for Tables {
         if let Some((c, keys)) = self.next_value() {
             c.str(v);
             if let Some(k) = keys {
-                k.push(KeyValue::Str(v.to_owned()));
+                k.push(KeyValue::Str(v.into()));
             }
         }
     }
@@ -618,7 +712,7 @@ impl Visitor for Tables {
             // A missing nested record: its columns are filled with nulls at the row's end.
             Some(Slot::Struct { span }) => {
                 *slot = slot.saturating_add(span);
-                self.ragged = true;
+                t.ragged = true;
             }
             // A missing child table: no child rows.
             Some(Slot::Child { .. }) | None => {}

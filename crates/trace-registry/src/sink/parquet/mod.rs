@@ -182,7 +182,7 @@ impl Dataset {
         let layout: Vec<_> = tables
             .tables
             .iter()
-            .map(|t| (t.name.clone(), Arc::clone(&t.schema)))
+            .map(|t| (t.name.clone(), Arc::clone(&t.schema), t.delta.clone()))
             .collect();
         let files = Files::create(&dataset.tmp, &layout, options.properties(), options.clone())?;
         tables.set_writer(Writer::new(files, options.threads));
@@ -359,5 +359,282 @@ fn manifest<'a>(
             })
             .collect(),
         notes,
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+    use crate::schema::{Field, Type, Visitor};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+    use arrow_array::{Array, RecordBatch};
+    use quickcheck::{Arbitrary, Gen, QuickCheck};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A record exercising every type of the model.
+    #[derive(Clone, Debug, PartialEq)]
+    struct TestRow {
+        i: u64,
+        a: u8,
+        b: Option<i32>,
+        flag: bool,
+        data: Vec<u8>,
+        name: String,
+        words: Option<Vec<u32>>,
+        nested: Option<(u64, u16)>,
+        kids: Vec<(u64, Option<String>)>,
+    }
+
+    impl Arbitrary for TestRow {
+        fn arbitrary(g: &mut Gen) -> TestRow {
+            let names = ["add", "mov", "bl", "é\"x"];
+            TestRow {
+                i: 0,
+                a: u8::arbitrary(g),
+                b: Option::arbitrary(g),
+                flag: bool::arbitrary(g),
+                data: Vec::arbitrary(g),
+                name: (*g.choose(&names).unwrap()).to_owned(),
+                words: Option::arbitrary(g),
+                nested: Option::arbitrary(g),
+                kids: Vec::arbitrary(g),
+            }
+        }
+    }
+
+    impl Row for TestRow {
+        fn visit(&self, v: &mut dyn Visitor) {
+            v.uint(self.i);
+            v.uint(u64::from(self.a));
+            match self.b {
+                Some(b) => v.int(i64::from(b)),
+                None => v.null(),
+            }
+            v.bool(self.flag);
+            v.bytes(&self.data);
+            v.str(&self.name);
+            match &self.words {
+                Some(w) => {
+                    v.begin_list();
+                    for x in w {
+                        v.uint(u64::from(*x));
+                    }
+                    v.end_list();
+                }
+                None => v.null(),
+            }
+            match self.nested {
+                Some((x, y)) => {
+                    v.begin_row();
+                    v.uint(x);
+                    v.uint(u64::from(y));
+                    v.end_row();
+                }
+                None => v.null(),
+            }
+            v.begin_list();
+            for (k, s) in &self.kids {
+                v.begin_row();
+                v.uint(*k);
+                match s {
+                    Some(s) => v.str(s),
+                    None => v.null(),
+                }
+                v.end_row();
+            }
+            v.end_list();
+        }
+    }
+
+    fn schema() -> Arc<Schema> {
+        let nested = Schema::new(
+            "nested",
+            vec![Field::new("x", Type::UInt(64)), Field::new("y", Type::UInt(16))],
+        );
+        let kids = Schema::new(
+            "kids",
+            vec![
+                Field::new("v", Type::UInt(64)),
+                Field::new("s", Type::Str).nullable(),
+            ],
+        );
+        Arc::new(Schema::new(
+            "rows",
+            vec![
+                Field::new("i", Type::UInt(64)).key(),
+                Field::new("a", Type::UInt(8)),
+                Field::new("b", Type::Int(32)).nullable(),
+                Field::new("flag", Type::Bool),
+                Field::new("data", Type::Bytes),
+                Field::new("name", Type::Name),
+                Field::new("words", Type::List(Box::new(Type::UInt(32)))).nullable(),
+                Field::new("nested", Type::Struct(Arc::new(nested))).nullable(),
+                Field::new("kids", Type::Rows(Arc::new(kids))),
+            ],
+        ))
+    }
+
+    fn temp_dir() -> PathBuf {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        std::env::temp_dir().join(format!("tracekit-pq-{}-{n}", std::process::id()))
+    }
+
+    /// Every batch of every file of `dir/table`, in file order.
+    fn read_table(dir: &Path, table: &str) -> Vec<RecordBatch> {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(table))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            let file = std::fs::File::open(f).unwrap();
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                    .unwrap()
+                    .build()
+                    .unwrap();
+            out.extend(reader.map(Result::unwrap));
+        }
+        out
+    }
+
+    /// Reads the dataset back into rows.
+    fn read_back(dir: &Path) -> Vec<TestRow> {
+        let mut rows = Vec::new();
+        for b in read_table(dir, "rows") {
+            let col = |n: &str| b.column_by_name(n).unwrap().clone();
+            let (i, a, bb) = (col("i"), col("a"), col("b"));
+            let (i, a, bb) = (
+                i.as_primitive::<UInt64Type>(),
+                a.as_primitive::<UInt8Type>(),
+                bb.as_primitive::<Int32Type>(),
+            );
+            let (flag, data, name) = (col("flag"), col("data"), col("name"));
+            let name = name.as_dictionary::<Int32Type>();
+            let names = name.values().as_string::<i32>();
+            let (words, x, y) = (col("words"), col("x"), col("y"));
+            let words = words.as_list::<i32>();
+            let (x, y) = (x.as_primitive::<UInt64Type>(), y.as_primitive::<UInt16Type>());
+            for r in 0..b.num_rows() {
+                rows.push(TestRow {
+                    i: i.value(r),
+                    a: a.value(r),
+                    b: bb.is_valid(r).then(|| bb.value(r)),
+                    flag: flag.as_boolean().value(r),
+                    data: data.as_binary::<i32>().value(r).to_vec(),
+                    name: names
+                        .value(name.keys().value(r) as usize)
+                        .to_owned(),
+                    words: words.is_valid(r).then(|| {
+                        words
+                            .value(r)
+                            .as_primitive::<UInt32Type>()
+                            .values()
+                            .to_vec()
+                    }),
+                    nested: x.is_valid(r).then(|| (x.value(r), y.value(r))),
+                    kids: Vec::new(),
+                });
+            }
+        }
+        for b in read_table(dir, "kids") {
+            let (i, v, s) = (b.column(0), b.column(1), b.column(2));
+            let (i, v, s) = (
+                i.as_primitive::<UInt64Type>(),
+                v.as_primitive::<UInt64Type>(),
+                s.as_string::<i32>(),
+            );
+            for r in 0..b.num_rows() {
+                let parent = &mut rows[i.value(r) as usize];
+                parent
+                    .kids
+                    .push((v.value(r), s.is_valid(r).then(|| s.value(r).to_owned())));
+            }
+        }
+        rows
+    }
+
+    fn round_trip(mut rows: Vec<TestRow>, small: bool, threads: bool) -> bool {
+        for (n, r) in rows.iter_mut().enumerate() {
+            r.i = n as u64;
+        }
+        let options = ParquetOptions {
+            rows_per_file: small.then_some(7),
+            row_group_rows: if small { 5 } else { 1 << 20 },
+            batch_rows: if small { 3 } else { 1 << 16 },
+            threads: if threads { 2 } else { 1 },
+            ..ParquetOptions::default()
+        };
+        let dir = temp_dir();
+        let mut d = Dataset::create(&dir, &[schema()], &options, false).unwrap();
+        for r in &rows {
+            d.write(0, r).unwrap();
+        }
+        let summary = d.finish(&Origin::default(), None, &[]).unwrap();
+        let back = read_back(&dir);
+        let kids: usize = rows.iter().map(|r| r.kids.len()).sum();
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(summary[0].rows, rows.len() as u64);
+        assert_eq!(summary[1].rows, kids as u64);
+        assert_eq!(manifest["tables"][1]["rows"], kids as u64);
+        assert_eq!(manifest["complete"], true);
+        back == rows
+    }
+
+    #[test]
+    fn export_reads_back_as_the_rows() {
+        QuickCheck::new()
+            .tests(20)
+            .quickcheck(round_trip as fn(Vec<TestRow>, bool, bool) -> bool);
+    }
+
+    #[test]
+    fn columns_and_child_keys() {
+        let dir = temp_dir();
+        let d = Dataset::create(&dir, &[schema()], &ParquetOptions::default(), false).unwrap();
+        let names: Vec<Vec<String>> = d
+            .tables()
+            .iter()
+            .map(|(_, s)| s.fields().iter().map(|f| f.name().clone()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["i", "a", "b", "flag", "data", "name", "words", "x", "y"],
+                vec!["i", "v", "s"],
+            ]
+        );
+        drop(d);
+        assert!(!dir.exists(), "an unfinished dataset leaves nothing");
+    }
+
+    #[test]
+    fn an_existing_folder_is_kept_unless_replaced() {
+        let dir = temp_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("mine"), b"x").unwrap();
+        let o = ParquetOptions::default();
+        let e = Dataset::create(&dir, &[schema()], &o, false).unwrap_err();
+        assert!(e.to_string().contains("exists"), "{e}");
+        assert!(dir.join("mine").exists());
+        let d = Dataset::create(&dir, &[schema()], &o, true).unwrap();
+        assert!(dir.join("mine").exists(), "replaced only when complete");
+        d.finish(&Origin::default(), None, &[]).unwrap();
+        assert!(!dir.join("mine").exists());
+        assert!(dir.join("rows/part-00000.parquet").exists());
+        assert!(dir.join("kids/part-00000.parquet").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

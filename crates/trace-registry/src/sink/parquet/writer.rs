@@ -12,7 +12,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::Schema as ArrowSchema;
 use parquet::arrow::ArrowSchemaConverter;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 
 use super::ParquetOptions;
@@ -69,18 +69,18 @@ impl Files {
     /// Creates a folder per table under `root`.
     pub(crate) fn create(
         root: &Path,
-        tables: &[(String, Arc<ArrowSchema>)],
+        tables: &[(String, Arc<ArrowSchema>, Vec<bool>)],
         props: WriterProperties,
         options: ParquetOptions,
     ) -> Result<Files, Error> {
         let mut out = Vec::with_capacity(tables.len());
-        for (name, schema) in tables {
+        for (name, schema, delta) in tables {
             let dir = root.join(name);
             if !dir.exists() {
                 std::fs::create_dir(&dir)
                     .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
             }
-            let mut props = props.clone();
+            let mut props = encodings(schema, delta, props.clone());
             parquet::arrow::add_encoded_arrow_schema_to_metadata(schema, &mut props);
             out.push(TableFiles {
                 dir,
@@ -173,6 +173,40 @@ impl Files {
         }
         Ok(self.tables.into_iter().map(|t| t.written).collect())
     }
+}
+
+/// Per-column encodings. A dictionary costs a hash per value and pays where values repeat
+/// out of order (names, threads, a child table's values); columns marked `delta` (64-bit
+/// integers that run or step from row to row) are delta-encoded, which makes runs of equal
+/// or evenly spaced values nearly free; byte strings (opcodes, memory contents) are plain,
+/// left to the page compression.
+fn encodings(schema: &ArrowSchema, delta: &[bool], props: WriterProperties) -> WriterProperties {
+    use arrow_schema::DataType;
+    use parquet::basic::Encoding;
+    use parquet::schema::types::ColumnPath;
+    let mut b = props.into_builder();
+    for (f, delta) in schema.fields().iter().zip(delta) {
+        let path = ColumnPath::from(f.name().as_str());
+        match f.data_type() {
+            DataType::UInt64 | DataType::Int64 if *delta => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+            }
+            // Min/max of byte strings and names prune nothing useful and cost a comparison
+            // per value.
+            DataType::Binary => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_statistics_enabled(path, EnabledStatistics::None);
+            }
+            DataType::Dictionary(..) | DataType::Utf8 => {
+                b = b.set_column_statistics_enabled(path, EnabledStatistics::None);
+            }
+            _ => {}
+        }
+    }
+    b.build()
 }
 
 fn open_part(t: &mut TableFiles) -> Result<Part, Error> {
