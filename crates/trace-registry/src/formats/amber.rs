@@ -4,6 +4,13 @@
 //! `{"i","pc","op","mnemonic","class","next_pc","ea","size","store"|"access","extra","trap",
 //! "synthetic_trap","escapes"}`; FULL records add `regs`, merged ones `thread` and `seq`.
 //! Escapes after the last instruction come as a final `{"dangling_escapes":[…]}` record.
+//!
+//! Tables (for columnar sinks): `instructions` (`i` key, and `thread` key too in a merged
+//! directory, where `i` counts each thread's records; FULL adds one column per register of
+//! the `regs` struct) and `escapes` (the keys, `code`, `name`, `words`). The
+//! `dangling_escapes` record has the same keys (not shown in JSON) and its child table is
+//! the same `escapes`, so that a columnar sink puts every escape in one table; see
+//! [`dangling_schema`] for the key values.
 
 use std::sync::Arc;
 
@@ -257,7 +264,7 @@ impl Handler for Amber {
             let merge = merge_dir(*self, input.parts_mut().unwrap_or_default())?;
             return Ok(Box::new(Tt6Rows {
                 handler: *self,
-                tables: [tt6_schema(true), dangling_schema()],
+                tables: [tt6_schema(true), dangling_schema(true)],
                 source: Tt6Source::Merged(merge),
                 row: InstrRow::default(),
                 done: false,
@@ -275,7 +282,7 @@ impl Handler for Amber {
         };
         Ok(Box::new(Tt6Rows {
             handler: *self,
-            tables: [tt6_schema(false), dangling_schema()],
+            tables: [tt6_schema(false), dangling_schema(false)],
             source,
             row: InstrRow::default(),
             done: false,
@@ -403,7 +410,7 @@ fn escape_schema() -> Arc<Schema> {
 /// The fields every amber instruction starts with.
 fn instruction_head() -> Vec<Field> {
     vec![
-        Field::new("i", Type::UInt(64)),
+        Field::new("i", Type::UInt(64)).key(),
         Field::hex("pc", 32),
         Field::hex("op", 32).json(Json::HexWidth(10)),
         Field::new("mnemonic", Type::Name).optional(),
@@ -425,17 +432,29 @@ fn tt6_schema(merged: bool) -> Arc<Schema> {
         Field::new("escapes", Type::Rows(escape_schema())).optional(),
     ]);
     if merged {
-        fields.push(Field::new("thread", Type::UInt(32)));
+        // `i` counts the records of each thread: with the thread it names one record.
+        fields.push(Field::new("thread", Type::UInt(32)).key());
         fields.push(Field::new("seq", Type::UInt(64)));
     }
     Arc::new(Schema::new("instructions", fields))
 }
 
-fn dangling_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(
-        "dangling_escapes",
-        vec![Field::new("dangling_escapes", Type::Rows(escape_schema()))],
-    ))
+/// The schema of the final record holding the escapes after the last instruction: the key
+/// fields of [`tt6_schema`] (`i`, and `thread` when `merged`), not shown in JSON, then the
+/// escapes as the same child table `escapes` as an instruction's, so that a columnar sink
+/// writes them to the one `escapes` table (same name, same key columns, same fields).
+///
+/// The key values: `i` is the index the next instruction would have had (the number of
+/// instructions of the file), because escape records belong to the instruction that
+/// follows them. A merged directory has no such record (the merge drops escapes after a
+/// thread's last instruction); its `thread` key is there only to keep the columns equal.
+fn dangling_schema(merged: bool) -> Arc<Schema> {
+    let mut fields = vec![Field::new("i", Type::UInt(64)).key().json(Json::Skip)];
+    if merged {
+        fields.push(Field::new("thread", Type::UInt(32)).key().json(Json::Skip));
+    }
+    fields.push(Field::new("dangling_escapes", Type::Rows(escape_schema())));
+    Arc::new(Schema::new("dangling_escapes", fields))
 }
 
 fn full_schema() -> Arc<Schema> {
@@ -485,6 +504,8 @@ struct InstrRow {
     escapes: Vec<EscapeRow>,
     escape_count: usize,
     merged: Option<(u32, u64)>,
+    /// The index the next instruction would have (the `i` of a `dangling_escapes` record).
+    next_index: u64,
     /// This row is the final `dangling_escapes` record.
     dangling: bool,
 }
@@ -525,6 +546,7 @@ impl InstrRow {
         });
         self.set_escapes(r.escapes);
         self.merged = merged;
+        self.next_index = r.index.saturating_add(1);
         self.dangling = false;
     }
 
@@ -548,6 +570,10 @@ impl InstrRow {
 impl Row for InstrRow {
     fn visit(&self, v: &mut dyn Visitor) {
         if self.dangling {
+            v.uint(self.next_index);
+            if let Some((thread, _)) = self.merged {
+                v.uint(u64::from(thread));
+            }
             self.visit_escapes(v);
             return;
         }
