@@ -305,6 +305,9 @@ pub(crate) mod testing {
         }
     }
 
+    /// A record: its table index and values.
+    pub(crate) type Rec = (usize, Vec<Val>);
+
     /// The tables and every record (table index, values) of `bytes` named `name`, read by
     /// `handler`; `gzip` reads them compressed, through the handler's streaming path.
     pub(crate) fn records(
@@ -312,11 +315,10 @@ pub(crate) mod testing {
         name: &str,
         bytes: &[u8],
         gzip: bool,
-    ) -> (Vec<std::sync::Arc<super::Schema>>, Vec<(usize, Vec<Val>)>) {
+    ) -> (Vec<std::sync::Arc<super::Schema>>, Vec<Rec>) {
         use std::io::Write;
         let (name, bytes) = if gzip {
-            let mut gz =
-                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
             gz.write_all(bytes).unwrap();
             (format!("{name}.gz"), gz.finish().unwrap())
         } else {
@@ -338,7 +340,9 @@ pub(crate) mod testing {
 
     /// A file of `testdata/`.
     pub(crate) fn testdata(path: &str) -> Vec<u8> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata").join(path);
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata")
+            .join(path);
         std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 

@@ -811,3 +811,113 @@ impl Row for FullRows<'_> {
         v.end_row();
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, collect, records, testdata};
+
+    /// The key columns a columnar sink gives the child tables of `schema`.
+    fn key_columns(schema: &Schema) -> Vec<(String, Type, bool)> {
+        schema
+            .keys()
+            .map(|f| (f.name.to_string(), f.ty.clone(), f.nullable))
+            .collect()
+    }
+
+    /// The child schema of the `Rows` field `name`.
+    fn child(schema: &Schema, name: &str) -> Arc<Schema> {
+        match &schema.field(name).unwrap().ty {
+            Type::Rows(s) => s.clone(),
+            t => panic!("{name} is {t:?}"),
+        }
+    }
+
+    /// Instructions and the dangling-escapes record give the same `escapes` table: same
+    /// name, key columns and fields; escape rows carry their instruction's `i`, dangling
+    /// ones the index the next instruction would have had.
+    #[test]
+    fn escapes_carry_i_and_dangling_ones_join_the_same_table() {
+        for (name, handler) in [("escapes.tt6", TT6), ("escapes.tt6e", TT6E)] {
+            let bytes = testdata(&format!("amber/{name}"));
+            for gzip in [false, true] {
+                let (tables, rows) = records(&handler, name, &bytes, gzip);
+                let [instructions, dangling] = &tables[..] else {
+                    panic!("two tables");
+                };
+                assert_eq!(
+                    key_columns(instructions),
+                    [("i".into(), Type::UInt(64), false)]
+                );
+                assert_eq!(key_columns(dangling), key_columns(instructions));
+                let escapes = child(instructions, "escapes");
+                assert_eq!(escapes.name, "escapes");
+                assert_eq!(child(dangling, "dangling_escapes"), escapes);
+                let count = rows.iter().filter(|(t, _)| *t == 0).count() as u64;
+                let mut with_escapes = 0;
+                for (n, (table, row)) in rows.iter().enumerate() {
+                    let escapes_at = if *table == 0 {
+                        assert_eq!(row[0].u(), n as u64, "{name}: i is the record index");
+                        instructions
+                            .fields
+                            .iter()
+                            .position(|f| f.name == "escapes")
+                            .unwrap()
+                    } else {
+                        assert_eq!(n, rows.len() - 1, "{name}: dangling escapes come last");
+                        assert_eq!(row[0].u(), count, "{name}: the next instruction's i");
+                        1
+                    };
+                    if let Val::List(list) = &row[escapes_at] {
+                        with_escapes += list.len();
+                    }
+                }
+                assert!(with_escapes > 0);
+                assert_eq!(rows.last().unwrap().0, 1, "{name} has dangling escapes");
+            }
+        }
+    }
+
+    /// In a merged directory `i` counts each thread's records, so `thread` is a key too
+    /// (the pair is unique), and the dangling-escapes schema keeps the same key columns.
+    #[test]
+    fn merged_keys_are_i_and_thread() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/amber/threads");
+        let mut input = Input::open(dir.as_os_str()).unwrap();
+        let options = crate::Options::default();
+        let mut ctx = Ctx::new(&options);
+        let mut records = TT6.records(&mut input, &mut ctx).unwrap();
+        let tables = records.tables().to_vec();
+        let keys = key_columns(&tables[0]);
+        assert_eq!(
+            keys,
+            [
+                ("i".into(), Type::UInt(64), false),
+                ("thread".into(), Type::UInt(32), false)
+            ]
+        );
+        assert_eq!(key_columns(&tables[1]), keys);
+        assert_eq!(
+            child(&tables[1], "dangling_escapes"),
+            child(&tables[0], "escapes")
+        );
+        let thread_at = tables[0]
+            .fields
+            .iter()
+            .position(|f| f.name == "thread")
+            .unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(r) = records.next_record() {
+            let r = r.unwrap();
+            assert_eq!(r.table, 0);
+            let row = collect(r.row());
+            assert!(seen.insert((row[0].u(), row[thread_at].u())), "unique keys");
+        }
+        assert!(seen.len() > 3);
+        // `i` alone repeats across threads.
+        let is: std::collections::BTreeSet<u64> = seen.iter().map(|(i, _)| *i).collect();
+        assert!(is.len() < seen.len());
+    }
+}

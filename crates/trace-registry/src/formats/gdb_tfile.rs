@@ -502,8 +502,7 @@ impl Row for FrameRecords<'_> {
                 v.begin_list();
                 for reg in layout {
                     // A register past the end of the block is unavailable: no row.
-                    let Some(bytes) = r.get(reg.offset..reg.offset.saturating_add(reg.size))
-                    else {
+                    let Some(bytes) = r.get(reg.offset..reg.offset.saturating_add(reg.size)) else {
                         continue;
                     };
                     v.begin_row();
@@ -538,5 +537,75 @@ impl Row for FrameRecords<'_> {
             v.end_row();
         }
         v.end_list();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, records, testdata};
+
+    /// `pc` is the value of the description's pc register as `gdb_tfile` reads it
+    /// (`rip` on amd64, `pswa` on s390, null without a description), and `regs` has one
+    /// row per register in the `R` block, `value_u64` where it has at most 8 bytes.
+    #[test]
+    fn pc_is_the_description_pc_register() {
+        for (name, pc_name) in [
+            ("amd64.tf", Some("rip")),
+            ("quirks.tf", Some("rip")),
+            ("s390-big-endian.tf", Some("pswa")),
+            ("no-tdesc.tf", None),
+        ] {
+            let bytes = testdata(&format!("gdb-tfile/{name}"));
+            let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+            let td = file.tdesc();
+            assert_eq!(
+                td.and_then(TargetDescription::pc_register)
+                    .map(|r| r.name.as_str()),
+                pc_name,
+                "{name}"
+            );
+            let expected: Vec<Option<u64>> = file
+                .frames()
+                .map(|f| {
+                    let f = f.unwrap();
+                    let pc = td.and_then(|td| f.register(td, pc_name?).unwrap())?;
+                    pc.as_u64()
+                })
+                .collect();
+            assert!(expected.iter().any(Option::is_some) == pc_name.is_some());
+            for gzip in [false, true] {
+                let (tables, rows) = records(&GdbTfile, name, &bytes, gzip);
+                let schema = &tables[0];
+                assert_eq!(schema.keys().map(|f| &*f.name).collect::<Vec<_>>(), ["i"]);
+                assert_eq!(rows.len(), expected.len());
+                for ((_, row), pc) in rows.iter().zip(&expected) {
+                    match pc {
+                        Some(pc) => assert_eq!(row[3], Val::U(*pc), "{name}"),
+                        None => assert_eq!(row[3], Val::Null, "{name}"),
+                    }
+                    let Some(td) = td else { continue };
+                    if row[4] == Val::Null {
+                        continue;
+                    }
+                    for reg in row[4].items() {
+                        let [Val::S(n), value_u64, Val::Bytes(value)] = reg.items() else {
+                            panic!("bad register row {reg:?}");
+                        };
+                        let r = td.register(n).unwrap();
+                        assert_eq!(value.len(), r.size());
+                        match value_u64 {
+                            Val::U(_) => assert!(r.size() <= 8),
+                            Val::Null => assert!(r.size() > 8),
+                            v => panic!("bad value_u64 {v:?}"),
+                        }
+                        if Some(n.as_str()) == pc_name {
+                            assert_eq!(value_u64, &Val::U(pc.unwrap()));
+                        }
+                    }
+                }
+            }
+        }
     }
 }

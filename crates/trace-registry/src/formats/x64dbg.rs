@@ -474,9 +474,21 @@ mod tests {
     #[test]
     fn state_is_the_replayed_registers_before_each_instruction() {
         for (name, arch, first) in [
-            ("basic.trace64", Arch::X64, ["rax", "rcx", "rdx", "rbx", "rsp"]),
-            ("basic.trace32", Arch::X86, ["eax", "ecx", "edx", "ebx", "esp"]),
-            ("sessions.trace64", Arch::X64, ["rax", "rcx", "rdx", "rbx", "rsp"]),
+            (
+                "basic.trace64",
+                Arch::X64,
+                ["rax", "rcx", "rdx", "rbx", "rsp"],
+            ),
+            (
+                "basic.trace32",
+                Arch::X86,
+                ["eax", "ecx", "edx", "ebx", "esp"],
+            ),
+            (
+                "sessions.trace64",
+                Arch::X64,
+                ["rax", "rcx", "rdx", "rbx", "rsp"],
+            ),
         ] {
             let bytes = testdata(&format!("x64dbg/{name}"));
             let trace = Trace::parse(&bytes).unwrap();
@@ -511,7 +523,11 @@ mod tests {
                 assert_eq!(names[ip], if arch == Arch::X64 { "rip" } else { "eip" });
                 assert_eq!(
                     names[flags],
-                    if arch == Arch::X64 { "rflags" } else { "eflags" }
+                    if arch == Arch::X64 {
+                        "rflags"
+                    } else {
+                        "eflags"
+                    }
                 );
                 assert!(state.fields.iter().all(|f| f.ty == Type::UInt(64)));
                 assert_eq!(rows.len(), expected.len());

@@ -650,7 +650,7 @@ mod tests {
         }
     }
 
-/// A row with two integer structs, handed over whole or value by value.
+    /// A row with two integer structs, handed over whole or value by value.
     struct Structs {
         whole: bool,
     }
@@ -699,7 +699,10 @@ mod tests {
             sink.flush().unwrap();
             lines.push(String::from_utf8(sink.into_inner()).unwrap());
         }
-        assert_eq!(lines[0], "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n");
+        assert_eq!(
+            lines[0],
+            "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n"
+        );
         assert_eq!(lines[1], lines[0]);
     }
 
