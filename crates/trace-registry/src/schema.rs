@@ -201,4 +201,156 @@ pub trait Visitor {
     fn begin_row(&mut self);
     /// Ends the nested record started last.
     fn end_row(&mut self);
+    /// A whole nested record ([`Type::Struct`]) whose fields are all unsigned integers
+    /// ([`Type::UInt`]), in one call: the same as [`Visitor::begin_row`], [`Visitor::uint`]
+    /// for each value and [`Visitor::end_row`] (which the default does), for rows that
+    /// carry many such values (the register state of an x64dbg instruction), so that a
+    /// sink may take them at once or drop a struct it does not show (JSON Lines,
+    /// [`Json::Skip`]) without a call per value.
+    fn uint_row(&mut self, values: &[u64]) {
+        self.begin_row();
+        for &x in values {
+            self.uint(x);
+        }
+        self.end_row();
+    }
+}
+
+/// A [`Visitor`] that keeps what a row hands it as a tree of values, for tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{Row, Visitor};
+
+    /// One value of a row.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub(crate) enum Val {
+        U(u64),
+        I(i64),
+        B(bool),
+        Bytes(Vec<u8>),
+        S(String),
+        Null,
+        /// A list of plain values or of child rows.
+        List(Vec<Val>),
+        /// A nested record (a child row or a struct).
+        Row(Vec<Val>),
+    }
+
+    impl Val {
+        /// The integer, panicking on anything else.
+        pub(crate) fn u(&self) -> u64 {
+            match self {
+                Val::U(x) => *x,
+                v => panic!("not an unsigned integer: {v:?}"),
+            }
+        }
+
+        /// The elements of a list or the fields of a row.
+        pub(crate) fn items(&self) -> &[Val] {
+            match self {
+                Val::List(v) | Val::Row(v) => v,
+                v => panic!("not a list or row: {v:?}"),
+            }
+        }
+    }
+
+    #[derive(Default)]
+    struct Collector {
+        stack: Vec<Vec<Val>>,
+        top: Vec<Val>,
+    }
+
+    impl Collector {
+        fn open(&mut self) {
+            let outer = std::mem::take(&mut self.top);
+            self.stack.push(outer);
+        }
+
+        fn close(&mut self, wrap: fn(Vec<Val>) -> Val) {
+            let inner = std::mem::replace(&mut self.top, self.stack.pop().unwrap());
+            self.top.push(wrap(inner));
+        }
+    }
+
+    impl Visitor for Collector {
+        fn uint(&mut self, v: u64) {
+            self.top.push(Val::U(v));
+        }
+        fn int(&mut self, v: i64) {
+            self.top.push(Val::I(v));
+        }
+        fn bool(&mut self, v: bool) {
+            self.top.push(Val::B(v));
+        }
+        fn bytes(&mut self, v: &[u8]) {
+            self.top.push(Val::Bytes(v.to_vec()));
+        }
+        fn str(&mut self, v: &str) {
+            self.top.push(Val::S(v.to_owned()));
+        }
+        fn null(&mut self) {
+            self.top.push(Val::Null);
+        }
+        fn begin_list(&mut self) {
+            self.open();
+        }
+        fn end_list(&mut self) {
+            self.close(Val::List);
+        }
+        fn begin_row(&mut self) {
+            self.open();
+        }
+        fn end_row(&mut self) {
+            self.close(Val::Row);
+        }
+    }
+
+    /// A record: its table index and values.
+    pub(crate) type Rec = (usize, Vec<Val>);
+
+    /// The tables and every record (table index, values) of `bytes` named `name`, read by
+    /// `handler`; `gzip` reads them compressed, through the handler's streaming path.
+    pub(crate) fn records(
+        handler: &dyn crate::Handler,
+        name: &str,
+        bytes: &[u8],
+        gzip: bool,
+    ) -> (Vec<std::sync::Arc<super::Schema>>, Vec<Rec>) {
+        use std::io::Write;
+        let (name, bytes) = if gzip {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(bytes).unwrap();
+            (format!("{name}.gz"), gz.finish().unwrap())
+        } else {
+            (name.to_owned(), bytes.to_vec())
+        };
+        let options = crate::Options::default();
+        let mut ctx = crate::Ctx::new(&options);
+        let mut input = crate::Input::from_bytes(name, bytes).unwrap();
+        assert_eq!(input.is_stream(), gzip);
+        let mut records = handler.records(&mut input, &mut ctx).unwrap();
+        let tables = records.tables().to_vec();
+        let mut out = Vec::new();
+        while let Some(r) = records.next_record() {
+            let r = r.unwrap();
+            out.push((r.table, collect(r.row())));
+        }
+        (tables, out)
+    }
+
+    /// A file of `testdata/`.
+    pub(crate) fn testdata(path: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata")
+            .join(path);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// The values of `row`, field by field.
+    pub(crate) fn collect(row: &dyn Row) -> Vec<Val> {
+        let mut c = Collector::default();
+        row.visit(&mut c);
+        assert!(c.stack.is_empty(), "unbalanced begin/end calls");
+        c.top
+    }
 }

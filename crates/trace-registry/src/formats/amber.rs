@@ -4,6 +4,13 @@
 //! `{"i","pc","op","mnemonic","class","next_pc","ea","size","store"|"access","extra","trap",
 //! "synthetic_trap","escapes"}`; FULL records add `regs`, merged ones `thread` and `seq`.
 //! Escapes after the last instruction come as a final `{"dangling_escapes":[…]}` record.
+//!
+//! Tables (for columnar sinks): `instructions` (`i` key, and `thread` key too in a merged
+//! directory, where `i` counts each thread's records; FULL adds one column per register of
+//! the `regs` struct) and `escapes` (the keys, `code`, `name`, `words`). The
+//! `dangling_escapes` record has the same keys (not shown in JSON) and its child table is
+//! the same `escapes`, so that a columnar sink puts every escape in one table; see
+//! [`dangling_schema`] for the key values.
 
 use std::sync::Arc;
 
@@ -257,7 +264,7 @@ impl Handler for Amber {
             let merge = merge_dir(*self, input.parts_mut().unwrap_or_default())?;
             return Ok(Box::new(Tt6Rows {
                 handler: *self,
-                tables: [tt6_schema(true), dangling_schema()],
+                tables: [tt6_schema(true), dangling_schema(true)],
                 source: Tt6Source::Merged(merge),
                 row: InstrRow::default(),
                 done: false,
@@ -275,7 +282,7 @@ impl Handler for Amber {
         };
         Ok(Box::new(Tt6Rows {
             handler: *self,
-            tables: [tt6_schema(false), dangling_schema()],
+            tables: [tt6_schema(false), dangling_schema(false)],
             source,
             row: InstrRow::default(),
             done: false,
@@ -403,7 +410,7 @@ fn escape_schema() -> Arc<Schema> {
 /// The fields every amber instruction starts with.
 fn instruction_head() -> Vec<Field> {
     vec![
-        Field::new("i", Type::UInt(64)),
+        Field::new("i", Type::UInt(64)).key(),
         Field::hex("pc", 32),
         Field::hex("op", 32).json(Json::HexWidth(10)),
         Field::new("mnemonic", Type::Name).optional(),
@@ -425,17 +432,29 @@ fn tt6_schema(merged: bool) -> Arc<Schema> {
         Field::new("escapes", Type::Rows(escape_schema())).optional(),
     ]);
     if merged {
-        fields.push(Field::new("thread", Type::UInt(32)));
+        // `i` counts the records of each thread: with the thread it names one record.
+        fields.push(Field::new("thread", Type::UInt(32)).key());
         fields.push(Field::new("seq", Type::UInt(64)));
     }
     Arc::new(Schema::new("instructions", fields))
 }
 
-fn dangling_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(
-        "dangling_escapes",
-        vec![Field::new("dangling_escapes", Type::Rows(escape_schema()))],
-    ))
+/// The schema of the final record holding the escapes after the last instruction: the key
+/// fields of [`tt6_schema`] (`i`, and `thread` when `merged`), not shown in JSON, then the
+/// escapes as the same child table `escapes` as an instruction's, so that a columnar sink
+/// writes them to the one `escapes` table (same name, same key columns, same fields).
+///
+/// The key values: `i` is the index the next instruction would have had (the number of
+/// instructions of the file), because escape records belong to the instruction that
+/// follows them. A merged directory has no such record (the merge drops escapes after a
+/// thread's last instruction); its `thread` key is there only to keep the columns equal.
+fn dangling_schema(merged: bool) -> Arc<Schema> {
+    let mut fields = vec![Field::new("i", Type::UInt(64)).key().json(Json::Skip)];
+    if merged {
+        fields.push(Field::new("thread", Type::UInt(32)).key().json(Json::Skip));
+    }
+    fields.push(Field::new("dangling_escapes", Type::Rows(escape_schema())));
+    Arc::new(Schema::new("dangling_escapes", fields))
 }
 
 fn full_schema() -> Arc<Schema> {
@@ -485,6 +504,8 @@ struct InstrRow {
     escapes: Vec<EscapeRow>,
     escape_count: usize,
     merged: Option<(u32, u64)>,
+    /// The index the next instruction would have (the `i` of a `dangling_escapes` record).
+    next_index: u64,
     /// This row is the final `dangling_escapes` record.
     dangling: bool,
 }
@@ -525,6 +546,7 @@ impl InstrRow {
         });
         self.set_escapes(r.escapes);
         self.merged = merged;
+        self.next_index = r.index.saturating_add(1);
         self.dangling = false;
     }
 
@@ -548,6 +570,10 @@ impl InstrRow {
 impl Row for InstrRow {
     fn visit(&self, v: &mut dyn Visitor) {
         if self.dangling {
+            v.uint(self.next_index);
+            if let Some((thread, _)) = self.merged {
+                v.uint(u64::from(thread));
+            }
             self.visit_escapes(v);
             return;
         }
@@ -783,5 +809,115 @@ impl Row for FullRows<'_> {
         v.uint(u64::from(r.vector.save_vrvalid.get()));
         opt_uint(v, r.pad);
         v.end_row();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, collect, records, testdata};
+
+    /// The key columns a columnar sink gives the child tables of `schema`.
+    fn key_columns(schema: &Schema) -> Vec<(String, Type, bool)> {
+        schema
+            .keys()
+            .map(|f| (f.name.to_string(), f.ty.clone(), f.nullable))
+            .collect()
+    }
+
+    /// The child schema of the `Rows` field `name`.
+    fn child(schema: &Schema, name: &str) -> Arc<Schema> {
+        match &schema.field(name).unwrap().ty {
+            Type::Rows(s) => s.clone(),
+            t => panic!("{name} is {t:?}"),
+        }
+    }
+
+    /// Instructions and the dangling-escapes record give the same `escapes` table: same
+    /// name, key columns and fields; escape rows carry their instruction's `i`, dangling
+    /// ones the index the next instruction would have had.
+    #[test]
+    fn escapes_carry_i_and_dangling_ones_join_the_same_table() {
+        for (name, handler) in [("escapes.tt6", TT6), ("escapes.tt6e", TT6E)] {
+            let bytes = testdata(&format!("amber/{name}"));
+            for gzip in [false, true] {
+                let (tables, rows) = records(&handler, name, &bytes, gzip);
+                let [instructions, dangling] = &tables[..] else {
+                    panic!("two tables");
+                };
+                assert_eq!(
+                    key_columns(instructions),
+                    [("i".into(), Type::UInt(64), false)]
+                );
+                assert_eq!(key_columns(dangling), key_columns(instructions));
+                let escapes = child(instructions, "escapes");
+                assert_eq!(escapes.name, "escapes");
+                assert_eq!(child(dangling, "dangling_escapes"), escapes);
+                let count = rows.iter().filter(|(t, _)| *t == 0).count() as u64;
+                let mut with_escapes = 0;
+                for (n, (table, row)) in rows.iter().enumerate() {
+                    let escapes_at = if *table == 0 {
+                        assert_eq!(row[0].u(), n as u64, "{name}: i is the record index");
+                        instructions
+                            .fields
+                            .iter()
+                            .position(|f| f.name == "escapes")
+                            .unwrap()
+                    } else {
+                        assert_eq!(n, rows.len() - 1, "{name}: dangling escapes come last");
+                        assert_eq!(row[0].u(), count, "{name}: the next instruction's i");
+                        1
+                    };
+                    if let Val::List(list) = &row[escapes_at] {
+                        with_escapes += list.len();
+                    }
+                }
+                assert!(with_escapes > 0);
+                assert_eq!(rows.last().unwrap().0, 1, "{name} has dangling escapes");
+            }
+        }
+    }
+
+    /// In a merged directory `i` counts each thread's records, so `thread` is a key too
+    /// (the pair is unique), and the dangling-escapes schema keeps the same key columns.
+    #[test]
+    fn merged_keys_are_i_and_thread() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/amber/threads");
+        let mut input = Input::open(dir.as_os_str()).unwrap();
+        let options = crate::Options::default();
+        let mut ctx = Ctx::new(&options);
+        let mut records = TT6.records(&mut input, &mut ctx).unwrap();
+        let tables = records.tables().to_vec();
+        let keys = key_columns(&tables[0]);
+        assert_eq!(
+            keys,
+            [
+                ("i".into(), Type::UInt(64), false),
+                ("thread".into(), Type::UInt(32), false)
+            ]
+        );
+        assert_eq!(key_columns(&tables[1]), keys);
+        assert_eq!(
+            child(&tables[1], "dangling_escapes"),
+            child(&tables[0], "escapes")
+        );
+        let thread_at = tables[0]
+            .fields
+            .iter()
+            .position(|f| f.name == "thread")
+            .unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some(r) = records.next_record() {
+            let r = r.unwrap();
+            assert_eq!(r.table, 0);
+            let row = collect(r.row());
+            assert!(seen.insert((row[0].u(), row[thread_at].u())), "unique keys");
+        }
+        assert!(seen.len() > 3);
+        // `i` alone repeats across threads.
+        let is: std::collections::BTreeSet<u64> = seen.iter().map(|(i, _)| *i).collect();
+        assert!(is.len() < seen.len());
     }
 }

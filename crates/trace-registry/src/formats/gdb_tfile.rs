@@ -1,11 +1,24 @@
 //! GDB tracepoint files (`gdb-tfile`, `tsave` / `target tfile`): one record per frame,
-//! `{"i","offset","tracepoint","regs":{…},"mem":[…],"tsv":{…}}`.
+//! `{"i","offset","tracepoint","pc","regs":{…},"mem":[…],"tsv":{…}}`.
+//!
+//! `pc` is the program counter the frame collected: the target description's pc register
+//! ([`TargetDescription::pc_register`]: `rip`, `eip`, `pc` or `pswa`, the first that
+//! exists), decoded in target byte order; `null` without a description, without such a
+//! register, without an `R` block, or when the register does not fit in the block (GDB
+//! would guess the pc from the tracepoint's address there; this does not guess).
 //!
 //! `regs` are named by the file's target description (registers up to 64 bits as `0x`
 //! integers decoded in target byte order, wider ones as hex bytes in target order); without
 //! a description, `regs_raw` holds the register block as hex; both are absent for a frame
-//! without an `R` block. `tsv` holds the last value per variable. Plain files are read in
-//! place; stdin and compressed files through the streaming reader, in constant memory.
+//! without an `R` block. `regs` is a child table (`registers`: `name`, `value_u64` for
+//! registers of at most 8 bytes, `value` the bytes in target order) with one row per
+//! available register; registers past the end of the block have no row. `tsv` holds the
+//! last value per variable. Plain files are read in place; stdin and compressed files
+//! through the streaming reader, in constant memory.
+//!
+//! Tables (for columnar sinks): `frames` (`i` key, `offset`, `tracepoint`, `pc`, and
+//! `regs_raw` without a description), `registers` (`i`, `name`, `value_u64`, `value`),
+//! `memory` (`i`, `addr`, `len`, `data`) and `tsv` (`i`, `number`, `value`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -274,14 +287,23 @@ impl Handler for GdbTfile {
         let regs = frames.tdesc().map(|td| {
             td.registers
                 .iter()
-                .map(|r| (r.offset, r.size()))
+                .map(|r| RegSlot {
+                    name: r.name.clone(),
+                    offset: r.offset,
+                    size: r.size(),
+                })
                 .collect::<Vec<_>>()
         });
-        let schema = frame_schema(frames.tdesc());
+        let pc = frames
+            .tdesc()
+            .and_then(TargetDescription::pc_register)
+            .map(|r| (r.offset, r.size()));
+        let schema = frame_schema(frames.tdesc().is_some());
         Ok(Box::new(FrameRecords {
             tables: [schema],
             frames,
             regs,
+            pc,
             current: None,
             data: Vec::new(),
             tsvs: Vec::new(),
@@ -290,8 +312,9 @@ impl Handler for GdbTfile {
     }
 }
 
-/// The schema of `frames` for a file with this target description.
-fn frame_schema(td: Option<&TargetDescription>) -> Arc<Schema> {
+/// The schema of `frames`, for a file with a target description (named registers) or
+/// without one (the raw register block).
+fn frame_schema(tdesc: bool) -> Arc<Schema> {
     let mem = Schema::new(
         "memory",
         vec![
@@ -308,36 +331,41 @@ fn frame_schema(td: Option<&TargetDescription>) -> Arc<Schema> {
         ],
     );
     let mut fields = vec![
-        Field::new("i", Type::UInt(64)),
+        Field::new("i", Type::UInt(64)).key(),
         Field::new("offset", Type::UInt(64)),
         Field::new("tracepoint", Type::Int(16)),
+        Field::hex("pc", 64).nullable(),
     ];
-    match td {
-        Some(td) => {
-            let regs = td
-                .registers
-                .iter()
-                .map(|r| match r.size() {
-                    0..=8 => {
-                        let bits = u8::try_from(r.size().saturating_mul(8)).unwrap_or(64);
-                        Field::hex(r.name.clone(), bits.max(8)).optional()
-                    }
-                    _ => Field::new(r.name.clone(), Type::Bytes).optional(),
-                })
-                .collect();
-            fields.push(
-                Field::new(
-                    "regs",
-                    Type::Struct(Arc::new(Schema::new("registers", regs))),
-                )
+    if tdesc {
+        // JSON shows the table as `{"name":value,…}`: `value_u64` as `0x…` when the
+        // register has at most 8 bytes, else `value` as hex bytes (as before: one key
+        // per available register, in the description's order).
+        let regs = Schema::new(
+            "registers",
+            vec![
+                Field::new("name", Type::Name),
+                Field::hex("value_u64", 64).nullable(),
+                Field::new("value", Type::Bytes),
+            ],
+        );
+        fields.push(
+            Field::new("regs", Type::Rows(Arc::new(regs)))
+                .json(Json::Object)
                 .optional(),
-            );
-        }
-        None => fields.push(Field::new("regs_raw", Type::Bytes).optional()),
+        );
+    } else {
+        fields.push(Field::new("regs_raw", Type::Bytes).optional());
     }
     fields.push(Field::new("mem", Type::Rows(Arc::new(mem))));
     fields.push(Field::new("tsv", Type::Rows(Arc::new(tsv))).json(Json::Object));
     Arc::new(Schema::new("frames", fields))
+}
+
+/// A register of the target description: its name and where it is in the `R` block.
+struct RegSlot {
+    name: String,
+    offset: usize,
+    size: usize,
 }
 
 /// The frame being handed out.
@@ -354,8 +382,10 @@ struct Current<'a> {
 struct FrameRecords<'a> {
     tables: [Arc<Schema>; 1],
     frames: Frames<'a>,
-    /// Offset and size of each register of the target description.
-    regs: Option<Vec<(usize, usize)>>,
+    /// Each register of the target description (`None` without one).
+    regs: Option<Vec<RegSlot>>,
+    /// Offset and size of the description's pc register.
+    pc: Option<(usize, usize)>,
     current: Option<Current<'a>>,
     data: Vec<u8>,
     /// The last value of each trace state variable in the current frame.
@@ -456,25 +486,35 @@ impl Row for FrameRecords<'_> {
             Block::Registers { data, .. } => Some(data),
             _ => None,
         });
+        let endian = frame.layout.endian;
+        let as_u64 = |bytes| gdb_tfile::RegisterValue { bytes, endian }.as_u64();
+        let pc = regs
+            .zip(self.pc)
+            .and_then(|(r, (off, size))| r.get(off..off.saturating_add(size)))
+            .and_then(as_u64);
+        match pc {
+            Some(pc) => v.uint(pc),
+            None => v.null(),
+        }
         match (regs, &self.regs) {
             (None, _) => v.null(),
             (Some(r), Some(layout)) => {
-                v.begin_row();
-                for (off, size) in layout {
-                    match r.get(*off..off.saturating_add(*size)) {
+                v.begin_list();
+                for reg in layout {
+                    // A register past the end of the block is unavailable: no row.
+                    let Some(bytes) = r.get(reg.offset..reg.offset.saturating_add(reg.size)) else {
+                        continue;
+                    };
+                    v.begin_row();
+                    v.str(&reg.name);
+                    match as_u64(bytes) {
+                        Some(x) => v.uint(x),
                         None => v.null(),
-                        Some(bytes) if bytes.len() <= 8 => v.uint(
-                            gdb_tfile::RegisterValue {
-                                bytes,
-                                endian: frame.layout.endian,
-                            }
-                            .as_u64()
-                            .unwrap_or(0),
-                        ),
-                        Some(bytes) => v.bytes(bytes),
                     }
+                    v.bytes(bytes);
+                    v.end_row();
                 }
-                v.end_row();
+                v.end_list();
             }
             (Some(r), None) => v.bytes(r),
         }
@@ -497,5 +537,75 @@ impl Row for FrameRecords<'_> {
             v.end_row();
         }
         v.end_list();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, records, testdata};
+
+    /// `pc` is the value of the description's pc register as `gdb_tfile` reads it
+    /// (`rip` on amd64, `pswa` on s390, null without a description), and `regs` has one
+    /// row per register in the `R` block, `value_u64` where it has at most 8 bytes.
+    #[test]
+    fn pc_is_the_description_pc_register() {
+        for (name, pc_name) in [
+            ("amd64.tf", Some("rip")),
+            ("quirks.tf", Some("rip")),
+            ("s390-big-endian.tf", Some("pswa")),
+            ("no-tdesc.tf", None),
+        ] {
+            let bytes = testdata(&format!("gdb-tfile/{name}"));
+            let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+            let td = file.tdesc();
+            assert_eq!(
+                td.and_then(TargetDescription::pc_register)
+                    .map(|r| r.name.as_str()),
+                pc_name,
+                "{name}"
+            );
+            let expected: Vec<Option<u64>> = file
+                .frames()
+                .map(|f| {
+                    let f = f.unwrap();
+                    let pc = td.and_then(|td| f.register(td, pc_name?).unwrap())?;
+                    pc.as_u64()
+                })
+                .collect();
+            assert!(expected.iter().any(Option::is_some) == pc_name.is_some());
+            for gzip in [false, true] {
+                let (tables, rows) = records(&GdbTfile, name, &bytes, gzip);
+                let schema = &tables[0];
+                assert_eq!(schema.keys().map(|f| &*f.name).collect::<Vec<_>>(), ["i"]);
+                assert_eq!(rows.len(), expected.len());
+                for ((_, row), pc) in rows.iter().zip(&expected) {
+                    match pc {
+                        Some(pc) => assert_eq!(row[3], Val::U(*pc), "{name}"),
+                        None => assert_eq!(row[3], Val::Null, "{name}"),
+                    }
+                    let Some(td) = td else { continue };
+                    if row[4] == Val::Null {
+                        continue;
+                    }
+                    for reg in row[4].items() {
+                        let [Val::S(n), value_u64, Val::Bytes(value)] = reg.items() else {
+                            panic!("bad register row {reg:?}");
+                        };
+                        let r = td.register(n).unwrap();
+                        assert_eq!(value.len(), r.size());
+                        match value_u64 {
+                            Val::U(_) => assert!(r.size() <= 8),
+                            Val::Null => assert!(r.size() > 8),
+                            v => panic!("bad value_u64 {v:?}"),
+                        }
+                        if Some(n.as_str()) == pc_name {
+                            assert_eq!(value_u64, &Val::U(pc.unwrap()));
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,11 +1,19 @@
 //! x64dbg run traces (`trac-x64dbg`): one record per instruction (user blocks are not
 //! instructions; `info` counts them).
+//!
+//! Tables (for columnar sinks): `instructions` (`i` key, `offset`, `thread`, `pc`,
+//! `opcode`, then the general registers before the instruction, one column each: `rax`,
+//! `rcx`, `rdx`, `rbx`, `rsp`, `rbp`, `rsi`, `rdi`, `r8`…`r15`, `rip`, `rflags` on x64,
+//! `eax`…`edi`, `eip`, `eflags` on x86), `registers` (`i`, `name`, `value`: the words the
+//! block records) and `memory` (`i`, `addr`, `old`, `new`). JSON Lines does not show the
+//! register columns (`regs` shows what the block records).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use trac_x64dbg::{
-    Block, Counters, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw, word_names,
+    Arch, Block, Counters, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw,
+    word_names,
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
@@ -21,37 +29,62 @@ fn err(e: trac_x64dbg::Error) -> Error {
     Error::format(NAME, e)
 }
 
-/// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`.
-fn instructions() -> Arc<Schema> {
-    static SCHEMA: OnceLock<Arc<Schema>> = OnceLock::new();
-    SCHEMA
-        .get_or_init(|| {
-            let regs = Schema::new(
-                "registers",
-                vec![Field::new("name", Type::Name), Field::hex("value", 64)],
-            );
-            let mem = Schema::new(
-                "memory",
-                vec![
-                    Field::hex("addr", 64),
-                    Field::hex("old", 64),
-                    Field::hex("new", 64).optional(),
-                ],
-            );
-            Arc::new(Schema::new(
-                "instructions",
-                vec![
-                    Field::new("i", Type::UInt(64)),
-                    Field::new("offset", Type::UInt(64)),
-                    Field::new("thread", Type::UInt(32)),
-                    Field::hex("pc", 64),
-                    Field::new("opcode", Type::Bytes),
-                    Field::new("regs", Type::Rows(Arc::new(regs))).json(Json::Object),
-                    Field::new("mem", Type::Rows(Arc::new(mem))),
-                ],
-            ))
-        })
-        .clone()
+/// How many words of the `REGDUMP` are general registers, the instruction pointer and the
+/// flags: they lead it (rax…r15, rip, rflags; eax…edi, eip, eflags).
+const fn state_words(arch: Arch) -> usize {
+    match arch {
+        Arch::X64 => 18,
+        Arch::X86 => 10,
+    }
+}
+
+/// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`
+/// in JSON, plus the `state` struct (not shown in JSON; flattened into one column per
+/// general register by columnar sinks): the register state *before* the instruction, as
+/// the replay gives it (x64dbg stores the values before the instruction executes).
+fn instructions(arch: Arch) -> Arc<Schema> {
+    static X64: OnceLock<Arc<Schema>> = OnceLock::new();
+    static X86: OnceLock<Arc<Schema>> = OnceLock::new();
+    let cell = match arch {
+        Arch::X64 => &X64,
+        Arch::X86 => &X86,
+    };
+    cell.get_or_init(|| {
+        let regs = Schema::new(
+            "registers",
+            vec![Field::new("name", Type::Name), Field::hex("value", 64)],
+        );
+        let mem = Schema::new(
+            "memory",
+            vec![
+                Field::hex("addr", 64),
+                Field::hex("old", 64),
+                Field::hex("new", 64).optional(),
+            ],
+        );
+        let state = Schema::new(
+            "state",
+            word_names(arch)
+                .into_iter()
+                .take(state_words(arch))
+                .map(|n| Field::new(n, Type::UInt(64)))
+                .collect(),
+        );
+        Arc::new(Schema::new(
+            "instructions",
+            vec![
+                Field::new("i", Type::UInt(64)).key(),
+                Field::new("offset", Type::UInt(64)),
+                Field::new("thread", Type::UInt(32)),
+                Field::hex("pc", 64),
+                Field::new("opcode", Type::Bytes),
+                Field::new("regs", Type::Rows(Arc::new(regs))).json(Json::Object),
+                Field::new("mem", Type::Rows(Arc::new(mem))),
+                Field::new("state", Type::Struct(Arc::new(state))).json(Json::Skip),
+            ],
+        ))
+    })
+    .clone()
 }
 
 /// What one pass over the blocks learns, for `info` and `validate`.
@@ -274,8 +307,9 @@ impl Handler for X64dbg {
     ) -> Result<Box<dyn Records + 'a>, Error> {
         let (h, _, blocks) = open(input)?;
         Ok(Box::new(X64Records {
-            tables: [instructions()],
+            tables: [instructions(h.arch)],
             names: word_names(h.arch),
+            state_words: state_words(h.arch),
             blocks,
             current: None,
             done: false,
@@ -286,19 +320,22 @@ impl Handler for X64dbg {
 struct X64Records<'a> {
     tables: [Arc<Schema>; 1],
     names: Vec<String>,
+    /// The number of fields of the `state` struct ([`state_words`]).
+    state_words: usize,
     blocks: Blocks<'a>,
-    /// The current instruction and the instruction pointer before it (in-place reading).
-    current: Option<(Instruction<'a>, u64)>,
+    /// The current instruction (in-place reading; the replay holds the registers before it).
+    current: Option<Instruction<'a>>,
     done: bool,
 }
 
 impl Row for X64Records<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        if let Some((ins, pc)) = self.current {
+        if let (Some(ins), Blocks::Slice(r)) = (self.current, &self.blocks) {
             InstructionRow {
                 ins,
-                pc,
+                regs: r.regs(),
                 names: &self.names,
+                state_words: self.state_words,
             }
             .visit(v);
         }
@@ -323,11 +360,13 @@ fn fuse<T>(
     }
 }
 
-/// One instruction as a row: the block, the instruction pointer before it, register names.
+/// One instruction as a row: the block, the register state before it, register names.
 struct InstructionRow<'r> {
     ins: Instruction<'r>,
-    pc: u64,
+    regs: &'r RegDump,
     names: &'r [String],
+    /// How many leading words of `regs` the `state` struct holds.
+    state_words: usize,
 }
 
 impl Records for X64Records<'_> {
@@ -342,9 +381,7 @@ impl Records for X64Records<'_> {
         // In place: the instruction borrows the file, not the reader, so the row is kept
         // here and handed out by reference.
         if let Blocks::Slice(r) = &mut self.blocks {
-            let step = r
-                .next_instruction_with_regs()
-                .map(|s| s.map(|(ins, regs)| (ins, regs.ip())));
+            let step = r.next_instruction();
             return match fuse(&mut self.done, step)? {
                 Ok(current) => {
                     self.current = Some(current);
@@ -361,8 +398,9 @@ impl Records for X64Records<'_> {
         Some(fuse(&mut self.done, step)?.map(|(ins, regs)| {
             let row = InstructionRow {
                 ins,
-                pc: regs.ip(),
+                regs,
                 names: &self.names,
+                state_words: self.state_words,
             };
             Record::boxed(0, Box::new(row))
         }))
@@ -370,7 +408,7 @@ impl Records for X64Records<'_> {
 
     fn position(&self) -> u64 {
         match &self.blocks {
-            Blocks::Slice(_) => self.current.map_or(0, |(ins, _)| ins.offset().0),
+            Blocks::Slice(_) => self.current.map_or(0, |ins| ins.offset().0),
             Blocks::Stream(r) => r.offset().0,
         }
     }
@@ -392,7 +430,7 @@ impl Row for InstructionRow<'_> {
         v.uint(ins.index());
         v.uint(ins.offset().0);
         v.uint(u64::from(ins.thread()));
-        v.uint(self.pc);
+        v.uint(self.regs.ip());
         v.bytes(ins.opcode());
         v.begin_list();
         for r in ins.regs() {
@@ -418,5 +456,100 @@ impl Row for InstructionRow<'_> {
             v.end_row();
         }
         v.end_list();
+        // The state before the instruction: the leading words of the dump, in one call.
+        let words = self.regs.words();
+        v.uint_row(words.get(..self.state_words).unwrap_or(words));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, records, testdata};
+
+    /// The `state` columns of every instruction are the registers before it as
+    /// `trac_x64dbg`'s own replay gives them, and agree with the values the block records
+    /// (x64dbg stores the values before the instruction), in place and streamed.
+    #[test]
+    fn state_is_the_replayed_registers_before_each_instruction() {
+        for (name, arch, first) in [
+            (
+                "basic.trace64",
+                Arch::X64,
+                ["rax", "rcx", "rdx", "rbx", "rsp"],
+            ),
+            (
+                "basic.trace32",
+                Arch::X86,
+                ["eax", "ecx", "edx", "ebx", "esp"],
+            ),
+            (
+                "sessions.trace64",
+                Arch::X64,
+                ["rax", "rcx", "rdx", "rbx", "rsp"],
+            ),
+        ] {
+            let bytes = testdata(&format!("x64dbg/{name}"));
+            let trace = Trace::parse(&bytes).unwrap();
+            assert_eq!(trace.header().arch, arch);
+            let mut expected = Vec::new();
+            let mut replay = trace.replay();
+            while let Some(ins) = replay.next_instruction() {
+                let ins = ins.unwrap();
+                let words = replay.regs().words()[..state_words(arch)].to_vec();
+                expected.push((ins.index(), words));
+            }
+            assert!(expected.len() > 2, "{name}");
+            for gzip in [false, true] {
+                let (tables, rows) = records(&X64dbg, name, &bytes, gzip);
+                let schema = &tables[0];
+                assert_eq!(schema.keys().map(|f| &*f.name).collect::<Vec<_>>(), ["i"]);
+                let Some(Field {
+                    ty: Type::Struct(state),
+                    json: Json::Skip,
+                    ..
+                }) = schema.field("state")
+                else {
+                    panic!("no state struct");
+                };
+                let names: Vec<&str> = state.fields.iter().map(|f| &*f.name).collect();
+                assert_eq!(names.len(), state_words(arch));
+                assert_eq!(names[..5], first);
+                let (ip, flags) = match arch {
+                    Arch::X64 => (16, 17),
+                    Arch::X86 => (8, 9),
+                };
+                assert_eq!(names[ip], if arch == Arch::X64 { "rip" } else { "eip" });
+                assert_eq!(
+                    names[flags],
+                    if arch == Arch::X64 {
+                        "rflags"
+                    } else {
+                        "eflags"
+                    }
+                );
+                assert!(state.fields.iter().all(|f| f.ty == Type::UInt(64)));
+                assert_eq!(rows.len(), expected.len());
+                for ((table, row), (index, words)) in rows.iter().zip(&expected) {
+                    assert_eq!(*table, 0);
+                    assert_eq!(row.len(), schema.fields.len());
+                    assert_eq!(row[0].u(), *index);
+                    let state: Vec<u64> = row[7].items().iter().map(Val::u).collect();
+                    assert_eq!(&state, words, "{name} instruction {index}");
+                    // pc is the instruction pointer before it.
+                    assert_eq!(row[3].u(), state[ip]);
+                    // Every recorded general register has the value of the state.
+                    for change in row[5].items() {
+                        let [Val::S(reg), Val::U(value)] = change.items() else {
+                            panic!("bad register change {change:?}");
+                        };
+                        if let Some(k) = names.iter().position(|n| n == reg) {
+                            assert_eq!(state[k], *value, "{name} {index} {reg}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

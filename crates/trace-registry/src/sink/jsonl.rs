@@ -475,6 +475,29 @@ impl<W: Write> Visitor for JsonLines<W> {
         }
     }
 
+    /// A struct of integers: dropped whole when JSON does not show it (the field is
+    /// [`Json::Skip`], or the record is being skipped), else written value by value.
+    fn uint_row(&mut self, values: &[u64]) {
+        match &mut self.top {
+            Frame::Skip { .. } => return,
+            Frame::Row { base, next, .. }
+                if self
+                    .fields
+                    .get(base.saturating_add(*next))
+                    .is_some_and(|f| f.json == Json::Skip) =>
+            {
+                *next = next.saturating_add(1);
+                return;
+            }
+            _ => {}
+        }
+        self.begin_row();
+        for &x in values {
+            self.uint(x);
+        }
+        self.end_row();
+    }
+
     fn end_row(&mut self) {
         if let Frame::Skip { depth } = &mut self.top
             && *depth > 1
@@ -625,6 +648,62 @@ mod tests {
             }
             v.end_list();
         }
+    }
+
+    /// A row with two integer structs, handed over whole or value by value.
+    struct Structs {
+        whole: bool,
+    }
+
+    impl Row for Structs {
+        fn visit(&self, v: &mut dyn Visitor) {
+            v.uint(1);
+            for values in [[2, 3], [4, 5]] {
+                if self.whole {
+                    v.uint_row(&values);
+                } else {
+                    v.begin_row();
+                    for x in values {
+                        v.uint(x);
+                    }
+                    v.end_row();
+                }
+            }
+            v.uint(6);
+        }
+    }
+
+    /// `uint_row` writes a shown struct as `begin_row`, `uint`… `end_row` would, and drops
+    /// a skipped one.
+    #[test]
+    fn uint_rows_shown_and_skipped() {
+        let pair = |a: &'static str, b: &'static str| {
+            Arc::new(Schema::new(
+                "pair",
+                vec![Field::new(a, Type::UInt(64)), Field::hex(b, 64)],
+            ))
+        };
+        let schema = Arc::new(Schema::new(
+            "t",
+            vec![
+                Field::new("i", Type::UInt(64)).key(),
+                Field::new("shown", Type::Struct(pair("a", "b"))),
+                Field::new("hidden", Type::Struct(pair("c", "d"))).json(Json::Skip),
+                Field::new("j", Type::UInt(64)),
+            ],
+        ));
+        let mut lines = Vec::new();
+        for whole in [false, true] {
+            let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(&schema));
+            sink.write(0, &Structs { whole }).unwrap();
+            sink.flush().unwrap();
+            lines.push(String::from_utf8(sink.into_inner()).unwrap());
+        }
+        assert_eq!(
+            lines[0],
+            "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n"
+        );
+        assert_eq!(lines[1], lines[0]);
     }
 
     #[test]

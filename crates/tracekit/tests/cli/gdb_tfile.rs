@@ -107,7 +107,7 @@ fn dump_json_shape() {
     let o = tracekit(["dump", "-q", &path("tfile-basic.tf")]);
     assert_eq!(
         stdout(&o),
-        "{\"i\":0,\"offset\":93,\"tracepoint\":1,\"mem\":[{\"addr\":\"0x40402c\",\"len\":4,\"data\":\"b77a0000\"},{\"addr\":\"0x404030\",\"len\":1,\"data\":\"d4\"},{\"addr\":\"0x404031\",\"len\":3,\"data\":\"250400\"}],\"tsv\":{}}\n"
+        "{\"i\":0,\"offset\":93,\"tracepoint\":1,\"pc\":null,\"mem\":[{\"addr\":\"0x40402c\",\"len\":4,\"data\":\"b77a0000\"},{\"addr\":\"0x404030\",\"len\":1,\"data\":\"d4\"},{\"addr\":\"0x404031\",\"len\":3,\"data\":\"250400\"}],\"tsv\":{}}\n"
     );
     // Named registers from the description, rip decoded as an integer, xmm as bytes.
     let o = tracekit(["dump", "-q", &path("amd64.tf")]);
@@ -117,6 +117,10 @@ fn dump_json_shape() {
         .collect();
     assert_eq!(lines.len(), 40);
     assert_eq!(lines[0]["regs"]["rip"], "0x401134");
+    // The description's pc register (rip), decoded like the `regs` entry.
+    for l in &lines {
+        assert_eq!(l["pc"], l["regs"]["rip"]);
+    }
     assert_eq!(lines[15]["regs"]["rip"], format!("{:#x}", 0x40118b + 3 * 4));
     assert_eq!(lines[15]["tracepoint"], 3);
     assert!(lines[15]["mem"].as_array().unwrap().is_empty());
