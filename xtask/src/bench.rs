@@ -85,6 +85,12 @@ pub fn task(args: &[String]) -> Result<(), String> {
             .map(|n| formats::find(n))
             .collect::<Result<_, _>>()?
     };
+    // The export rows run the release binary.
+    crate::run(
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--quiet", "--package", "tracekit"]),
+    )?;
+    let tracekit = crate::root().join("target/release/tracekit");
     println!(
         "{:<34} {:>9} {:>13} {:>12} {:>8} {:>16}",
         "format", "input MiB", "baseline GiB/s", "decode GiB/s", "ratio", "units/s"
@@ -101,8 +107,119 @@ pub fn task(args: &[String]) -> Result<(), String> {
         if let Some(row) = dump_case(f.name, &cases) {
             print_row(&row, runs);
         }
+        for row in export_cases(f.name, &cases, &tracekit)? {
+            print_row(&row, runs);
+        }
     }
     Ok(())
+}
+
+/// The `export` rows of a format: `tracekit export` (Parquet) end to end on the input of
+/// its `dump` row, on one thread and on two; for x64dbg and DCFG-Trace also what users do
+/// without it, `tracekit dump FILE | duckdb` turning the JSON Lines into Parquet, when the
+/// duckdb Python package is installed. Each runs the release binary on the input written to
+/// a temporary file; units are the rows of the format's main table.
+fn export_cases(
+    format: &str,
+    cases: &[BenchCase],
+    tracekit: &std::path::Path,
+) -> Result<Vec<BenchCase>, String> {
+    let Some(dump) = dump_case(format, cases) else {
+        return Ok(Vec::new());
+    };
+    let name = dump.name.trim_end_matches(" dump (JSON Lines)").to_owned();
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    // amber TT6 has no magic: the extension says it.
+    let file = dir.join(if format == "amber" {
+        "input.tt6"
+    } else {
+        "input"
+    });
+    std::fs::write(&file, &*dump.input).map_err(|e| e.to_string())?;
+    let out = dir.join("dataset");
+    let mut rows = Vec::new();
+    for threads in [1, 2] {
+        let (tracekit, file, out) = (tracekit.to_path_buf(), file.clone(), out.clone());
+        rows.push(BenchCase {
+            name: format!("{name} export (Parquet, {threads} thr)"),
+            input: dump.input.clone(),
+            unit: "records",
+            run: Box::new(move |_| {
+                let status = std::process::Command::new(&tracekit)
+                    .args([
+                        "-q",
+                        "export",
+                        "--force",
+                        "--threads",
+                        &threads.to_string(),
+                        "-o",
+                    ])
+                    .arg(&out)
+                    .arg(&file)
+                    .stdout(std::process::Stdio::null())
+                    .status()
+                    .expect("run tracekit export");
+                assert!(status.success(), "tracekit export failed");
+                main_rows(&out)
+            }),
+        });
+    }
+    let has_duckdb = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_duckdb && (format == "x64dbg" || format == "dcfg-trace") {
+        let script = dir.join("jsonl_to_parquet.py");
+        std::fs::write(&script, JSONL_TO_PARQUET).map_err(|e| e.to_string())?;
+        let pipeline = format!(
+            "'{}' -q dump '{}' | python3 '{}' '{}'",
+            tracekit.display(),
+            file.display(),
+            script.display(),
+            dir.join("duckdb.parquet").display()
+        );
+        rows.push(BenchCase {
+            name: format!("{name} dump | duckdb (Parquet)"),
+            input: dump.input.clone(),
+            unit: "records",
+            run: Box::new(move |_| {
+                let out = std::process::Command::new("sh")
+                    .args(["-c", &pipeline])
+                    .output()
+                    .expect("run dump | duckdb");
+                assert!(
+                    out.status.success(),
+                    "dump | duckdb failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .parse()
+                    .unwrap_or(0)
+            }),
+        });
+    }
+    Ok(rows)
+}
+
+/// What users do without `tracekit export`: DuckDB reads `tracekit dump`'s JSON Lines from
+/// stdin and writes them as Parquet; prints the row count.
+const JSONL_TO_PARQUET: &str = r#"import sys, duckdb
+out = sys.argv[1]
+duckdb.execute(f"COPY (SELECT * FROM read_json_auto('/dev/stdin', format='newline_delimited')) TO '{out}' (FORMAT parquet)")
+print(duckdb.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()[0][0])
+"#;
+
+/// The rows of the first table in a dataset's `_tracekit.json`.
+fn main_rows(dataset: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(dataset.join("_tracekit.json")).unwrap_or_default();
+    // `"rows": N` of the first table: the manifest is ours, so a plain search will do.
+    text.split("\"rows\": ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Times `case` and the baseline scan on its input and prints the row.

@@ -4,13 +4,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, Int8Builder, Int16Builder, Int32Builder,
-    Int64Builder, StringBuilder, UInt8Builder, UInt16Builder,
-    UInt32Builder, UInt64Builder,
-};
+use arrow_array::builder::{ArrayBuilder, BinaryBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, DictionaryArray, Int32Array, ListArray};
+use arrow_array::{
+    ArrayRef, DictionaryArray, Int8Array, Int16Array, Int32Array, Int64Array, ListArray,
+    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
@@ -45,14 +44,9 @@ pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
 
 /// One column being filled.
 enum Column {
-    U8(UInt8Builder),
-    U16(UInt16Builder),
-    U32(UInt32Builder),
-    U64(UInt64Builder),
-    I8(Int8Builder),
-    I16(Int16Builder),
-    I32(Int32Builder),
-    I64(Int64Builder),
+    /// Integers of any width and sign, kept as 64-bit patterns (a push per value, no
+    /// per-type dispatch) and narrowed to `ty` when the batch is taken.
+    Int(Box<IntColumn>),
     Bool(BooleanBuilder),
     Bytes(BinaryBuilder),
     Str(StringBuilder),
@@ -91,7 +85,11 @@ impl std::hash::Hasher for Fnv {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
         for b in bytes {
             h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -142,6 +140,48 @@ impl NameColumn {
     }
 }
 
+/// Integers: values as 64-bit patterns and their validity.
+struct IntColumn {
+    ty: DataType,
+    values: Vec<u64>,
+    nulls: NullBufferBuilder,
+}
+
+impl IntColumn {
+    fn finish(&mut self) -> ArrayRef {
+        let v = std::mem::take(&mut self.values);
+        let nulls = self.nulls.finish();
+        // Each value was read from a field of the column's width: the casts keep it whole.
+        match self.ty {
+            DataType::UInt8 => {
+                Arc::new(UInt8Array::new(v.iter().map(|x| *x as u8).collect(), nulls))
+            }
+            DataType::UInt16 => Arc::new(UInt16Array::new(
+                v.iter().map(|x| *x as u16).collect(),
+                nulls,
+            )),
+            DataType::UInt32 => Arc::new(UInt32Array::new(
+                v.iter().map(|x| *x as u32).collect(),
+                nulls,
+            )),
+            DataType::Int8 => Arc::new(Int8Array::new(v.iter().map(|x| *x as i8).collect(), nulls)),
+            DataType::Int16 => Arc::new(Int16Array::new(
+                v.iter().map(|x| *x as i16).collect(),
+                nulls,
+            )),
+            DataType::Int32 => Arc::new(Int32Array::new(
+                v.iter().map(|x| *x as i32).collect(),
+                nulls,
+            )),
+            DataType::Int64 => Arc::new(Int64Array::new(
+                v.iter().map(|x| *x as i64).collect(),
+                nulls,
+            )),
+            _ => Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
+        }
+    }
+}
+
 /// A list of plain values: offsets, validity, and the values as one column.
 struct ListColumn {
     field: Arc<ArrowField>,
@@ -155,13 +195,6 @@ struct ListColumn {
 impl Column {
     fn new(ty: &DataType) -> Column {
         match ty {
-            DataType::UInt8 => Column::U8(UInt8Builder::new()),
-            DataType::UInt16 => Column::U16(UInt16Builder::new()),
-            DataType::UInt32 => Column::U32(UInt32Builder::new()),
-            DataType::Int8 => Column::I8(Int8Builder::new()),
-            DataType::Int16 => Column::I16(Int16Builder::new()),
-            DataType::Int32 => Column::I32(Int32Builder::new()),
-            DataType::Int64 => Column::I64(Int64Builder::new()),
             DataType::Boolean => Column::Bool(BooleanBuilder::new()),
             DataType::Binary => Column::Bytes(BinaryBuilder::new()),
             DataType::Utf8 => Column::Str(StringBuilder::new()),
@@ -173,34 +206,30 @@ impl Column {
                 values: Column::new(field.data_type()),
                 len: 0,
             })),
-            _ => Column::U64(UInt64Builder::new()),
+            // Integers (and any type the model does not produce, kept as UInt64).
+            ty => Column::Int(Box::new(IntColumn {
+                ty: ty.clone(),
+                values: Vec::new(),
+                nulls: NullBufferBuilder::new(0),
+            })),
         }
     }
 
-    // The casts below narrow a value to its field's declared width: the format's reader
-    // produced it from a field of that width.
     #[inline]
     fn uint(&mut self, v: u64) {
         match self {
-            Column::U64(b) => b.append_value(v),
-            Column::U32(b) => b.append_value(v as u32),
-            Column::U16(b) => b.append_value(v as u16),
-            Column::U8(b) => b.append_value(v as u8),
-            Column::I64(b) => b.append_value(v as i64),
+            Column::Int(c) => {
+                c.values.push(v);
+                c.nulls.append_non_null();
+            }
             _ => self.null(),
         }
     }
 
     #[inline]
     fn int(&mut self, v: i64) {
-        match self {
-            Column::I64(b) => b.append_value(v),
-            Column::I32(b) => b.append_value(v as i32),
-            Column::I16(b) => b.append_value(v as i16),
-            Column::I8(b) => b.append_value(v as i8),
-            Column::U64(b) => b.append_value(v as u64),
-            _ => self.null(),
-        }
+        // The bit pattern; `IntColumn::finish` reads it back as the column's type.
+        self.uint(v as u64);
     }
 
     fn bool(&mut self, v: bool) {
@@ -229,14 +258,10 @@ impl Column {
 
     fn null(&mut self) {
         match self {
-            Column::U8(b) => b.append_null(),
-            Column::U16(b) => b.append_null(),
-            Column::U32(b) => b.append_null(),
-            Column::U64(b) => b.append_null(),
-            Column::I8(b) => b.append_null(),
-            Column::I16(b) => b.append_null(),
-            Column::I32(b) => b.append_null(),
-            Column::I64(b) => b.append_null(),
+            Column::Int(c) => {
+                c.values.push(0);
+                c.nulls.append_null();
+            }
             Column::Bool(b) => b.append_null(),
             Column::Bytes(b) => b.append_null(),
             Column::Str(b) => b.append_null(),
@@ -260,14 +285,7 @@ impl Column {
 
     fn finish(&mut self) -> ArrayRef {
         match self {
-            Column::U8(b) => Arc::new(b.finish()),
-            Column::U16(b) => Arc::new(b.finish()),
-            Column::U32(b) => Arc::new(b.finish()),
-            Column::U64(b) => Arc::new(b.finish()),
-            Column::I8(b) => Arc::new(b.finish()),
-            Column::I16(b) => Arc::new(b.finish()),
-            Column::I32(b) => Arc::new(b.finish()),
-            Column::I64(b) => Arc::new(b.finish()),
+            Column::Int(c) => c.finish(),
             Column::Bool(b) => Arc::new(b.finish()),
             Column::Bytes(b) => Arc::new(b.finish()),
             Column::Str(b) => Arc::new(b.finish()),
@@ -288,14 +306,7 @@ impl Column {
 
     fn len(&self) -> usize {
         match self {
-            Column::U8(b) => b.len(),
-            Column::U16(b) => b.len(),
-            Column::U32(b) => b.len(),
-            Column::U64(b) => b.len(),
-            Column::I8(b) => b.len(),
-            Column::I16(b) => b.len(),
-            Column::I32(b) => b.len(),
-            Column::I64(b) => b.len(),
+            Column::Int(c) => c.values.len(),
             Column::Bool(b) => b.len(),
             Column::Bytes(b) => b.len(),
             Column::Str(b) => b.len(),
@@ -340,12 +351,23 @@ pub(crate) struct Table {
     /// state); in a child table only the parent's keys, since its other columns interleave
     /// unrelated values (the changes of different registers) that a dictionary packs better.
     pub(crate) delta: Vec<bool>,
+    /// The columns that get min/max statistics: all but those of nested records (register
+    /// state), which no query prunes by and which would cost a comparison per value.
+    pub(crate) stats: Vec<bool>,
     slots: Vec<Slot>,
     columns: Vec<Column>,
     /// Rows buffered.
     rows: usize,
     /// Set when the row being filled skipped a nested record's slots.
     ragged: bool,
+}
+
+/// A table's columns as they are planned.
+struct Plan<'a> {
+    fields: &'a mut Vec<ArrowField>,
+    /// Per column, whether it gets statistics ([`Table::stats`]).
+    stats: &'a mut Vec<bool>,
+    slots: &'a mut Vec<Slot>,
 }
 
 /// A key value copied from a parent row into its child rows.
@@ -444,6 +466,7 @@ impl Tables {
             source: Arc::clone(schema),
             keys,
             delta: Vec::new(),
+            stats: Vec::new(),
             slots: Vec::new(),
             columns: Vec::new(),
             rows: 0,
@@ -451,7 +474,14 @@ impl Tables {
         });
         let mut slots = Vec::new();
         let own_keys: Vec<Field> = schema.keys().cloned().collect();
-        self.plan_fields(schema, false, &own_keys, &mut fields, &mut slots);
+        let mut stats = vec![true; fields.len()];
+        let mut plan = Plan {
+            fields: &mut fields,
+            stats: &mut stats,
+            slots: &mut slots,
+        };
+        self.plan_fields(schema, false, false, &own_keys, &mut plan);
+
         let columns = fields.iter().map(|f| Column::new(f.data_type())).collect();
         let delta = fields
             .iter()
@@ -463,6 +493,7 @@ impl Tables {
             .collect();
         if let Some(t) = self.tables.get_mut(index) {
             t.delta = delta;
+            t.stats = stats;
             t.schema = Arc::new(ArrowSchema::new(fields));
             t.slots = slots;
             t.columns = columns;
@@ -474,33 +505,35 @@ impl Tables {
         &mut self,
         schema: &Schema,
         in_nullable: bool,
+        in_struct: bool,
         own_keys: &[Field],
-        fields: &mut Vec<ArrowField>,
-        slots: &mut Vec<Slot>,
+        plan: &mut Plan<'_>,
     ) {
         for f in &schema.fields {
             let nullable = f.nullable || in_nullable;
             match &f.ty {
                 Type::Struct(s) => {
-                    let at = slots.len();
-                    slots.push(Slot::Struct { span: 0 });
-                    self.plan_fields(s, nullable, own_keys, fields, slots);
-                    let span = slots.len().saturating_sub(at).saturating_sub(1);
-                    if let Some(slot) = slots.get_mut(at) {
+                    let at = plan.slots.len();
+                    plan.slots.push(Slot::Struct { span: 0 });
+                    self.plan_fields(s, nullable, true, own_keys, plan);
+                    let span = plan.slots.len().saturating_sub(at).saturating_sub(1);
+                    if let Some(slot) = plan.slots.get_mut(at) {
                         *slot = Slot::Struct { span };
                     }
                 }
                 Type::Rows(child) => {
                     let table = self.plan(child, Some(own_keys));
-                    slots.push(Slot::Child { table });
+                    plan.slots.push(Slot::Child { table });
                 }
                 ty => {
                     let Some(arrow) = arrow_type(ty) else {
                         continue;
                     };
-                    let col = fields.len();
-                    fields.push(ArrowField::new(f.name.to_string(), arrow, nullable));
-                    slots.push(if matches!(ty, Type::List(_)) {
+                    let col = plan.fields.len();
+                    plan.fields
+                        .push(ArrowField::new(f.name.to_string(), arrow, nullable));
+                    plan.stats.push(!in_struct);
+                    plan.slots.push(if matches!(ty, Type::List(_)) {
                         Slot::List { col }
                     } else {
                         Slot::Value { col, key: f.key }
@@ -784,6 +817,31 @@ impl Visitor for Tables {
             structs: 0,
             keys: Keys::new(),
         });
+    }
+
+    fn uint_row(&mut self, values: &[u64]) {
+        // The common case at once: a struct of plain columns filled in order.
+        if let Some(Frame::Row { table, slot, .. }) = self.stack.last_mut()
+            && let Some(t) = self.tables.get_mut(*table)
+            && let Some(Slot::Struct { span }) = t.slots.get(*slot).copied()
+            && span == values.len()
+        {
+            let first = slot.saturating_add(1);
+            for (s, v) in t.slots.iter().skip(first).zip(values) {
+                if let Slot::Value { col, .. } = s
+                    && let Some(c) = t.columns.get_mut(*col)
+                {
+                    c.uint(*v);
+                }
+            }
+            *slot = first.saturating_add(span);
+            return;
+        }
+        self.begin_row();
+        for &v in values {
+            self.uint(v);
+        }
+        self.end_row();
     }
 
     fn end_row(&mut self) {

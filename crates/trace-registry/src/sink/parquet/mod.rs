@@ -182,7 +182,12 @@ impl Dataset {
         let layout: Vec<_> = tables
             .tables
             .iter()
-            .map(|t| (t.name.clone(), Arc::clone(&t.schema), t.delta.clone()))
+            .map(|t| writer::Layout {
+                name: t.name.clone(),
+                schema: Arc::clone(&t.schema),
+                delta: t.delta.clone(),
+                stats: t.stats.clone(),
+            })
             .collect();
         let files = Files::create(&dataset.tmp, &layout, options.properties(), options.clone())?;
         tables.set_writer(Writer::new(files, options.threads));
@@ -457,7 +462,10 @@ mod tests {
     fn schema() -> Arc<Schema> {
         let nested = Schema::new(
             "nested",
-            vec![Field::new("x", Type::UInt(64)), Field::new("y", Type::UInt(16))],
+            vec![
+                Field::new("x", Type::UInt(64)),
+                Field::new("y", Type::UInt(16)),
+            ],
         );
         let kids = Schema::new(
             "kids",
@@ -524,7 +532,10 @@ mod tests {
             let names = name.values().as_string::<i32>();
             let (words, x, y) = (col("words"), col("x"), col("y"));
             let words = words.as_list::<i32>();
-            let (x, y) = (x.as_primitive::<UInt64Type>(), y.as_primitive::<UInt16Type>());
+            let (x, y) = (
+                x.as_primitive::<UInt64Type>(),
+                y.as_primitive::<UInt16Type>(),
+            );
             for r in 0..b.num_rows() {
                 rows.push(TestRow {
                     i: i.value(r),
@@ -532,9 +543,7 @@ mod tests {
                     b: bb.is_valid(r).then(|| bb.value(r)),
                     flag: flag.as_boolean().value(r),
                     data: data.as_binary::<i32>().value(r).to_vec(),
-                    name: names
-                        .value(name.keys().value(r) as usize)
-                        .to_owned(),
+                    name: names.value(name.keys().value(r) as usize).to_owned(),
                     words: words.is_valid(r).then(|| {
                         words
                             .value(r)

@@ -23,6 +23,18 @@ pub(crate) fn pq(e: parquet::errors::ParquetError) -> Error {
     Error::io("writing Parquet", std::io::Error::other(e))
 }
 
+/// How one table's files are laid out and encoded.
+pub(crate) struct Layout {
+    /// The table (folder) name.
+    pub(crate) name: String,
+    /// Its columns.
+    pub(crate) schema: Arc<ArrowSchema>,
+    /// Per column: delta-encode it (see [`encodings`]).
+    pub(crate) delta: Vec<bool>,
+    /// Per column: write min/max statistics.
+    pub(crate) stats: Vec<bool>,
+}
+
 /// One batch of a table's rows, as Arrow arrays in column order.
 pub(crate) struct Batch {
     pub(crate) table: usize,
@@ -69,18 +81,24 @@ impl Files {
     /// Creates a folder per table under `root`.
     pub(crate) fn create(
         root: &Path,
-        tables: &[(String, Arc<ArrowSchema>, Vec<bool>)],
+        tables: &[Layout],
         props: WriterProperties,
         options: ParquetOptions,
     ) -> Result<Files, Error> {
         let mut out = Vec::with_capacity(tables.len());
-        for (name, schema, delta) in tables {
+        for Layout {
+            name,
+            schema,
+            delta,
+            stats,
+        } in tables
+        {
             let dir = root.join(name);
             if !dir.exists() {
                 std::fs::create_dir(&dir)
                     .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
             }
-            let mut props = encodings(schema, delta, props.clone());
+            let mut props = encodings(schema, delta, stats, props.clone());
             parquet::arrow::add_encoded_arrow_schema_to_metadata(schema, &mut props);
             out.push(TableFiles {
                 dir,
@@ -180,13 +198,21 @@ impl Files {
 /// integers that run or step from row to row) are delta-encoded, which makes runs of equal
 /// or evenly spaced values nearly free; byte strings (opcodes, memory contents) are plain,
 /// left to the page compression.
-fn encodings(schema: &ArrowSchema, delta: &[bool], props: WriterProperties) -> WriterProperties {
+fn encodings(
+    schema: &ArrowSchema,
+    delta: &[bool],
+    stats: &[bool],
+    props: WriterProperties,
+) -> WriterProperties {
     use arrow_schema::DataType;
     use parquet::basic::Encoding;
     use parquet::schema::types::ColumnPath;
     let mut b = props.into_builder();
-    for (f, delta) in schema.fields().iter().zip(delta) {
+    for ((f, delta), stats) in schema.fields().iter().zip(delta).zip(stats) {
         let path = ColumnPath::from(f.name().as_str());
+        if !stats {
+            b = b.set_column_statistics_enabled(path.clone(), EnabledStatistics::None);
+        }
         match f.data_type() {
             DataType::UInt64 | DataType::Int64 if *delta => {
                 b = b
