@@ -63,7 +63,8 @@ pub struct Field {
     /// Whether the field keys the record's child tables: a columnar sink copies every key
     /// field of a record, in order, into the leading columns of each row of its child
     /// tables ([`Type::Rows`]), so that the child rows join back to their parent (`i` for
-    /// instructions; `pid`, `thread`, `chunk` for DCFG-Trace chunks).
+    /// instructions; `pid`, `thread`, `chunk` for DCFG-Trace chunks). Key fields come before
+    /// the child tables they key (a child row takes the keys visited so far).
     pub key: bool,
 }
 

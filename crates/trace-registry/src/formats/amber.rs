@@ -429,11 +429,14 @@ fn tt6_schema(merged: bool) -> Arc<Schema> {
         Field::hex("extra", 32).optional(),
         Field::new("trap", Type::Bool).optional(),
         Field::new("synthetic_trap", Type::Name).optional(),
-        Field::new("escapes", Type::Rows(escape_schema())).optional(),
     ]);
     if merged {
-        // `i` counts the records of each thread: with the thread it names one record.
+        // `i` counts the records of each thread: with the thread it names one record. A
+        // key comes before the child table it keys.
         fields.push(Field::new("thread", Type::UInt(32)).key());
+    }
+    fields.push(Field::new("escapes", Type::Rows(escape_schema())).optional());
+    if merged {
         fields.push(Field::new("seq", Type::UInt(64)));
     }
     Arc::new(Schema::new("instructions", fields))
@@ -449,9 +452,9 @@ fn tt6_schema(merged: bool) -> Arc<Schema> {
 /// follows them. A merged directory has no such record (the merge drops escapes after a
 /// thread's last instruction); its `thread` key is there only to keep the columns equal.
 fn dangling_schema(merged: bool) -> Arc<Schema> {
-    let mut fields = vec![Field::new("i", Type::UInt(64)).key().json(Json::Skip)];
+    let mut fields = vec![Field::new("i", Type::UInt(64)).key()];
     if merged {
-        fields.push(Field::new("thread", Type::UInt(32)).key().json(Json::Skip));
+        fields.push(Field::new("thread", Type::UInt(32)).key());
     }
     fields.push(Field::new("dangling_escapes", Type::Rows(escape_schema())));
     Arc::new(Schema::new("dangling_escapes", fields))
@@ -606,13 +609,15 @@ impl Row for InstrRow {
             v.null();
         }
         opt_str(v, self.synthetic_trap);
+        if let Some((thread, _)) = self.merged {
+            v.uint(u64::from(thread));
+        }
         if self.escape_count == 0 {
             v.null();
         } else {
             self.visit_escapes(v);
         }
-        if let Some((thread, seq)) = self.merged {
-            v.uint(u64::from(thread));
+        if let Some((_, seq)) = self.merged {
             v.uint(seq);
         }
     }

@@ -15,7 +15,7 @@ use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
 use super::writer::{Batch, Writer};
 use crate::Error;
-use crate::schema::{Field, Schema, Type, Visitor};
+use crate::schema::{Field, Json, Schema, Type, Visitor};
 
 /// The Arrow type of a plain value type (`None` for nested records and child tables).
 pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
@@ -354,6 +354,9 @@ pub(crate) struct Table {
     /// The columns that get min/max statistics: all but those of nested records (register
     /// state), which no query prunes by and which would cost a comparison per value.
     pub(crate) stats: Vec<bool>,
+    /// The columns `tracekit dump` shows (the others, such as the register state of an
+    /// x64dbg instruction, exist only in columnar outputs); the manifest says which.
+    pub(crate) shown: Vec<bool>,
     slots: Vec<Slot>,
     columns: Vec<Column>,
     /// Rows buffered.
@@ -362,11 +365,24 @@ pub(crate) struct Table {
     ragged: bool,
 }
 
+/// What a field inherits from the nested records around it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Nesting {
+    /// A record around it is nullable.
+    nullable: bool,
+    /// It is inside a nested record.
+    nested: bool,
+    /// A record around it is not shown in JSON.
+    hidden: bool,
+}
+
 /// A table's columns as they are planned.
 struct Plan<'a> {
     fields: &'a mut Vec<ArrowField>,
     /// Per column, whether it gets statistics ([`Table::stats`]).
     stats: &'a mut Vec<bool>,
+    /// Per column, whether `tracekit dump` shows it ([`Table::shown`]).
+    shown: &'a mut Vec<bool>,
     slots: &'a mut Vec<Slot>,
 }
 
@@ -467,6 +483,7 @@ impl Tables {
             keys,
             delta: Vec::new(),
             stats: Vec::new(),
+            shown: Vec::new(),
             slots: Vec::new(),
             columns: Vec::new(),
             rows: 0,
@@ -475,12 +492,14 @@ impl Tables {
         let mut slots = Vec::new();
         let own_keys: Vec<Field> = schema.keys().cloned().collect();
         let mut stats = vec![true; fields.len()];
+        let mut shown: Vec<bool> = parent_keys.iter().map(|k| k.json != Json::Skip).collect();
         let mut plan = Plan {
             fields: &mut fields,
             stats: &mut stats,
+            shown: &mut shown,
             slots: &mut slots,
         };
-        self.plan_fields(schema, false, false, &own_keys, &mut plan);
+        self.plan_fields(schema, Nesting::default(), &own_keys, &mut plan);
 
         let columns = fields.iter().map(|f| Column::new(f.data_type())).collect();
         let delta = fields
@@ -494,6 +513,7 @@ impl Tables {
         if let Some(t) = self.tables.get_mut(index) {
             t.delta = delta;
             t.stats = stats;
+            t.shown = shown;
             t.schema = Arc::new(ArrowSchema::new(fields));
             t.slots = slots;
             t.columns = columns;
@@ -504,18 +524,23 @@ impl Tables {
     fn plan_fields(
         &mut self,
         schema: &Schema,
-        in_nullable: bool,
-        in_struct: bool,
+        outer: Nesting,
         own_keys: &[Field],
         plan: &mut Plan<'_>,
     ) {
         for f in &schema.fields {
-            let nullable = f.nullable || in_nullable;
+            let nullable = f.nullable || outer.nullable;
+            let hidden = f.json == Json::Skip || outer.hidden;
             match &f.ty {
                 Type::Struct(s) => {
                     let at = plan.slots.len();
                     plan.slots.push(Slot::Struct { span: 0 });
-                    self.plan_fields(s, nullable, true, own_keys, plan);
+                    let inner = Nesting {
+                        nullable,
+                        nested: true,
+                        hidden,
+                    };
+                    self.plan_fields(s, inner, own_keys, plan);
                     let span = plan.slots.len().saturating_sub(at).saturating_sub(1);
                     if let Some(slot) = plan.slots.get_mut(at) {
                         *slot = Slot::Struct { span };
@@ -532,7 +557,8 @@ impl Tables {
                     let col = plan.fields.len();
                     plan.fields
                         .push(ArrowField::new(f.name.to_string(), arrow, nullable));
-                    plan.stats.push(!in_struct);
+                    plan.stats.push(!outer.nested);
+                    plan.shown.push(!hidden);
                     plan.slots.push(if matches!(ty, Type::List(_)) {
                         Slot::List { col }
                     } else {
@@ -800,8 +826,11 @@ impl Visitor for Tables {
             _ => &[],
         };
         if let Some(t) = self.tables.get_mut(child) {
-            for (c, k) in t.columns.iter_mut().zip(keys) {
-                match k {
+            // A key the parent has not visited yet (a schema breaking the keys-first rule)
+            // is missing rather than misplaced.
+            let mut keys = keys.iter();
+            for c in t.columns.iter_mut().take(t.keys) {
+                match keys.next().unwrap_or(&KeyValue::Null) {
                     KeyValue::UInt(v) => c.uint(*v),
                     KeyValue::Int(v) => c.int(*v),
                     KeyValue::Str(v) => c.str(v),

@@ -242,7 +242,7 @@ impl Dataset {
         let columns: Vec<_> = tables
             .tables
             .iter()
-            .map(|t| (t.name.clone(), Arc::clone(&t.schema)))
+            .map(|t| (t.name.clone(), Arc::clone(&t.schema), t.shown.clone()))
             .collect();
         let written = match tables.into_writer()? {
             Some(w) => w.finish()?,
@@ -251,7 +251,7 @@ impl Dataset {
         let summaries: Vec<TableSummary> = columns
             .iter()
             .zip(&written)
-            .map(|((name, _), w)| TableSummary {
+            .map(|((name, _, _), w)| TableSummary {
                 name: name.clone(),
                 rows: w.rows,
                 files: w.files,
@@ -326,13 +326,21 @@ struct ManifestColumn<'a> {
     #[serde(rename = "type")]
     ty: String,
     nullable: bool,
+    /// Whether `tracekit dump` shows the column (false: Parquet only, such as x64dbg's
+    /// register state).
+    #[serde(skip_serializing_if = "is_true")]
+    in_dump: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn manifest<'a>(
     origin: &'a Origin,
     failure: Option<&Error>,
     notes: &'a [String],
-    columns: &'a [(String, Arc<arrow_schema::Schema>)],
+    columns: &'a [(String, Arc<arrow_schema::Schema>, Vec<bool>)],
     summaries: &'a [TableSummary],
 ) -> Manifest<'a> {
     use trace_core::Located;
@@ -347,7 +355,7 @@ fn manifest<'a>(
         tables: columns
             .iter()
             .zip(summaries)
-            .map(|((_, schema), s)| ManifestTable {
+            .map(|((_, schema, shown), s)| ManifestTable {
                 name: &s.name,
                 rows: s.rows,
                 files: s.files,
@@ -355,10 +363,12 @@ fn manifest<'a>(
                 columns: schema
                     .fields()
                     .iter()
-                    .map(|f| ManifestColumn {
+                    .zip(shown)
+                    .map(|(f, shown)| ManifestColumn {
                         name: f.name(),
                         ty: f.data_type().to_string(),
                         nullable: f.is_nullable(),
+                        in_dump: *shown,
                     })
                     .collect(),
             })
