@@ -96,7 +96,12 @@ impl Tables {
         else {
             panic!("end_row outside a row");
         };
-        assert_eq!(next, schema.fields.len(), "fields of {} visited", schema.name);
+        assert_eq!(
+            next,
+            schema.fields.len(),
+            "fields of {} visited",
+            schema.name
+        );
         if flatten {
             let Some(Frame::Row {
                 values: parent,
@@ -135,7 +140,13 @@ impl Tables {
                 if v == Val::Null {
                     assert!(f.nullable, "null in {}.{}", schema.name, f.name);
                 } else {
-                    assert!(fits(&f.ty), "{v:?} in {}.{}: {:?}", schema.name, f.name, f.ty);
+                    assert!(
+                        fits(&f.ty),
+                        "{v:?} in {}.{}: {:?}",
+                        schema.name,
+                        f.name,
+                        f.ty
+                    );
                 }
                 values.push((f.name.to_string(), v));
                 *next += 1;
@@ -159,7 +170,9 @@ impl Visitor for Tables {
         self.value(Val::Bytes(v.to_vec()), |t| matches!(t, Type::Bytes));
     }
     fn str(&mut self, v: &str) {
-        self.value(Val::S(v.to_owned()), |t| matches!(t, Type::Str | Type::Name));
+        self.value(Val::S(v.to_owned()), |t| {
+            matches!(t, Type::Str | Type::Name)
+        });
     }
     fn null(&mut self) {
         self.value(Val::Null, |_| true);
@@ -359,7 +372,12 @@ fn dcfg_tables_match_info() {
         // Routine nodes join back to their routine, and include its entry.
         let routines: HashMap<(u64, u64), u64> = t.tables["routines"]
             .iter()
-            .map(|r| ((col(r, "pid").u(), col(r, "entry").u()), col(r, "image").u()))
+            .map(|r| {
+                (
+                    (col(r, "pid").u(), col(r, "entry").u()),
+                    col(r, "image").u(),
+                )
+            })
             .collect();
         for n in &t.tables["routine_nodes"] {
             assert!(routines.contains_key(&(n[0].1.u(), n[1].1.u())), "{n:?}");
@@ -417,7 +435,13 @@ fn check_chunk_edges(t: &Tables) -> u64 {
 #[test]
 fn dcfg_trace_edges_are_rows_of_their_chunk() {
     for name in [
-        "basic", "bomb", "compressed", "gap", "multi", "spec", "tolerant",
+        "basic",
+        "bomb",
+        "compressed",
+        "gap",
+        "multi",
+        "spec",
+        "tolerant",
     ] {
         let path = testdata(&format!("dcfg-trace/{name}.trace.json"));
         let options = Options {

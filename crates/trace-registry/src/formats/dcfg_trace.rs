@@ -2,6 +2,11 @@
 //! "preceding_instr_count","instr_count","edge_count","edges":[…]}`; with a DCFG
 //! (`Options::dcfg`), `blocks` too: the edges' target nodes.
 //!
+//! The chunk's edges are a child table (`edges`: `seq`, `edge_id`, and with a DCFG the
+//! target `block` and its `addr`), keyed by the chunk's `pid`, `thread` and `chunk`, which
+//! JSON Lines shows as the array of edge ids. `blocks` stays a plain list, so the dump is
+//! as before.
+//!
 //! Streaming: one chunk in memory at a time; a chunk of more than [`BIG_CHUNK`] edges is
 //! decoded twice (checked first, then handed out in batches) rather than held.
 
