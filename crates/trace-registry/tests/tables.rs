@@ -2,6 +2,14 @@
 //! checked against its schema, child tables ([`Type::Rows`]) split out with their parent's
 //! key fields in front, nested records ([`Type::Struct`]) flattened.
 
+// Test code: panics are failures; helpers outside #[test] functions are not exempted.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::panic
+)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
