@@ -1,5 +1,9 @@
 //! Intel DCFG JSON (`dcfg`): one record per basic block, `{"pid","image","id","addr",
-//! "offset","size","instrs","count","symbol","source"}`.
+//! "offset","size","instrs","count","symbol","source"}` (table `basic_blocks`, the first),
+//! and the rest of the graph as further tables: `processes`, `images`, `routines` (with
+//! their dominator tree as child table `routine_nodes`), `loops` and `edges` (with their
+//! per-thread counts as child table `edge_thread_counts`). Per process, the reader hands
+//! out the process, its images, routines, loops, basic blocks, then its edges.
 //!
 //! The whole graph is needed (symbols, sources and counts come from other tables), so a
 //! DCFG is read into its model: from its path as a stream (the JSON is never held whole),
@@ -7,7 +11,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::schema::{Field, Row, Schema, Type, Visitor};
+use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, contains};
 
 /// The dcfg handler.
@@ -57,14 +61,29 @@ pub fn load(input: &mut Input, ctx: &mut Ctx<'_>) -> Result<dcfg::Dcfg, Error> {
     Ok(d)
 }
 
-fn block_schema() -> Arc<Schema> {
-    static SCHEMA: OnceLock<Arc<Schema>> = OnceLock::new();
-    SCHEMA
+/// Table indexes of [`Dcfg::records`]: basic blocks first, so that a dump's block lines
+/// need no `"table"` label.
+const BLOCKS: usize = 0;
+const PROCESSES: usize = 1;
+const IMAGES: usize = 2;
+const ROUTINES: usize = 3;
+const LOOPS: usize = 4;
+const EDGES: usize = 5;
+
+fn uint_list() -> Type {
+    Type::List(Box::new(Type::UInt(64)))
+}
+
+/// Every table of a DCFG, indexed as above.
+fn tables() -> [Arc<Schema>; 6] {
+    static TABLES: OnceLock<[Arc<Schema>; 6]> = OnceLock::new();
+    TABLES
         .get_or_init(|| {
-            Arc::new(Schema::new(
+            let pid = || Field::new("pid", Type::UInt(64));
+            let blocks = Schema::new(
                 "basic_blocks",
                 vec![
-                    Field::new("pid", Type::UInt(64)),
+                    pid(),
                     Field::new("image", Type::UInt(64)),
                     Field::new("id", Type::UInt(64)),
                     Field::hex("addr", 64),
@@ -75,7 +94,81 @@ fn block_schema() -> Arc<Schema> {
                     Field::new("symbol", Type::Str).nullable(),
                     Field::new("source", Type::Str).nullable(),
                 ],
-            ))
+            );
+            let processes = Schema::new(
+                "processes",
+                vec![
+                    pid(),
+                    Field::new("instr_count", Type::UInt(64)).nullable(),
+                    Field::new("threads", Type::UInt(64)),
+                    Field::new("instr_count_per_thread", uint_list()).nullable(),
+                ],
+            );
+            let images = Schema::new(
+                "images",
+                vec![
+                    pid(),
+                    Field::new("id", Type::UInt(64)),
+                    Field::hex("load_addr", 64),
+                    Field::new("size", Type::UInt(64)),
+                    Field::new("file_name_id", Type::UInt(64)).nullable(),
+                    Field::new("file_name", Type::Str).nullable(),
+                ],
+            );
+            let nodes = Schema::new(
+                "routine_nodes",
+                vec![
+                    Field::new("id", Type::UInt(64)),
+                    Field::new("idom", Type::UInt(64)),
+                ],
+            );
+            let routines = Schema::new(
+                "routines",
+                vec![
+                    pid().key(),
+                    Field::new("image", Type::UInt(64)),
+                    Field::new("entry", Type::UInt(64)).key(),
+                    Field::hex("addr", 64).nullable(),
+                    Field::new("symbol", Type::Str).nullable(),
+                    Field::new("exits", uint_list()),
+                    Field::new("loops", Type::UInt(64)),
+                    Field::new("nodes", Type::Rows(Arc::new(nodes))).json(Json::Object),
+                ],
+            );
+            let loops = Schema::new(
+                "loops",
+                vec![
+                    pid(),
+                    Field::new("image", Type::UInt(64)),
+                    Field::new("routine", Type::UInt(64)),
+                    Field::new("head", Type::UInt(64)),
+                    Field::hex("addr", 64).nullable(),
+                    Field::new("parent", Type::UInt(64)).nullable(),
+                    Field::new("back_edge_sources", uint_list()),
+                    Field::new("nodes", uint_list()),
+                ],
+            );
+            let thread_counts = Schema::new(
+                "edge_thread_counts",
+                vec![
+                    Field::new("thread", Type::UInt(64)),
+                    Field::new("count", Type::UInt(64)),
+                ],
+            );
+            let edges = Schema::new(
+                "edges",
+                vec![
+                    pid().key(),
+                    Field::new("id", Type::UInt(64)).key(),
+                    Field::new("source", Type::UInt(64)),
+                    Field::new("target", Type::UInt(64)),
+                    Field::new("type", Type::Name).nullable(),
+                    Field::new("count", Type::UInt(64)),
+                    Field::new("thread_counts", Type::Rows(Arc::new(thread_counts)))
+                        .json(Json::Object),
+                ],
+            );
+            [blocks, processes, images, routines, loops, edges].map(Arc::new)
         })
         .clone()
 }
@@ -211,12 +304,13 @@ impl Handler for Dcfg {
         let model: &'a dcfg::Dcfg = input
             .keep(model)
             .ok_or_else(|| Error::Unsupported("the DCFG model could not be kept".into()))?;
-        Ok(Box::new(BlockRecords {
-            tables: [block_schema()],
+        Ok(Box::new(DcfgRecords {
+            tables: tables(),
             model,
             error,
             graph: None,
-            at: (0, 0, 0),
+            process: 0,
+            step: Step::Process,
             current: None,
             symbol: None,
             source: None,
@@ -224,22 +318,131 @@ impl Handler for Dcfg {
     }
 }
 
-struct BlockRecords<'a> {
-    tables: [Arc<Schema>; 1],
+/// Where the reader is inside the current process: its tables come one after another
+/// (the process, its images, routines, loops, basic blocks, then its edges), each over
+/// every image in order. The numbers index the next row.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Process,
+    Images(usize),
+    Routines(usize, usize),
+    Loops(usize, usize, usize),
+    Blocks(usize, usize),
+    Edges(usize),
+}
+
+/// The current row.
+#[derive(Clone, Copy, Debug)]
+enum Item<'a> {
+    Process(&'a dcfg::Process),
+    Image(&'a dcfg::Image),
+    Routine(&'a dcfg::Image, &'a dcfg::Routine),
+    Loop(&'a dcfg::Image, &'a dcfg::Routine, &'a dcfg::Loop),
+    Block(&'a dcfg::Image, &'a dcfg::BasicBlock),
+    Edge(&'a dcfg::Edge),
+}
+
+impl Item<'_> {
+    fn table(self) -> usize {
+        match self {
+            Item::Process(_) => PROCESSES,
+            Item::Image(_) => IMAGES,
+            Item::Routine(..) => ROUTINES,
+            Item::Loop(..) => LOOPS,
+            Item::Block(..) => BLOCKS,
+            Item::Edge(_) => EDGES,
+        }
+    }
+}
+
+struct DcfgRecords<'a> {
+    tables: [Arc<Schema>; 6],
     model: &'a dcfg::Dcfg,
-    /// The error that cut the file short, handed out after the last complete block.
+    /// The error that cut the file short, handed out after the last complete row.
     error: Option<Error>,
     /// The graph of the current process (symbols, sources and counts come from it).
     graph: Option<dcfg::Graph<'a>>,
-    /// The next block: process, image and block index.
-    at: (usize, usize, usize),
-    /// The current block: its process id, image and the block.
-    current: Option<(u64, &'a dcfg::Image, &'a dcfg::BasicBlock)>,
+    /// The current process's index.
+    process: usize,
+    /// The next row of the current process.
+    step: Step,
+    /// The current row, with its process id.
+    current: Option<(u64, Item<'a>)>,
+    /// The current block's or routine's symbol, and the block's source line.
     symbol: Option<String>,
     source: Option<String>,
 }
 
-impl Records for BlockRecords<'_> {
+/// The next row of process `p` after `step` (which it moves past it), or `None` once the
+/// process has no more.
+fn next_item<'a>(p: &'a dcfg::Process, step: &mut Step) -> Option<Item<'a>> {
+    let images = p.images();
+    let inc = |i: usize| i.saturating_add(1);
+    loop {
+        match *step {
+            Step::Process => {
+                *step = Step::Images(0);
+                return Some(Item::Process(p));
+            }
+            Step::Images(i) => match images.get(i) {
+                Some(img) => {
+                    *step = Step::Images(inc(i));
+                    return Some(Item::Image(img));
+                }
+                None => *step = Step::Routines(0, 0),
+            },
+            Step::Routines(i, r) => match images.get(i) {
+                None => *step = Step::Loops(0, 0, 0),
+                Some(img) => match img.routines().get(r) {
+                    Some(rt) => {
+                        *step = Step::Routines(i, inc(r));
+                        return Some(Item::Routine(img, rt));
+                    }
+                    None => *step = Step::Routines(inc(i), 0),
+                },
+            },
+            Step::Loops(i, r, l) => match images.get(i) {
+                None => *step = Step::Blocks(0, 0),
+                Some(img) => match img.routines().get(r) {
+                    None => *step = Step::Loops(inc(i), 0, 0),
+                    Some(rt) => match rt.loops().get(l) {
+                        Some(lp) => {
+                            *step = Step::Loops(i, r, inc(l));
+                            return Some(Item::Loop(img, rt, lp));
+                        }
+                        None => *step = Step::Loops(i, inc(r), 0),
+                    },
+                },
+            },
+            Step::Blocks(i, b) => match images.get(i) {
+                None => *step = Step::Edges(0),
+                Some(img) => match img.basic_blocks().get(b) {
+                    Some(blk) => {
+                        *step = Step::Blocks(i, inc(b));
+                        return Some(Item::Block(img, blk));
+                    }
+                    None => *step = Step::Blocks(inc(i), 0),
+                },
+            },
+            Step::Edges(e) => {
+                let edge = p.edges.as_ref().and_then(|t| t.get(e))?;
+                *step = Step::Edges(inc(e));
+                return Some(Item::Edge(edge));
+            }
+        }
+    }
+}
+
+/// `name`, or `name+0x10` inside it.
+fn symbol_text((name, off): (&str, u64)) -> String {
+    if off == 0 {
+        name.to_owned()
+    } else {
+        format!("{name}+{off:#x}")
+    }
+}
+
+impl Records for DcfgRecords<'_> {
     fn tables(&self) -> &[Arc<Schema>] {
         &self.tables
     }
@@ -247,52 +450,132 @@ impl Records for BlockRecords<'_> {
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
         let model = self.model;
         loop {
-            let (pi, ii, bi) = self.at;
-            let Some(p) = model.processes.get(pi) else {
+            let Some(p) = model.processes.get(self.process) else {
+                self.current = None;
                 return self.error.take().map(Err);
             };
             let graph = self.graph.get_or_insert_with(|| dcfg::Graph::new(model, p));
-            let Some(img) = p.images().get(ii) else {
-                self.at = (pi.saturating_add(1), 0, 0);
+            let Some(item) = next_item(p, &mut self.step) else {
+                self.process = self.process.saturating_add(1);
+                self.step = Step::Process;
                 self.graph = None;
                 continue;
             };
-            let Some(b) = img.basic_blocks().get(bi) else {
-                self.at = (pi, ii.saturating_add(1), 0);
-                continue;
-            };
-            self.at = (pi, ii, bi.saturating_add(1));
-            self.symbol = graph.block_symbol(b.id).map(|(s, off)| {
-                if off == 0 {
-                    s.to_owned()
-                } else {
-                    format!("{s}+{off:#x}")
+            match item {
+                Item::Block(_, b) => {
+                    self.symbol = graph.block_symbol(b.id).map(symbol_text);
+                    self.source = graph.block_source(b.id).map(|(f, l)| format!("{f}:{l}"));
                 }
-            });
-            self.source = graph.block_source(b.id).map(|(f, l)| format!("{f}:{l}"));
-            self.current = Some((p.id, img, b));
-            return Some(Ok(Record::new(0, self)));
+                Item::Routine(_, r) => {
+                    self.symbol = graph.block_symbol(r.entry).map(symbol_text);
+                }
+                _ => {}
+            }
+            self.current = Some((p.id, item));
+            return Some(Ok(Record::new(item.table(), self)));
         }
     }
 }
 
-impl Row for BlockRecords<'_> {
+fn opt(v: &mut dyn Visitor, value: Option<u64>) {
+    match value {
+        Some(x) => v.uint(x),
+        None => v.null(),
+    }
+}
+
+fn opt_str(v: &mut dyn Visitor, value: Option<&str>) {
+    match value {
+        Some(s) => v.str(s),
+        None => v.null(),
+    }
+}
+
+fn list(v: &mut dyn Visitor, values: &[u64]) {
+    v.begin_list();
+    for x in values {
+        v.uint(*x);
+    }
+    v.end_list();
+}
+
+fn len(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+impl Row for DcfgRecords<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let Some((pid, img, b)) = self.current else {
+        let Some((pid, item)) = self.current else {
             return;
         };
+        let graph = self.graph.as_ref();
         v.uint(pid);
-        v.uint(img.id);
-        v.uint(b.id);
-        v.uint(img.load_addr.wrapping_add(b.addr_offset));
-        v.uint(b.addr_offset);
-        v.uint(u64::from(b.size));
-        v.uint(u64::from(b.num_instrs));
-        v.uint(self.graph.as_ref().map_or(0, |g| g.block_count(b.id)));
-        for s in [&self.symbol, &self.source] {
-            match s {
-                Some(s) => v.str(s),
-                None => v.null(),
+        match item {
+            Item::Process(p) => {
+                opt(v, p.instr_count);
+                v.uint(len(p.threads()));
+                match &p.instr_count_per_thread {
+                    Some(counts) => list(v, counts),
+                    None => v.null(),
+                }
+            }
+            Item::Image(img) => {
+                v.uint(img.id);
+                v.uint(img.load_addr);
+                v.uint(img.size);
+                opt(v, img.file_name_id);
+                opt_str(v, img.file_name_id.and_then(|f| self.model.file_name(f)));
+            }
+            Item::Routine(img, r) => {
+                v.uint(img.id);
+                v.uint(r.entry);
+                opt(v, graph.and_then(|g| g.block_addr(r.entry)));
+                opt_str(v, self.symbol.as_deref());
+                list(v, &r.exits);
+                v.uint(len(r.loops().len()));
+                v.begin_list();
+                for n in &r.nodes {
+                    v.begin_row();
+                    v.uint(n.id);
+                    v.uint(n.idom);
+                    v.end_row();
+                }
+                v.end_list();
+            }
+            Item::Loop(img, r, l) => {
+                v.uint(img.id);
+                v.uint(r.entry);
+                v.uint(l.head);
+                opt(v, graph.and_then(|g| g.block_addr(l.head)));
+                opt(v, l.parent_head());
+                list(v, &l.back_edge_sources);
+                list(v, &l.nodes);
+            }
+            Item::Block(img, b) => {
+                v.uint(img.id);
+                v.uint(b.id);
+                v.uint(img.load_addr.wrapping_add(b.addr_offset));
+                v.uint(b.addr_offset);
+                v.uint(u64::from(b.size));
+                v.uint(u64::from(b.num_instrs));
+                v.uint(graph.map_or(0, |g| g.block_count(b.id)));
+                opt_str(v, self.symbol.as_deref());
+                opt_str(v, self.source.as_deref());
+            }
+            Item::Edge(e) => {
+                v.uint(e.id);
+                v.uint(e.source);
+                v.uint(e.target);
+                opt_str(v, graph.and_then(|g| g.edge_type_name(e)));
+                v.uint(e.count());
+                v.begin_list();
+                for (t, c) in e.counts.iter().enumerate() {
+                    v.begin_row();
+                    v.uint(len(t));
+                    v.uint(c);
+                    v.end_row();
+                }
+                v.end_list();
             }
         }
     }

@@ -2,6 +2,11 @@
 //! "preceding_instr_count","instr_count","edge_count","edges":[…]}`; with a DCFG
 //! (`Options::dcfg`), `blocks` too: the edges' target nodes.
 //!
+//! The chunk's edges are a child table (`edges`: `seq`, `edge_id`, and with a DCFG the
+//! target `block` and its `addr`), keyed by the chunk's `pid`, `thread` and `chunk`, which
+//! JSON Lines shows as the array of edge ids. `blocks` stays a plain list, so the dump is
+//! as before.
+//!
 //! Streaming: one chunk in memory at a time; a chunk of more than [`BIG_CHUNK`] edges is
 //! decoded twice (checked first, then handed out in batches) rather than held.
 
@@ -13,7 +18,7 @@ use dcfg_trace::join::{EdgeInfo, JoinProcess};
 use dcfg_trace::read::{Chunk, Event, ReadOptions, Reader, Trace};
 
 use crate::formats::dcfg::looks_like_dcfg;
-use crate::schema::{Field, Row, Schema, Type, Visitor};
+use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::{Confidence, Ctx, Error, Handler, Info, Input, Record, Records, Source, contains};
 
 /// The dcfg-trace handler.
@@ -241,29 +246,54 @@ impl Handler for DcfgTrace {
             Some(p) => Some(load_join(p)?),
             None => None,
         };
-        let mut fields = vec![
-            Field::new("pid", Type::UInt(64)),
-            Field::new("thread", Type::UInt(64)),
-            Field::new("chunk", Type::UInt(64)),
-            Field::new("preceding_instr_count", Type::UInt(64)),
-            Field::new("instr_count", Type::UInt(64)),
-            Field::new("edge_count", Type::UInt(64)),
-            Field::new("edges", Type::List(Box::new(Type::UInt(64)))),
-        ];
-        if dcfg.is_some() {
-            fields.push(Field::new("blocks", Type::List(Box::new(Type::UInt(64)))));
-        }
         Ok(Box::new(ChunkRecords {
-            tables: [Arc::new(Schema::new("chunks", fields))],
+            tables: [chunk_schema(dcfg.is_some())],
             events: events(input, ctx),
             dcfg,
             current: None,
             process: None,
             edges: Vec::new(),
             blocks: Vec::new(),
+            addrs: Vec::new(),
             done: false,
         }))
     }
+}
+
+/// The `chunks` table, keyed by pid, thread and chunk, with its child table `edges` (one row
+/// per edge, shown in JSON as the array of edge ids). With a DCFG (`joined`), each edge
+/// row also has its target block and that block's address (columns only), and the chunk
+/// the list of target blocks (`blocks`, shown in JSON as before).
+fn chunk_schema(joined: bool) -> Arc<Schema> {
+    let mut edge_fields = vec![
+        Field::new("seq", Type::UInt(64)).json(Json::Skip),
+        Field::new("edge_id", Type::UInt(64)),
+    ];
+    if joined {
+        edge_fields.push(
+            Field::new("block", Type::UInt(64))
+                .nullable()
+                .json(Json::Skip),
+        );
+        edge_fields.push(Field::hex("addr", 64).nullable().json(Json::Skip));
+    }
+    let mut fields = vec![
+        Field::new("pid", Type::UInt(64)).key(),
+        Field::new("thread", Type::UInt(64)).key(),
+        Field::new("chunk", Type::UInt(64)).key(),
+        Field::new("preceding_instr_count", Type::UInt(64)),
+        Field::new("instr_count", Type::UInt(64)),
+        Field::new("edge_count", Type::UInt(64)),
+        Field::new(
+            "edges",
+            Type::Rows(Arc::new(Schema::new("edges", edge_fields))),
+        )
+        .json(Json::Values),
+    ];
+    if joined {
+        fields.push(Field::new("blocks", Type::List(Box::new(Type::UInt(64)))));
+    }
+    Arc::new(Schema::new("chunks", fields))
 }
 
 /// Per process its summary and threads, from one pass over the chunk rows (no decoding).
@@ -318,9 +348,11 @@ struct ChunkRecords<'a> {
     current: Option<Chunk<'a>>,
     /// Index into `dcfg` of the current chunk's process.
     process: Option<usize>,
-    /// The current chunk's edges and target blocks, unless it is big.
+    /// The current chunk's edges, and with a DCFG their target blocks and those blocks'
+    /// addresses, unless it is big.
     edges: Vec<u64>,
     blocks: Vec<u64>,
+    addrs: Vec<Option<u64>>,
     done: bool,
 }
 
@@ -352,10 +384,22 @@ impl ChunkRecords<'_> {
         };
         self.edges.clear();
         self.blocks.clear();
+        self.addrs.clear();
         if c.edge_count <= BIG_CHUNK {
             c.decode_into(&mut self.edges).map_err(err)?;
-            if let Some(j) = self.join() {
-                self.blocks = j.blocks(&self.edges).map_err(unknown)?;
+            let join = self.process.and_then(|p| self.dcfg.as_ref()?.get(p));
+            if let Some(j) = join {
+                self.blocks.reserve(self.edges.len());
+                self.addrs.reserve(self.edges.len());
+                for e in &self.edges {
+                    let info = j.edges.get(e).ok_or(dcfg_trace::join::UnknownEdge {
+                        pid: j.pid,
+                        edge: *e,
+                    });
+                    let info = info.map_err(unknown)?;
+                    self.blocks.push(info.target);
+                    self.addrs.push(info.target_addr);
+                }
             }
         } else {
             let join = self.join();
@@ -418,6 +462,23 @@ impl Records for ChunkRecords<'_> {
     }
 }
 
+/// Visits one edge row: its position in the chunk and its id, and with a DCFG its target
+/// block and address.
+#[inline]
+fn edge_row(v: &mut dyn Visitor, seq: u64, edge: u64, target: Option<(u64, Option<u64>)>) {
+    v.begin_row();
+    v.uint(seq);
+    v.uint(edge);
+    if let Some((block, addr)) = target {
+        v.uint(block);
+        match addr {
+            Some(a) => v.uint(a),
+            None => v.null(),
+        }
+    }
+    v.end_row();
+}
+
 impl Row for ChunkRecords<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
         let Some(c) = &self.current else { return };
@@ -427,37 +488,62 @@ impl Row for ChunkRecords<'_> {
         v.uint(c.preceding_instr_count);
         v.uint(c.instr_count);
         v.uint(c.edge_count);
-        let big = c.edge_count > BIG_CHUNK;
-        let lists: &[bool] = if self.dcfg.is_some() {
-            &[false, true]
-        } else {
-            &[false]
-        };
-        for &targets in lists {
-            v.begin_list();
-            if !big {
-                let list = if targets { &self.blocks } else { &self.edges };
-                for e in list {
-                    v.uint(*e);
+        let join = self.join();
+        v.begin_list();
+        if c.edge_count <= BIG_CHUNK {
+            if join.is_some() {
+                let targets = self.blocks.iter().zip(&self.addrs);
+                for ((seq, e), (b, a)) in (0u64..).zip(&self.edges).zip(targets) {
+                    edge_row(v, seq, *e, Some((*b, *a)));
                 }
             } else {
-                // Checked by `prepare`: decoding again gives the same edges.
-                let join = self.join();
-                let mut scratch = Vec::new();
-                let _ = c.for_each_batch(
-                    1 << 14,
-                    |batch| match (targets, join) {
-                        (true, Some(j)) => {
-                            for b in j.blocks(batch).unwrap_or_default() {
-                                v.uint(b);
-                            }
-                        }
-                        _ => batch.iter().for_each(|e| v.uint(*e)),
-                    },
-                    &mut scratch,
-                );
+                // The common case, kept tight: four calls per edge.
+                for (seq, e) in (0u64..).zip(&self.edges) {
+                    v.begin_row();
+                    v.uint(seq);
+                    v.uint(*e);
+                    v.end_row();
+                }
             }
-            v.end_list();
+        } else {
+            // Checked by `prepare`: decoding again gives the same edges.
+            let mut seq = 0u64;
+            let mut scratch = Vec::new();
+            let _ = c.for_each_batch(
+                1 << 14,
+                |batch| {
+                    for e in batch {
+                        let target = join.map(|j| {
+                            j.edges
+                                .get(e)
+                                .map_or((0, None), |i| (i.target, i.target_addr))
+                        });
+                        edge_row(v, seq, *e, target);
+                        seq = seq.wrapping_add(1);
+                    }
+                },
+                &mut scratch,
+            );
         }
+        v.end_list();
+        let Some(j) = join else { return };
+        v.begin_list();
+        if c.edge_count <= BIG_CHUNK {
+            for b in &self.blocks {
+                v.uint(*b);
+            }
+        } else {
+            let mut scratch = Vec::new();
+            let _ = c.for_each_batch(
+                1 << 14,
+                |batch| {
+                    for b in j.blocks(batch).unwrap_or_default() {
+                        v.uint(b);
+                    }
+                },
+                &mut scratch,
+            );
+        }
+        v.end_list();
     }
 }

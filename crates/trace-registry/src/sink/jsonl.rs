@@ -19,6 +19,9 @@ struct FieldPlan {
     omit_null: bool,
     /// Where the fields of a nested record's or child table's schema start.
     child: Option<usize>,
+    /// For a child table shown as [`Json::Values`]: which of its row's fields is shown
+    /// (the first not [`Json::Skip`]; none if all are) and how.
+    shown: Option<(usize, Json)>,
 }
 
 /// Where the sink is inside a record. Fields of one schema are contiguous in
@@ -39,12 +42,20 @@ enum Frame {
     Rows { base: usize, count: usize },
     /// Inside a child table shown as one JSON object.
     Object { base: usize, count: usize },
-    /// Inside a child table shown as an array of each row's first shown value.
-    Values { base: usize, count: usize },
-    /// Inside one row of such a table: field `base + next` comes next; `done` once the
-    /// value is out.
+    /// Inside a child table shown as an array of each row's first shown value: the
+    /// `shown`th field of each row (none: `usize::MAX`), as `json`.
+    Values {
+        count: usize,
+        shown: usize,
+        json: Json,
+    },
+    /// Inside one row of such a table (which replaces the table's frame until the row
+    /// ends, rather than being pushed over it: a DCFG-Trace chunk has millions): field
+    /// `next` comes next; `done` once the value is out.
     Value {
-        base: usize,
+        count: usize,
+        shown: usize,
+        json: Json,
         next: usize,
         done: bool,
     },
@@ -118,11 +129,21 @@ impl<W: Write> JsonLines<W> {
             .collect();
         let base = self.fields.len();
         for (f, child) in schema.fields.iter().zip(children) {
+            let shown = match &f.ty {
+                Type::Rows(s) => s
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .find(|(_, c)| c.json != Json::Skip)
+                    .map(|(i, c)| (i, c.json)),
+                _ => None,
+            };
             self.fields.push(FieldPlan {
                 key: key_bytes(f),
                 json: f.json,
                 omit_null: f.omit_null,
                 child,
+                shown,
             });
         }
         base
@@ -230,14 +251,20 @@ impl<W: Write> JsonLines<W> {
                 *done = true;
                 self.fields.get(i).map(|f| f.json)
             }
-            Frame::Value { base, next, done } => {
-                let f = self.fields.get(base.saturating_add(*next))?;
+            Frame::Value {
+                shown,
+                json,
+                next,
+                done,
+                ..
+            } => {
+                let show = *next == *shown && !*done;
                 *next = next.saturating_add(1);
-                if *done || f.json == Json::Skip {
+                if !show {
                     return None;
                 }
                 *done = true;
-                Some(f.json)
+                Some(*json)
             }
             Frame::Idle
             | Frame::Rows { .. }
@@ -299,8 +326,28 @@ fn key_bytes(f: &Field) -> Key {
 
 impl<W: Write> Visitor for JsonLines<W> {
     fn uint(&mut self, v: u64) {
-        let Some(json) = self.start_value(false, &mut |b| push_dec(b, v)) else {
-            return;
+        // The hot case first: a value of a row of a child table shown as its values (a
+        // DCFG-Trace chunk's edges), without `start_value`'s general dispatch.
+        let json = if let Frame::Value {
+            shown,
+            json,
+            next,
+            done,
+            ..
+        } = &mut self.top
+        {
+            let show = *next == *shown && !*done;
+            *next = next.saturating_add(1);
+            if !show {
+                return;
+            }
+            *done = true;
+            *json
+        } else {
+            let Some(json) = self.start_value(false, &mut |b| push_dec(b, v)) else {
+                return;
+            };
+            json
         };
         match json {
             Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, v, 0),
@@ -374,6 +421,7 @@ impl<W: Write> Visitor for JsonLines<W> {
             _ => None,
         };
         let child = field.and_then(|f| f.child);
+        let shown = field.and_then(|f| f.shown);
         let Some(json) = self.start_value(false, &mut |_| {}) else {
             self.push(Frame::Skip { depth: 1 });
             return;
@@ -383,9 +431,14 @@ impl<W: Write> Visitor for JsonLines<W> {
                 self.buf.push(b'{');
                 self.push(Frame::Object { base, count: 0 });
             }
-            Some(base) if json == Json::Values => {
+            Some(_) if json == Json::Values => {
                 self.buf.push(b'[');
-                self.push(Frame::Values { base, count: 0 });
+                let (shown, json) = shown.unwrap_or((usize::MAX, Json::Plain));
+                self.push(Frame::Values {
+                    count: 0,
+                    shown,
+                    json,
+                });
             }
             Some(base) => {
                 self.buf.push(b'[');
@@ -429,17 +482,17 @@ impl<W: Write> Visitor for JsonLines<W> {
                     wrote: false,
                 });
             }
-            Frame::Values { base, count } => {
-                let base = *base;
-                if *count > 0 {
+            &mut Frame::Values { count, shown, json } => {
+                if count > 0 {
                     self.buf.push(b',');
                 }
-                *count = count.saturating_add(1);
-                self.push(Frame::Value {
-                    base,
+                self.top = Frame::Value {
+                    count: count.saturating_add(1),
+                    shown,
+                    json,
                     next: 0,
                     done: false,
-                });
+                };
             }
             Frame::Object { base, count } => {
                 let base = *base;
@@ -499,6 +552,20 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 
     fn end_row(&mut self) {
+        if let Frame::Value {
+            count,
+            shown,
+            json,
+            done,
+            ..
+        } = self.top
+        {
+            if !done {
+                self.buf.extend_from_slice(b"null");
+            }
+            self.top = Frame::Values { count, shown, json };
+            return;
+        }
         if let Frame::Skip { depth } = &mut self.top
             && *depth > 1
         {
@@ -507,7 +574,7 @@ impl<W: Write> Visitor for JsonLines<W> {
         }
         match self.pop() {
             Frame::Row { .. } => self.buf.push(b'}'),
-            Frame::Entry { done: false, .. } | Frame::Value { done: false, .. } => {
+            Frame::Entry { done: false, .. } => {
                 self.buf.extend_from_slice(b"null");
             }
             _ => {}
