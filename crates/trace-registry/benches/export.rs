@@ -25,7 +25,12 @@ fn x64dbg_input() -> Vec<u8> {
         max_run: 300,
         seed: 1,
     };
-    testgen::trace(opts, 100_000, trac_x64dbg::RecorderOptions::default(), "bench.exe")
+    testgen::trace(
+        opts,
+        100_000,
+        trac_x64dbg::RecorderOptions::default(),
+        "bench.exe",
+    )
 }
 
 fn dcfg_trace_input() -> Vec<u8> {
@@ -74,7 +79,9 @@ fn sinks(c: &mut Criterion) {
     let mut g = c.benchmark_group("x64dbg sinks");
     g.throughput(Throughput::Bytes(x64.len() as u64));
     g.sample_size(10);
-    g.bench_function("dump (JSON Lines)", |b| b.iter(|| dump(handler, black_box(&x64))));
+    g.bench_function("dump (JSON Lines)", |b| {
+        b.iter(|| dump(handler, black_box(&x64)))
+    });
     for threads in [1, 2] {
         g.bench_function(format!("export (Parquet, {threads} thr)"), |b| {
             b.iter(|| export(handler, black_box(&x64), &dir, threads));

@@ -411,7 +411,7 @@ fn escape_schema() -> Arc<Schema> {
 fn instruction_head() -> Vec<Field> {
     vec![
         Field::new("i", Type::UInt(64)).key(),
-        Field::hex("pc", 32),
+        Field::hex("pc", 64),
         Field::hex("op", 32).json(Json::HexWidth(10)),
         Field::new("mnemonic", Type::Name).optional(),
         Field::new("class", Type::Name),
@@ -421,8 +421,8 @@ fn instruction_head() -> Vec<Field> {
 fn tt6_schema(merged: bool) -> Arc<Schema> {
     let mut fields = instruction_head();
     fields.extend([
-        Field::hex("next_pc", 32).optional(),
-        Field::hex("ea", 32).optional(),
+        Field::hex("next_pc", 64).optional(),
+        Field::hex("ea", 64).optional(),
         Field::new("size", Type::UInt(32)).optional(),
         Field::new("store", Type::Bool).optional(),
         Field::new("access", Type::Name).optional(),
@@ -461,15 +461,15 @@ fn dangling_schema(merged: bool) -> Arc<Schema> {
 }
 
 fn full_schema() -> Arc<Schema> {
-    let mut regs = vec![Field::hex("srr0", 32), Field::hex("srr1", 32)];
-    regs.extend((0..32).map(|n| Field::hex(format!("r{n}"), 32)));
-    regs.extend(["cr", "xer", "lr", "ctr", "mq", "vrsave"].map(|n| Field::hex(n, 32)));
+    let mut regs = vec![Field::hex("srr0", 64), Field::hex("srr1", 64)];
+    regs.extend((0..32).map(|n| Field::hex(format!("r{n}"), 64)));
+    regs.extend(["cr", "xer", "lr", "ctr", "mq", "vrsave"].map(|n| Field::hex(n, 64)));
     regs.extend((0..32).map(|n| Field::hex(format!("f{n}"), 64).json(Json::HexWidth(18))));
-    regs.push(Field::hex("fpscr", 32));
+    regs.push(Field::hex("fpscr", 64));
     regs.extend((0..32).map(|n| Field::new(format!("v{n}"), Type::Bytes).json(Json::HexBytes0x)));
-    regs.push(Field::hex("vscr", 32));
-    regs.push(Field::hex("vrvalid", 32));
-    regs.push(Field::hex("pad", 32).optional());
+    regs.push(Field::hex("vscr", 64));
+    regs.push(Field::hex("vrvalid", 64));
+    regs.push(Field::hex("pad", 64).optional());
     let mut fields = instruction_head();
     fields.push(Field::new(
         "regs",

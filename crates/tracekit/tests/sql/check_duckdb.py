@@ -296,17 +296,26 @@ class Dataset:
             t = d.pop("table", main)
             by_table.setdefault(t, []).append((lineno, d))
         self.reader_tables = set(by_table)
+        carriers = set()
         for t, entries in by_table.items():
             if t not in self.tables:
+                # A carrier table: its lines hold only keys and child lists (amber's dangling
+                # escapes); the export writes their child rows, not the lines themselves.
+                scalars = {k for _, d in entries for k, v in d.items() if not composite(v) and not isinstance(v, list)}
+                has_child = all(any(composite(v) or isinstance(v, list) for v in d.values()) for _, d in entries)
+                if has_child:
+                    carriers.add(t)
+                    self.cols[t] = sorted(scalars)
+                    continue
                 self.r.fail(f"dump has {len(entries)} line(s) of table {t!r} that the manifest does not list")
                 continue
         # Reader tables that never appear in the dump must be empty... unless a field maps to them.
         children = {}  # child table -> list of (where, keyvals, kind, element)
         for t, entries in by_table.items():
-            if t not in self.tables:
+            if t not in self.tables and t not in carriers:
                 continue
             objs = [(f"dump line {n}", {}, "objects", d) for n, d in entries]
-            if t in self.readable:
+            if t in self.readable and t not in carriers:
                 # ORDER BY i where the dump numbers the lines in order (a merged amber
                 # directory numbers each thread's records on its own: file order there).
                 ids = [d.get("i") for _, d in entries]
@@ -488,7 +497,9 @@ class Dataset:
         keyvals = {}
         for k in keys:
             try:
-                keyvals[k] = convert(row.get(k), self.types[table][k])
+                # A carrier's keys take the child table's column types.
+                ty = self.types[table][k] if table in self.types else self.types[child][k]
+                keyvals[k] = convert(row.get(k), ty)
             except ValueError:
                 keyvals[k] = row.get(k)
         lst = children.setdefault(child, [])

@@ -357,6 +357,9 @@ pub(crate) struct Table {
     /// The columns `tracekit dump` shows (the others, such as the register state of an
     /// x64dbg instruction, exist only in columnar outputs); the manifest says which.
     pub(crate) shown: Vec<bool>,
+    /// A record table whose columns are only keys of its child tables (amber's dangling
+    /// escapes): its rows carry child rows and are not written themselves.
+    pub(crate) carrier: bool,
     slots: Vec<Slot>,
     columns: Vec<Column>,
     /// Rows buffered.
@@ -484,6 +487,7 @@ impl Tables {
             delta: Vec::new(),
             stats: Vec::new(),
             shown: Vec::new(),
+            carrier: false,
             slots: Vec::new(),
             columns: Vec::new(),
             rows: 0,
@@ -514,6 +518,11 @@ impl Tables {
             t.delta = delta;
             t.stats = stats;
             t.shown = shown;
+            t.carrier = !is_child
+                && slots.iter().any(|s| matches!(s, Slot::Child { .. }))
+                && slots
+                    .iter()
+                    .all(|s| matches!(s, Slot::Child { .. } | Slot::Value { key: true, .. }));
             t.schema = Arc::new(ArrowSchema::new(fields));
             t.slots = slots;
             t.columns = columns;
@@ -627,7 +636,10 @@ impl Tables {
             return;
         }
         let rows = std::mem::take(&mut t.rows);
-        let columns = t.columns.iter_mut().map(Column::finish).collect();
+        let columns: Vec<ArrayRef> = t.columns.iter_mut().map(Column::finish).collect();
+        if t.carrier {
+            return;
+        }
         let batch = Batch {
             table,
             columns,

@@ -187,6 +187,7 @@ impl Dataset {
                 schema: Arc::clone(&t.schema),
                 delta: t.delta.clone(),
                 stats: t.stats.clone(),
+                written: !t.carrier,
             })
             .collect();
         let files = Files::create(&dataset.tmp, &layout, options.properties(), options.clone())?;
@@ -200,6 +201,7 @@ impl Dataset {
         self.tables.as_ref().map_or_else(Vec::new, |t| {
             t.tables
                 .iter()
+                .filter(|t| !t.carrier)
                 .map(|t| (t.name.clone(), Arc::clone(&t.schema)))
                 .collect()
         })
@@ -244,14 +246,24 @@ impl Dataset {
             .iter()
             .map(|t| (t.name.clone(), Arc::clone(&t.schema), t.shown.clone()))
             .collect();
+        let carriers: Vec<bool> = tables.tables.iter().map(|t| t.carrier).collect();
         let written = match tables.into_writer()? {
             Some(w) => w.finish()?,
             None => Vec::new(),
         };
-        let summaries: Vec<TableSummary> = columns
+        // Carrier tables (see `columns::Table::carrier`) have no folder and no entry.
+        let columns: Vec<_> = columns
+            .into_iter()
+            .zip(&carriers)
+            .filter(|(_, c)| !**c)
+            .map(|(t, _)| t)
+            .collect();
+        let summaries: Vec<TableSummary> = written
             .iter()
-            .zip(&written)
-            .map(|((name, _, _), w)| TableSummary {
+            .zip(&carriers)
+            .filter(|(_, c)| !**c)
+            .zip(&columns)
+            .map(|((w, _), (name, _, _))| TableSummary {
                 name: name.clone(),
                 rows: w.rows,
                 files: w.files,

@@ -33,6 +33,8 @@ pub(crate) struct Layout {
     pub(crate) delta: Vec<bool>,
     /// Per column: write min/max statistics.
     pub(crate) stats: Vec<bool>,
+    /// Whether the table has files at all (not for carrier tables).
+    pub(crate) written: bool,
 }
 
 /// One batch of a table's rows, as Arrow arrays in column order.
@@ -69,6 +71,8 @@ struct TableFiles {
     props: Arc<WriterProperties>,
     part: Option<Part>,
     written: Written,
+    /// Batches are dropped, no file is made (a carrier table).
+    skip: bool,
 }
 
 /// Every table's files, written in the order batches arrive.
@@ -91,10 +95,11 @@ impl Files {
             schema,
             delta,
             stats,
+            written,
         } in tables
         {
             let dir = root.join(name);
-            if !dir.exists() {
+            if *written && !dir.exists() {
                 std::fs::create_dir(&dir)
                     .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
             }
@@ -104,6 +109,7 @@ impl Files {
                 dir,
                 schema: Arc::clone(schema),
                 props: Arc::new(props),
+                skip: !written,
                 part: None,
                 written: Written::default(),
             });
@@ -116,6 +122,9 @@ impl Files {
 
     /// Writes a batch, cutting it where a row group or a file ends.
     pub(crate) fn write(&mut self, batch: &Batch) -> Result<(), Error> {
+        if self.tables.get(batch.table).is_some_and(|t| t.skip) {
+            return Ok(());
+        }
         let mut done = 0usize;
         while done < batch.rows {
             let t = self.tables.get_mut(batch.table).ok_or_else(|| {
@@ -184,7 +193,7 @@ impl Files {
     /// folder can be read.
     pub(crate) fn finish(mut self) -> Result<Vec<Written>, Error> {
         for t in &mut self.tables {
-            if t.part.is_none() && t.written.files == 0 {
+            if t.part.is_none() && t.written.files == 0 && !t.skip {
                 t.part = Some(open_part(t)?);
             }
             close_part(t)?;
