@@ -3,6 +3,7 @@
 //! Parquet on a synthetic DCFG-Trace file (edges per second). Small inputs (a few MiB); the
 //! 256 MiB figures beside a raw memory scan come from `cargo xtask bench`.
 #![allow(
+    clippy::indexing_slicing,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::arithmetic_side_effects,
