@@ -325,6 +325,44 @@ fn key_bytes(f: &Field) -> Key {
 }
 
 impl<W: Write> Visitor for JsonLines<W> {
+    fn numbered_rows(&mut self, first: u64, values: &[u64]) {
+        // Shown as values: each row's second field (a DCFG-Trace chunk's edge ids), in one
+        // loop.
+        if let Frame::Values {
+            mut count,
+            shown: 1,
+            json,
+        } = self.top
+        {
+            for &x in values {
+                if count > 0 {
+                    self.buf.push(b',');
+                }
+                count = count.saturating_add(1);
+                match json {
+                    Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, x, 0),
+                    Json::HexWidth(w) => push_hex_quoted(&mut self.buf, x, w),
+                    _ => push_dec(&mut self.buf, x),
+                }
+                if self.buf.len() >= FLUSH_AT {
+                    self.maybe_flush();
+                }
+            }
+            self.top = Frame::Values {
+                count,
+                shown: 1,
+                json,
+            };
+            return;
+        }
+        for (k, &x) in (0u64..).zip(values) {
+            self.begin_row();
+            self.uint(first.wrapping_add(k));
+            self.uint(x);
+            self.end_row();
+        }
+    }
+
     fn uint(&mut self, v: u64) {
         // The hot case first: a value of a row of a child table shown as its values (a
         // DCFG-Trace chunk's edges), without `start_value`'s general dispatch.

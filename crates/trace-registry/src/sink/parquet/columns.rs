@@ -860,6 +860,65 @@ impl Visitor for Tables {
         });
     }
 
+    fn numbered_rows(&mut self, first: u64, values: &[u64]) {
+        // The common case in one loop: a child table of keys and two integer columns.
+        if let [.., Frame::Row { keys, .. }, Frame::Child { table }] = self.stack.as_slice()
+            && let Some(t) = self.tables.get_mut(*table)
+            && let [Slot::Value { col: a, .. }, Slot::Value { col: b, .. }] = t.slots.as_slice()
+            && t.keys == keys.len()
+            && *a == t.keys
+            && *b == a.saturating_add(1)
+            && t.columns.iter().all(|c| matches!(c, Column::Int(_)))
+            && keys.iter().all(|k| matches!(k, KeyValue::UInt(_)))
+        {
+            let table = *table;
+            let mut done = 0usize;
+            while done < values.len() {
+                let Some(t) = self.tables.get_mut(table) else {
+                    return;
+                };
+                // Up to a batch's worth, then hand it on (a chunk of millions of edges).
+                let room = self.batch_rows.saturating_sub(t.rows).max(1);
+                let run = values.get(done..).unwrap_or_default();
+                let run = run.get(..room.min(run.len())).unwrap_or_default();
+                let mut cols = t.columns.iter_mut();
+                let keys = match self.stack.iter().rev().nth(1) {
+                    Some(Frame::Row { keys, .. }) => keys.as_slice(),
+                    _ => &[],
+                };
+                for k in keys {
+                    if let (Some(Column::Int(c)), KeyValue::UInt(v)) = (cols.next(), k) {
+                        c.values
+                            .resize(c.values.len().saturating_add(run.len()), *v);
+                        c.nulls.append_n_non_nulls(run.len());
+                    }
+                }
+                if let Some(Column::Int(c)) = cols.next() {
+                    let start = first.wrapping_add(done as u64);
+                    c.values
+                        .extend((0u64..run.len() as u64).map(|k| start.wrapping_add(k)));
+                    c.nulls.append_n_non_nulls(run.len());
+                }
+                if let Some(Column::Int(c)) = cols.next() {
+                    c.values.extend_from_slice(run);
+                    c.nulls.append_n_non_nulls(run.len());
+                }
+                t.rows = t.rows.saturating_add(run.len());
+                done = done.saturating_add(run.len());
+                if t.rows >= self.batch_rows {
+                    self.flush(table);
+                }
+            }
+            return;
+        }
+        for (k, &x) in (0u64..).zip(values) {
+            self.begin_row();
+            self.uint(first.wrapping_add(k));
+            self.uint(x);
+            self.end_row();
+        }
+    }
+
     fn uint_row(&mut self, values: &[u64]) {
         // The common case at once: a struct of plain columns filled in order.
         if let Some(Frame::Row { table, slot, .. }) = self.stack.last_mut()

@@ -418,6 +418,8 @@ mod tests {
         words: Option<Vec<u32>>,
         nested: Option<(u64, u16)>,
         kids: Vec<(u64, Option<String>)>,
+        /// A child table of (position, value) rows, visited as one run.
+        nums: Vec<u64>,
     }
 
     impl Arbitrary for TestRow {
@@ -433,6 +435,7 @@ mod tests {
                 words: Option::arbitrary(g),
                 nested: Option::arbitrary(g),
                 kids: Vec::arbitrary(g),
+                nums: Vec::arbitrary(g),
             }
         }
     }
@@ -478,6 +481,9 @@ mod tests {
                 v.end_row();
             }
             v.end_list();
+            v.begin_list();
+            v.numbered_rows(0, &self.nums);
+            v.end_list();
         }
     }
 
@@ -496,6 +502,13 @@ mod tests {
                 Field::new("s", Type::Str).nullable(),
             ],
         );
+        let nums = Schema::new(
+            "nums",
+            vec![
+                Field::new("seq", Type::UInt(64)),
+                Field::new("value", Type::UInt(64)),
+            ],
+        );
         Arc::new(Schema::new(
             "rows",
             vec![
@@ -508,6 +521,7 @@ mod tests {
                 Field::new("words", Type::List(Box::new(Type::UInt(32)))).nullable(),
                 Field::new("nested", Type::Struct(Arc::new(nested))).nullable(),
                 Field::new("kids", Type::Rows(Arc::new(kids))),
+                Field::new("nums", Type::Rows(Arc::new(nums))),
             ],
         ))
     }
@@ -575,6 +589,7 @@ mod tests {
                     }),
                     nested: x.is_valid(r).then(|| (x.value(r), y.value(r))),
                     kids: Vec::new(),
+                    nums: Vec::new(),
                 });
             }
         }
@@ -590,6 +605,23 @@ mod tests {
                 parent
                     .kids
                     .push((v.value(r), s.is_valid(r).then(|| s.value(r).to_owned())));
+            }
+        }
+        for b in read_table(dir, "nums") {
+            let (i, seq, v) = (b.column(0), b.column(1), b.column(2));
+            let (i, seq, v) = (
+                i.as_primitive::<UInt64Type>(),
+                seq.as_primitive::<UInt64Type>(),
+                v.as_primitive::<UInt64Type>(),
+            );
+            for r in 0..b.num_rows() {
+                let parent = &mut rows[i.value(r) as usize];
+                assert_eq!(
+                    seq.value(r),
+                    parent.nums.len() as u64,
+                    "seq counts the rows"
+                );
+                parent.nums.push(v.value(r));
             }
         }
         rows
@@ -645,6 +677,7 @@ mod tests {
             [
                 vec!["i", "a", "b", "flag", "data", "name", "words", "x", "y"],
                 vec!["i", "v", "s"],
+                vec!["i", "seq", "value"],
             ]
         );
         drop(d);
