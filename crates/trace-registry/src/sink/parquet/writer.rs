@@ -66,9 +66,16 @@ struct Part {
 struct TableFiles {
     dir: PathBuf,
     schema: Arc<ArrowSchema>,
-    /// The writer properties, with the Arrow schema in the files' metadata so that Arrow
-    /// readers get the dictionary-encoded and unsigned types back exactly.
-    props: Arc<WriterProperties>,
+    /// The properties every table starts from.
+    base: WriterProperties,
+    /// Per column: delta-encode it unless its first batch says otherwise.
+    delta: Vec<bool>,
+    /// Per column: write min/max statistics.
+    stats: Vec<bool>,
+    /// The writer properties, chosen when the first file opens (from the first batch),
+    /// with the Arrow schema in the files' metadata so that Arrow readers get the
+    /// dictionary-encoded and unsigned types back exactly.
+    props: Option<Arc<WriterProperties>>,
     part: Option<Part>,
     written: Written,
     /// Batches are dropped, no file is made (a carrier table).
@@ -103,12 +110,13 @@ impl Files {
                 std::fs::create_dir(&dir)
                     .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
             }
-            let mut props = encodings(schema, delta, stats, props.clone());
-            parquet::arrow::add_encoded_arrow_schema_to_metadata(schema, &mut props);
             out.push(TableFiles {
                 dir,
                 schema: Arc::clone(schema),
-                props: Arc::new(props),
+                base: props.clone(),
+                delta: delta.clone(),
+                stats: stats.clone(),
+                props: None,
                 skip: !written,
                 part: None,
                 written: Written::default(),
@@ -134,7 +142,7 @@ impl Files {
                 )
             })?;
             if t.part.is_none() {
-                t.part = Some(open_part(t)?);
+                t.part = Some(open_part(t, &batch.columns)?);
             }
             let Some(part) = t.part.as_mut() else {
                 break;
@@ -194,7 +202,7 @@ impl Files {
     pub(crate) fn finish(mut self) -> Result<Vec<Written>, Error> {
         for t in &mut self.tables {
             if t.part.is_none() && t.written.files == 0 && !t.skip {
-                t.part = Some(open_part(t)?);
+                t.part = Some(open_part(t, &[])?);
             }
             close_part(t)?;
         }
@@ -202,11 +210,60 @@ impl Files {
     }
 }
 
-/// Per-column encodings. A dictionary costs a hash per value and pays where values repeat
-/// out of order (names, threads, a child table's values); columns marked `delta` (64-bit
-/// integers that run or step from row to row) are delta-encoded, which makes runs of equal
-/// or evenly spaced values nearly free; byte strings (opcodes, memory contents) are plain,
-/// left to the page compression.
+/// Whether a 64-bit column is better delta-encoded than dictionary-encoded, judged on a
+/// sample of its first batch. Delta encoding makes runs of equal or nearby values nearly
+/// free (indices, offsets, pcs, register state, positions) and costs no hash per value; a
+/// dictionary packs values that repeat out of order (the changes of different registers,
+/// memory addresses), so it is kept for columns of few distinct values and far jumps.
+fn prefers_delta(column: &ArrayRef) -> Option<bool> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt64Type};
+    const SAMPLE: usize = 1 << 16;
+    const FEW: usize = 4096;
+    let values: Vec<u64> = match column.data_type() {
+        arrow_schema::DataType::UInt64 => column
+            .as_primitive::<UInt64Type>()
+            .values()
+            .iter()
+            .take(SAMPLE)
+            .copied()
+            .collect(),
+        arrow_schema::DataType::Int64 => column
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .take(SAMPLE)
+            .map(|v| *v as u64)
+            .collect(),
+        _ => return None,
+    };
+    if values.len() < 2 {
+        return None;
+    }
+    let near = values
+        .windows(2)
+        .filter(|w| match w {
+            [a, b] => (b.wrapping_sub(*a) as i64).unsigned_abs() < 1 << 15,
+            _ => false,
+        })
+        .count();
+    let n = values.len().saturating_sub(1);
+    if near.saturating_mul(10) >= n.saturating_mul(9) {
+        return Some(true);
+    }
+    let mut distinct = std::collections::HashSet::with_capacity(FEW);
+    for v in &values {
+        distinct.insert(*v);
+        if distinct.len() > FEW {
+            break;
+        }
+    }
+    Some(distinct.len() > FEW && near.saturating_mul(2) >= n)
+}
+
+/// Per-column encodings: 64-bit integers delta-encoded where `delta` says (or where the
+/// first batch shows runs, see [`prefers_delta`]), dictionaries elsewhere; byte strings
+/// (opcodes, memory contents) plain, left to the page compression.
 fn encodings(
     schema: &ArrowSchema,
     delta: &[bool],
@@ -244,8 +301,21 @@ fn encodings(
     b.build()
 }
 
-fn open_part(t: &mut TableFiles) -> Result<Part, Error> {
-    let props = &t.props;
+fn open_part(t: &mut TableFiles, first: &[ArrayRef]) -> Result<Part, Error> {
+    if t.props.is_none() {
+        let mut delta = t.delta.clone();
+        for (d, column) in delta.iter_mut().zip(first) {
+            if let Some(prefers) = prefers_delta(column) {
+                *d = prefers;
+            }
+        }
+        let mut props = encodings(&t.schema, &delta, &t.stats, t.base.clone());
+        parquet::arrow::add_encoded_arrow_schema_to_metadata(&t.schema, &mut props);
+        t.props = Some(Arc::new(props));
+    }
+    let props = t
+        .props
+        .get_or_insert_with(|| Arc::new(WriterProperties::default()));
     let path = t.dir.join(format!("part-{:05}.parquet", t.written.files));
     let file = File::create(&path)
         .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
