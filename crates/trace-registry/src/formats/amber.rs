@@ -8,9 +8,9 @@
 //! Tables (for columnar sinks): `instructions` (`i` key, and `thread` key too in a merged
 //! directory, where `i` counts each thread's records; FULL adds one column per register of
 //! the `regs` struct) and `escapes` (the keys, `code`, `name`, `words`). The
-//! `dangling_escapes` record has the same keys (not shown in JSON) and its child table is
-//! the same `escapes`, so that a columnar sink puts every escape in one table; see
-//! [`dangling_schema`] for the key values.
+//! `dangling_escapes` record has the same keys (its `i` is the index the next instruction
+//! would have had) and its child table is the same `escapes`, so that a columnar sink puts
+//! every escape in one table.
 
 use std::sync::Arc;
 
@@ -443,7 +443,7 @@ fn tt6_schema(merged: bool) -> Arc<Schema> {
 }
 
 /// The schema of the final record holding the escapes after the last instruction: the key
-/// fields of [`tt6_schema`] (`i`, and `thread` when `merged`), not shown in JSON, then the
+/// fields of [`tt6_schema`] (`i`, and `thread` when `merged`), then the
 /// escapes as the same child table `escapes` as an instruction's, so that a columnar sink
 /// writes them to the one `escapes` table (same name, same key columns, same fields).
 ///
