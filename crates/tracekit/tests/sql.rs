@@ -1,7 +1,9 @@
 //! `tracekit export` read back by SQL engines: DuckDB checks every fixture's dataset against
 //! `tracekit dump` (tests/sql/check_duckdb.py), Spark in local mode reads an x64dbg and a
-//! DCFG-Trace dataset and agrees with DuckDB on a GROUP BY (tests/sql/check_spark.py); plus
-//! `--partial` on a damaged input and `--force` on an existing folder.
+//! DCFG-Trace dataset and agrees with DuckDB on a GROUP BY (tests/sql/check_spark.py); the
+//! README's "Query with SQL" examples answer like `tracekit dump` in both engines
+//! (tests/sql/check_readme.py); `export --help` documents every exported table and column;
+//! plus `--partial` on a damaged input and `--force` on an existing folder.
 //!
 //! The Python checks need `python3` with `duckdb` (and `pyspark` plus `java` for Spark). When
 //! one is missing the test prints "skipped: …" and passes, unless `TRACEKIT_REQUIRE_DUCKDB=1`
