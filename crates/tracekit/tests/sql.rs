@@ -1,7 +1,9 @@
 //! `tracekit export` read back by SQL engines: DuckDB checks every fixture's dataset against
 //! `tracekit dump` (tests/sql/check_duckdb.py), Spark in local mode reads an x64dbg and a
-//! DCFG-Trace dataset and agrees with DuckDB on a GROUP BY (tests/sql/check_spark.py); plus
-//! `--partial` on a damaged input and `--force` on an existing folder.
+//! DCFG-Trace dataset and agrees with DuckDB on a GROUP BY (tests/sql/check_spark.py); the
+//! README's "Query with SQL" examples answer like `tracekit dump` in both engines
+//! (tests/sql/check_readme.py); `export --help` documents every exported table and column;
+//! plus `--partial` on a damaged input and `--force` on an existing folder.
 //!
 //! The Python checks need `python3` with `duckdb` (and `pyspark` plus `java` for Spark). When
 //! one is missing the test prints "skipped: …" and passes, unless `TRACEKIT_REQUIRE_DUCKDB=1`
@@ -235,7 +237,9 @@ fn spark_agrees_with_duckdb() {
         return;
     }
     let tmp = TempDir::new("spark");
-    let mut args = Vec::new();
+    // The README's Spark example runs in the same session (Spark starts in about 20 s).
+    let (dir, jsonl) = readme_dataset(&tmp.0);
+    let mut args = vec![PathBuf::from("--readme"), readme(), dir, jsonl];
     for (input, table, group) in [
         ("x64dbg/basic.trace64", "instructions", "thread"),
         ("dcfg-trace/multi.trace.json", "chunks", "pid,thread"),
@@ -252,6 +256,46 @@ fn spark_agrees_with_duckdb() {
         args.extend([dir, table.into(), group.into()]);
     }
     run_python("check_spark.py", &args);
+}
+
+fn readme() -> PathBuf {
+    root().join("README.md")
+}
+
+/// The dataset of the README's examples (`basic`, from `testdata/x64dbg/basic.trace64`) in
+/// `tmp`, and the same file's dump.
+fn readme_dataset(tmp: &Path) -> (PathBuf, PathBuf) {
+    let input = root().join("testdata/x64dbg/basic.trace64");
+    let jsonl = tmp.join("basic.jsonl");
+    let out = dump_to(&input, &jsonl);
+    assert!(out.status.success(), "dump: {}", show(&out));
+    let dir = tmp.join("basic");
+    let out = tracekit(&[
+        "export".as_ref(),
+        "-q".as_ref(),
+        input.as_os_str(),
+        "-o".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(out.status.success(), "export: {}", show(&out));
+    (dir, jsonl)
+}
+
+/// The README's "Query with SQL" DuckDB queries give the answers computed from `tracekit
+/// dump` (tests/sql/check_readme.py); the Spark version runs in `spark_agrees_with_duckdb`.
+#[test]
+fn readme_queries_answer_like_dump() {
+    if !available(
+        "readme_queries_answer_like_dump",
+        &["duckdb"],
+        &[],
+        "TRACEKIT_REQUIRE_DUCKDB",
+    ) {
+        return;
+    }
+    let tmp = TempDir::new("readme");
+    let (dir, jsonl) = readme_dataset(&tmp.0);
+    run_python("check_readme.py", &[readme(), dir, jsonl]);
 }
 
 /// A damaged input: without `--partial` nothing is left; with it the complete records are,
@@ -402,5 +446,261 @@ fn export_refuses_an_existing_folder_without_force() {
         fs::read_dir(&tmp.0).unwrap().count(),
         1,
         "--force left files beside the folder"
+    );
+}
+
+/// One column as `export --help` documents it or a manifest has it: the short type
+/// (`u64`, `string`, `list<u32>`…), whether it may be NULL, whether it is Parquet-only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Column {
+    ty: String,
+    nullable: bool,
+    parquet_only: bool,
+}
+
+/// The formats as `export_tables.txt` heads their sections: the testdata folder names.
+const FORMATS: [&str; 5] = ["x64dbg", "gdb-tfile", "dcfg", "dcfg-trace", "amber"];
+
+type Tables =
+    std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, Column>>;
+
+/// A manifest type in the help's words: `UInt64` → `u64`, strings (dictionary or not) →
+/// `string`, `List(non-null UInt32)` → `list<u32>`; anything else as it is, so it mismatches.
+fn short_type(arrow: &str) -> String {
+    if let Some(inner) = arrow
+        .strip_prefix("List(")
+        .and_then(|s| s.strip_suffix(')'))
+    {
+        return format!(
+            "list<{}>",
+            short_type(inner.trim_start_matches("non-null "))
+        );
+    }
+    match arrow {
+        "UInt16" => "u16",
+        "UInt32" => "u32",
+        "UInt64" => "u64",
+        "Int16" => "i16",
+        "Int32" => "i32",
+        "Int64" => "i64",
+        "Boolean" => "bool",
+        "Binary" => "binary",
+        "Utf8" | "Dictionary(Int32, Utf8)" => "string",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// A word of the help that is a type, with its markers: `u64?*` → (`u64`, NULL, Parquet-only).
+fn doc_type(word: &str) -> Option<Column> {
+    let ty = word.trim_end_matches(['?', '*']);
+    let known = [
+        "u16",
+        "u32",
+        "u64",
+        "i16",
+        "i32",
+        "i64",
+        "bool",
+        "binary",
+        "string",
+        "list<u32>",
+        "list<u64>",
+    ];
+    known.contains(&ty).then(|| Column {
+        ty: ty.to_owned(),
+        nullable: word[ty.len()..].contains('?'),
+        parquet_only: word[ty.len()..].contains('*'),
+    })
+}
+
+/// The column names a word of the help stands for: itself, or a range `r0…r31` / `r8…r15`.
+fn doc_names(word: &str) -> Option<Vec<String>> {
+    let ident = |w: &str| {
+        w.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    };
+    if let Some((a, b)) = word.split_once('…') {
+        let split = |w: &str| {
+            let digits = w.trim_start_matches(|c: char| !c.is_ascii_digit());
+            (
+                w[..w.len() - digits.len()].to_owned(),
+                digits.parse::<u32>().ok(),
+            )
+        };
+        let ((prefix, Some(lo)), (prefix_b, Some(hi))) = (split(a), split(b)) else {
+            return None;
+        };
+        if !ident(&prefix) || (prefix_b != prefix && !prefix_b.is_empty()) || lo > hi {
+            return None;
+        }
+        return Some((lo..=hi).map(|n| format!("{prefix}{n}")).collect());
+    }
+    ident(word).then(|| vec![word.to_owned()])
+}
+
+/// The tables of `export_tables.txt`: a line starting with a format name opens its section,
+/// a line indented by two spaces is a table (its first word) and its columns, deeper lines
+/// continue it. Between `,;:()` a run of names followed by a type word are columns of
+/// that type; other words are prose.
+fn documented(text: &str) -> Tables {
+    let mut tables = Tables::new();
+    let mut entries: Vec<(String, String, String)> = Vec::new();
+    let mut format: Option<String> = None;
+    let mut open = false;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            open = false;
+        } else if !line.starts_with(' ') {
+            let first = line.split([' ', '(', ':']).next().unwrap_or("");
+            format = FORMATS.contains(&first).then(|| first.to_owned());
+            open = false;
+        } else if let Some(f) = &format {
+            let rest = line.strip_prefix("  ").unwrap_or(line);
+            if rest.starts_with(' ') && open {
+                let e = entries.last_mut().unwrap();
+                e.2.push(' ');
+                e.2.push_str(rest);
+            } else if !rest.starts_with(' ') {
+                let (name, columns) = rest.split_once(' ').unwrap_or((rest, ""));
+                entries.push((f.clone(), name.to_owned(), columns.to_owned()));
+                open = true;
+            }
+        }
+    }
+    for (format, table, columns) in entries {
+        let cols = tables.entry((format, table)).or_default();
+        for segment in columns.split([',', ';', ':', '(', ')']) {
+            let mut names = Vec::new();
+            for word in segment.split_whitespace() {
+                if let Some(c) = doc_type(word) {
+                    for n in names.drain(..) {
+                        cols.insert(n, c.clone());
+                    }
+                } else if let Some(n) = doc_names(word) {
+                    names.extend(n);
+                } else {
+                    names.clear();
+                }
+            }
+        }
+    }
+    tables
+}
+
+/// `tracekit export --help` (src/export_tables.txt) documents every table and column that
+/// the exports of every fixture (plus a DCFG-Trace joined with `--dcfg`) have, with its
+/// type, `?` exactly when it may be NULL and `*` exactly when `dump` does not show it;
+/// and nothing that no export has.
+#[test]
+fn export_help_documents_every_table_and_column() {
+    let tmp = TempDir::new("docs");
+    let mut exports: Vec<(String, PathBuf, Vec<std::ffi::OsString>)> = fixtures()
+        .into_iter()
+        .map(|p| {
+            let format = p.parent().unwrap().file_name().unwrap();
+            (format.to_string_lossy().into_owned(), p, Vec::new())
+        })
+        .collect();
+    // A DCFG-Trace of the sample DCFG's first edges, so that the export has the joined
+    // columns.
+    let dcfg = root().join("testdata/dcfg/sample.dcfg.json");
+    let edges = tmp.0.join("edges.jsonl");
+    fs::write(
+        &edges,
+        "{\"pid\":4243,\"thread\":0,\"edges\":[1,2,3,4,5,6,8,9,10]}\n",
+    )
+    .unwrap();
+    let joined = tmp.0.join("joined.trace.json");
+    let out = tracekit(&[
+        "--dcfg".as_ref(),
+        dcfg.as_os_str(),
+        "encode".as_ref(),
+        edges.as_os_str(),
+        "-o".as_ref(),
+        joined.as_os_str(),
+    ]);
+    assert!(out.status.success(), "encode: {}", show(&out));
+    exports.push((
+        "dcfg-trace".to_owned(),
+        joined,
+        vec!["--dcfg".into(), dcfg.into_os_string()],
+    ));
+
+    let mut actual = Tables::new();
+    let mut problems = Vec::new();
+    for (k, (format, input, global)) in exports.iter().enumerate() {
+        let dir = tmp.0.join(k.to_string());
+        let mut args = global.clone();
+        args.extend(["export".into(), "-q".into(), input.clone().into_os_string()]);
+        args.extend(["-o".into(), dir.clone().into_os_string()]);
+        if !tracekit(&args).status.success() {
+            continue; // not a readable fixture; duckdb_reads_every_fixture_like_dump says
+        }
+        for t in manifest(&dir)["tables"].as_array().unwrap() {
+            let table = t["name"].as_str().unwrap().to_owned();
+            let cols = actual.entry((format.clone(), table.clone())).or_default();
+            for c in t["columns"].as_array().unwrap() {
+                let name = c["name"].as_str().unwrap().to_owned();
+                let col = Column {
+                    ty: short_type(c["type"].as_str().unwrap()),
+                    nullable: c["nullable"].as_bool().unwrap(),
+                    parquet_only: c["in_dump"] == false,
+                };
+                match cols.get(&name) {
+                    Some(prev) if *prev != col => problems.push(format!(
+                        "{format} {table}.{name}: {col:?} in {}, {prev:?} elsewhere",
+                        input.display()
+                    )),
+                    _ => {
+                        cols.insert(name, col);
+                    }
+                }
+            }
+        }
+    }
+    assert!(actual.len() >= 19, "only {} tables exported", actual.len());
+
+    let docs = documented(tracekit::EXPORT_TABLES);
+    for ((format, table), cols) in &actual {
+        let Some(doc) = docs.get(&(format.clone(), table.clone())) else {
+            problems.push(format!("{format} table {table} is not documented"));
+            continue;
+        };
+        for (name, col) in cols {
+            match doc.get(name) {
+                None => problems.push(format!(
+                    "{format} {table}.{name} ({col:?}) is not documented"
+                )),
+                Some(d) if d != col => problems.push(format!(
+                    "{format} {table}.{name}: documented {d:?}, exported {col:?}"
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for ((format, table), doc) in &docs {
+        let cols = actual.get(&(format.clone(), table.clone()));
+        if cols.is_none() {
+            problems.push(format!(
+                "{format} table {table} is documented but no export has it"
+            ));
+        }
+        for name in doc.keys() {
+            if cols.is_some_and(|c| !c.contains_key(name)) {
+                problems.push(format!(
+                    "{format} {table}.{name} is documented but no export has it"
+                ));
+            }
+        }
+    }
+    for line in tracekit::EXPORT_TABLES.lines() {
+        assert!(line.chars().count() <= 90, "line over 90 columns: {line}");
+    }
+    assert!(
+        problems.is_empty(),
+        "src/export_tables.txt and the exports disagree:\n{}",
+        problems.join("\n")
     );
 }

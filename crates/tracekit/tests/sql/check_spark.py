@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads tracekit Parquet datasets with Spark (local mode) and compares a GROUP BY with DuckDB.
 
-Usage: check_spark.py DIR TABLE COLS [DIR TABLE COLS ...]
+Usage: check_spark.py [--readme README DIR DUMP.jsonl] DIR TABLE COLS [DIR TABLE COLS ...]
 
 For each dataset DIR: Spark reads every table folder listed in DIR/_tracekit.json and counts
 the manifest's rows; then for TABLE and every other table that has all the comma-separated
@@ -9,7 +9,9 @@ COLS columns, `SELECT COLS, count(*), sum(c) for every integer column c GROUP BY
 same answer in Spark (spark.read.parquet('DIR/<table>')) as in DuckDB
 (read_parquet('DIR/<table>/*.parquet')). Spark reads UINT_64 as decimal(20,0): every value
 is compared as a Python int. One Spark session (local[2], small memory, no UI) for all.
-Prints one line per problem and exits 1 if there is any.
+With --readme, the README's Spark example also runs in that session, on DIR (an export of
+testdata/x64dbg/basic.trace64), and its answers are compared with DUMP.jsonl's
+(check_readme.py). Prints one line per problem and exits 1 if there is any.
 """
 
 import json
@@ -17,6 +19,7 @@ import os
 import sys
 import time
 
+import check_readme
 import duckdb
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -36,6 +39,9 @@ def is_int(dt):
 
 
 def main(argv):
+    readme = None
+    if argv[:1] == ["--readme"]:
+        readme, argv = argv[1:4], argv[4:]
     if not argv or len(argv) % 3:
         print(__doc__, file=sys.stderr)
         return 2
@@ -58,6 +64,10 @@ def main(argv):
         for i in range(0, len(argv), 3):
             root, table, cols = argv[i], argv[i + 1], argv[i + 2].split(",")
             problems += check(spark, con, root, table, cols)
+        if readme:
+            got = check_readme.spark_problems(spark, *readme)
+            print(f"README Spark example: {len(got)} problem(s)")
+            problems += got
     finally:
         spark.stop()
     print(f"spark checks took {time.time() - start:.1f} s")
