@@ -36,9 +36,6 @@ pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
             DataType::List(Arc::new(ArrowField::new("item", arrow_type(inner)?, false)))
         }
         Type::Rows(_) | Type::Struct(_) => return None,
-        // A type added to the model later: no column until the sink learns it.
-        #[allow(unreachable_patterns)]
-        _ => return None,
     })
 }
 
@@ -316,8 +313,8 @@ impl Column {
     }
 }
 
-/// A list offset. Lists are cut into batches long before 2^31 values (see
-/// `Tables::full`), so the offset fits.
+/// A list offset. A batch ends once its variable-length values pass `batch_bytes` (see
+/// `Tables::end_of_row`), long before 2^31 list values, so the offset fits.
 fn offset32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
