@@ -223,12 +223,18 @@ pub trait Visitor {
     /// tables of millions of rows (a DCFG-Trace chunk's `seq` and `edge_id`), so that a
     /// sink may take the run in one loop.
     fn numbered_rows(&mut self, first: u64, values: &[u64]) {
-        for (k, &x) in (0u64..).zip(values) {
-            self.begin_row();
-            self.uint(first.wrapping_add(k));
-            self.uint(x);
-            self.end_row();
-        }
+        numbered_rows_one_by_one(self, first, values);
+    }
+}
+
+/// [`Visitor::numbered_rows`] as the per-row calls it stands for: its default, and the
+/// fallback of sinks that take only some runs at once.
+pub fn numbered_rows_one_by_one<V: Visitor + ?Sized>(v: &mut V, first: u64, values: &[u64]) {
+    for (k, &x) in (0u64..).zip(values) {
+        v.begin_row();
+        v.uint(first.wrapping_add(k));
+        v.uint(x);
+        v.end_row();
     }
 }
 

@@ -908,12 +908,7 @@ impl Visitor for Tables {
             }
             return;
         }
-        for (k, &x) in (0u64..).zip(values) {
-            self.begin_row();
-            self.uint(first.wrapping_add(k));
-            self.uint(x);
-            self.end_row();
-        }
+        crate::schema::numbered_rows_one_by_one(self, first, values);
     }
 
     fn uint_row(&mut self, values: &[u64]) {
