@@ -1,7 +1,9 @@
 //! `cargo xtask bench`: for each format, a synthetic input of at least 256 MiB; in one process
 //! it times a baseline scan that reads every byte and the format's full decode, and prints
-//! throughput and their ratio (medians of several runs). Ratios are what to compare:
-//! absolute speeds drift on shared machines.
+//! throughput and their ratio (medians of several runs). Each format also gets a `dump` row
+//! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
+//! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
+//! `export`. Ratios are what to compare: absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
