@@ -145,6 +145,23 @@ struct IntColumn {
 }
 
 impl IntColumn {
+    /// Takes back the value buffer of an array this column made, when nothing else holds
+    /// it, as the column's (empty) buffer for the next batch.
+    fn recycle(&mut self, array: ArrayRef) {
+        let Some(a) = array.as_any().downcast_ref::<UInt64Array>() else {
+            return;
+        };
+        let buffer = a.values().inner().clone();
+        drop(array);
+        if let Ok(mut v) = buffer.into_vec::<u64>()
+            && self.values.is_empty()
+            && v.capacity() > self.values.capacity()
+        {
+            v.clear();
+            self.values = v;
+        }
+    }
+
     fn finish(&mut self) -> ArrayRef {
         let v = std::mem::take(&mut self.values);
         let nulls = self.nulls.finish();
@@ -642,11 +659,26 @@ impl Tables {
             columns,
             rows,
         };
-        if self.error.is_none()
-            && let Some(out) = self.out.as_mut()
-            && let Err(e) = out.write(batch)
-        {
-            self.error = Some(e);
+        if self.error.is_some() {
+            return;
+        }
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        match out.write(batch) {
+            Err(e) => self.error = Some(e),
+            // Reusing the 64-bit buffers saves growing fresh ones for every batch (and the
+            // allocator handing their pages back and faulting them in again).
+            Ok(Some(batch)) => {
+                if let Some(t) = self.tables.get_mut(table) {
+                    for (c, a) in t.columns.iter_mut().zip(batch.columns) {
+                        if let Column::Int(c) = c {
+                            c.recycle(a);
+                        }
+                    }
+                }
+            }
+            Ok(None) => {}
         }
     }
 

@@ -450,13 +450,14 @@ impl Writer {
     }
 
     /// Writes a batch (or queues it). A writer thread's error shows here or at `finish`.
-    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
+    /// Written in this thread, the batch comes back, so that its buffers can be reused.
+    pub(crate) fn write(&mut self, batch: Batch) -> Result<Option<Batch>, Error> {
         match self {
-            Writer::Inline(files) => files.write(&batch),
+            Writer::Inline(files) => files.write(&batch).map(|()| Some(batch)),
             // A send fails only when the thread stopped on an error; `finish` reports it.
             Writer::Thread { send, .. } => {
                 let _ = send.send(batch);
-                Ok(())
+                Ok(None)
             }
         }
     }
