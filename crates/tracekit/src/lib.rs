@@ -151,7 +151,8 @@ pub const EXPORT_TABLES: &str = include_str!("export_tables.txt");
 pub struct ExportArgs {
     /// The trace file, a directory of amber threads, or - for stdin.
     pub file: OsString,
-    /// The dataset folder to create: `DIR/<table>/part-NNNNN.parquet` and `DIR/_tracekit.json`.
+    /// The dataset folder to create (and its missing parents): `DIR/<table>/part-NNNNN.parquet`
+    /// and `DIR/_tracekit.json`.
     #[arg(long, short, value_name = "DIR")]
     pub output: PathBuf,
     /// The output format.

@@ -144,9 +144,9 @@ impl std::fmt::Debug for Tables {
 }
 
 impl Dataset {
-    /// Starts a dataset at `dir` for records of these tables (as the record reader indexes
-    /// them). Nothing appears at `dir` until [`Dataset::finish`]; an existing `dir` is an
-    /// error unless `replace`.
+    /// Starts a dataset at `dir` (its missing parents are created) for records of these
+    /// tables (as the record reader indexes them). Nothing appears at `dir` until
+    /// [`Dataset::finish`]; an existing `dir` is an error unless `replace`.
     ///
     /// # Errors
     ///
@@ -159,7 +159,10 @@ impl Dataset {
     ) -> Result<Dataset, Error> {
         if dir.exists() && !replace {
             return Err(Error::io(
-                format!("{} exists (--force replaces it)", dir.display()),
+                format!(
+                    "cannot write a dataset to {} (--force replaces it)",
+                    dir.display()
+                ),
                 std::io::Error::from(std::io::ErrorKind::AlreadyExists),
             ));
         }
@@ -691,7 +694,7 @@ mod tests {
         std::fs::write(dir.join("mine"), b"x").unwrap();
         let o = ParquetOptions::default();
         let e = Dataset::create(&dir, &[schema()], &o, false).unwrap_err();
-        assert!(e.to_string().contains("exists"), "{e}");
+        assert!(e.to_string().contains("--force replaces it"), "{e}");
         assert!(dir.join("mine").exists());
         let d = Dataset::create(&dir, &[schema()], &o, true).unwrap();
         assert!(dir.join("mine").exists(), "replaced only when complete");
