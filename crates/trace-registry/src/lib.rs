@@ -10,7 +10,8 @@
 //! - **info**: a summary as one [`Info`] value, shown as text or JSON from the same tree;
 //! - **validate**: the whole file checked, with diagnostics;
 //! - **records**: the records as typed rows ([`Row`]) described by a [`Schema`] per record
-//!   kind, handed to any sink ([`sink::JsonLines`] is `tracekit dump`).
+//!   kind, handed to any sink ([`sink::JsonLines`] is `tracekit dump`; `sink::parquet`,
+//!   behind the `parquet` feature, is `tracekit export`).
 //!
 //! An output written once over rows and schemas works for every format; a format added as
 //! one handler module and one line in [`HANDLERS`] gets every output.

@@ -45,6 +45,30 @@ fn readme_library_use() -> Result<(), Box<dyn std::error::Error>> {
 
 #[rustfmt::skip]
 #[test]
+fn readme_library_use_2() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_registry::sink::parquet::{Dataset, Origin, ParquetOptions};
+    use trace_registry::{Ctx, Input, Options};
+
+    let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?;
+    let handler = trace_registry::detect(&input).ok_or("unknown format")?;
+    let options = Options::default();
+    let mut records = handler.records(&mut input, &mut Ctx::new(&options))?;
+    let dir = std::env::temp_dir().join(format!("basic-dataset-{}", std::process::id()));
+    // Written under a temporary name; `dir` appears when `finish` renames it.
+    let mut dataset = Dataset::create(&dir, records.tables(), &ParquetOptions::default(), true)?;
+    while let Some(record) = records.next_record() {
+        let record = record?;
+        dataset.write(record.table, record.row())?;
+    }
+    let tables = dataset.finish(&Origin::default(), None, &records.finish())?;
+    assert_eq!((tables[0].name.as_str(), tables[0].rows), ("instructions", 1100));
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
 fn readme_trac_x64dbg() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
     use trac_x64dbg::Trace;
