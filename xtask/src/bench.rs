@@ -190,11 +190,16 @@ fn export_cases(
                     .args(["-c", &pipeline])
                     .output()
                     .expect("run dump | duckdb");
-                assert!(
-                    out.status.success(),
-                    "dump | duckdb failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                // DuckDB runs out of memory on long JSON lines (a DCFG-Trace chunk of a
+                // million edges): the row then shows 0 records/s, and why goes to stderr.
+                if !out.status.success() {
+                    eprintln!(
+                        "dump | duckdb failed ({}): {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                    return 0;
+                }
                 String::from_utf8_lossy(&out.stdout)
                     .trim()
                     .parse()
