@@ -181,13 +181,16 @@ fn export_cases(
             script.display(),
             dir.join("duckdb.parquet").display()
         );
+        let work = dir.clone();
         rows.push(BenchCase {
             name: format!("{name} dump | duckdb (Parquet)"),
             input: dump.input.clone(),
             unit: "records",
             run: Box::new(move |_| {
+                // In the temporary folder: DuckDB spills to `.tmp` in its working directory.
                 let out = std::process::Command::new("sh")
                     .args(["-c", &pipeline])
+                    .current_dir(&work)
                     .output()
                     .expect("run dump | duckdb");
                 // DuckDB runs out of memory on long JSON lines (a DCFG-Trace chunk of a
