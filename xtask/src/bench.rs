@@ -113,6 +113,10 @@ pub fn task(args: &[String]) -> Result<(), String> {
             print_row(&row, runs);
         }
     }
+    // The export rows' inputs and datasets.
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("tracekit-bench-{}", std::process::id())),
+    );
     Ok(())
 }
 
