@@ -58,6 +58,14 @@ fn tracekit<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .unwrap()
 }
 
+/// `tracekit export -q [EXTRA…] INPUT -o DIR`.
+fn export(input: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["export".as_ref(), "-q".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.extend([input.as_os_str(), "-o".as_ref(), dir.as_os_str()]);
+    tracekit(&args)
+}
+
 fn show(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -183,13 +191,7 @@ fn duckdb_reads_every_fixture_like_dump() {
         }
         n += 1;
         let dir = tmp.0.join(&name);
-        let out = tracekit(&[
-            "export".as_ref(),
-            "-q".as_ref(),
-            input.as_os_str(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-        ]);
+        let out = export(input, &dir, &[]);
         if !out.status.success() {
             failures.push(format!(
                 "tracekit export {} failed though dump reads it:\n{}",
@@ -245,13 +247,7 @@ fn spark_agrees_with_duckdb() {
         ("dcfg-trace/multi.trace.json", "chunks", "pid,thread"),
     ] {
         let dir = tmp.0.join(input.replace(['/', '.'], "_"));
-        let out = tracekit(&[
-            "export".as_ref(),
-            "-q".as_ref(),
-            root().join("testdata").join(input).as_os_str(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-        ]);
+        let out = export(&root().join("testdata").join(input), &dir, &[]);
         assert!(out.status.success(), "export {input}: {}", show(&out));
         args.extend([dir, table.into(), group.into()]);
     }
@@ -270,13 +266,7 @@ fn readme_dataset(tmp: &Path) -> (PathBuf, PathBuf) {
     let out = dump_to(&input, &jsonl);
     assert!(out.status.success(), "dump: {}", show(&out));
     let dir = tmp.join("basic");
-    let out = tracekit(&[
-        "export".as_ref(),
-        "-q".as_ref(),
-        input.as_os_str(),
-        "-o".as_ref(),
-        dir.as_os_str(),
-    ]);
+    let out = export(&input, &dir, &[]);
     assert!(out.status.success(), "export: {}", show(&out));
     (dir, jsonl)
 }
@@ -333,13 +323,7 @@ fn partial_export_keeps_the_complete_records() {
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
-        let out = tracekit(&[
-            "export".as_ref(),
-            "-q".as_ref(),
-            input.as_os_str(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-        ]);
+        let out = export(input, &dir, &[]);
         assert_eq!(out.status.code(), Some(1), "export {what}: {}", show(&out));
         assert!(
             !dir.exists(),
@@ -355,14 +339,7 @@ fn partial_export_keeps_the_complete_records() {
             "export {what} without --partial left files behind"
         );
 
-        let out = tracekit(&[
-            "export".as_ref(),
-            "-q".as_ref(),
-            "--partial".as_ref(),
-            input.as_os_str(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-        ]);
+        let out = export(input, &dir, &["--partial"]);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -414,19 +391,7 @@ fn export_refuses_an_existing_folder_without_force() {
     let dir = tmp.0.join("out");
     fs::create_dir(&dir).unwrap();
     fs::write(dir.join("keep.txt"), "mine").unwrap();
-    let export = |force: bool| {
-        let mut args = vec![
-            "export".as_ref(),
-            "-q".as_ref(),
-            input.as_os_str(),
-            "-o".as_ref(),
-            dir.as_os_str(),
-        ];
-        if force {
-            args.push("--force".as_ref());
-        }
-        tracekit(&args)
-    };
+    let export = |force: bool| export(&input, &dir, if force { &["--force"] } else { &[] });
     let out = export(false);
     assert_ne!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(fs::read_to_string(dir.join("keep.txt")).unwrap(), "mine");
