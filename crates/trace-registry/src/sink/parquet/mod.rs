@@ -244,35 +244,37 @@ impl Dataset {
         let Some(tables) = tables else {
             return Ok(Vec::new());
         };
-        let columns: Vec<_> = tables
+        let planned: Vec<_> = tables
             .tables
             .iter()
-            .map(|t| (t.name.clone(), Arc::clone(&t.schema), t.shown.clone()))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    Arc::clone(&t.schema),
+                    t.shown.clone(),
+                    t.carrier,
+                )
+            })
             .collect();
-        let carriers: Vec<bool> = tables.tables.iter().map(|t| t.carrier).collect();
         let written = match tables.into_writer()? {
             Some(w) => w.finish()?,
             None => Vec::new(),
         };
         // Carrier tables (see `columns::Table::carrier`) have no folder and no entry.
-        let columns: Vec<_> = columns
+        let (columns, summaries): (Vec<_>, Vec<_>) = planned
             .into_iter()
-            .zip(&carriers)
-            .filter(|(_, c)| !**c)
-            .map(|(t, _)| t)
-            .collect();
-        let summaries: Vec<TableSummary> = written
-            .iter()
-            .zip(&carriers)
-            .filter(|(_, c)| !**c)
-            .zip(&columns)
-            .map(|((w, _), (name, _, _))| TableSummary {
-                name: name.clone(),
-                rows: w.rows,
-                files: w.files,
-                bytes: w.bytes,
+            .zip(&written)
+            .filter(|((.., carrier), _)| !carrier)
+            .map(|((name, schema, shown, _), w)| {
+                let summary = TableSummary {
+                    name: name.clone(),
+                    rows: w.rows,
+                    files: w.files,
+                    bytes: w.bytes,
+                };
+                ((name, schema, shown), summary)
             })
-            .collect();
+            .unzip();
         let manifest = manifest(origin, failure, notes, &columns, &summaries);
         let mut text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
         text.push(b'\n');
