@@ -112,7 +112,10 @@ pub use read::{
     Block, Blocks, Counters, Index, Instruction, MemAccesses, ReadOptions, RegChanges, Replay,
     States, StreamReader, ThreadIdMode, Trace, UserBlock, read_records,
 };
-pub use regs::{DebugReg, MAX_WORDS, RegDump, Segment, X87Fpu, X87Register, word_names};
+pub use regs::{
+    DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,
+    word_names,
+};
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
 
 /// Fuzzing entry point: parses `data` every way the crate can (blocks, replay, index and

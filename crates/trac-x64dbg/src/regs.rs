@@ -581,6 +581,44 @@ fn fields(arch: Arch) -> Vec<Field> {
     f
 }
 
+/// Every named field of the `REGDUMP` of `arch`, in dump order: the general registers,
+/// `rip`/`eip` and the flags, segments, debug registers, the x87 area and control words,
+/// MXCSR, XMM, YMM halves, the flag bits (`flags.c` …), the x87 registers, MMX, the fields
+/// of MXCSR and the x87 status and control words, and `lastError`.
+#[must_use]
+pub fn register_fields(arch: Arch) -> Vec<RegisterField> {
+    fields(arch)
+        .into_iter()
+        .map(|(offset, size, name)| RegisterField { offset, size, name })
+        .collect()
+}
+
+/// One named field of the `REGDUMP`: see [`register_fields`] and [`RegDump::field`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterField {
+    /// The byte offset in the stored dump.
+    pub offset: usize,
+    /// The size in bytes (1 for the flag bits, which x64dbg stores as one byte each).
+    pub size: usize,
+    /// x64dbg's name (`rax`, `xmm3`, `ymm0.High`, `flags.z`, `x87r2.data`, `lastError`).
+    pub name: String,
+}
+
+impl RegDump {
+    /// The bytes of field `f` (little-endian), zero-filled past the stored words.
+    #[must_use]
+    pub fn field(&self, f: &RegisterField) -> Vec<u8> {
+        let w = self.arch.word_size();
+        (f.offset..f.offset.saturating_add(f.size))
+            .map(|byte| {
+                let word = self.word(byte / w);
+                // `byte % w` < 8: the shift stays in range.
+                (word >> (8 * (byte % w))) as u8
+            })
+            .collect()
+    }
+}
+
 /// The name of every stored word of `arch`, as `tracekit dump` prints register changes:
 /// the register's name when the word is exactly one field (`rax`, `eip`, `dr7`, `mmx3`,
 /// `lastError`), the field names joined by `|` when it packs several (`gs|fs|es|ds`,

@@ -47,6 +47,7 @@ pub mod info;
 mod input;
 pub mod schema;
 pub mod sink;
+pub mod steps;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -252,6 +253,24 @@ pub trait Handler: Send + Sync {
         input: &'a mut Input,
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Records + 'a>, Error>;
+
+    /// The instruction stream, for formats that have one (what `state`, `mem`, `xref` and
+    /// `diff` read). The default: [`Error::Unsupported`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for formats without an instruction stream; as
+    /// [`Handler::records`] when the input cannot be opened.
+    fn steps<'a>(
+        &self,
+        _input: &'a mut Input,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn steps::Steps + 'a>, Error> {
+        Err(Error::Unsupported(format!(
+            "{} traces have no instruction stream",
+            self.name()
+        )))
+    }
 }
 
 /// Every format, in the order they are listed to users and tried by detection.

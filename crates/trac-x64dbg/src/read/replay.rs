@@ -229,6 +229,12 @@ impl<'a> Replay<'a> {
         Some(self.next_instruction()?.map(|i| (i, &self.state.regs)))
     }
 
+    /// The offset of the next block to read.
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        self.blocks.offset()
+    }
+
     /// The register state before the last instruction returned.
     #[must_use]
     pub fn regs(&self) -> &RegDump {

@@ -11,12 +11,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use std::borrow::Cow;
+
 use trac_x64dbg::{
-    Arch, Block, Counters, Header, Instruction, RegDump, Replay, StreamReader, Trace, raw,
-    word_names,
+    Arch, Block, Counters, Header, Index, Instruction, RegDump, RegisterField, Replay,
+    StreamReader, Trace, raw, register_fields, word_names,
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::steps::{self, Isa, NamedReg, RegValue, Step, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -115,6 +118,20 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.next_block_with_regs(),
             Blocks::Stream(r) => r.next_block_with_regs(),
+        }
+    }
+
+    fn regs(&self) -> &RegDump {
+        match self {
+            Blocks::Slice(r) => r.regs(),
+            Blocks::Stream(r) => r.regs(),
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        match self {
+            Blocks::Slice(r) => r.offset().0,
+            Blocks::Stream(r) => r.offset().0,
         }
     }
 
@@ -314,6 +331,157 @@ impl Handler for X64dbg {
             current: None,
             done: false,
         }))
+    }
+
+    fn steps<'a>(
+        &self,
+        input: &'a mut Input,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Steps + 'a>, Error> {
+        let (trace, blocks) = match input.source() {
+            Source::Bytes(b) => {
+                let trace = Trace::parse(b).map_err(err)?;
+                let blocks = Blocks::Slice(Box::new(trace.replay()));
+                (Some(trace), blocks)
+            }
+            Source::Stream(s) => {
+                let reader = StreamReader::from_reader(s).map_err(err)?;
+                (None, Blocks::Stream(Box::new(reader)))
+            }
+        };
+        let arch = trace
+            .as_ref()
+            .map_or_else(|| blocks.regs().arch(), Trace::arch);
+        Ok(Box::new(X64Steps {
+            isa: match arch {
+                Arch::X64 => Isa::X64,
+                Arch::X86 => Isa::X86,
+            },
+            word: u32::try_from(arch.word_size()).unwrap_or(8),
+            names: word_names(arch)
+                .into_iter()
+                .take(state_words(arch))
+                .map(Cow::Owned)
+                .collect(),
+            fields: register_fields(arch),
+            trace,
+            index: None,
+            blocks,
+            step: Step::default(),
+            pending: false,
+            done: false,
+        }))
+    }
+}
+
+/// The instruction stream of an x64dbg trace: the replay, with the index for `seek` (built
+/// on the first seek) when the trace is in memory.
+struct X64Steps<'a> {
+    isa: Isa,
+    /// The size of a recorded memory word.
+    word: u32,
+    names: Vec<Cow<'static, str>>,
+    fields: Vec<RegisterField>,
+    /// The trace in memory, for seeking; `None` for a stream.
+    trace: Option<Trace<'a>>,
+    index: Option<Index>,
+    blocks: Blocks<'a>,
+    step: Step,
+    /// `step` is already read (by a seek) and is what the next `next_step` returns.
+    pending: bool,
+    done: bool,
+}
+
+impl X64Steps<'_> {
+    fn fill(step: &mut Step, word: u32, ins: &Instruction<'_>, regs: &RegDump) {
+        step.clear();
+        step.i = ins.index();
+        step.thread = u64::from(ins.thread());
+        step.pc = regs.ip();
+        step.opcode.extend_from_slice(ins.opcode());
+        for m in ins.mem() {
+            step.push_word(m.address, word, m.old, m.new);
+        }
+    }
+}
+
+impl Steps for X64Steps<'_> {
+    fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    fn reg_names(&self) -> &[Cow<'static, str>] {
+        &self.names
+    }
+
+    fn next_step(&mut self) -> Option<Result<&Step, Error>> {
+        if std::mem::take(&mut self.pending) {
+            return Some(Ok(&self.step));
+        }
+        if self.done {
+            return None;
+        }
+        let next = match &mut self.blocks {
+            Blocks::Slice(r) => r.next_instruction_with_regs(),
+            Blocks::Stream(r) => r.next_instruction_with_regs(),
+        };
+        match fuse(&mut self.done, next)? {
+            Ok((ins, regs)) => {
+                Self::fill(&mut self.step, self.word, &ins, regs);
+                Some(Ok(&self.step))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn regs(&self) -> &[u64] {
+        let words = self.blocks.regs().words();
+        words.get(..self.names.len()).unwrap_or(words)
+    }
+
+    fn named_regs(&self, out: &mut Vec<NamedReg>) {
+        let regs = self.blocks.regs();
+        out.extend(self.fields.iter().map(|f| {
+            let bytes = regs.field(f);
+            let value = if bytes.len() <= 8 {
+                let mut w = [0u8; 8];
+                w.get_mut(..bytes.len())
+                    .unwrap_or_default()
+                    .copy_from_slice(&bytes);
+                RegValue::Word(u64::from_le_bytes(w))
+            } else {
+                RegValue::Wide(bytes.into_iter().collect())
+            };
+            NamedReg {
+                name: Cow::Owned(f.name.clone()),
+                value,
+            }
+        }));
+    }
+
+    fn seek(&mut self, n: u64) -> Result<(), Error> {
+        let Some(trace) = &self.trace else {
+            steps::seek_by_scan(self, n)?;
+            self.pending = true;
+            return Ok(());
+        };
+        let index = match &self.index {
+            Some(index) => index,
+            None => self.index.insert(trace.build_index().map_err(err)?),
+        };
+        if n >= index.instructions() {
+            return Err(steps::past_end(n, index.instructions()));
+        }
+        let (ins, replay) = trace.seek(index, n).map_err(err)?;
+        Self::fill(&mut self.step, self.word, &ins, replay.regs());
+        self.blocks = Blocks::Slice(Box::new(replay));
+        self.pending = true;
+        self.done = false;
+        Ok(())
+    }
+
+    fn position(&self) -> u64 {
+        self.blocks.offset()
     }
 }
 
@@ -550,6 +718,84 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    fn input(name: &str, bytes: &[u8], gzip: bool) -> Input {
+        use std::io::Write;
+        if !gzip {
+            return Input::from_bytes(name, bytes.to_vec()).unwrap();
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        Input::from_bytes(format!("{name}.gz"), gz.finish().unwrap()).unwrap()
+    }
+
+    /// The steps are the replay's instructions, in memory and streamed; a seek lands on the
+    /// same step and state as reading up to it; named registers include every REGDUMP field.
+    #[test]
+    fn steps_follow_the_replay_and_seek() {
+        let bytes = testdata("x64dbg/basic.trace64");
+        let trace = Trace::parse(&bytes).unwrap();
+        let mut expected = Vec::new();
+        let mut replay = trace.replay();
+        while let Some(ins) = replay.next_instruction() {
+            let ins = ins.unwrap();
+            let mem: Vec<(u64, u64, Option<u64>)> =
+                ins.mem().map(|m| (m.address, m.old, m.new)).collect();
+            expected.push((ins.index(), ins.thread(), replay.regs().clone(), mem));
+        }
+        let options = crate::Options::default();
+        for gzip in [false, true] {
+            let mut input = input("basic.trace64", &bytes, gzip);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            assert_eq!(steps.isa(), Isa::X64);
+            assert_eq!(steps.reg_names().len(), 18);
+            let mut n = 0;
+            while let Some(step) = steps.next_step() {
+                let step = step.unwrap().clone();
+                let (i, thread, regs, mem) = &expected[n];
+                assert_eq!(step.i, *i);
+                assert_eq!(step.thread, u64::from(*thread));
+                assert_eq!(step.pc, regs.ip());
+                assert_eq!(steps.regs(), &regs.words()[..18]);
+                assert_eq!(step.mem.len(), mem.len());
+                for (a, (addr, old, new)) in step.mem.iter().zip(mem) {
+                    assert_eq!(a.addr, *addr);
+                    assert_eq!(step.old(a).unwrap(), old.to_le_bytes());
+                    assert_eq!(
+                        step.new(a).map(<[u8]>::to_vec),
+                        new.map(|v| v.to_le_bytes().to_vec())
+                    );
+                }
+                n += 1;
+            }
+            assert_eq!(n, expected.len());
+            for at in [0u64, 1, 511, 512, 700, 1099] {
+                let mut input = self::input("basic.trace64", &bytes, gzip);
+                let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                steps.seek(at).unwrap();
+                let step = steps.next_step().unwrap().unwrap();
+                assert_eq!(step.i, at);
+                let regs = &expected[usize::try_from(at).unwrap()].2;
+                assert_eq!(steps.regs(), &regs.words()[..18]);
+                let mut named = Vec::new();
+                steps.named_regs(&mut named);
+                let get = |n: &str| named.iter().find(|r| r.name == n).unwrap().value.clone();
+                assert_eq!(get("rsp"), RegValue::Word(regs.sp()));
+                assert_eq!(
+                    get("lastError"),
+                    RegValue::Word(u64::from(regs.last_error()))
+                );
+                assert_eq!(
+                    get("xmm1"),
+                    RegValue::Wide(regs.xmm(1).to_le_bytes().into_iter().collect())
+                );
+                assert!(named.iter().any(|r| r.name == "flags.z"));
+            }
+            let mut input = self::input("basic.trace64", &bytes, gzip);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            assert!(matches!(steps.seek(1100), Err(Error::Unsupported(_))));
         }
     }
 }

@@ -1,0 +1,261 @@
+//! The instruction-stream view of a trace: one [`Step`] per executed instruction, with its
+//! thread, pc, bytes and memory accesses, and the register state before it.
+//!
+//! The analyses (`state`, `mem`, `xref`, `diff`, `find`) are written once over this view;
+//! a format that has an instruction stream implements [`Steps`] and returns it from
+//! [`Handler::steps`](crate::Handler::steps). Formats without one (DCFG, DCFG-Trace) keep the
+//! default, an [`Error::Unsupported`].
+
+use std::borrow::Cow;
+
+use smallvec::SmallVec;
+
+use crate::Error;
+
+/// The instruction set of a stream: how to disassemble it and how wide its words are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Isa {
+    /// x86-64.
+    X64,
+    /// 32-bit x86.
+    X86,
+    /// 32-bit PowerPC (big-endian).
+    Ppc32,
+    /// Unknown or not decodable here (a tfile whose target description is unknown).
+    Other,
+}
+
+impl Isa {
+    /// The size of a general register in bytes.
+    #[must_use]
+    pub fn word_size(self) -> u32 {
+        match self {
+            Isa::X64 | Isa::Other => 8,
+            Isa::X86 | Isa::Ppc32 => 4,
+        }
+    }
+}
+
+/// What an instruction did with a memory range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// Not known: the format does not say, or the operands could not be matched.
+    #[default]
+    Unknown,
+    /// Read only.
+    Read,
+    /// Written only.
+    Write,
+    /// Read and written.
+    ReadWrite,
+}
+
+impl AccessKind {
+    /// The name used in JSON output: `unknown`, `read`, `write`, `readwrite`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessKind::Unknown => "unknown",
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+            AccessKind::ReadWrite => "readwrite",
+        }
+    }
+}
+
+/// One memory access of a [`Step`]: a range of `len` bytes at `addr`, with the bytes before
+/// and after the instruction where the format records them (in [`Step::data`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// The first address.
+    pub addr: u64,
+    /// The bytes covered: the recorded word for x64dbg (8 or 4), a tfile memory block's
+    /// length, the operand size once disassembly has matched it.
+    pub len: u32,
+    /// Whether the instruction read or wrote it, when known.
+    pub kind: AccessKind,
+    /// Whether `len` is the operand size found by disassembly (else the recorded width).
+    pub sized: bool,
+    /// Where the `len` bytes before the instruction start in [`Step::data`], if recorded.
+    pub old: Option<u32>,
+    /// Where the `len` bytes after the instruction start in [`Step::data`], if recorded
+    /// (x64dbg: only when the value changed).
+    pub new: Option<u32>,
+}
+
+/// One executed instruction. Readers reuse one `Step` (its vectors keep their capacity).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// The global instruction index (0-based, over all threads, in file order).
+    pub i: u64,
+    /// The thread (0 where the format has none).
+    pub thread: u64,
+    /// The address of the instruction.
+    pub pc: u64,
+    /// The instruction's bytes, where recorded.
+    pub opcode: SmallVec<[u8; 16]>,
+    /// The memory accesses, in the recorded order.
+    pub mem: Vec<Access>,
+    /// The bytes the accesses point into (little-endian words for x64dbg).
+    pub data: Vec<u8>,
+}
+
+impl Step {
+    /// Empties the step for the next instruction, keeping capacity.
+    pub fn clear(&mut self) {
+        self.opcode.clear();
+        self.mem.clear();
+        self.data.clear();
+    }
+
+    /// Appends an access with the given bytes before (and after) the instruction.
+    pub fn push_access(&mut self, addr: u64, old: Option<&[u8]>, new: Option<&[u8]>, len: u32) {
+        let mut at = |bytes: &[u8]| {
+            let start = u32::try_from(self.data.len()).unwrap_or(u32::MAX);
+            self.data.extend_from_slice(bytes);
+            start
+        };
+        let old = old.map(&mut at);
+        let new = new.map(&mut at);
+        self.mem.push(Access {
+            addr,
+            len,
+            kind: AccessKind::Unknown,
+            sized: false,
+            old,
+            new,
+        });
+    }
+
+    /// Appends an access of one little-endian word of `size` bytes (x64dbg's records).
+    pub fn push_word(&mut self, addr: u64, size: u32, old: u64, new: Option<u64>) {
+        let n = usize::try_from(size).unwrap_or(8).min(8);
+        let old = old.to_le_bytes();
+        let new = new.map(u64::to_le_bytes);
+        self.push_access(
+            addr,
+            old.get(..n),
+            new.as_ref().and_then(|b| b.get(..n)),
+            size,
+        );
+    }
+
+    /// The bytes before the instruction of access `a`, if recorded.
+    #[must_use]
+    pub fn old(&self, a: &Access) -> Option<&[u8]> {
+        self.bytes_at(a.old, a.len)
+    }
+
+    /// The bytes after the instruction of access `a`, if recorded.
+    #[must_use]
+    pub fn new(&self, a: &Access) -> Option<&[u8]> {
+        self.bytes_at(a.new, a.len)
+    }
+
+    fn bytes_at(&self, start: Option<u32>, len: u32) -> Option<&[u8]> {
+        let start = usize::try_from(start?).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.data.get(start..end)
+    }
+}
+
+/// A register value: a word, or a wider register as little-endian bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegValue {
+    /// Up to 64 bits.
+    Word(u64),
+    /// Wider than 64 bits (XMM, YMM halves, x87 data), little-endian.
+    Wide(SmallVec<[u8; 16]>),
+}
+
+impl std::fmt::Display for RegValue {
+    /// `0x…`: a word without leading zeros, a wide value with all its digits.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegValue::Word(w) => write!(f, "{w:#x}"),
+            RegValue::Wide(bytes) => {
+                f.write_str("0x")?;
+                for b in bytes.iter().rev() {
+                    write!(f, "{b:02x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A named register and its value, as `state` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedReg {
+    /// The name, lowercase where the format's own names are (`rax`, `xmm0`, `flags.z`).
+    pub name: Cow<'static, str>,
+    /// The value.
+    pub value: RegValue,
+}
+
+/// An instruction stream: a lending iterator of [`Step`]s with the register state before
+/// the last step returned.
+pub trait Steps {
+    /// The instruction set.
+    fn isa(&self) -> Isa;
+
+    /// The names of the registers [`Steps::regs`] gives, in order: the general registers, the
+    /// pc and the flags (what `diff` compares). Empty where the format records no registers.
+    fn reg_names(&self) -> &[Cow<'static, str>];
+
+    /// The next step, or `None` at the end. After an error the stream is fused.
+    fn next_step(&mut self) -> Option<Result<&Step, Error>>;
+
+    /// The values of [`Steps::reg_names`] before the last step returned.
+    fn regs(&self) -> &[u64];
+
+    /// Every named register before the last step returned, for `state`.
+    fn named_regs(&self, out: &mut Vec<NamedReg>);
+
+    /// Whether a step's memory accesses are snapshots taken before the instruction ran
+    /// (tfile frames), rather than what the instruction itself read and wrote.
+    fn memory_is_snapshot(&self) -> bool {
+        false
+    }
+
+    /// Positions the stream so that the next step is step `n`. The default reads and drops
+    /// steps up to `n` (a scan); formats with an index seek in it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when `n` is past the last step; a read error on the way.
+    fn seek(&mut self, n: u64) -> Result<(), Error>;
+
+    /// The byte offset reached, for progress.
+    fn position(&self) -> u64 {
+        0
+    }
+}
+
+/// [`Steps::seek`] by reading, for formats without an index: reads steps up to and
+/// including step `n` (`steps` must be at its start). The implementation then returns that
+/// step, which it still holds, from its next `next_step`.
+///
+/// # Errors
+///
+/// As [`Steps::seek`].
+pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Error> {
+    let mut count = 0u64;
+    loop {
+        match steps.next_step() {
+            Some(Ok(_)) if count == n => return Ok(()),
+            Some(Ok(_)) => count = count.saturating_add(1),
+            Some(Err(e)) => return Err(e),
+            None => return Err(past_end(n, count)),
+        }
+    }
+}
+
+/// The error of a step number at or past the end of a stream of `count` steps.
+#[must_use]
+pub fn past_end(n: u64, count: u64) -> Error {
+    Error::Unsupported(format!(
+        "instruction {n} is past the end: the trace has {count} instructions"
+    ))
+}
