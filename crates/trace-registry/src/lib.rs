@@ -45,6 +45,7 @@ mod error;
 pub mod formats;
 pub mod info;
 mod input;
+pub mod analyses;
 pub mod schema;
 pub mod sink;
 pub mod steps;

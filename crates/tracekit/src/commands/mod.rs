@@ -14,6 +14,8 @@ use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
+pub mod args;
+
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
