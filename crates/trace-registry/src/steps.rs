@@ -148,6 +148,9 @@ impl Step {
     }
 
     /// The bytes after the instruction of access `a`, if recorded.
+    // `old` and `new` are x64dbg's (and the JSON's) names for the two values, not a
+    // constructor.
+    #[allow(clippy::new_ret_no_self)]
     #[must_use]
     pub fn new(&self, a: &Access) -> Option<&[u8]> {
         self.bytes_at(a.new, a.len)
