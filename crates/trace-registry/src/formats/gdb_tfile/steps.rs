@@ -376,3 +376,293 @@ impl<'a> Steps for TfileSteps<'a> {
         self.current.offset
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+    use crate::formats::gdb_tfile::GdbTfile;
+    use crate::schema::testing::testdata;
+    use crate::steps::AccessKind;
+    use crate::{Handler, Options};
+    use gdb_tfile::ReadOptions;
+
+    fn input(name: &str, bytes: &[u8], gzip: bool) -> Input {
+        use std::io::Write;
+        if !gzip {
+            return Input::from_bytes(name, bytes.to_vec()).unwrap();
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        Input::from_bytes(format!("{name}.gz"), gz.finish().unwrap()).unwrap()
+    }
+
+    /// One step as plain values: i, pc, opcode, accesses (addr, bytes), word registers,
+    /// named registers.
+    type Seen = (u64, u64, Vec<u8>, Vec<(u64, Vec<u8>)>, Vec<u64>, Vec<NamedReg>);
+
+    fn seen(steps: &dyn Steps, step: &Step) -> Seen {
+        let mem = step
+            .mem
+            .iter()
+            .map(|a| {
+                assert_eq!(a.kind, AccessKind::Unknown);
+                assert!(a.new.is_none() && !a.sized);
+                (a.addr, step.old(a).unwrap().to_vec())
+            })
+            .collect();
+        let mut named = Vec::new();
+        steps.named_regs(&mut named);
+        (
+            step.i,
+            step.pc,
+            step.opcode.to_vec(),
+            mem,
+            steps.regs().to_vec(),
+            named,
+        )
+    }
+
+    fn all_steps(name: &str, bytes: &[u8], gzip: bool, options: &Options) -> Vec<Seen> {
+        let mut input = input(name, bytes, gzip);
+        let mut steps = GdbTfile.steps(&mut input, &mut Ctx::new(options)).unwrap();
+        assert!(steps.memory_is_snapshot());
+        let mut out = Vec::new();
+        while let Some(step) = steps.next_step() {
+            let step = step.unwrap().clone();
+            out.push(seen(steps.as_ref(), &step));
+        }
+        out
+    }
+
+    /// Every testdata file: the steps are the frames as the gdb-tfile crate reads them
+    /// (pc register, `M` blocks, registers named by the description), the same in memory
+    /// and streamed, and a seek lands on the same step as reading up to it.
+    #[test]
+    fn steps_are_the_frames_in_memory_streamed_and_after_a_seek() {
+        for name in [
+            "amd64.tf",
+            "quirks.tf",
+            "s390-big-endian.tf",
+            "no-tdesc.tf",
+            "tfile-basic.tf",
+        ] {
+            let bytes = testdata(&format!("gdb-tfile/{name}"));
+            let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+            let td = file.tdesc();
+            let steps = all_steps(name, &bytes, false, &Options::default());
+            let frames: Vec<Frame<'_>> = file.frames().map(Result::unwrap).collect();
+            assert_eq!(steps.len(), frames.len(), "{name}");
+            assert!(!frames.is_empty());
+            for ((i, pc, opcode, mem, regs, named), f) in steps.iter().zip(&frames) {
+                assert_eq!(*i, f.index);
+                let collected = td.and_then(|td| {
+                    let r = f.register(td, &td.pc_register()?.name).unwrap()?;
+                    r.as_u64()
+                });
+                let has_regs = f.registers().unwrap().is_some();
+                match collected {
+                    Some(c) => assert_eq!(*pc, c, "{name} frame {i}"),
+                    None if !has_regs => {
+                        let t = &file.description().tracepoints;
+                        let tp = t.iter().find(|t| t.number == f.tracepoint as u64).unwrap();
+                        assert_eq!(*pc, tp.address, "{name} frame {i}: the guessed pc");
+                    }
+                    None => assert_eq!(*pc, 0),
+                }
+                let blocks: Vec<(u64, Vec<u8>)> = f
+                    .blocks()
+                    .filter_map(|b| match b.unwrap() {
+                        Block::Memory { address, data, .. } => Some((address, data.to_vec())),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(mem, &blocks);
+                let at_pc = f.memory(*pc, 16).unwrap();
+                let expected: Vec<u8> = at_pc.iter().map_while(|b| *b).collect();
+                assert_eq!(opcode, &expected);
+                let Some(td) = td else {
+                    assert!(regs.is_empty() && named.is_empty());
+                    continue;
+                };
+                let fits: Vec<_> = td
+                    .registers
+                    .iter()
+                    .filter_map(|r| Some((r, f.register(td, &r.name).unwrap()?)))
+                    .collect();
+                assert_eq!(named.len(), fits.len(), "{name}");
+                let mut words = Vec::new();
+                for (n, (r, v)) in named.iter().zip(&fits) {
+                    assert_eq!(n.name, r.name);
+                    match (&n.value, v.as_u64()) {
+                        (RegValue::Word(w), Some(x)) => {
+                            assert_eq!(*w, x);
+                            words.push(x);
+                        }
+                        (RegValue::Wide(b), None) => {
+                            let mut le = v.bytes.to_vec();
+                            if f.layout.endian == Endian::Big {
+                                le.reverse();
+                            }
+                            assert_eq!(b.as_slice(), le.as_slice());
+                        }
+                        other => panic!("{name}: {} is {other:?}", r.name),
+                    }
+                }
+                if has_regs {
+                    assert_eq!(regs, &words, "{name} frame {i}");
+                }
+            }
+            assert_eq!(
+                all_steps(name, &bytes, true, &Options::default()),
+                steps,
+                "{name} streamed"
+            );
+            let count = steps.len() as u64;
+            for gzip in [false, true] {
+                for at in [0, 1, count / 2, count - 1].into_iter().filter(|&n| n < count) {
+                    let mut input = input(name, &bytes, gzip);
+                    let options = Options::default();
+                    let mut s = GdbTfile.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                    s.seek(at).unwrap();
+                    let step = s.next_step().unwrap().unwrap().clone();
+                    assert_eq!(seen(s.as_ref(), &step), steps[at as usize], "{name} @{at}");
+                    // Reading on after the seek gives the following steps.
+                    let mut k = at as usize + 1;
+                    while let Some(step) = s.next_step() {
+                        let step = step.unwrap().clone();
+                        assert_eq!(seen(s.as_ref(), &step), steps[k], "{name} after {at}");
+                        k += 1;
+                    }
+                    assert_eq!(k, steps.len());
+                }
+                let mut input = input(name, &bytes, gzip);
+                let options = Options::default();
+                let mut s = GdbTfile.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                assert!(matches!(s.seek(count), Err(Error::Unsupported(_))));
+            }
+        }
+    }
+
+    /// A hand-built i386 file: `eax`, `eip` and a 128-bit `xmm0`, `R` of `r_size` bytes.
+    fn hand_built(r_size: usize, big: bool) -> Vec<u8> {
+        let mut out = gdb_tfile::raw::MAGIC.to_vec();
+        out.extend_from_slice(format!("R {r_size:x}\n").as_bytes());
+        out.extend_from_slice(
+            b"tdesc <target><architecture>i386</architecture>\
+              <reg name=\"eax\" bitsize=\"32\"/><reg name=\"eip\" bitsize=\"32\"/>\
+              <reg name=\"xmm0\" bitsize=\"128\"/></target>\n\
+              tp T1:1000:E:0:0\ntp T2:2000:E:3:0\ntp T3:3000:E:0:0\ntp T3:3100:E:0:0\n\n",
+        );
+        let u16b = |v: u16| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u32b = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u64b = |v: u64| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let mem = |addr: u64, data: &[u8]| {
+            let mut b = vec![b'M'];
+            b.extend_from_slice(&u64b(addr));
+            b.extend_from_slice(&u16b(data.len() as u16));
+            b.extend_from_slice(data);
+            b
+        };
+        let mut regs = vec![b'R'];
+        regs.extend_from_slice(&u32b(7));
+        regs.extend_from_slice(&u32b(0x1000));
+        regs.extend(0u8..16);
+        regs.truncate(1 + r_size);
+        let code: Vec<u8> = (0x40..0x54).collect();
+        let frames: Vec<(u16, Vec<u8>)> = vec![
+            // Registers; code at the pc in two blocks, the second overriding one byte.
+            (1, [regs.clone(), mem(0x1000, &code), mem(0x1001, &[0xcc])].concat()),
+            // No registers: pc guessed from tracepoint 1; code with a hole at 0x1003.
+            (1, [mem(0x1000, &[1, 2, 3]), mem(0x1004, &[5])].concat()),
+            // No registers, while-stepping tracepoint: no guess.
+            (2, mem(0x5000, &[9; 4])),
+            // No registers, two locations: no guess.
+            (3, Vec::new()),
+        ];
+        for (tp, data) in frames {
+            out.extend_from_slice(&u16b(tp));
+            out.extend_from_slice(&u32b(data.len() as u32));
+            out.extend_from_slice(&data);
+        }
+        out.extend_from_slice(&[0; 4]);
+        out
+    }
+
+    /// Known answers: the collected pc, GDB's pc guess only where GDB makes it, opcode
+    /// bytes up to a hole or 16, the last overlapping block winning, a wide register
+    /// little-endian in both byte orders, registers past the block left out.
+    #[test]
+    fn hand_built_frames_give_known_steps() {
+        for big in [false, true] {
+            let options = Options {
+                big_endian: big,
+                ..Options::default()
+            };
+            let bytes = hand_built(24, big);
+            let steps = all_steps("x.tf", &bytes, false, &options);
+            assert_eq!(steps.len(), 4);
+            let (_, pc, opcode, mem, regs, named) = &steps[0];
+            assert_eq!(*pc, 0x1000);
+            let mut expected: Vec<u8> = (0x40..0x50).collect();
+            expected[1] = 0xcc;
+            assert_eq!(opcode, &expected);
+            assert_eq!(mem[1], (0x1001, vec![0xcc]));
+            assert_eq!(regs, &[7, 0x1000]);
+            let names: Vec<&str> = named.iter().map(|r| &*r.name).collect();
+            assert_eq!(names, ["eax", "eip", "xmm0"]);
+            let xmm0: Vec<u8> = if big { (0..16).rev().collect() } else { (0..16).collect() };
+            assert_eq!(named[2].value, RegValue::Wide(xmm0.into_iter().collect()));
+            assert_eq!(named[2].value.to_string().len(), 2 + 32);
+            let (_, pc, opcode, mem, regs, named) = &steps[1];
+            assert_eq!((*pc, opcode.as_slice()), (0x1000, &[1u8, 2, 3][..]));
+            assert_eq!(mem.len(), 2);
+            assert_eq!(regs, &[0, 0], "no R block: the words are 0");
+            assert!(named.is_empty(), "no R block: every register is unavailable");
+            assert_eq!((steps[2].1, steps[3].1), (0, 0));
+            assert!(steps[2].2.is_empty());
+
+            let mut input = input("x.tf", &bytes, false);
+            let mut s = TfileSteps::open(&mut input, &mut Ctx::new(&options)).unwrap();
+            assert_eq!(s.isa(), Isa::X86);
+            let mut pcs = Vec::new();
+            while let Some(step) = s.next_step() {
+                step.unwrap();
+                pcs.push((s.tracepoint(), s.frame_pc()));
+            }
+            assert_eq!(
+                pcs,
+                [(1, Some(0x1000)), (1, Some(0x1000)), (2, None), (3, None)]
+            );
+        }
+        // An R block shorter than the description: xmm0 is unavailable.
+        let steps = all_steps("x.tf", &hand_built(8, false), false, &Options::default());
+        let names: Vec<&str> = steps[0].5.iter().map(|r| &*r.name).collect();
+        assert_eq!(names, ["eax", "eip"]);
+        assert_eq!(steps[0].4, [7, 0x1000]);
+    }
+
+    #[test]
+    fn isa_from_architecture_or_pc_register() {
+        let td = |xml: &str| TargetDescription::parse(xml, 0).unwrap();
+        let reg = |n: &str| format!("<reg name=\"{n}\" bitsize=\"64\"/>");
+        assert_eq!(isa_of(None), Isa::Other);
+        for (xml, isa) in [
+            (
+                format!("<target><architecture>i386:x86-64</architecture>{}</target>", reg("rip")),
+                Isa::X64,
+            ),
+            (format!("<target><architecture>i386</architecture></target>"), Isa::X86),
+            (format!("<target><architecture>s390:64-bit</architecture></target>"), Isa::Other),
+            (format!("<target>{}</target>", reg("rip")), Isa::X64),
+            (format!("<target>{}</target>", reg("eip")), Isa::X86),
+            (format!("<target>{}</target>", reg("pc")), Isa::Other),
+        ] {
+            assert_eq!(isa_of(Some(&td(&xml))), isa, "{xml}");
+        }
+    }
+}
