@@ -403,7 +403,14 @@ mod tests {
 
     /// One step as plain values: i, pc, opcode, accesses (addr, bytes), word registers,
     /// named registers.
-    type Seen = (u64, u64, Vec<u8>, Vec<(u64, Vec<u8>)>, Vec<u64>, Vec<NamedReg>);
+    type Seen = (
+        u64,
+        u64,
+        Vec<u8>,
+        Vec<(u64, Vec<u8>)>,
+        Vec<u64>,
+        Vec<NamedReg>,
+    );
 
     fn seen(steps: &dyn Steps, step: &Step) -> Seen {
         let mem = step
@@ -524,7 +531,10 @@ mod tests {
             );
             let count = steps.len() as u64;
             for gzip in [false, true] {
-                for at in [0, 1, count / 2, count - 1].into_iter().filter(|&n| n < count) {
+                for at in [0, 1, count / 2, count - 1]
+                    .into_iter()
+                    .filter(|&n| n < count)
+                {
                     let mut input = input(name, &bytes, gzip);
                     let options = Options::default();
                     let mut s = GdbTfile.steps(&mut input, &mut Ctx::new(&options)).unwrap();
@@ -558,9 +568,27 @@ mod tests {
               <reg name=\"xmm0\" bitsize=\"128\"/></target>\n\
               tp T1:1000:E:0:0\ntp T2:2000:E:3:0\ntp T3:3000:E:0:0\ntp T3:3100:E:0:0\n\n",
         );
-        let u16b = |v: u16| if big { v.to_be_bytes() } else { v.to_le_bytes() };
-        let u32b = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
-        let u64b = |v: u64| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u16b = |v: u16| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let u32b = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let u64b = |v: u64| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
         let mem = |addr: u64, data: &[u8]| {
             let mut b = vec![b'M'];
             b.extend_from_slice(&u64b(addr));
@@ -576,7 +604,10 @@ mod tests {
         let code: Vec<u8> = (0x40..0x54).collect();
         let frames: Vec<(u16, Vec<u8>)> = vec![
             // Registers; code at the pc in two blocks, the second overriding one byte.
-            (1, [regs.clone(), mem(0x1000, &code), mem(0x1001, &[0xcc])].concat()),
+            (
+                1,
+                [regs.clone(), mem(0x1000, &code), mem(0x1001, &[0xcc])].concat(),
+            ),
             // No registers: pc guessed from tracepoint 1; code with a hole at 0x1003.
             (1, [mem(0x1000, &[1, 2, 3]), mem(0x1004, &[5])].concat()),
             // No registers, while-stepping tracepoint: no guess.
@@ -615,14 +646,21 @@ mod tests {
             assert_eq!(regs, &[7, 0x1000]);
             let names: Vec<&str> = named.iter().map(|r| &*r.name).collect();
             assert_eq!(names, ["eax", "eip", "xmm0"]);
-            let xmm0: Vec<u8> = if big { (0..16).rev().collect() } else { (0..16).collect() };
+            let xmm0: Vec<u8> = if big {
+                (0..16).rev().collect()
+            } else {
+                (0..16).collect()
+            };
             assert_eq!(named[2].value, RegValue::Wide(xmm0.into_iter().collect()));
             assert_eq!(named[2].value.to_string().len(), 2 + 32);
             let (_, pc, opcode, mem, regs, named) = &steps[1];
             assert_eq!((*pc, opcode.as_slice()), (0x1000, &[1u8, 2, 3][..]));
             assert_eq!(mem.len(), 2);
             assert_eq!(regs, &[0, 0], "no R block: the words are 0");
-            assert!(named.is_empty(), "no R block: every register is unavailable");
+            assert!(
+                named.is_empty(),
+                "no R block: every register is unavailable"
+            );
             assert_eq!((steps[2].1, steps[3].1), (0, 0));
             assert!(steps[2].2.is_empty());
 
@@ -653,11 +691,20 @@ mod tests {
         assert_eq!(isa_of(None), Isa::Other);
         for (xml, isa) in [
             (
-                format!("<target><architecture>i386:x86-64</architecture>{}</target>", reg("rip")),
+                format!(
+                    "<target><architecture>i386:x86-64</architecture>{}</target>",
+                    reg("rip")
+                ),
                 Isa::X64,
             ),
-            (format!("<target><architecture>i386</architecture></target>"), Isa::X86),
-            (format!("<target><architecture>s390:64-bit</architecture></target>"), Isa::Other),
+            (
+                format!("<target><architecture>i386</architecture></target>"),
+                Isa::X86,
+            ),
+            (
+                format!("<target><architecture>s390:64-bit</architecture></target>"),
+                Isa::Other,
+            ),
             (format!("<target>{}</target>", reg("rip")), Isa::X64),
             (format!("<target>{}</target>", reg("eip")), Isa::X86),
             (format!("<target>{}</target>", reg("pc")), Isa::Other),
