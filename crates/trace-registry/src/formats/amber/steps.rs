@@ -271,3 +271,205 @@ impl Steps for AmberSteps<'_> {
         self.offset
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use super::*;
+    use crate::formats::amber::{FULL, TT6, TT6E};
+    use crate::schema::testing::{Val, collect, input, records, testdata};
+    use crate::{Handler, Options};
+
+    fn open_steps<'a>(handler: Amber, input: &'a mut Input) -> Box<dyn Steps + 'a> {
+        let options = Options::default();
+        handler.steps(input, &mut Ctx::new(&options)).unwrap()
+    }
+
+    /// Every step, with the registers and named state before it.
+    fn all(steps: &mut dyn Steps) -> Vec<(Step, Vec<u64>, Vec<NamedReg>)> {
+        let mut out = Vec::new();
+        while let Some(step) = steps.next_step() {
+            let step = step.unwrap().clone();
+            let mut named = Vec::new();
+            steps.named_regs(&mut named);
+            out.push((step, steps.regs().to_vec(), named));
+        }
+        out
+    }
+
+    /// The position of field `name` in the instruction rows.
+    fn at(schema: &crate::Schema, name: &str) -> usize {
+        schema.fields.iter().position(|f| f.name == name).unwrap()
+    }
+
+    /// TT6/TT6E steps are `dump`'s records: pc, instruction word, effective address with
+    /// the operand size and direction; in memory and streamed; seeks land on the same step.
+    #[test]
+    fn tt6_steps_are_the_dump_records() {
+        for (name, handler) in [
+            ("all-opcodes.tt6", TT6),
+            ("all-opcodes.tt6e", TT6E),
+            ("escapes.tt6e", TT6E),
+            ("example.tt6", TT6),
+            ("trap.tt6e", TT6E),
+            ("threads/thread_002.tt6", TT6),
+        ] {
+            let bytes = testdata(&format!("amber/{name}"));
+            let base = name.rsplit('/').next().unwrap();
+            let mut kinds = std::collections::BTreeSet::new();
+            let mut reference = None;
+            for gzip in [false, true] {
+                let (tables, rows) = records(&handler, base, &bytes, gzip);
+                let t = &tables[0];
+                let (pc, op, ea, size, store) = (
+                    at(t, "pc"),
+                    at(t, "op"),
+                    at(t, "ea"),
+                    at(t, "size"),
+                    at(t, "store"),
+                );
+                let mut inp = input(base, &bytes, gzip);
+                let mut steps = open_steps(handler, &mut inp);
+                assert_eq!(steps.isa(), Isa::Ppc32);
+                assert!(steps.reg_names().is_empty() && !steps.memory_is_snapshot());
+                let got = all(steps.as_mut());
+                let rows: Vec<_> = rows.iter().filter(|(t, _)| *t == 0).collect();
+                assert_eq!(got.len(), rows.len(), "{name}");
+                let thread = u64::from(name.contains("thread_002")) * 2;
+                for ((step, regs, named), (_, row)) in got.iter().zip(&rows) {
+                    assert_eq!(step.i, row[0].u());
+                    assert_eq!(step.thread, thread);
+                    assert_eq!(step.pc, row[pc].u());
+                    let word = u32::try_from(row[op].u()).unwrap();
+                    assert_eq!(step.opcode.as_slice(), word.to_be_bytes());
+                    assert!(regs.is_empty() && named.is_empty());
+                    match &row[ea] {
+                        Val::Null => assert!(step.mem.is_empty()),
+                        Val::U(addr) => {
+                            let [a] = step.mem.as_slice() else {
+                                panic!("{name}: one access")
+                            };
+                            assert_eq!(a.addr, *addr);
+                            assert!(a.old.is_none() && a.new.is_none());
+                            match &row[size] {
+                                Val::U(n) => assert_eq!((u64::from(a.len), a.sized), (*n, true)),
+                                _ => assert_eq!((a.len, a.sized), (4, false)),
+                            }
+                            let kind = match &row[store] {
+                                Val::B(true) => AccessKind::Write,
+                                Val::B(false) => AccessKind::Read,
+                                _ => AccessKind::Unknown,
+                            };
+                            assert_eq!(a.kind, kind, "{name} {}", step.i);
+                            kinds.insert(kind.name());
+                        }
+                        v => panic!("ea {v:?}"),
+                    }
+                }
+                let got: Vec<Step> = got.into_iter().map(|g| g.0).collect();
+                match &reference {
+                    None => reference = Some(got),
+                    Some(r) => assert_eq!(r, &got, "{name}: streamed"),
+                }
+                let r = reference.as_ref().unwrap();
+                for n in [0, r.len() / 2, r.len() - 1] {
+                    let mut inp = input(base, &bytes, gzip);
+                    let mut steps = open_steps(handler, &mut inp);
+                    steps.seek(n as u64).unwrap();
+                    assert_eq!(steps.next_step().unwrap().unwrap(), &r[n], "{name} @{n}");
+                }
+                let mut inp = input(base, &bytes, gzip);
+                let mut steps = open_steps(handler, &mut inp);
+                assert!(matches!(
+                    steps.seek(r.len() as u64),
+                    Err(Error::Unsupported(_))
+                ));
+            }
+            if name.starts_with("all-opcodes") {
+                assert!(
+                    kinds.contains("read") && kinds.contains("write"),
+                    "{kinds:?}"
+                );
+            }
+            if name == "all-opcodes.tt6e" {
+                assert!(kinds.contains("unknown"), "cache-block ops: {kinds:?}");
+            }
+        }
+    }
+
+    /// A merged directory: steps in timeline order (`i` = `seq`), each with its thread.
+    #[test]
+    fn merged_steps_follow_the_timeline() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/amber/threads");
+        let mut input = Input::open(dir.as_os_str()).unwrap();
+        let options = Options::default();
+        let mut records = TT6.records(&mut input, &mut Ctx::new(&options)).unwrap();
+        let t = records.tables()[0].clone();
+        let mut rows = Vec::new();
+        while let Some(r) = records.next_record() {
+            rows.push(collect(r.unwrap().row()));
+        }
+        drop(records);
+        let mut input = Input::open(dir.as_os_str()).unwrap();
+        let got = all(open_steps(TT6, &mut input).as_mut());
+        assert_eq!(got.len(), rows.len());
+        let threads: std::collections::BTreeSet<u64> = got.iter().map(|g| g.0.thread).collect();
+        assert_eq!(threads.len(), 3);
+        for ((step, _, _), row) in got.iter().zip(&rows) {
+            assert_eq!(step.i, row[at(&t, "seq")].u());
+            assert_eq!(step.thread, row[at(&t, "thread")].u());
+            assert_eq!(step.pc, row[at(&t, "pc")].u());
+        }
+        let mut input = Input::open(dir.as_os_str()).unwrap();
+        let mut steps = open_steps(TT6, &mut input);
+        steps.seek(5).unwrap();
+        assert_eq!(steps.next_step().unwrap().unwrap(), &got[5].0);
+    }
+
+    /// FULL: pc, instruction word, no accesses; the thread state as the compared registers
+    /// and the whole state (vector registers little-endian) as the named registers, the
+    /// values `dump` shows; in memory and streamed.
+    #[test]
+    fn full_steps_carry_the_state() {
+        for name in ["full-1004.full", "full-1008.full"] {
+            let bytes = testdata(&format!("amber/{name}"));
+            for gzip in [false, true] {
+                let (tables, rows) = records(&FULL, name, &bytes, gzip);
+                let regs_at = at(&tables[0], "regs");
+                let mut inp = input(name, &bytes, gzip);
+                let mut steps = open_steps(FULL, &mut inp);
+                let names: Vec<String> = steps.reg_names().iter().map(|n| n.to_string()).collect();
+                assert_eq!(names.len(), 40);
+                assert_eq!((names[0].as_str(), names[2].as_str()), ("srr0", "r0"));
+                let got = all(steps.as_mut());
+                assert_eq!(got.len(), rows.len());
+                assert!(!got.is_empty());
+                for ((step, regs, named), (_, row)) in got.iter().zip(&rows) {
+                    let state = row[regs_at].items();
+                    assert_eq!(step.pc, row[1].u());
+                    assert_eq!(step.pc, regs[0], "srr0 is the pc");
+                    assert!(step.mem.is_empty());
+                    let words: Vec<u64> = state[..40].iter().map(Val::u).collect();
+                    assert_eq!(regs, &words);
+                    assert_eq!(named.len(), 40 + 32 + 1 + 32 + 2);
+                    for (k, reg) in named.iter().enumerate() {
+                        match (&reg.value, &state[k]) {
+                            (RegValue::Word(w), Val::U(x)) => assert_eq!(w, x, "{}", reg.name),
+                            (RegValue::Wide(le), Val::Bytes(be)) => {
+                                let mut be = be.clone();
+                                be.reverse();
+                                assert_eq!(le.as_slice(), be.as_slice(), "{}", reg.name);
+                            }
+                            other => panic!("{}: {other:?}", reg.name),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -386,20 +386,10 @@ impl<'a> Steps for TfileSteps<'a> {
 mod tests {
     use super::*;
     use crate::formats::gdb_tfile::GdbTfile;
-    use crate::schema::testing::testdata;
+    use crate::schema::testing::{input, testdata};
     use crate::steps::AccessKind;
     use crate::{Handler, Options};
     use gdb_tfile::ReadOptions;
-
-    fn input(name: &str, bytes: &[u8], gzip: bool) -> Input {
-        use std::io::Write;
-        if !gzip {
-            return Input::from_bytes(name, bytes.to_vec()).unwrap();
-        }
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(bytes).unwrap();
-        Input::from_bytes(format!("{name}.gz"), gz.finish().unwrap()).unwrap()
-    }
 
     /// One step as plain values: i, pc, opcode, accesses (addr, bytes), word registers,
     /// named registers.
@@ -435,8 +425,8 @@ mod tests {
     }
 
     fn all_steps(name: &str, bytes: &[u8], gzip: bool, options: &Options) -> Vec<Seen> {
-        let mut input = input(name, bytes, gzip);
-        let mut steps = GdbTfile.steps(&mut input, &mut Ctx::new(options)).unwrap();
+        let mut inp = input(name, bytes, gzip);
+        let mut steps = GdbTfile.steps(&mut inp, &mut Ctx::new(options)).unwrap();
         assert!(steps.memory_is_snapshot());
         let mut out = Vec::new();
         while let Some(step) = steps.next_step() {
@@ -535,9 +525,9 @@ mod tests {
                     .into_iter()
                     .filter(|&n| n < count)
                 {
-                    let mut input = input(name, &bytes, gzip);
+                    let mut inp = input(name, &bytes, gzip);
                     let options = Options::default();
-                    let mut s = GdbTfile.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                    let mut s = GdbTfile.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
                     s.seek(at).unwrap();
                     let step = s.next_step().unwrap().unwrap().clone();
                     assert_eq!(seen(s.as_ref(), &step), steps[at as usize], "{name} @{at}");
@@ -550,9 +540,9 @@ mod tests {
                     }
                     assert_eq!(k, steps.len());
                 }
-                let mut input = input(name, &bytes, gzip);
+                let mut inp = input(name, &bytes, gzip);
                 let options = Options::default();
-                let mut s = GdbTfile.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                let mut s = GdbTfile.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
                 assert!(matches!(s.seek(count), Err(Error::Unsupported(_))));
             }
         }
@@ -664,8 +654,8 @@ mod tests {
             assert_eq!((steps[2].1, steps[3].1), (0, 0));
             assert!(steps[2].2.is_empty());
 
-            let mut input = input("x.tf", &bytes, false);
-            let mut s = TfileSteps::open(&mut input, &mut Ctx::new(&options)).unwrap();
+            let mut inp = input("x.tf", &bytes, false);
+            let mut s = TfileSteps::open(&mut inp, &mut Ctx::new(&options)).unwrap();
             assert_eq!(s.isa(), Isa::X86);
             let mut pcs = Vec::new();
             while let Some(step) = s.next_step() {
