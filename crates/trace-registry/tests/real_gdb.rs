@@ -5,6 +5,7 @@
 //! `TRACEKIT_REQUIRE_GDB=1`, which makes that a failure.
 #![allow(
     clippy::unwrap_used,
+    clippy::expect_used,
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects,
     clippy::panic,

@@ -13,14 +13,15 @@
 //!
 //! let mut input = Input::open("../../testdata/gdb-tfile/amd64.tf".as_ref())?;
 //! let handler = trace_registry::detect(&input).expect("a tfile");
-//! let query = FindQuery { tracepoint: Some(1), ..FindQuery::default() };
+//! // The frames of tracepoint 3 whose collected pc is 0x401197.
+//! let query = FindQuery { tracepoint: Some(3), pc: Some(0x401197), ..FindQuery::default() };
 //! let mut frames = Vec::new();
 //! let options = Options::default();
 //! find(handler, &mut input, &mut Ctx::new(&options), &query, |m| {
 //!     frames.push(m.frame);
 //!     Ok(())
 //! })?;
-//! assert!(!frames.is_empty());
+//! assert_eq!(frames, [15, 31]);
 //! # Ok::<(), trace_registry::Error>(())
 //! ```
 

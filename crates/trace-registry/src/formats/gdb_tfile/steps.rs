@@ -688,11 +688,11 @@ mod tests {
                 Isa::X64,
             ),
             (
-                format!("<target><architecture>i386</architecture></target>"),
+                "<target><architecture>i386</architecture></target>".to_owned(),
                 Isa::X86,
             ),
             (
-                format!("<target><architecture>s390:64-bit</architecture></target>"),
+                "<target><architecture>s390:64-bit</architecture></target>".to_owned(),
                 Isa::Other,
             ),
             (format!("<target>{}</target>", reg("rip")), Isa::X64),
