@@ -41,11 +41,11 @@
 //! # Ok::<(), trace_registry::Error>(())
 //! ```
 
-pub mod analyses;
 mod error;
 pub mod formats;
 pub mod info;
 mod input;
+pub mod analyses;
 pub mod schema;
 pub mod sink;
 pub mod steps;
