@@ -119,7 +119,8 @@ impl<'a> TfileSteps<'a> {
         // location and no while-stepping (notes §6.3).
         let mut locations: HashMap<i16, (u64, usize, bool)> = HashMap::new();
         for t in &frames.description().tracepoints {
-            if let Ok(n) = i16::try_from(t.number) {
+            // Frames carry the number as 16 bits (GDB shows 0xffff as -1).
+            if let Ok(n) = u16::try_from(t.number).map(u16::cast_signed) {
                 let e = locations.entry(n).or_insert((t.address, 0, false));
                 e.1 = e.1.saturating_add(1);
                 e.2 |= t.step_count > 0;
