@@ -360,6 +360,17 @@ pub(crate) mod testing {
         (tables, out)
     }
 
+    /// An input of `bytes` named `name`; with `gzip`, compressed (read as a stream).
+    pub(crate) fn input(name: &str, bytes: &[u8], gzip: bool) -> crate::Input {
+        use std::io::Write;
+        if !gzip {
+            return crate::Input::from_bytes(name, bytes.to_vec()).unwrap();
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(bytes).unwrap();
+        crate::Input::from_bytes(format!("{name}.gz"), gz.finish().unwrap()).unwrap()
+    }
+
     /// A file of `testdata/`.
     pub(crate) fn testdata(path: &str) -> Vec<u8> {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

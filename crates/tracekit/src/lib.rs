@@ -11,6 +11,7 @@
 //! tracekit dump FILE              one JSON line per record
 //! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
 //! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
+//! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
@@ -137,6 +138,9 @@ pub enum Cmd {
     },
     /// Encode JSON Lines edge lists into a DCFG-Trace file.
     Encode(EncodeArgs),
+    /// Find the frames of a GDB tracepoint file by pc, tracepoint, pc range or collected
+    /// memory (GDB's `tfind`, all at once): frame numbers, or JSON Lines with `--json`.
+    Find(commands::find::FindArgs),
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
     Export(ExportArgs),
@@ -323,6 +327,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
             commands::encode(args, &options, out, err)
         }),
+        Cmd::Find(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::find::run(h, input, &options, args, p, out, err)
+        }
         Cmd::Export(args) => {
             let (input, h) = open(&args.file, forced)?;
             let p = progress(&input);

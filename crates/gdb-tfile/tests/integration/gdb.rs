@@ -184,7 +184,8 @@ fn symbol(dir: &Path, name: &str) -> u64 {
 pub fn recording() -> &'static Recording {
     static REC: OnceLock<Recording> = OnceLock::new();
     REC.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gdb-tfile-real");
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(concat!(env!("CARGO_PKG_NAME"), "-gdb-tfile-real"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("tracee.c"), TRACEE).unwrap();
@@ -322,7 +323,8 @@ pub fn fast_recording() -> Option<Recording> {
         eprintln!("skipped fast tracepoints: gdbserver's libinproctrace.so not found");
         return None;
     };
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gdb-tfile-fast");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(concat!(env!("CARGO_PKG_NAME"), "-gdb-tfile-fast"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("fast.c"), FAST_TRACEE).unwrap();

@@ -21,7 +21,10 @@ use amber_tt6::{
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::steps::Steps;
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source, Value};
+
+mod steps;
 
 /// The cache-line size used for `dcb*` operand sizes (G3/G4).
 pub const CACHE_LINE: u32 = 32;
@@ -287,6 +290,16 @@ impl Handler for Amber {
             row: InstrRow::default(),
             done: false,
         }))
+    }
+
+    /// One step per instruction record (see the `steps` module): pc, instruction word and,
+    /// for TT6/TT6E, the effective address as an access; FULL adds the register state.
+    fn steps<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Steps + 'a>, Error> {
+        Ok(Box::new(steps::AmberSteps::open(*self, input, ctx)?))
     }
 }
 

@@ -29,7 +29,12 @@ use gdb_tfile::{
 };
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::steps::Steps;
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+
+mod steps;
+
+pub(crate) use steps::TfileSteps;
 
 /// The gdb-tfile handler.
 #[derive(Debug)]
@@ -309,6 +314,16 @@ impl Handler for GdbTfile {
             tsvs: Vec::new(),
             done: false,
         }))
+    }
+
+    /// One step per frame (see the `steps` module): the frame's pc, its `M` blocks as
+    /// snapshot accesses, its registers named by the target description.
+    fn steps<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn Steps + 'a>, Error> {
+        Ok(Box::new(TfileSteps::open(input, ctx)?))
     }
 }
 

@@ -13,6 +13,7 @@ mod common;
 mod dcfg;
 mod dcfg_trace;
 mod export;
+mod find;
 mod frame;
 mod gdb_tfile;
 mod memory;

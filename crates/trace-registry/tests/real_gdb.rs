@@ -1,0 +1,224 @@
+//! The tfile instruction-stream view and `find` against GDB itself: a trace recorded on
+//! this machine with gdb + gdbserver (the gdb-tfile crate's test helper), read by us, and
+//! the same frames shown by `gdb -batch` (`tfind N`, `info registers`, `x/16xb`).
+//! Without gdb, gdbserver or gcc the test prints that it is skipped, unless
+//! `TRACEKIT_REQUIRE_GDB=1`, which makes that a failure.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic,
+    missing_docs
+)]
+
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../gdb-tfile/tests/integration/gdb.rs"]
+mod gdb;
+
+use std::collections::BTreeMap;
+
+use trace_registry::analyses::find::{FindQuery, MemQuery, find};
+use trace_registry::steps::{NamedReg, RegValue, Step};
+use trace_registry::{Ctx, Options};
+
+/// What GDB shows for one frame.
+#[derive(Debug, Default)]
+struct GdbView {
+    tracepoint: i64,
+    /// `info registers`: name → value.
+    regs: BTreeMap<String, u64>,
+    /// `p/x $xmmK.uint128`.
+    xmm: BTreeMap<String, u128>,
+    /// `x/…xb`: address → byte, `None` for `<unavailable>`.
+    mem: BTreeMap<u64, Option<u8>>,
+}
+
+const XMM: [&str; 3] = ["xmm0", "xmm1", "xmm15"];
+
+/// Runs one gdb over `frames` of the recording and parses what it prints for each.
+fn gdb_views(rec: &gdb::Recording, frames: &[u64], addrs: &[(u64, u32)]) -> Vec<GdbView> {
+    let mut script = format!(
+        "set pagination off\nset confirm off\ntarget tfile {}\n",
+        rec.tfile.display()
+    );
+    for n in frames {
+        script.push_str(&format!("tfind {n}\necho ==== {n}\\n\ninfo registers\n"));
+        for x in XMM {
+            script.push_str(&format!("echo X {x}\\n\nprint/x ${x}.uint128\n"));
+        }
+        for (addr, len) in addrs {
+            script.push_str(&format!("x/{len}xb {addr:#x}\n"));
+        }
+    }
+    let out = gdb::gdb_batch(&rec.dir, &script);
+    let mut views: Vec<GdbView> = Vec::new();
+    let mut pending_tp = None;
+    let mut pending_xmm: Option<String> = None;
+    for line in out.lines() {
+        if let Some(rest) = line.strip_prefix("Found trace frame ") {
+            let tp = rest.rsplit(' ').next().unwrap();
+            pending_tp = Some(tp.parse::<i64>().unwrap());
+        } else if line.starts_with("==== ") {
+            views.push(GdbView {
+                tracepoint: pending_tp.take().expect("tfind found the frame"),
+                ..GdbView::default()
+            });
+        } else if let Some(view) = views.last_mut() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["X", name] => pending_xmm = Some((*name).to_owned()),
+                [_, "=", value] if value.starts_with("0x") => {
+                    let v = u128::from_str_radix(&value[2..], 16).unwrap();
+                    view.xmm.insert(pending_xmm.take().unwrap(), v);
+                }
+                [addr, bytes @ ..] if addr.starts_with("0x") && addr.ends_with(':') => {
+                    let base = u64::from_str_radix(&addr[2..addr.len() - 1], 16).unwrap();
+                    for (k, b) in bytes.iter().enumerate() {
+                        let v = b
+                            .strip_prefix("0x")
+                            .map(|h| u8::from_str_radix(h, 16).unwrap());
+                        view.mem.insert(base + k as u64, v);
+                    }
+                }
+                [name, value, ..] if value.starts_with("0x") => {
+                    let v = u64::from_str_radix(&value[2..], 16).unwrap();
+                    view.regs.insert((*name).to_owned(), v);
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(views.len(), frames.len(), "gdb said:\n{out}");
+    views
+}
+
+/// Our step at frame `n` (by seeking), its named registers and its tracepoint-free facts.
+fn our_step(path: &std::path::Path, n: u64, gzip: bool) -> (Step, Vec<NamedReg>) {
+    let mut input = if gzip {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&std::fs::read(path).unwrap()).unwrap();
+        trace_registry::Input::from_bytes("out.tf.gz", gz.finish().unwrap()).unwrap()
+    } else {
+        trace_registry::Input::open(path.as_os_str()).unwrap()
+    };
+    let handler = trace_registry::detect(&input).unwrap();
+    assert_eq!(handler.name(), "gdb-tfile");
+    let options = Options::default();
+    let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+    steps.seek(n).unwrap();
+    let step = steps.next_step().unwrap().unwrap().clone();
+    let mut named = Vec::new();
+    steps.named_regs(&mut named);
+    (step, named)
+}
+
+/// The collected byte at `addr` in a step's snapshot.
+fn snapshot_byte(step: &Step, addr: u64) -> Option<u8> {
+    step.mem.iter().find_map(|a| {
+        let k = addr.checked_sub(a.addr)?;
+        (k < u64::from(a.len)).then(|| step.old(a).unwrap()[k as usize])
+    })
+}
+
+#[test]
+fn steps_and_find_agree_with_gdb() {
+    if !gdb::available("steps_and_find_agree_with_gdb") {
+        return;
+    }
+    let rec = gdb::recording();
+    let n = gdb::ITERATIONS;
+    // traceme frames, cond_fn frames (i % 500 == 7) and their while-stepping frames.
+    let frames = [0, 1, 7, 8, 9, 10, 11, 500, n - 1, n + 7];
+    let buf = rec.testglob + 0x20;
+    let addrs = [(rec.testglob, 4), (buf, 16), (buf + 60, 8)];
+    let views = gdb_views(rec, &frames, &addrs);
+    // The views hold what is compared: registers, vector registers, and memory both
+    // collected and unavailable.
+    assert!(
+        views
+            .iter()
+            .all(|v| v.regs.len() > 20 && v.xmm.len() == XMM.len())
+    );
+    let bytes = views.iter().flat_map(|v| v.mem.values().copied());
+    let (collected, unavailable): (Vec<Option<u8>>, Vec<Option<u8>>) =
+        bytes.partition(|b| b.is_some());
+    assert!(!collected.is_empty() && !unavailable.is_empty());
+    let mut compared = 0;
+    for (&frame, view) in frames.iter().zip(&views) {
+        for gzip in [false, true] {
+            let (step, named) = our_step(&rec.tfile, frame, gzip);
+            assert_eq!(step.i, frame);
+            assert_eq!(step.pc, view.regs["rip"], "frame {frame}: pc is rip");
+            for (name, value) in &view.regs {
+                let ours = named
+                    .iter()
+                    .find(|r| r.name == *name)
+                    .unwrap_or_else(|| panic!("frame {frame}: GDB shows {name}, we do not"));
+                assert_eq!(ours.value, RegValue::Word(*value), "frame {frame} {name}");
+                compared += 1;
+            }
+            for (name, value) in &view.xmm {
+                let ours = named.iter().find(|r| r.name == *name).unwrap();
+                let RegValue::Wide(bytes) = &ours.value else {
+                    panic!("{name} is not wide");
+                };
+                let le: [u8; 16] = bytes.as_slice().try_into().unwrap();
+                assert_eq!(u128::from_le_bytes(le), *value, "frame {frame} {name}");
+            }
+            for (addr, byte) in &view.mem {
+                assert_eq!(
+                    snapshot_byte(&step, *addr),
+                    *byte,
+                    "frame {frame} {addr:#x}"
+                );
+            }
+            // find: the frame is among the matches of its own tracepoint, pc and memory.
+            let matches = |query: FindQuery| -> Vec<u64> {
+                let mut input = trace_registry::Input::open(rec.tfile.as_os_str()).unwrap();
+                let handler = trace_registry::detect(&input).unwrap();
+                let options = Options::default();
+                let mut out = Vec::new();
+                find(handler, &mut input, &mut Ctx::new(&options), &query, |m| {
+                    out.push(m.frame);
+                    Ok(())
+                })
+                .unwrap();
+                out
+            };
+            if gzip {
+                continue;
+            }
+            let rip = view.regs["rip"];
+            let tp = u64::try_from(view.tracepoint).unwrap();
+            let by_pc = matches(FindQuery {
+                pc: Some(rip),
+                tracepoint: Some(tp),
+                ..FindQuery::default()
+            });
+            assert!(
+                by_pc.contains(&frame),
+                "frame {frame}: find --pc --tracepoint"
+            );
+            let collected = view.mem.get(&buf).copied().flatten().is_some();
+            let by_mem = matches(FindQuery {
+                mem: Some(MemQuery {
+                    addr: buf,
+                    len: Some(16),
+                }),
+                range: Some(rip..rip + 1),
+                ..FindQuery::default()
+            });
+            assert_eq!(
+                by_mem.contains(&frame),
+                collected,
+                "frame {frame}: find --mem"
+            );
+        }
+    }
+    assert!(
+        compared > 20 * frames.len(),
+        "only {compared} registers compared"
+    );
+}
