@@ -97,6 +97,9 @@ pub struct Disassembler {
     slots: Vec<Slot>,
     formatter: IntelFormatter,
     factory: InstructionInfoFactory,
+    /// The last PowerPC text (PowerPC is not cached: formatting a word is cheaper than a
+    /// lookup).
+    ppc_text: String,
 }
 
 impl std::fmt::Debug for Disassembler {
@@ -129,6 +132,7 @@ impl Disassembler {
             slots,
             formatter,
             factory: InstructionInfoFactory::new(),
+            ppc_text: String::new(),
         }
     }
 
@@ -144,14 +148,15 @@ impl Disassembler {
     pub fn asm(&mut self, pc: u64, bytes: &[u8]) -> Option<&str> {
         if self.isa == Isa::Ppc32 {
             let word = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?);
-            let text = ppc::format(pc, word)?;
-            return Some(self.ppc_text(text));
+            self.ppc_text.clear();
+            return ppc::format(pc, word, &mut self.ppc_text).then_some(&*self.ppc_text);
         }
         let Disassembler {
             slots,
             formatter,
             factory,
             isa,
+            ..
         } = self;
         let slot = lookup(slots, factory, *isa, pc, bytes)?;
         let d = &mut slot.decoded;
@@ -164,21 +169,6 @@ impl Disassembler {
             d.formatted = true;
         }
         Some(&d.asm)
-    }
-
-    /// Keeps PowerPC text in the first slot's string (PowerPC is not cached: formatting a
-    /// word is cheaper than a lookup).
-    fn ppc_text(&mut self, text: String) -> &str {
-        if self.slots.is_empty() {
-            self.slots.push(Slot::default());
-        }
-        match self.slots.first_mut() {
-            Some(s) => {
-                s.decoded.asm = text;
-                &s.decoded.asm
-            }
-            None => "",
-        }
     }
 
     /// Sizes and classifies x64dbg's recorded memory entries of the instruction at `pc`
@@ -394,6 +384,8 @@ fn decode(
 
 /// PowerPC text from the amber crate's mnemonics, with operands for the common forms.
 mod ppc {
+    use std::fmt::Write;
+
     use amber_tt6::opcode::{self, Access};
 
     /// Bits `from..=to` of `word`, IBM numbering (bit 0 the most significant).
@@ -419,27 +411,34 @@ mod ppc {
         }
     }
 
-    /// The text of `word` at `pc`, or `None` when the crate has no mnemonic for it.
-    pub(super) fn format(pc: u64, word: u32) -> Option<String> {
-        let m = opcode::mnemonic(word)?;
+    /// Writes the text of `word` at `pc` to `out`; `false` when the crate has no mnemonic
+    /// for it.
+    pub(super) fn format(pc: u64, word: u32, out: &mut String) -> bool {
+        let Some(m) = opcode::mnemonic(word) else {
+            return false;
+        };
         let (rt, ra, rb) = (field(word, 6, 10), field(word, 11, 15), field(word, 16, 20));
         let major = opcode::major(word);
-        let target = |disp: i64, absolute: bool| {
-            let base = if absolute { 0 } else { pc as i64 };
-            (base.wrapping_add(disp) as u64) & u64::from(u32::MAX)
+        // Branch targets: pc-relative unless AA, in the 32-bit address space.
+        let target = |disp: i64| {
+            let base = if word & 2 == 0 { pc } else { 0 };
+            base.wrapping_add_signed(disp) & u64::from(u32::MAX)
         };
-        Some(match major {
+        // Writing to a String cannot fail.
+        let _ = match major {
             18 => {
                 // LI: 24 bits, sign-extended, times 4.
-                let li = (((word & 0x03FF_FFFC) << 6) as i32 >> 6) as i64;
-                format!("{m} {:#x}", target(li, word & 2 != 0))
+                let li = i64::from(((word & 0x03FF_FFFC) << 6).cast_signed() >> 6);
+                write!(out, "{m} {:#x}", target(li))
             }
             16 => {
                 let bd = i64::from((word & 0xFFFC) as u16 as i16);
-                format!("{m} {rt}, {ra}, {:#x}", target(bd, word & 2 != 0))
+                write!(out, "{m} {rt}, {ra}, {:#x}", target(bd))
             }
-            19 if matches!(m, "bclr" | "bclrl" | "bcctr" | "bcctrl") => format!("{m} {rt}, {ra}"),
-            14 | 15 if m != "nop" => format!("{m} r{rt}, r{ra}, {}", simm(word)),
+            19 if matches!(m, "bclr" | "bclrl" | "bcctr" | "bcctrl") => {
+                write!(out, "{m} {rt}, {ra}")
+            }
+            14 | 15 => write!(out, "{m} r{rt}, r{ra}, {}", simm(word)),
             // D-form loads and stores (and DS-form ld/std, whose low 2 bits are the form).
             32..=55 | 58 | 62 => {
                 let disp = if matches!(major, 58 | 62) {
@@ -447,17 +446,18 @@ mod ppc {
                 } else {
                     simm(word)
                 };
-                format!("{m} {}{rt}, {disp}(r{ra})", data_reg(m))
+                write!(out, "{m} {}{rt}, {disp}(r{ra})", data_reg(m))
             }
             31 if matches!(
                 opcode::info(word).and_then(|i| i.access),
                 Some(Access::Load | Access::Store)
             ) =>
             {
-                format!("{m} {}{rt}, r{ra}, r{rb}", data_reg(m))
+                write!(out, "{m} {}{rt}, r{ra}, r{rb}", data_reg(m))
             }
-            _ => m.to_owned(),
-        })
+            _ => write!(out, "{m}"),
+        };
+        true
     }
 }
 

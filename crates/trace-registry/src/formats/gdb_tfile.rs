@@ -762,7 +762,7 @@ mod tests {
             );
         }
         // Without the option the schema is the plain one.
-        let (tables, _) = records(&GdbTfile, "x.tf", &bytes, false);
+        let (tables, _) = crate::schema::testing::records(&GdbTfile, "x.tf", &bytes, false);
         assert!(tables[0].field("asm").is_none());
     }
 }
