@@ -2,7 +2,7 @@
 //! least 1 M instructions/s per core with disassembly), and the steps view with its
 //! accesses sized and classified (what `xref`/`mem` read with `--disasm`).
 
-#![allow(clippy::unwrap_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
 use std::hint::black_box;
 

@@ -273,7 +273,7 @@ fn set(access: &mut Access, len: u32, kind: AccessKind) {
 /// operand; addresses wrap at `mask`).
 fn part_of(operand: u64, size: u32, word: u32, entry: u64, mask: u64) -> Option<u32> {
     let offset = entry.wrapping_sub(operand) & mask;
-    if size == 0 || offset >= u64::from(size) || offset % u64::from(word) != 0 {
+    if size == 0 || offset >= u64::from(size) || !offset.is_multiple_of(u64::from(word)) {
         return None;
     }
     let offset = u32::try_from(offset).ok()?;

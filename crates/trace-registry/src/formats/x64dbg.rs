@@ -54,7 +54,7 @@ const fn state_words(arch: Arch) -> usize {
 /// `disasm` adds `asm`, and `size` and `access` to the memory rows.
 fn instructions(arch: Arch, disasm: bool) -> Arc<Schema> {
     static CELLS: [OnceLock<Arc<Schema>>; 4] = [const { OnceLock::new() }; 4];
-    let at = usize::from(arch == Arch::X86) * 2 + usize::from(disasm);
+    let at = usize::from(arch == Arch::X86) << 1 | usize::from(disasm);
     let Some(cell) = CELLS.get(at) else {
         return Arc::new(Schema::new("instructions", Vec::new()));
     };
@@ -753,7 +753,11 @@ impl Row for InstructionRow<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     use crate::schema::testing::{Val, records, testdata};
@@ -1007,8 +1011,11 @@ mod tests {
         ),
     ];
 
-    /// The hand-built trace's expected text and (size, access) per recorded word.
-    fn hand_expected() -> Vec<(&'static str, Vec<(Option<u64>, &'static str)>)> {
+    /// An instruction's expected text and (size, access) per recorded word.
+    type Expected = (&'static str, Vec<(Option<u64>, &'static str)>);
+
+    /// The hand-built trace's expected text and accesses.
+    fn hand_expected() -> Vec<Expected> {
         vec![
             ("mov qword ptr [rsp+8], rax", vec![(Some(8), "write")]),
             ("add dword ptr [rax], ecx", vec![(Some(4), "readwrite")]),
