@@ -533,7 +533,7 @@ mod tests {
         assert_eq!(d.asm(PC, &[0x90]), Some("nop"));
         assert_eq!(d.asm(PC, &[0xc3]), Some("ret"));
         assert_eq!(d.asm(PC, &[0x90]), Some("nop"));
-        // Another pc in the same slot (every 1024 pcs apart hash apart; test many).
+        // More pcs than slots: a colliding pc replaces a slot's entry, never mixes with it.
         for k in 0..4096u64 {
             let pc = PC.wrapping_add(k * 0x40);
             assert_eq!(

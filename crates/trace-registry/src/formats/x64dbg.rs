@@ -397,7 +397,7 @@ fn isa(arch: Arch) -> Isa {
 /// on the first seek) when the trace is in memory.
 struct X64Steps<'a> {
     isa: Isa,
-    /// With `--disasm`: sizes and kinds the steps' accesses.
+    /// With `--disasm`: sizes and classifies the steps' accesses.
     disasm: Option<Disassembler>,
     /// The size of a recorded memory word.
     word: u32,
