@@ -3,7 +3,7 @@
 //! throughput and their ratio (medians of several runs). Each format also gets a `dump` row
 //! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
-//! `export`. Ratios are what to compare: absolute speeds drift on shared machines.
+//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`. Ratios are what to compare: absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -106,7 +106,12 @@ pub fn task(args: &[String]) -> Result<(), String> {
         for case in &cases {
             print_row(case, runs);
         }
-        if let Some(row) = dump_case(f.name, &cases) {
+        if let Some(row) = dump_case(f.name, &cases, false) {
+            print_row(&row, runs);
+        }
+        if f.name == "x64dbg"
+            && let Some(row) = dump_case(f.name, &cases, true)
+        {
             print_row(&row, runs);
         }
         for row in export_cases(f.name, &cases, &tracekit)? {
@@ -130,7 +135,7 @@ fn export_cases(
     cases: &[BenchCase],
     tracekit: &std::path::Path,
 ) -> Result<Vec<BenchCase>, String> {
-    let Some(dump) = dump_case(format, cases) else {
+    let Some(dump) = dump_case(format, cases, false) else {
         return Ok(Vec::new());
     };
     let name = dump.name.trim_end_matches(" dump (JSON Lines)").to_owned();
@@ -260,8 +265,8 @@ fn print_row(case: &BenchCase, runs: u64) {
 
 /// The `dump` row of a format: `tracekit dump` end to end (the registry's records through
 /// the JSON Lines sink into a writer that discards), on the first of the format's inputs
-/// that the registry detects as it; input bytes per second.
-fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
+/// that the registry detects as it; input bytes per second. `disasm`: `dump --disasm`.
+fn dump_case(format: &str, cases: &[BenchCase], disasm: bool) -> Option<BenchCase> {
     // amber's first inputs are TT6, which has no magic: the name says it.
     let file_name = if format == "amber" {
         "bench.tt6"
@@ -274,11 +279,18 @@ fn dump_case(format: &str, cases: &[BenchCase]) -> Option<BenchCase> {
         same.then_some((c, handler))
     })?;
     Some(BenchCase {
-        name: format!("{} dump (JSON Lines)", handler.name()),
+        name: if disasm {
+            format!("{} dump --disasm (JSON Lines)", handler.name())
+        } else {
+            format!("{} dump (JSON Lines)", handler.name())
+        },
         input: case.input.clone(),
         unit: "records",
         run: Box::new(move |bytes| {
-            let options = trace_registry::Options::default();
+            let options = trace_registry::Options {
+                disasm,
+                ..trace_registry::Options::default()
+            };
             let mut ctx = trace_registry::Ctx::new(&options);
             // The copy into an owned input is part of the cost (a memcpy: about 1% of it).
             let mut input = trace_registry::Input::from_bytes(file_name, bytes.to_vec()).unwrap();

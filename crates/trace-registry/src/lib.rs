@@ -42,6 +42,7 @@
 //! ```
 
 pub mod analyses;
+pub mod disasm;
 mod error;
 pub mod formats;
 pub mod info;
@@ -69,6 +70,9 @@ pub struct Options {
     pub record_size: Option<u32>,
     /// dcfg-trace: lenient decoding instead of strict errors.
     pub lenient: bool,
+    /// Disassemble (`--disasm`): x64dbg, tfile and amber rows get `asm`, x64dbg memory
+    /// rows `size` and `access`, and x64dbg steps sized, classified accesses ([`disasm`]).
+    pub disasm: bool,
 }
 
 /// What a handler gets besides its input: options, and where progress and diagnostics go.

@@ -86,6 +86,11 @@ pub struct FormatOptions {
     /// other codes) instead of strict errors.
     #[arg(long, global = true)]
     pub lenient: bool,
+    /// Disassemble: x64dbg instructions, tfile frames (x86/x64, with the bytes at pc
+    /// collected) and amber records get `asm`; x64dbg memory accesses get `size` and
+    /// `access` (read, write, readwrite or unknown) from the instruction's operands.
+    #[arg(long, global = true)]
+    pub disasm: bool,
 }
 
 /// The subcommands.
@@ -240,6 +245,7 @@ impl FormatOptions {
             big_endian: self.big_endian,
             record_size: self.record_size,
             lenient: self.lenient,
+            disasm: self.disasm,
         }
     }
 }

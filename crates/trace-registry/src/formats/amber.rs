@@ -11,6 +11,10 @@
 //! `dangling_escapes` record has the same keys (its `i` is the index the next instruction
 //! would have had) and its child table is the same `escapes`, so that a columnar sink puts
 //! every escape in one table.
+//!
+//! With [`Options::disasm`](crate::Options::disasm), instructions get `asm` after
+//! `mnemonic`: the opcode word as text ([`crate::disasm`]: the crate's mnemonic, with
+//! operands for the common forms; null where there is no mnemonic).
 
 use std::sync::Arc;
 
@@ -20,8 +24,9 @@ use amber_tt6::{
     RecordSize, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader, raw,
 };
 
+use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::Steps;
+use crate::steps::{Isa, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source, Value};
 
 mod steps;
@@ -257,19 +262,20 @@ impl Handler for Amber {
             let (source, _) = self.full_source(input, ctx)?;
             return Ok(Box::new(FullRows {
                 handler: *self,
-                tables: [full_schema()],
+                tables: [full_schema(ctx.options.disasm)],
                 source,
                 current: None,
                 owned: None,
+                disasm: ctx.options.disasm.then(Asm::new),
             }));
         }
         if input.is_dir() {
             let merge = merge_dir(*self, input.parts_mut().unwrap_or_default())?;
             return Ok(Box::new(Tt6Rows {
                 handler: *self,
-                tables: [tt6_schema(true), dangling_schema(true)],
+                tables: [tt6_schema(true, ctx.options.disasm), dangling_schema(true)],
                 source: Tt6Source::Merged(merge),
-                row: InstrRow::default(),
+                row: InstrRow::new(ctx.options.disasm),
                 done: false,
             }));
         }
@@ -285,9 +291,12 @@ impl Handler for Amber {
         };
         Ok(Box::new(Tt6Rows {
             handler: *self,
-            tables: [tt6_schema(false), dangling_schema(false)],
+            tables: [
+                tt6_schema(false, ctx.options.disasm),
+                dangling_schema(false),
+            ],
             source,
-            row: InstrRow::default(),
+            row: InstrRow::new(ctx.options.disasm),
             done: false,
         }))
     }
@@ -420,19 +429,52 @@ fn escape_schema() -> Arc<Schema> {
     ))
 }
 
-/// The fields every amber instruction starts with.
-fn instruction_head() -> Vec<Field> {
-    vec![
+/// The fields every amber instruction starts with; `disasm` adds `asm`.
+fn instruction_head(disasm: bool) -> Vec<Field> {
+    let mut fields = vec![
         Field::new("i", Type::UInt(64)).key(),
         Field::hex("pc", 64),
         Field::hex("op", 32).json(Json::HexWidth(10)),
         Field::new("mnemonic", Type::Name).optional(),
-        Field::new("class", Type::Name),
-    ]
+    ];
+    if disasm {
+        fields.push(Field::new("asm", Type::Str).nullable());
+    }
+    fields.push(Field::new("class", Type::Name));
+    fields
 }
 
-fn tt6_schema(merged: bool) -> Arc<Schema> {
-    let mut fields = instruction_head();
+/// `--disasm`'s text of the current instruction, worked out before its row is visited.
+struct Asm {
+    disassembler: Disassembler,
+    text: String,
+    /// Whether `text` is the current instruction's (else it has none).
+    valid: bool,
+}
+
+impl Asm {
+    fn new() -> Asm {
+        Asm {
+            disassembler: Disassembler::new(Isa::Ppc32),
+            text: String::new(),
+            valid: false,
+        }
+    }
+
+    fn set(&mut self, pc: u32, op: u32) {
+        self.text.clear();
+        let text = self.disassembler.asm(u64::from(pc), &op.to_be_bytes());
+        self.valid = text.is_some();
+        self.text.push_str(text.unwrap_or_default());
+    }
+
+    fn visit(&self, v: &mut dyn Visitor) {
+        opt_str(v, self.valid.then_some(self.text.as_str()));
+    }
+}
+
+fn tt6_schema(merged: bool, disasm: bool) -> Arc<Schema> {
+    let mut fields = instruction_head(disasm);
     fields.extend([
         Field::hex("next_pc", 64).optional(),
         Field::hex("ea", 64).optional(),
@@ -473,7 +515,7 @@ fn dangling_schema(merged: bool) -> Arc<Schema> {
     Arc::new(Schema::new("dangling_escapes", fields))
 }
 
-fn full_schema() -> Arc<Schema> {
+fn full_schema(disasm: bool) -> Arc<Schema> {
     let mut regs = vec![Field::hex("srr0", 64), Field::hex("srr1", 64)];
     regs.extend((0..32).map(|n| Field::hex(format!("r{n}"), 64)));
     regs.extend(["cr", "xer", "lr", "ctr", "mq", "vrsave"].map(|n| Field::hex(n, 64)));
@@ -483,7 +525,7 @@ fn full_schema() -> Arc<Schema> {
     regs.push(Field::hex("vscr", 64));
     regs.push(Field::hex("vrvalid", 64));
     regs.push(Field::hex("pad", 64).optional());
-    let mut fields = instruction_head();
+    let mut fields = instruction_head(disasm);
     fields.push(Field::new(
         "regs",
         Type::Struct(Arc::new(Schema::new("registers", regs))),
@@ -524,9 +566,19 @@ struct InstrRow {
     next_index: u64,
     /// This row is the final `dangling_escapes` record.
     dangling: bool,
+    /// With `--disasm`: the instruction's text.
+    asm: Option<Asm>,
 }
 
 impl InstrRow {
+    /// An empty row; `disasm` gives its instructions `asm`.
+    fn new(disasm: bool) -> InstrRow {
+        InstrRow {
+            asm: disasm.then(Asm::new),
+            ..InstrRow::default()
+        }
+    }
+
     fn set_escapes(&mut self, escapes: Escapes<'_>) {
         self.escape_count = 0;
         for e in escapes.iter() {
@@ -548,6 +600,9 @@ impl InstrRow {
         self.offset = r.offset.0;
         self.pc = r.pc;
         self.op = r.opcode;
+        if let Some(asm) = &mut self.asm {
+            asm.set(r.pc, r.opcode);
+        }
         self.mnemonic = r.mnemonic();
         self.class = r.class.name();
         self.next_pc = (r.class == Class::Flow).then_some(r.next_pc);
@@ -597,6 +652,9 @@ impl Row for InstrRow {
         v.uint(u64::from(self.pc));
         v.uint(u64::from(self.op));
         opt_str(v, self.mnemonic);
+        if let Some(asm) = &self.asm {
+            asm.visit(v);
+        }
         v.str(self.class);
         opt_uint(v, self.next_pc);
         opt_uint(v, self.ea);
@@ -749,6 +807,8 @@ struct FullRows<'a> {
     current: Option<FullRecord<'a>>,
     /// The current record copied out of the stream's buffer: index, offset, pad, state.
     owned: Option<(u64, trace_core::Offset, Option<u32>, FullRecordOwned)>,
+    /// With `--disasm`: the current instruction's text.
+    disasm: Option<Asm>,
 }
 
 impl Records for FullRows<'_> {
@@ -765,15 +825,24 @@ impl Records for FullRows<'_> {
 
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
         let h = self.handler;
-        match &mut self.source {
+        let (pc, op) = match &mut self.source {
             FullSource::Slice(records) => match records.next()? {
-                Ok(r) => self.current = Some(r),
+                Ok(r) => {
+                    self.current = Some(r);
+                    (r.pc(), r.opcode)
+                }
                 Err(e) => return Some(Err(h.err(e))),
             },
             FullSource::Stream(reader) => match reader.next_record()? {
-                Ok(r) => self.owned = Some((r.index, r.offset, r.pad, r.to_owned())),
+                Ok(r) => {
+                    self.owned = Some((r.index, r.offset, r.pad, r.to_owned()));
+                    (r.pc(), r.opcode)
+                }
                 Err(e) => return Some(Err(h.err(e))),
             },
+        };
+        if let Some(asm) = &mut self.disasm {
+            asm.set(pc, op);
         }
         Some(Ok(Record::new(0, self)))
     }
@@ -801,6 +870,9 @@ impl Row for FullRows<'_> {
         v.uint(u64::from(r.pc()));
         v.uint(u64::from(r.opcode));
         opt_str(v, amber_tt6::opcode::mnemonic(r.opcode));
+        if let Some(asm) = &self.disasm {
+            asm.visit(v);
+        }
         v.str(amber_tt6::classify(Dialect::Tt6e, r.opcode).name());
         v.begin_row();
         let t = r.thread;

@@ -19,6 +19,11 @@
 //! Tables (for columnar sinks): `frames` (`i` key, `offset`, `tracepoint`, `pc`, and
 //! `regs_raw` without a description), `registers` (`i`, `name`, `value_u64`, `value`),
 //! `memory` (`i`, `addr`, `len`, `data`) and `tsv` (`i`, `number`, `value`).
+//!
+//! With [`Options::disasm`](crate::Options::disasm), `frames` gets `asm` after `pc`: the
+//! instruction at pc ([`crate::disasm`]) when the frame's own `M` blocks hold its bytes and
+//! the description's architecture is x86 (`i386`) or x64 (`i386:x86-64`, `i386:x64-32`);
+//! null otherwise (no description, another architecture, bytes not collected or cut short).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +33,9 @@ use gdb_tfile::{
     TraceFile, raw,
 };
 
+use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::Steps;
+use crate::steps::{Isa, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 mod steps;
@@ -303,12 +309,17 @@ impl Handler for GdbTfile {
             .tdesc()
             .and_then(TargetDescription::pc_register)
             .map(|r| (r.offset, r.size()));
-        let schema = frame_schema(frames.tdesc().is_some());
+        let schema = frame_schema(frames.tdesc().is_some(), ctx.options.disasm);
+        let disasm = ctx.options.disasm.then(|| {
+            let isa = frames.tdesc().map_or(Isa::Other, isa);
+            (Disassembler::new(isa), None)
+        });
         Ok(Box::new(FrameRecords {
             tables: [schema],
             frames,
             regs,
             pc,
+            disasm,
             current: None,
             data: Vec::new(),
             tsvs: Vec::new(),
@@ -327,9 +338,31 @@ impl Handler for GdbTfile {
     }
 }
 
+/// The instruction set of a target description's architecture, as far as [`crate::disasm`]
+/// decodes it.
+fn isa(td: &TargetDescription) -> Isa {
+    match td.architecture.as_deref() {
+        Some("i386:x86-64" | "i386:x64-32") => Isa::X64,
+        Some("i386" | "i386:intel") => Isa::X86,
+        _ => Isa::Other,
+    }
+}
+
+/// Up to 15 bytes at `pc` from the frame's memory blocks (the longest x86 instruction).
+fn bytes_at<'f>(frame: &Frame<'f>, pc: u64) -> Option<&'f [u8]> {
+    frame.blocks().flatten().find_map(|b| match b {
+        Block::Memory { address, data, .. } => {
+            let start = usize::try_from(pc.checked_sub(address)?).ok()?;
+            let rest = data.get(start..).filter(|r| !r.is_empty())?;
+            rest.get(..rest.len().min(15))
+        }
+        _ => None,
+    })
+}
+
 /// The schema of `frames`, for a file with a target description (named registers) or
-/// without one (the raw register block).
-fn frame_schema(tdesc: bool) -> Arc<Schema> {
+/// without one (the raw register block); `disasm` adds `asm`.
+fn frame_schema(tdesc: bool, disasm: bool) -> Arc<Schema> {
     let mem = Schema::new(
         "memory",
         vec![
@@ -351,6 +384,9 @@ fn frame_schema(tdesc: bool) -> Arc<Schema> {
         Field::new("tracepoint", Type::Int(16)),
         Field::hex("pc", 64).nullable(),
     ];
+    if disasm {
+        fields.push(Field::new("asm", Type::Str).nullable());
+    }
     if tdesc {
         // JSON shows the table as `{"name":value,…}`: `value_u64` as `0x…` when the
         // register has at most 8 bytes, else `value` as hex bytes (as before: one key
@@ -401,6 +437,8 @@ struct FrameRecords<'a> {
     regs: Option<Vec<RegSlot>>,
     /// Offset and size of the description's pc register.
     pc: Option<(usize, usize)>,
+    /// With `--disasm`: the disassembler and the current frame's text.
+    disasm: Option<(Disassembler, Option<String>)>,
     current: Option<Current<'a>>,
     data: Vec<u8>,
     /// The last value of each trace state variable in the current frame.
@@ -410,6 +448,24 @@ struct FrameRecords<'a> {
 
 impl<'a> FrameRecords<'a> {
     fn advance(&mut self) -> Result<bool, Error> {
+        let more = self.advance_frame()?;
+        if more && self.disasm.is_some() {
+            let frame = frame_of(self.current, &self.data);
+            let pc = frame.as_ref().and_then(|f| pc_of(self.pc, f));
+            let text = match (&mut self.disasm, frame.as_ref(), pc) {
+                (Some((d, _)), Some(f), Some(pc)) => bytes_at(f, pc)
+                    .and_then(|b| d.asm(pc, b))
+                    .map(str::to_owned),
+                _ => None,
+            };
+            if let Some((_, asm)) = &mut self.disasm {
+                *asm = text;
+            }
+        }
+        Ok(more)
+    }
+
+    fn advance_frame(&mut self) -> Result<bool, Error> {
         let (cur, tsvs, data) = (&mut self.current, &mut self.tsvs, &mut self.data);
         let slice = match &mut self.frames {
             Frames::Slice(b) => b.1.next().transpose().map_err(err)?,
@@ -484,32 +540,59 @@ impl Records for FrameRecords<'_> {
     }
 }
 
+/// The current frame, in place or in `data` (streams).
+fn frame_of<'s>(current: Option<Current<'s>>, data: &'s [u8]) -> Option<Frame<'s>> {
+    let c = current?;
+    Some(Frame {
+        index: c.index,
+        offset: c.offset,
+        tracepoint: c.tracepoint,
+        data: c.data.unwrap_or(data),
+        layout: c.layout,
+    })
+}
+
+/// The frame's pc: the description's pc register (`slot`: offset and size) in its `R`
+/// block.
+fn pc_of(slot: Option<(usize, usize)>, frame: &Frame<'_>) -> Option<u64> {
+    let regs = registers(frame)?;
+    let (off, size) = slot?;
+    let bytes = regs.get(off..off.saturating_add(size))?;
+    gdb_tfile::RegisterValue {
+        bytes,
+        endian: frame.layout.endian,
+    }
+    .as_u64()
+}
+
+/// The frame's `R` block.
+fn registers<'f>(frame: &Frame<'f>) -> Option<&'f [u8]> {
+    frame.blocks().flatten().find_map(|b| match b {
+        Block::Registers { data, .. } => Some(data),
+        _ => None,
+    })
+}
+
 impl Row for FrameRecords<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let Some(c) = self.current else { return };
-        let frame = Frame {
-            index: c.index,
-            offset: c.offset,
-            tracepoint: c.tracepoint,
-            data: c.data.unwrap_or(&self.data),
-            layout: c.layout,
+        let Some(frame) = frame_of(self.current, &self.data) else {
+            return;
         };
         v.uint(frame.index);
         v.uint(frame.offset.0);
         v.int(i64::from(frame.tracepoint));
-        let regs = frame.blocks().flatten().find_map(|b| match b {
-            Block::Registers { data, .. } => Some(data),
-            _ => None,
-        });
+        let regs = registers(&frame);
         let endian = frame.layout.endian;
         let as_u64 = |bytes| gdb_tfile::RegisterValue { bytes, endian }.as_u64();
-        let pc = regs
-            .zip(self.pc)
-            .and_then(|(r, (off, size))| r.get(off..off.saturating_add(size)))
-            .and_then(as_u64);
-        match pc {
+        match pc_of(self.pc, &frame) {
             Some(pc) => v.uint(pc),
             None => v.null(),
+        }
+        if let Some((_, asm)) = &self.disasm {
+            match asm {
+                Some(a) => v.str(a),
+                None => v.null(),
+            }
         }
         match (regs, &self.regs) {
             (None, _) => v.null(),
@@ -622,5 +705,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With `disasm`, `asm` follows `pc`: the instruction at pc where the frame's memory
+    /// holds its bytes (x64 here), null where it does not, or holds only part of it, and
+    /// for other architectures; in place and streamed.
+    #[test]
+    fn disasm_reads_the_instruction_at_pc_from_the_frame() {
+        use gdb_tfile::{BlockData, testgen};
+        let mut file = testgen::amd64_file(16, 1);
+        // mov rax, qword ptr [rsp+8] at tracepoint 2's pc 0x401134 in frames 0 and 1;
+        // frame 2 holds only its first 2 bytes (cut short); the others hold none.
+        let code = [0x48, 0x8b, 0x44, 0x24, 0x08, 0xc3];
+        for (k, frame) in file.frames.iter_mut().take(3).enumerate() {
+            let data = if k == 2 {
+                code[..2].to_vec()
+            } else {
+                code.to_vec()
+            };
+            frame.blocks.push(BlockData::Memory {
+                address: 0x401134 - u64::from(k == 1),
+                data: if k == 1 {
+                    [&[0x90][..], &data].concat()
+                } else {
+                    data
+                },
+            });
+        }
+        let bytes = gdb_tfile::write::to_bytes(&file, Endian::Little).unwrap();
+        let options = crate::Options {
+            disasm: true,
+            ..crate::Options::default()
+        };
+        for gzip in [false, true] {
+            let name = if gzip { "x.tf.gz" } else { "x.tf" };
+            let data = if gzip {
+                use std::io::Write;
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(&bytes).unwrap();
+                gz.finish().unwrap()
+            } else {
+                bytes.clone()
+            };
+            let mut input = Input::from_bytes(name, data).unwrap();
+            let mut records = GdbTfile
+                .records(&mut input, &mut Ctx::new(&options))
+                .unwrap();
+            let schema = records.tables()[0].clone();
+            assert_eq!(schema.fields[4].name, "asm");
+            let mut asm = Vec::new();
+            while let Some(r) = records.next_record() {
+                let row = crate::schema::testing::collect(r.unwrap().row());
+                asm.push(row[4].clone());
+            }
+            assert_eq!(asm.len(), 16);
+            let mov = Val::S("mov rax, qword ptr [rsp+8]".into());
+            assert_eq!(asm[..4], [mov.clone(), mov, Val::Null, Val::Null]);
+            assert!(asm[2..].iter().all(|a| *a == Val::Null));
+        }
+        // Another architecture: null, even with the bytes there.
+        let s390 = testdata("gdb-tfile/s390-big-endian.tf");
+        let mut input = Input::from_bytes("s390.tf", s390).unwrap();
+        let mut records = GdbTfile
+            .records(&mut input, &mut Ctx::new(&options))
+            .unwrap();
+        while let Some(r) = records.next_record() {
+            assert_eq!(
+                crate::schema::testing::collect(r.unwrap().row())[4],
+                Val::Null
+            );
+        }
+        // Without the option the schema is the plain one.
+        let (tables, _) = crate::schema::testing::records(&GdbTfile, "x.tf", &bytes, false);
+        assert!(tables[0].field("asm").is_none());
     }
 }
