@@ -555,17 +555,23 @@ fn documented(text: &str) -> Tables {
 }
 
 /// `tracekit export --help` (src/export_tables.txt) documents every table and column that
-/// the exports of every fixture (plus a DCFG-Trace joined with `--dcfg`) have, with its
+/// the exports of every fixture (plain and `--disasm`, plus a DCFG-Trace joined with
+/// `--dcfg`) have, with its
 /// type, `?` exactly when it may be NULL and `*` exactly when `dump` does not show it;
 /// and nothing that no export has.
 #[test]
 fn export_help_documents_every_table_and_column() {
     let tmp = TempDir::new("docs");
+    // Every fixture plain and with `--disasm` (which adds columns).
     let mut exports: Vec<(String, PathBuf, Vec<std::ffi::OsString>)> = fixtures()
         .into_iter()
-        .map(|p| {
+        .flat_map(|p| {
             let format = p.parent().unwrap().file_name().unwrap();
-            (format.to_string_lossy().into_owned(), p, Vec::new())
+            let format = format.to_string_lossy().into_owned();
+            [
+                (format.clone(), p.clone(), Vec::new()),
+                (format, p, vec!["--disasm".into()]),
+            ]
         })
         .collect();
     // A DCFG-Trace of the sample DCFG's first edges, so that the export has the joined
