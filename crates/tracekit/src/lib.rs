@@ -12,6 +12,8 @@
 //! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
 //! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
 //! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
+//! tracekit state FILE --at N      every register before instruction N
+//! tracekit mem FILE --at N ADDR [LEN]  memory as known before instruction N (hex dump)
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
@@ -149,6 +151,13 @@ pub enum Cmd {
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
     Export(ExportArgs),
+    /// Every named register before instruction N (x64dbg, gdb-tfile frames, amber FULL):
+    /// an aligned table, or one JSON line with `--json`.
+    State(commands::state::StateArgs),
+    /// The memory bytes as known before instruction N: from the latest access before it,
+    /// else inferred from the first at or after it (`*`), else unknown (`??`); a hex dump,
+    /// or one JSON line with `--json`.
+    Mem(commands::mem::MemArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -342,6 +351,16 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let (input, h) = open(&args.file, forced)?;
             let p = progress(&input);
             commands::export(h, input, &options, args, p, out, err)
+        }
+        Cmd::State(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::state::run(h, input, &options, args, p, out, err)
+        }
+        Cmd::Mem(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::mem::run(h, input, &options, args, p, out, err)
         }
     }
 }

@@ -137,6 +137,8 @@ pub(super) struct ReplayState {
     pub(super) full_dumps: u64,
     pub(super) sessions: u64,
     pub(super) started_without_dump: bool,
+    /// Blocks this replay has taken in: the work done, e.g. by a seek from its full dump.
+    pub(super) blocks_read: u64,
 }
 
 impl ReplayState {
@@ -147,6 +149,7 @@ impl ReplayState {
             full_dumps: 0,
             sessions: 0,
             started_without_dump: false,
+            blocks_read: 0,
         }
     }
 
@@ -169,6 +172,7 @@ impl ReplayState {
     /// Takes in the block `block` (instruction or user block).
     #[inline]
     pub(super) fn block(&mut self, block: &Block<'_>) {
+        self.blocks_read += 1;
         match block {
             Block::Instruction(ins) => self.instruction(ins),
             Block::User(_) => self.user_blocks += 1,
@@ -251,6 +255,14 @@ impl<'a> Replay<'a> {
             started_without_dump: self.started_without_dump(),
             recovered_thread_ids: self.recovered_thread_ids(),
         }
+    }
+
+    /// Blocks this replay has decoded (instructions and user blocks): after
+    /// [`Trace::seek`], the blocks replayed from the full dump it started at, which the
+    /// index bounds whatever the instruction number.
+    #[must_use]
+    pub fn blocks_read(&self) -> u64 {
+        self.state.blocks_read
     }
 
     /// User blocks seen so far.

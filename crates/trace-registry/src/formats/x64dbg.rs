@@ -351,6 +351,13 @@ impl Handler for X64dbg {
         input: &'a mut Input,
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Steps + 'a>, Error> {
+        Ok(Box::new(X64Steps::open(input, ctx)?))
+    }
+}
+
+impl<'a> X64Steps<'a> {
+    /// The steps of an x64dbg input: in place (seekable) or streamed.
+    fn open(input: &'a mut Input, ctx: &Ctx<'_>) -> Result<X64Steps<'a>, Error> {
         let (trace, blocks) = match input.source() {
             Source::Bytes(b) => {
                 let trace = Trace::parse(b).map_err(err)?;
@@ -366,7 +373,7 @@ impl Handler for X64dbg {
             .as_ref()
             .map_or_else(|| blocks.regs().arch(), Trace::arch);
         let isa = isa(arch);
-        Ok(Box::new(X64Steps {
+        Ok(X64Steps {
             isa,
             disasm: ctx.options.disasm.then(|| Disassembler::new(isa)),
             word: u32::try_from(arch.word_size()).unwrap_or(8),
@@ -382,7 +389,8 @@ impl Handler for X64dbg {
             step: Step::default(),
             pending: false,
             done: false,
-        }))
+            replayed: 0,
+        })
     }
 }
 
@@ -411,6 +419,8 @@ struct X64Steps<'a> {
     /// `step` is already read (by a seek) and is what the next `next_step` returns.
     pending: bool,
     done: bool,
+    /// The blocks the last seek replayed after the index (its work past the binary search).
+    replayed: u64,
 }
 
 impl X64Steps<'_> {
@@ -507,14 +517,16 @@ impl Steps for X64Steps<'_> {
             self.pending = true;
             return Ok(());
         };
+        // The index of the complete blocks: instructions before damage can be reached.
         let index = match &self.index {
             Some(index) => index,
-            None => self.index.insert(trace.build_index().map_err(err)?),
+            None => self.index.insert(trace.build_index_partial().0),
         };
         if n >= index.instructions() {
-            return Err(steps::past_end(n, index.instructions()));
+            return Err(past_the_index(trace, index, n));
         }
         let (ins, replay) = trace.seek(index, n).map_err(err)?;
+        self.replayed = replay.blocks_read();
         let disasm = self.disasm.as_mut();
         Self::fill(
             &mut self.step,
@@ -532,6 +544,27 @@ impl Steps for X64Steps<'_> {
 
     fn position(&self) -> u64 {
         self.blocks.offset()
+    }
+}
+
+/// Why instruction `n`, at or past the instructions `index` holds, cannot be reached: the
+/// damage that ended the blocks (a bad or truncated block, found by replaying from the last
+/// full dump: at most one interval), else the end of the trace.
+fn past_the_index(trace: &Trace<'_>, index: &Index, n: u64) -> Error {
+    let count = index.instructions();
+    let mut replay = match count.checked_sub(1) {
+        Some(last) => match trace.seek(index, last) {
+            Ok((_, replay)) => replay,
+            Err(e) => return err(e),
+        },
+        None => trace.replay(),
+    };
+    loop {
+        match replay.next_block() {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return err(e),
+            None => return steps::past_end(n, count),
+        }
     }
 }
 

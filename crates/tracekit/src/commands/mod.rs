@@ -16,6 +16,8 @@ use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 pub mod args;
 pub mod find;
+pub mod mem;
+pub mod state;
 
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,275 @@
+//! `state`: every named register before instruction N, found by [`Steps::seek`]: through
+//! the index of full dumps for an x64dbg file in memory (a binary search and the replay of
+//! at most one 512-instruction interval, whatever N), the frame index for a tfile, a scan
+//! elsewhere.
+//!
+//! The registers are what the format names: x64dbg's every `REGDUMP` field (general
+//! registers, flags and their bits, segments, debug, x87, XMM/YMM, MXCSR, last error), a
+//! tfile frame's registers as its target description names them, amber FULL's whole user
+//! state. TT6 and TT6E record no registers: asking for them is an error.
+//!
+//! ```
+//! use trace_registry::analyses::state::state;
+//! use trace_registry::steps::RegValue;
+//! use trace_registry::{Ctx, Input, Options};
+//!
+//! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+//! let handler = trace_registry::detect(&input).expect("an x64dbg trace");
+//! let options = Options::default();
+//! let s = state(handler, &mut input, &mut Ctx::new(&options), 700)?;
+//! // `tracekit dump` shows instruction 700 as thread 4728's `mov [rsp+0x10], rdi`
+//! // (48 89 7c 24 10) at 0x7ff6a1b21011, writing 0xb63e1ba01ec921ed to 0x24fe00: so
+//! // before it, rsp is 0x24fdf0 and rdi holds that value.
+//! assert_eq!((s.i, s.thread, s.pc), (700, 4728, 0x7ff6_a1b2_1011));
+//! assert_eq!(s.get("rip"), Some(&RegValue::Word(0x7ff6_a1b2_1011)));
+//! assert_eq!(s.get("rsp"), Some(&RegValue::Word(0x24_fdf0)));
+//! assert_eq!(s.get("rdi"), Some(&RegValue::Word(0xb63e_1ba0_1ec9_21ed)));
+//! assert!(s.to_json().starts_with(r#"{"i":700,"thread":4728,"regs":{"rax":"0x"#));
+//! # Ok::<(), trace_registry::Error>(())
+//! ```
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::steps::{NamedReg, RegValue};
+use crate::{Ctx, Error, Handler, Input};
+
+/// The registers before one instruction: `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}` in
+/// JSON (the registers in the format's order; values as [`RegValue`]'s `Display`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct State {
+    /// The instruction (global index; the frame number for a tfile).
+    pub i: u64,
+    /// Its thread (0 where the format has none).
+    pub thread: u64,
+    /// Its address (not in the JSON, which has the pc register among `regs`).
+    #[serde(skip)]
+    pub pc: u64,
+    /// Every named register, in the format's order.
+    #[serde(serialize_with = "regs_map")]
+    pub regs: Vec<NamedReg>,
+}
+
+fn regs_map<S: serde::Serializer>(regs: &[NamedReg], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(regs.len()))?;
+    for r in regs {
+        map.serialize_entry(&*r.name, &r.value.to_string())?;
+    }
+    map.end()
+}
+
+impl State {
+    /// The value of the register `name`, if the state has it.
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<&RegValue> {
+        self.regs.iter().find(|r| r.name == name).map(|r| &r.value)
+    }
+
+    /// The JSON line `tracekit state --json` prints.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The text `tracekit state` prints: a title line, then the registers in groups (a
+    /// family of names: `r8`…`r15`, `flags.*`, `xmm*`; the plain names between them
+    /// together), word registers in aligned columns, each group's values zero-padded to
+    /// one width, wide registers one per line.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "registers before instruction {} (thread {}, pc {:#x})\n",
+            self.i, self.thread, self.pc
+        );
+        if self.regs.is_empty() {
+            out.push_str("(none collected)\n");
+        }
+        let mut rest = self.regs.as_slice();
+        while let Some(first) = rest.first() {
+            let key = family(&first.name);
+            let len = rest
+                .iter()
+                .position(|r| family(&r.name) != key)
+                .unwrap_or(rest.len());
+            let (group, tail) = rest.split_at(len);
+            render_group(group, &mut out);
+            rest = tail;
+        }
+        out
+    }
+}
+
+/// What groups a register with its neighbours: a dotted name's prefix without its number
+/// (`flags.z` → `flags`, `ymm3.High` → `ymm`, `x87r2.tag` → `x87r`); a numbered name's
+/// stem (`xmm12` → `xmm`, `dr7` → `dr`, `r9` → `r`); "" for the other names (`rax`,
+/// `rflags`, `lastError`), which group with each other, apart from x86's segment registers
+/// (`cs`, `ss`, …: 16 bits beside 64).
+fn family(name: &str) -> &str {
+    if ["cs", "ss", "ds", "es", "fs", "gs"].contains(&name) {
+        return "segment";
+    }
+    let (stem, dotted) = match name.split_once('.') {
+        Some((prefix, _)) => (prefix, true),
+        None => (name, false),
+    };
+    let bare = stem.trim_end_matches(|c: char| c.is_ascii_digit());
+    if dotted || bare.len() < stem.len() {
+        bare
+    } else {
+        ""
+    }
+}
+
+/// The terminal width the columns are fitted to.
+const TEXT_WIDTH: usize = 100;
+
+fn render_group(group: &[NamedReg], out: &mut String) {
+    use std::fmt::Write;
+    out.push('\n');
+    let digits = |w: u64| {
+        let bits = u64::BITS.saturating_sub(w.leading_zeros()).max(1);
+        usize::try_from(bits.div_ceil(4)).unwrap_or(16)
+    };
+    // Words zero-padded to the group's widest value, rounded up to a power of two digits
+    // (a byte, a word, a dword, a qword), so that columns line up.
+    let width = group
+        .iter()
+        .filter_map(|r| match r.value {
+            RegValue::Word(w) => Some(digits(w)),
+            RegValue::Wide(_) => None,
+        })
+        .max()
+        .unwrap_or(1)
+        .next_power_of_two();
+    let name_width = group.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let cell = name_width.saturating_add(width).saturating_add(5);
+    let columns = (TEXT_WIDTH / cell).max(1);
+    let mut column = 0;
+    for r in group {
+        match &r.value {
+            RegValue::Word(w) => {
+                if column == columns {
+                    out.push('\n');
+                    column = 0;
+                }
+                if column > 0 {
+                    out.push_str("  ");
+                }
+                let _ = write!(out, "{:<name_width$} 0x{w:0width$x}", r.name);
+                column = column.saturating_add(1);
+            }
+            RegValue::Wide(_) => {
+                if column > 0 {
+                    out.push('\n');
+                    column = 0;
+                }
+                let _ = writeln!(out, "{:<name_width$} {}", r.name, r.value);
+            }
+        }
+    }
+    if column > 0 {
+        out.push('\n');
+    }
+}
+
+/// The registers before instruction `at` of `input`.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] for a format without an instruction stream or without registers
+/// (DCFG, TT6, TT6E), or when `at` is at or past the end (the trace's instruction count is
+/// in the message); the read error of a damaged file when `at` is past the damage.
+pub fn state(
+    handler: &dyn Handler,
+    input: &mut Input,
+    ctx: &mut Ctx<'_>,
+    at: u64,
+) -> Result<State, Error> {
+    let mut steps = handler.steps(input, ctx)?;
+    if steps.reg_names().is_empty() {
+        return Err(Error::Unsupported(format!(
+            "{} traces record no registers: `state` has nothing to show (`mem` and `dump` \
+             show what they record)",
+            handler.name()
+        )));
+    }
+    steps.seek(at)?;
+    let (i, thread, pc) = match steps.next_step() {
+        Some(Ok(step)) => (step.i, step.thread, step.pc),
+        Some(Err(e)) => return Err(e),
+        None => return Err(crate::steps::past_end(at, at)),
+    };
+    let mut regs = Vec::new();
+    steps.named_regs(&mut regs);
+    Ok(State {
+        i,
+        thread,
+        pc,
+        regs,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_group_numbered_and_dotted_names() {
+        for (name, f) in [
+            ("rax", ""),
+            ("rflags", ""),
+            ("gs", "segment"),
+            ("fs_base", ""),
+            ("lastError", ""),
+            ("r8", "r"),
+            ("r15", "r"),
+            ("xmm12", "xmm"),
+            ("ymm3.High", "ymm"),
+            ("flags.z", "flags"),
+            ("x87r2.tag", "x87r"),
+            ("x87fpu.ControlWord", "x87fpu"),
+            ("MxCsrFields.FZ", "MxCsrFields"),
+        ] {
+            assert_eq!(family(name), f, "{name}");
+        }
+    }
+
+    #[test]
+    fn text_aligns_words_and_puts_wide_values_on_their_own_lines() {
+        let reg = |name: &'static str, value| NamedReg {
+            name: name.into(),
+            value,
+        };
+        let s = State {
+            i: 5,
+            thread: 7,
+            pc: 0x1000,
+            regs: vec![
+                reg("rax", RegValue::Word(0x1111)),
+                reg("rsp", RegValue::Word(0x14_fe00)),
+                reg("xmm0", RegValue::Wide([1u8; 16].into_iter().collect())),
+                reg("flags.c", RegValue::Word(1)),
+                reg("flags.zz", RegValue::Word(0)),
+            ],
+        };
+        let text = s.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "registers before instruction 5 (thread 7, pc 0x1000)",
+                "",
+                "rax 0x00001111  rsp 0x0014fe00",
+                "",
+                "xmm0 0x01010101010101010101010101010101",
+                "",
+                "flags.c  0x1  flags.zz 0x0",
+            ]
+        );
+        assert_eq!(
+            s.to_json(),
+            r#"{"i":5,"thread":7,"regs":{"rax":"0x1111","rsp":"0x14fe00","xmm0":"0x01010101010101010101010101010101","flags.c":"0x1","flags.zz":"0x0"}}"#
+        );
+    }
+}

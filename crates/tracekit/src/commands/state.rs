@@ -1,0 +1,54 @@
+//! `tracekit state`: every named register before instruction N, as an aligned table or,
+//! with `--json`, `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`. The lookup itself is
+//! `trace_registry::analyses::state`.
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::Args;
+use trace_registry::analyses::state::state;
+use trace_registry::{Handler, Input, Options};
+
+use super::args;
+use crate::{CliError, Progress};
+
+/// Arguments of `tracekit state`.
+#[derive(Debug, Clone, Args)]
+pub struct StateArgs {
+    /// The trace file (x64dbg, gdb-tfile, amber FULL), or - for stdin.
+    pub file: OsString,
+    /// The instruction (0-based; a tfile's frame number): the registers before it.
+    #[arg(long, value_name = "N", value_parser = args::number)]
+    pub at: u64,
+    /// One JSON line: `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the registers before instruction `--at`.
+///
+/// # Errors
+///
+/// A format without registers or `--at` past the end (exit 2), a file damaged before the
+/// instruction (exit 1), or a write error.
+pub fn run(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    args: &StateArgs,
+    mut progress: Progress,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut ctx = super::ctx(options, &mut progress, err);
+    let found = state(handler, &mut input, &mut ctx, args.at);
+    drop(ctx);
+    progress.finish();
+    let found = found?;
+    if args.json {
+        writeln!(out, "{}", found.to_json())?;
+    } else {
+        out.write_all(found.to_text().as_bytes())?;
+    }
+    Ok(())
+}
