@@ -379,3 +379,539 @@ fn read(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::schema::testing::{input, testdata};
+    use crate::steps::Isa;
+    use crate::{Handler, Options};
+    use quickcheck::{Arbitrary, Gen, QuickCheck};
+    use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
+
+    /// One instruction of a hand-built x64dbg trace: bytes, registers set before it
+    /// (word index, value), and the recorded memory words (address, old, new).
+    pub(crate) type Hand = (Vec<u8>, Vec<(usize, u64)>, Vec<(u64, u64, Option<u64>)>);
+
+    /// An x64 trace of thread 7 recorded from `steps` by `trac_x64dbg`'s `Recorder` (a
+    /// full dump every 512 instructions, as x64dbg writes them).
+    pub(crate) fn hand_built(steps: &[Hand]) -> Vec<u8> {
+        let header = Header::new(Arch::X64, "hand.exe");
+        let writer = Writer::new(Vec::new(), &header).unwrap();
+        let mut rec = Recorder::new(writer, RecorderOptions::default());
+        let mut regs = RegDump::new(Arch::X64);
+        let mut pc = 0x7ff6_0000_1000u64;
+        for (opcode, set, mem) in steps {
+            for &(i, v) in set {
+                regs.set_word(i, v);
+            }
+            regs.set_ip(pc);
+            let mem = mem
+                .iter()
+                .map(|&(address, old, new)| MemAccess {
+                    flags: u8::from(new.is_none()),
+                    address,
+                    old,
+                    new,
+                })
+                .collect();
+            rec.step(trac_x64dbg::Step {
+                thread: 7,
+                opcode: opcode.clone(),
+                regs: regs.clone(),
+                mem,
+            })
+            .unwrap();
+            pc += opcode.len() as u64;
+        }
+        rec.finish().unwrap()
+    }
+
+    /// `mem` over bytes, with or without `--disasm`.
+    pub(crate) fn ask(
+        name: &str,
+        bytes: &[u8],
+        disasm: bool,
+        gzip: bool,
+        query: MemQuery,
+    ) -> Result<(Memory, Option<Error>), Error> {
+        let options = Options {
+            disasm,
+            ..Options::default()
+        };
+        let mut input = input(name, bytes, gzip);
+        let handler = crate::detect(&input).unwrap();
+        mem(handler, &mut input, &mut Ctx::new(&options), &query)
+    }
+
+    fn query(at: u64, addr: u64, len: u64) -> MemQuery {
+        MemQuery {
+            at,
+            addr,
+            len: Some(len),
+        }
+    }
+
+    /// Every step of `bytes`, owned, and whether they are snapshots.
+    fn all_steps(name: &str, bytes: &[u8], disasm: bool) -> (Vec<Step>, bool) {
+        let options = Options {
+            disasm,
+            ..Options::default()
+        };
+        let mut input = input(name, bytes, false);
+        let handler = crate::detect(&input).unwrap();
+        let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+        let mut out = Vec::new();
+        while let Some(s) = steps.next_step() {
+            out.push(s.unwrap().clone());
+        }
+        (out, steps.memory_is_snapshot())
+    }
+
+    /// The answer worked out byte by byte from every step (the model the pass must
+    /// match): the last step before `at` (up to `at` for snapshots) with a value for the
+    /// byte (its last written value, else its last read; a snapshot's first block), else
+    /// the first step from `at` on that read it (first entry), else unknown.
+    fn reference(steps: &[Step], snapshot: bool, at: u64, addr: u64, len: u64) -> Memory {
+        let mut m = Memory::unknown(at, addr, len as usize);
+        for k in 0..len as usize {
+            let b = addr + k as u64;
+            let byte = |a: &Access, bytes: Option<&[u8]>| -> Option<u8> {
+                let off = b.checked_sub(a.addr)?;
+                (off < u64::from(a.len)).then_some(())?;
+                bytes?.get(off as usize).copied()
+            };
+            let before = steps
+                .iter()
+                .filter(|s| s.i < at || (snapshot && s.i == at))
+                .rev()
+                .find_map(|s| {
+                    let v = if snapshot {
+                        s.mem.iter().find_map(|a| byte(a, s.old(a)))
+                    } else {
+                        let new = s.mem.iter().rev().find_map(|a| byte(a, s.new(a)));
+                        new.or_else(|| s.mem.iter().rev().find_map(|a| byte(a, s.old(a))))
+                    };
+                    v.map(|v| (s.i, v, false))
+                });
+            let after = || {
+                steps
+                    .iter()
+                    .filter(|s| s.i >= at && !snapshot)
+                    .find_map(|s| {
+                        s.mem
+                            .iter()
+                            .find_map(|a| byte(a, s.old(a)))
+                            .map(|v| (s.i, v, true))
+                    })
+            };
+            if let Some((i, v, inferred)) = before.or_else(after) {
+                m.bytes[k] = Some(v);
+                m.source[k] = Some(i);
+                m.inferred[k] = Some(inferred);
+            }
+        }
+        m
+    }
+
+    const RSP: u64 = 0x14_fe00;
+    const A: u64 = RSP + 8;
+    const NOP: &[u8] = &[0x90];
+
+    /// A write, 600 instructions (and a full dump) without memory, a read of the same
+    /// word; rcx counts the instructions.
+    fn write_then_read() -> Vec<u8> {
+        let mut steps: Vec<Hand> = vec![(
+            // mov qword ptr [rsp+8], rax
+            vec![0x48, 0x89, 0x44, 0x24, 0x08],
+            vec![(0, 0x1111), (1, 0), (4, RSP)],
+            vec![(A, 5, Some(0x1111))],
+        )];
+        for i in 1..=600 {
+            steps.push((NOP.to_vec(), vec![(1, i)], vec![]));
+        }
+        steps.push((
+            // mov rcx, qword ptr [rsp+8]
+            vec![0x48, 0x8b, 0x4c, 0x24, 0x08],
+            vec![(1, 601)],
+            vec![(A, 0x1111, None)],
+        ));
+        steps.push((NOP.to_vec(), vec![(1, 0x1111)], vec![]));
+        hand_built(&steps)
+    }
+
+    #[test]
+    fn a_write_is_found_across_a_full_dump() {
+        let bytes = write_then_read();
+        for gzip in [false, true] {
+            // Before the read, 600 instructions after the write: the written value.
+            let (m, damage) = ask("w.trace64", &bytes, false, gzip, query(601, A, 8)).unwrap();
+            assert!(damage.is_none());
+            assert_eq!(m.value(), Some(0x1111u64.to_le_bytes().to_vec()));
+            assert_eq!(
+                (m.source, m.inferred),
+                (vec![Some(0); 8], vec![Some(false); 8])
+            );
+            // After the read: the read's value, from the read.
+            let (m, _) = ask("w.trace64", &bytes, false, gzip, query(602, A, 8)).unwrap();
+            assert_eq!(m.value(), Some(0x1111u64.to_le_bytes().to_vec()));
+            assert_eq!(m.source, [Some(601); 8]);
+            // Before the write: what the write found there, inferred.
+            let (m, _) = ask("w.trace64", &bytes, false, gzip, query(0, A, 8)).unwrap();
+            assert_eq!(m.value(), Some(5u64.to_le_bytes().to_vec()));
+            assert_eq!(
+                (m.source, m.inferred),
+                (vec![Some(0); 8], vec![Some(true); 8])
+            );
+            // Around it: 4 unknown bytes on each side.
+            let (m, _) = ask("w.trace64", &bytes, false, gzip, query(300, A - 4, 16)).unwrap();
+            let mut want = vec![None; 4];
+            want.extend(0x1111u64.to_le_bytes().map(Some));
+            want.extend([None; 4]);
+            assert_eq!(m.bytes, want);
+            assert_eq!(m.source[3..5], [None, Some(0)]);
+            assert_eq!(m.inferred[11..13], [Some(false), None]);
+            // A bare address is one word.
+            let one = MemQuery {
+                len: None,
+                ..query(300, A, 0)
+            };
+            let (m, _) = ask("w.trace64", &bytes, false, gzip, one).unwrap();
+            assert_eq!(m.len, 8);
+        }
+    }
+
+    /// The recorded word covers 8 bytes; with `--disasm`, a dword operand 4. An unaligned
+    /// read after it supplies the rest, inferred.
+    #[test]
+    fn operand_sizes_and_unaligned_words() {
+        let steps: Vec<Hand> = vec![
+            // add dword ptr [rax], ecx
+            (
+                vec![0x01, 0x08],
+                vec![(0, 0x5000), (1, 2)],
+                vec![(0x5000, 0xaaaa_0000_0001, Some(0xaaaa_0000_0003))],
+            ),
+            // mov rdx, qword ptr [rax+4]
+            (
+                vec![0x48, 0x8b, 0x50, 0x04],
+                vec![],
+                vec![(0x5004, 0x1234_0000_aaaa, None)],
+            ),
+            (NOP.to_vec(), vec![(2, 0x1234_0000_aaaa)], vec![]),
+        ];
+        let bytes = hand_built(&steps);
+        let (m, _) = ask("s.trace64", &bytes, false, false, query(1, 0x5000, 12)).unwrap();
+        let v = |b: &[u8]| b.iter().map(|&b| Some(b)).collect::<Vec<_>>();
+        let mut want = v(&0xaaaa_0000_0003u64.to_le_bytes());
+        want.extend(v(&0x1234_0000_aaaau64.to_le_bytes()[4..8]));
+        assert_eq!(m.bytes, want);
+        assert_eq!(m.source[7..9], [Some(0), Some(1)]);
+        assert_eq!(m.inferred[7..9], [Some(false), Some(true)]);
+        let (m, _) = ask("s.trace64", &bytes, true, false, query(1, 0x5000, 12)).unwrap();
+        let mut want = v(&3u32.to_le_bytes());
+        want.extend(v(&0x1234_0000_aaaau64.to_le_bytes()));
+        assert_eq!(m.bytes, want);
+        assert_eq!(m.inferred[3..5], [Some(false), Some(true)]);
+    }
+
+    /// A read and a write of one word by one instruction: the written value wins, in
+    /// either recorded order.
+    #[test]
+    fn a_write_wins_over_a_read_in_one_instruction() {
+        for write_first in [false, true] {
+            let mut mem = vec![(A, 1, None), (A, 1, Some(2))];
+            if write_first {
+                mem.reverse();
+            }
+            let steps: Vec<Hand> =
+                vec![(NOP.to_vec(), vec![], mem), (NOP.to_vec(), vec![], vec![])];
+            let bytes = hand_built(&steps);
+            let (m, _) = ask("r.trace64", &bytes, false, false, query(1, A, 8)).unwrap();
+            assert_eq!(m.value(), Some(2u64.to_le_bytes().to_vec()));
+        }
+    }
+
+    /// tfile frames are snapshots: frame N's own blocks count, later frames never do; the
+    /// answer is the model's for every frame and every block's range (and around it).
+    #[test]
+    fn tfile_bytes_come_from_frames_up_to_n() {
+        let bytes = testdata("gdb-tfile/amd64.tf");
+        let (steps, snapshot) = all_steps("amd64.tf", &bytes, false);
+        assert!(snapshot);
+        let mut ranges: Vec<(u64, u64)> = steps
+            .iter()
+            .flat_map(|s| s.mem.iter().map(|a| (a.addr, u64::from(a.len))))
+            .collect();
+        ranges.sort_unstable();
+        ranges.dedup();
+        assert!(!ranges.is_empty());
+        let (mut known, mut unknown) = (0, 0);
+        for at in 0..steps.len() as u64 {
+            for &(addr, len) in &ranges {
+                let (lo, len) = (addr.saturating_sub(2), (len + 4).min(64));
+                let (m, damage) =
+                    ask("amd64.tf", &bytes, false, false, query(at, lo, len)).unwrap();
+                assert!(damage.is_none());
+                assert_eq!(
+                    m,
+                    reference(&steps, true, at, lo, len),
+                    "frame {at} {lo:#x}"
+                );
+                assert!(!m.inferred.contains(&Some(true)));
+                known += m.bytes.iter().filter(|b| b.is_some()).count();
+                unknown += m.bytes.iter().filter(|b| b.is_none()).count();
+            }
+        }
+        assert!(known > 0 && unknown > 0);
+        // Frame 0 knows only its own blocks.
+        let first = &steps[0];
+        if let Some(a) = first.mem.first() {
+            let (m, _) = ask(
+                "amd64.tf",
+                &bytes,
+                false,
+                false,
+                query(0, a.addr, u64::from(a.len).min(64)),
+            )
+            .unwrap();
+            assert!(m.source.iter().all(|s| *s == Some(0)));
+        }
+    }
+
+    /// A random x64dbg trace (the generator's: pushes, pops, stack loads and stores, 16-byte
+    /// stores as two words), with random queries near the first thread's stack.
+    #[derive(Clone, Debug)]
+    struct Case {
+        seed: u64,
+        threads: u32,
+        instructions: u64,
+        /// (at as a fraction of the length, offset from the stack, len)
+        queries: Vec<(u16, u16, u8)>,
+        disasm: bool,
+    }
+
+    impl Arbitrary for Case {
+        fn arbitrary(g: &mut Gen) -> Case {
+            Case {
+                seed: u64::arbitrary(g),
+                threads: u32::arbitrary(g) % 3 + 1,
+                instructions: u64::arbitrary(g) % 1200 + 1,
+                queries: (0..4)
+                    .map(|_| {
+                        (
+                            u16::arbitrary(g),
+                            u16::arbitrary(g) % 0x100,
+                            u8::arbitrary(g) % 40 + 1,
+                        )
+                    })
+                    .collect(),
+                disasm: bool::arbitrary(g),
+            }
+        }
+    }
+
+    fn generated(case: &Case) -> Vec<u8> {
+        let opts = trac_x64dbg::testgen::Options {
+            arch: Arch::X64,
+            threads: case.threads,
+            max_run: 50,
+            seed: case.seed,
+        };
+        trac_x64dbg::testgen::trace(opts, case.instructions, RecorderOptions::default(), "g.exe")
+    }
+
+    /// `mem` is the model's answer for random traces and queries (which find bytes
+    /// written before, inferred and unknown).
+    #[test]
+    fn mem_matches_the_model() {
+        use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+        static SEEN: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
+        fn prop(case: Case) -> bool {
+            let bytes = generated(&case);
+            let (steps, snapshot) = all_steps("g.trace64", &bytes, case.disasm);
+            let n = steps.len() as u64;
+            for &(at, off, len) in &case.queries {
+                let at = u64::from(at) * n / 0x1_0000;
+                // Just below the first thread's stack pointer, where it pushes and stores.
+                let addr = 0x14_fe28 - 0xc0 + u64::from(off);
+                let got = ask(
+                    "g.trace64",
+                    &bytes,
+                    case.disasm,
+                    false,
+                    query(at, addr, u64::from(len)),
+                );
+                let (m, damage) = got.unwrap();
+                assert!(damage.is_none());
+                assert_eq!(
+                    m,
+                    reference(&steps, snapshot, at, addr, u64::from(len)),
+                    "{case:?} at {at} {addr:#x}"
+                );
+                for (k, seen) in [Some(false), Some(true), None].iter().zip(&SEEN) {
+                    seen.fetch_add(m.inferred.iter().filter(|i| *i == k).count(), Relaxed);
+                }
+            }
+            true
+        }
+        QuickCheck::new()
+            .tests(25)
+            .quickcheck(prop as fn(Case) -> bool);
+        assert!(SEEN.iter().all(|s| s.load(Relaxed) > 0), "{SEEN:?}");
+    }
+
+    /// After a recorded write, `mem` returns the written bytes, from that instruction.
+    #[test]
+    fn mem_after_a_write_is_the_written_bytes() {
+        fn prop(case: Case) -> bool {
+            let bytes = generated(&case);
+            let (steps, _) = all_steps("g.trace64", &bytes, case.disasm);
+            let writes: Vec<(u64, u64, Vec<u8>)> = steps
+                .iter()
+                .flat_map(|s| {
+                    s.mem
+                        .iter()
+                        .filter_map(|a| Some((s.i, a.addr, s.new(a)?.to_vec())))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let last = steps.len() as u64 - 1;
+            let writes = writes.iter().filter(|w| w.0 < last);
+            for (i, addr, new) in writes.step_by(7) {
+                let (m, _) = ask(
+                    "g.trace64",
+                    &bytes,
+                    case.disasm,
+                    false,
+                    query(i + 1, *addr, new.len() as u64),
+                )
+                .unwrap();
+                assert_eq!(m.value().as_ref(), Some(new), "{case:?} write at {i}");
+                assert!(m.source.iter().all(|s| *s == Some(*i)));
+            }
+            true
+        }
+        QuickCheck::new()
+            .tests(20)
+            .quickcheck(prop as fn(Case) -> bool);
+    }
+
+    /// The real x64dbg sample: the model's answer around every address it accessed, at
+    /// a few instructions.
+    #[test]
+    fn real_x64dbg_sample_matches_the_model() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/realdata/x64dbg/d-ornen_DBGLogParser_test1.trace64");
+        let Ok(bytes) = std::fs::read(&path) else {
+            assert!(
+                std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_none_or(|v| v != "1"),
+                "{} missing",
+                path.display()
+            );
+            println!("note: {} absent; skipped", path.display());
+            return;
+        };
+        for disasm in [false, true] {
+            let (steps, snapshot) = all_steps("test1.trace64", &bytes, disasm);
+            let n = steps.len() as u64;
+            let mut addrs: Vec<u64> = steps
+                .iter()
+                .flat_map(|s| s.mem.iter().map(|a| a.addr))
+                .collect();
+            addrs.sort_unstable();
+            addrs.dedup();
+            assert!(addrs.len() > 10);
+            let mut inferred = 0;
+            for at in [0, n / 3, n / 2, n - 1] {
+                for &addr in addrs.iter().step_by(3) {
+                    let (m, _) = ask(
+                        "test1.trace64",
+                        &bytes,
+                        disasm,
+                        false,
+                        query(at, addr - 3, 16),
+                    )
+                    .unwrap();
+                    assert_eq!(m, reference(&steps, snapshot, at, addr - 3, 16));
+                    inferred += m.inferred.iter().filter(|i| **i == Some(true)).count();
+                }
+            }
+            assert!(inferred > 0);
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let bytes = write_then_read();
+        let n = 603;
+        let e = ask("w.trace64", &bytes, false, false, query(n, A, 8)).unwrap_err();
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("603 is past the end") && m.contains("603 instructions")),
+            "{e}"
+        );
+        for len in [0, MAX_LEN + 1] {
+            let e = ask("w.trace64", &bytes, false, false, query(1, A, len)).unwrap_err();
+            assert!(matches!(e, Error::Unsupported(_)));
+        }
+        let e = ask("w.trace64", &bytes, false, false, query(1, u64::MAX - 2, 8)).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)));
+        // Damage after the answer's steps: the answer so far and the damage; before: the
+        // damage alone.
+        let cut = &bytes[..bytes.len() - 3];
+        let (m, damage) = ask("w.trace64", cut, false, false, query(1, A - 8, 8)).unwrap();
+        assert!(matches!(damage, Some(Error::Format { .. })));
+        assert_eq!(m.value(), None);
+        let e = ask("w.trace64", cut, false, false, query(602, A, 8)).unwrap_err();
+        assert!(matches!(e, Error::Format { .. }), "{e}");
+        // Formats without values: every byte unknown; without steps: unsupported.
+        let tt6 = testdata("amber/all-opcodes.tt6");
+        let (m, _) = ask("all-opcodes.tt6", &tt6, false, false, query(3, 0, 64)).unwrap();
+        assert!(m.bytes.iter().all(Option::is_none));
+        let mut input = input("x.json", b"{}", false);
+        let options = Options::default();
+        let e = crate::formats::dcfg::Dcfg
+            .steps(&mut input, &mut Ctx::new(&options))
+            .err()
+            .unwrap();
+        assert!(matches!(e, Error::Unsupported(_)));
+        assert_eq!(Isa::X86.word_size(), 4);
+    }
+
+    #[test]
+    fn text_is_a_hex_dump_with_marks_and_sources() {
+        let m = Memory {
+            i: 9,
+            addr: 0x100e,
+            len: 4,
+            bytes: vec![Some(0x41), None, Some(0x01), Some(0x20)],
+            source: vec![Some(3), None, Some(12), Some(12)],
+            inferred: vec![Some(false), None, Some(true), Some(true)],
+        };
+        let text = m.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "memory before instruction 9: 4 bytes at 0x100e");
+        assert_eq!(
+            lines[1],
+            "00001000                                             41 ??  |              A?|"
+        );
+        assert_eq!(
+            lines[2],
+            "00001010 *01*20                                             |.               |"
+        );
+        assert!(text.contains("  0x100e..0x100f  instruction 3\n"));
+        assert!(text.contains("  0x100f..0x1010  unknown\n"));
+        assert!(text.contains("  0x1010..0x1012  instruction 12 (inferred)\n"));
+        assert!(text.contains("*xx  inferred") && text.contains(" ??  unknown"));
+        assert_eq!(
+            m.to_json(),
+            r#"{"i":9,"addr":"0x100e","len":4,"bytes":[65,null,1,32],"source":[3,null,12,12],"inferred":[false,null,true,true]}"#
+        );
+    }
+}
