@@ -273,3 +273,211 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+mod state_tests {
+    use super::*;
+    use crate::analyses::mem::tests::{Hand, hand_built};
+    use crate::schema::testing::{input, testdata};
+    use crate::steps::Steps;
+    use crate::{Options, detect};
+    use quickcheck::{Arbitrary, Gen, QuickCheck};
+    use trac_x64dbg::{Arch, RecorderOptions, Trace, register_fields};
+
+    fn ask(name: &str, bytes: &[u8], gzip: bool, at: u64) -> Result<State, Error> {
+        let mut input = input(name, bytes, gzip);
+        let handler = detect(&input).unwrap();
+        let options = Options::default();
+        state(handler, &mut input, &mut Ctx::new(&options), at)
+    }
+
+    /// The state is the replay's (no index: every instruction from the start) at `at`,
+    /// field by field.
+    fn assert_is_the_replay(bytes: &[u8], got: &State) {
+        let trace = Trace::parse(bytes).unwrap();
+        let (ins, regs) = trace.states().nth(got.i as usize).unwrap().unwrap();
+        assert_eq!(got.thread, u64::from(ins.thread()));
+        assert_eq!(got.pc, regs.ip());
+        let fields = register_fields(trace.arch());
+        assert_eq!(got.regs.len(), fields.len());
+        for (r, f) in got.regs.iter().zip(&fields) {
+            assert_eq!(r.name, f.name);
+            let bytes = regs.field(f);
+            let want = if bytes.len() <= 8 {
+                let mut w = [0u8; 8];
+                w[..bytes.len()].copy_from_slice(&bytes);
+                RegValue::Word(u64::from_le_bytes(w))
+            } else {
+                RegValue::Wide(bytes.into_iter().collect())
+            };
+            assert_eq!(r.value, want, "instruction {} {}", got.i, r.name);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    struct Case {
+        seed: u64,
+        threads: u32,
+        x86: bool,
+        instructions: u64,
+        at: u16,
+    }
+
+    impl Arbitrary for Case {
+        fn arbitrary(g: &mut Gen) -> Case {
+            Case {
+                seed: u64::arbitrary(g),
+                threads: u32::arbitrary(g) % 3 + 1,
+                x86: bool::arbitrary(g),
+                instructions: u64::arbitrary(g) % 3000 + 1,
+                at: u16::arbitrary(g),
+            }
+        }
+    }
+
+    /// `state --at N` (a seek through the index) is the replay's state at N, for random
+    /// generated traces of both architectures and random N.
+    #[test]
+    fn state_is_the_replays_at_random_n() {
+        fn prop(case: Case) -> bool {
+            let opts = trac_x64dbg::testgen::Options {
+                arch: if case.x86 { Arch::X86 } else { Arch::X64 },
+                threads: case.threads,
+                max_run: 40,
+                seed: case.seed,
+            };
+            let bytes = trac_x64dbg::testgen::trace(
+                opts,
+                case.instructions,
+                RecorderOptions::default(),
+                "g.exe",
+            );
+            let n = Trace::parse(&bytes).unwrap().states().count() as u64;
+            let at = u64::from(case.at) * n / 0x1_0000;
+            let got = ask("g.trace64", &bytes, false, at).unwrap();
+            assert_eq!(got.i, at);
+            assert_is_the_replay(&bytes, &got);
+            true
+        }
+        QuickCheck::new()
+            .tests(30)
+            .quickcheck(prop as fn(Case) -> bool);
+    }
+
+    /// A hand-built trace: the registers set before each instruction, across full dumps;
+    /// in memory (index) and streamed (scan).
+    #[test]
+    fn hand_built_registers_across_full_dumps() {
+        let steps: Vec<Hand> = (0..1100u64)
+            .map(|i| (vec![0x90], vec![(1, i), (3, i * 3)], vec![]))
+            .collect();
+        let bytes = hand_built(&steps);
+        for gzip in [false, true] {
+            for at in [0, 1, 511, 512, 513, 1023, 1024, 1099] {
+                let s = ask("h.trace64", &bytes, gzip, at).unwrap();
+                assert_eq!((s.i, s.thread), (at, 7));
+                assert_eq!(s.get("rcx"), Some(&RegValue::Word(at)));
+                assert_eq!(s.get("rbx"), Some(&RegValue::Word(at * 3)));
+                assert_eq!(s.get("rip"), Some(&RegValue::Word(0x7ff6_0000_1000 + at)));
+                assert_eq!(s.pc, 0x7ff6_0000_1000 + at);
+            }
+        }
+    }
+
+    /// The real x64dbg sample at a few instructions, against the replay.
+    #[test]
+    fn real_x64dbg_sample_is_the_replays() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/realdata/x64dbg/d-ornen_DBGLogParser_test1.trace64");
+        let Ok(bytes) = std::fs::read(&path) else {
+            assert!(
+                std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_none_or(|v| v != "1"),
+                "{} missing",
+                path.display()
+            );
+            println!("note: {} absent; skipped", path.display());
+            return;
+        };
+        let n = Trace::parse(&bytes).unwrap().states().count() as u64;
+        assert!(n > 100);
+        for at in [0, 1, n / 2, n - 1] {
+            let s = ask("test1.trace64", &bytes, false, at).unwrap();
+            assert_is_the_replay(&bytes, &s);
+        }
+        assert!(matches!(
+            ask("test1.trace64", &bytes, false, n),
+            Err(Error::Unsupported(_))
+        ));
+    }
+
+    /// tfile frames and amber FULL records: the named registers of step N as a read from
+    /// the start gives them (the seek uses the frame index for a tfile in memory).
+    #[test]
+    fn tfile_and_full_states_are_the_steps() {
+        for name in [
+            "gdb-tfile/amd64.tf",
+            "gdb-tfile/s390-big-endian.tf",
+            "amber/full-1008.full",
+        ] {
+            let bytes = testdata(name);
+            let base = name.rsplit('/').next().unwrap();
+            let mut input = input(base, &bytes, false);
+            let options = Options::default();
+            let mut steps = detect(&input)
+                .unwrap()
+                .steps(&mut input, &mut Ctx::new(&options))
+                .unwrap();
+            let mut all = Vec::new();
+            while let Some(step) = steps.next_step() {
+                let step = step.unwrap().clone();
+                let mut named = Vec::new();
+                steps.named_regs(&mut named);
+                all.push((step, named));
+            }
+            assert!(all.len() > 1, "{name}");
+            for at in [0, all.len() / 2, all.len() - 1] {
+                let s = ask(base, &bytes, at % 2 == 1, at as u64).unwrap();
+                let (step, named) = &all[at];
+                assert_eq!((s.i, s.thread, s.pc), (step.i, step.thread, step.pc));
+                assert_eq!(&s.regs, named, "{name} {at}");
+                assert!(!s.regs.is_empty(), "{name} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let steps: Vec<Hand> = (0..700u64)
+            .map(|i| (vec![0x90], vec![(1, i)], vec![]))
+            .collect();
+        let bytes = hand_built(&steps);
+        let e = ask("h.trace64", &bytes, false, 700).unwrap_err();
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("700 is past the end") && m.contains("700 instructions")),
+            "{e}"
+        );
+        // A cut file: instructions before the damage answer; past it, the damage (not
+        // "past the end").
+        let cut = &bytes[..bytes.len() - 2];
+        for gzip in [false, true] {
+            assert_eq!(ask("h.trace64", cut, gzip, 650).unwrap().i, 650);
+            let e = ask("h.trace64", cut, gzip, 699).unwrap_err();
+            assert!(matches!(e, Error::Format { .. }), "{e}");
+            let e = ask("h.trace64", cut, gzip, 5000).unwrap_err();
+            assert!(matches!(e, Error::Format { .. }), "{e}");
+        }
+        // No registers.
+        let tt6 = testdata("amber/all-opcodes.tt6");
+        let e = ask("all-opcodes.tt6", &tt6, false, 0).unwrap_err();
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("tt6 traces record no registers")),
+            "{e}"
+        );
+    }
+}

@@ -1231,4 +1231,33 @@ mod tests {
 
     /// Measured on the real sample (see `real_sample_accesses_are_matched`).
     const MATCHED_IN_REAL_SAMPLE: u32 = 84;
+
+    /// After the index, a seek replays at most one full-dump interval (512 instructions,
+    /// and the user blocks between them), whether the instruction is near the start or
+    /// near the end of a 40,000-instruction trace: the work does not grow with N.
+    #[test]
+    fn seek_work_does_not_grow_with_n() {
+        let opts = trac_x64dbg::testgen::Options {
+            arch: Arch::X64,
+            threads: 3,
+            max_run: 100,
+            seed: 14,
+        };
+        let n = 40_000u64;
+        let bytes =
+            trac_x64dbg::testgen::trace(opts, n, trac_x64dbg::RecorderOptions::default(), "w.exe");
+        let options = crate::Options::default();
+        let mut input = Input::from_bytes("w.trace64", bytes).unwrap();
+        let mut steps = X64Steps::open(&mut input, &Ctx::new(&options)).unwrap();
+        let mut work = Vec::new();
+        for at in [0, 1, 511, 512, 700, n / 2, n - 513, n - 2, n - 1] {
+            steps.seek(at).unwrap();
+            assert_eq!(steps.next_step().unwrap().unwrap().i, at);
+            work.push((at, steps.replayed));
+        }
+        for &(at, blocks) in &work {
+            // The blocks from the full dump at or before `at` up to it: at most 512.
+            assert_eq!(blocks, at % 512 + 1, "seek to {at}: {work:?}");
+        }
+    }
 }
