@@ -222,3 +222,83 @@ fn steps_and_find_agree_with_gdb() {
         "only {compared} registers compared"
     );
 }
+
+/// `state` and `mem` against GDB on consecutive frames (tracepoint frames with memory, a
+/// conditional one and its while-stepping frames without): `state --at N` has every
+/// register `tfind N` + `info registers` shows, with its value; `mem --at N` has, for each
+/// byte, GDB's `x` value at the latest frame up to N where GDB could read it (frame N's own
+/// blocks first), from that frame, never inferred, and is unknown where no frame up to N
+/// collected it.
+#[test]
+fn state_and_mem_agree_with_gdb() {
+    use trace_registry::analyses::mem::{MemQuery, mem};
+    use trace_registry::analyses::state::state;
+
+    if !gdb::available("state_and_mem_agree_with_gdb") {
+        return;
+    }
+    let rec = gdb::recording();
+    let frames: Vec<u64> = (0..14).collect();
+    let buf = rec.testglob + 0x20;
+    // testglob with 4 bytes before it (not collected), and the start of buf.
+    let addrs = [(rec.testglob - 4, 8), (buf, 16)];
+    let views = gdb_views(rec, &frames, &addrs);
+    let options = Options::default();
+    let open = || {
+        let input = trace_registry::Input::open(rec.tfile.as_os_str()).unwrap();
+        let handler = trace_registry::detect(&input).unwrap();
+        (input, handler)
+    };
+    let (mut from_earlier, mut unavailable_to_gdb) = (0, 0);
+    for (&frame, view) in frames.iter().zip(&views) {
+        let (mut input, handler) = open();
+        let s = state(handler, &mut input, &mut Ctx::new(&options), frame).unwrap();
+        assert_eq!((s.i, s.pc), (frame, view.regs["rip"]));
+        for (name, value) in &view.regs {
+            assert_eq!(
+                s.get(name),
+                Some(&RegValue::Word(*value)),
+                "frame {frame} {name}"
+            );
+        }
+        for (name, value) in &view.xmm {
+            let Some(RegValue::Wide(bytes)) = s.get(name) else {
+                panic!("frame {frame}: {name} is not wide");
+            };
+            let le: [u8; 16] = bytes.as_slice().try_into().unwrap();
+            assert_eq!(u128::from_le_bytes(le), *value, "frame {frame} {name}");
+        }
+        for &(addr, len) in &addrs {
+            let (mut input, handler) = open();
+            let query = MemQuery {
+                at: frame,
+                addr,
+                len: Some(u64::from(len)),
+            };
+            let (m, damage) = mem(handler, &mut input, &mut Ctx::new(&options), &query).unwrap();
+            assert!(damage.is_none());
+            for k in 0..u64::from(len) {
+                let a = addr + k;
+                // GDB's byte at the latest frame up to `frame` that has it.
+                let want = views[..=frame as usize]
+                    .iter()
+                    .zip(&frames)
+                    .rev()
+                    .find_map(|(v, &f)| v.mem.get(&a).copied().flatten().map(|b| (f, b)));
+                let k = k as usize;
+                let got = m.bytes[k].map(|b| (m.source[k].unwrap(), b));
+                assert_eq!(got, want, "frame {frame} byte {a:#x}");
+                assert_ne!(m.inferred[k], Some(true));
+                if want.is_some_and(|(f, _)| f < frame) {
+                    from_earlier += 1;
+                }
+                if view.mem.get(&a) == Some(&None) {
+                    unavailable_to_gdb += 1;
+                }
+            }
+        }
+    }
+    // The frames compared include bytes only earlier frames collected, and bytes GDB
+    // cannot read at all.
+    assert!(from_earlier > 0 && unavailable_to_gdb > 0);
+}
