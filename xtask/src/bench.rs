@@ -117,6 +117,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
         for row in export_cases(f.name, &cases, &tracekit)? {
             print_row(&row, runs);
         }
+        if f.name == "x64dbg" {
+            state_rows(&cases, runs);
+        }
     }
     // The export rows' inputs and datasets.
     let _ = std::fs::remove_dir_all(
@@ -306,4 +309,62 @@ fn dump_case(format: &str, cases: &[BenchCase], disasm: bool) -> Option<BenchCas
             n
         }),
     })
+}
+
+/// The `state` rows (x64dbg): `state --at N` through the registry as the command runs it
+/// (the index pass over every block, then a seek to N near the end), and the seek alone
+/// once the index is built, near the start and near the end (a binary search and at most
+/// 512 instructions: the same time at any N), with the registers read.
+fn state_rows(cases: &[BenchCase], runs: u64) {
+    use std::cell::RefCell;
+    use trace_registry::analyses::state::state;
+    let Some(case) = cases.first() else { return };
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    // One input, made before the timing (no copy of the trace per run).
+    let input =
+        RefCell::new(trace_registry::Input::from_bytes("bench", case.input.to_vec()).unwrap());
+    let count = trac_x64dbg::Trace::parse(&case.input)
+        .and_then(|t| t.build_index())
+        .unwrap()
+        .instructions();
+    let at = count.saturating_sub(300);
+    let command_options = options.clone();
+    print_row(
+        &BenchCase {
+            name: "x64dbg state --at N (index + seek)".into(),
+            input: case.input.clone(),
+            unit: "instrs",
+            run: Box::new(move |_| {
+                let mut input = input.borrow_mut();
+                let mut ctx = trace_registry::Ctx::new(&command_options);
+                let s = state(handler, &mut input, &mut ctx, at).unwrap();
+                black_box(s.regs.len());
+                count
+            }),
+        },
+        runs,
+    );
+    let mut input = trace_registry::Input::from_bytes("bench", case.input.to_vec()).unwrap();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
+    steps.seek(0).unwrap();
+    let mut regs = Vec::new();
+    let mut seek = |n: u64| {
+        median_secs(runs.max(5) * 20, || {
+            steps.seek(n).unwrap();
+            steps.next_step().unwrap().unwrap();
+            regs.clear();
+            steps.named_regs(&mut regs);
+            black_box(regs.len());
+        })
+    };
+    let (start, end) = (seek(700), seek(at));
+    println!(
+        "{:<34} {:>9} seek + registers after the index: {:.1} µs at instruction 700, {:.1} µs at {at} of {count}",
+        "x64dbg state seek (index built)",
+        "",
+        start * 1e6,
+        end * 1e6,
+    );
 }

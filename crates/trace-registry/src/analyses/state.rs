@@ -143,7 +143,7 @@ fn render_group(group: &[NamedReg], out: &mut String) {
         .next_power_of_two();
     let name_width = group.iter().map(|r| r.name.len()).max().unwrap_or(0);
     let cell = name_width.saturating_add(width).saturating_add(5);
-    let columns = (TEXT_WIDTH / cell).max(1);
+    let columns = TEXT_WIDTH.checked_div(cell).unwrap_or(1).max(1);
     let mut column = 0;
     for r in group {
         match &r.value {
@@ -188,8 +188,8 @@ pub fn state(
     let mut steps = handler.steps(input, ctx)?;
     if steps.reg_names().is_empty() {
         return Err(Error::Unsupported(format!(
-            "{} traces record no registers: `state` has nothing to show (`mem` and `dump` \
-             show what they record)",
+            "this {} trace has no named registers (the format records none, or the file \
+             does not name them): `state` has nothing to show",
             handler.name()
         )));
     }
@@ -285,7 +285,6 @@ mod state_tests {
     use super::*;
     use crate::analyses::mem::tests::{Hand, hand_built};
     use crate::schema::testing::{input, testdata};
-    use crate::steps::Steps;
     use crate::{Options, detect};
     use quickcheck::{Arbitrary, Gen, QuickCheck};
     use trac_x64dbg::{Arch, RecorderOptions, Trace, register_fields};
@@ -476,7 +475,7 @@ mod state_tests {
         let tt6 = testdata("amber/all-opcodes.tt6");
         let e = ask("all-opcodes.tt6", &tt6, false, 0).unwrap_err();
         assert!(
-            matches!(&e, Error::Unsupported(m) if m.contains("tt6 traces record no registers")),
+            matches!(&e, Error::Unsupported(m) if m.contains("this tt6 trace has no named registers")),
             "{e}"
         );
     }

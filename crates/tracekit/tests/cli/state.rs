@@ -264,7 +264,7 @@ fn edges_exit_2_for_usage_and_1_for_damage() {
     usage(&["state", &file], "--at");
     usage(
         &["state", &path("amber/all-opcodes.tt6"), "--at", "0"],
-        "tt6 traces record no registers",
+        "this tt6 trace has no named registers",
     );
     usage(
         &[
@@ -275,6 +275,10 @@ fn edges_exit_2_for_usage_and_1_for_damage() {
             "0x10",
         ],
         "no instruction stream",
+    );
+    usage(
+        &["state", &path("gdb-tfile/no-tdesc.tf"), "--at", "0"],
+        "this gdb-tfile trace has no named registers",
     );
     // A truncated file: before the damage an answer; past it the damage, exit 1.
     let cut = path("x64dbg/err-truncated-block.bin");
