@@ -1,5 +1,5 @@
-//! `state`: every named register before instruction N, found by [`Steps::seek`]: through
-//! the index of full dumps for an x64dbg file in memory (a binary search and the replay of
+//! `state`: every named register before instruction N, found by
+//! [`Steps::seek`](crate::steps::Steps::seek): through the index of full dumps for an x64dbg file in memory (a binary search and the replay of
 //! at most one 512-instruction interval, whatever N), the frame index for a tfile, a scan
 //! elsewhere.
 //!
