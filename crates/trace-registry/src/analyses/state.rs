@@ -1,7 +1,7 @@
 //! `state`: every named register before instruction N, found by
-//! [`Steps::seek`](crate::steps::Steps::seek): through the index of full dumps for an x64dbg file in memory (a binary search and the replay of
-//! at most one 512-instruction interval, whatever N), the frame index for a tfile, a scan
-//! elsewhere.
+//! [`Steps::seek`](crate::steps::Steps::seek): through the index of full dumps for an
+//! x64dbg file in memory (a binary search and the replay of at most one 512-instruction
+//! interval, whatever N), the frame index for a tfile, a scan elsewhere.
 //!
 //! The registers are what the format names: x64dbg's every `REGDUMP` field (general
 //! registers, flags and their bits, segments, debug, x87, XMM/YMM, MXCSR, last error), a
