@@ -16,6 +16,7 @@
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
+//! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -149,6 +150,9 @@ pub enum Cmd {
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
     Export(ExportArgs),
+    /// Compare two traces of the same format: where they part and join again. Exit 0 when
+    /// equal, 1 when different, 2 on any error (as `diff`).
+    Diff(commands::diff::DiffArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -343,6 +347,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let p = progress(&input);
             commands::export(h, input, &options, args, p, out, err)
         }
+        Cmd::Diff(args) => {
+            commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
+        }
     }
 }
 
@@ -416,6 +423,7 @@ where
     match result {
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,
+        Err(CliError::Different) => 1,
         Err(e) => {
             // What was written before the error stays written (e.g. every complete record).
             let _ = out.flush();
