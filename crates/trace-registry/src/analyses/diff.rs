@@ -655,9 +655,9 @@ impl<'s, 'o> Differ<'s, 'o> {
             compared_regs = Some(
                 (0..names.len())
                     .filter(|&k| {
-                        names
-                            .get(k)
-                            .is_none_or(|m| !options.ignore.iter().any(|n| m.eq_ignore_ascii_case(n)))
+                        names.get(k).is_none_or(|m| {
+                            !options.ignore.iter().any(|n| m.eq_ignore_ascii_case(n))
+                        })
                     })
                     .collect(),
             );
@@ -919,7 +919,11 @@ impl<'s, 'o> Differ<'s, 'o> {
         let after = self.options.context.saturating_add(1);
         self.fill(Side::A, slot, after)?;
         self.fill(Side::B, slot, after)?;
-        let ring = self.ring.get_mut(slot).map(std::mem::take).unwrap_or_default();
+        let ring = self
+            .ring
+            .get_mut(slot)
+            .map(std::mem::take)
+            .unwrap_or_default();
         let mut context = Context {
             before: ring.len(),
             ..Context::default()
@@ -1036,7 +1040,9 @@ impl<'s, 'o> Differ<'s, 'o> {
         let Some(q) = input.queue(slot) else { return 0 };
         q.range(start..start.saturating_add(SYNC_RUN).min(q.len()))
             .fold(0xcbf2_9ce4_8422_2325u64, |h, s| {
-                (h ^ pc(s)).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29)
+                (h ^ pc(s))
+                    .wrapping_mul(0x0000_0100_0000_01b3)
+                    .rotate_left(29)
             })
     }
 
@@ -1160,13 +1166,21 @@ impl<'s, 'o> Differ<'s, 'o> {
         let n = a.regs.len().max(b.regs.len());
         let mut out = Vec::new();
         for k in 0..n {
-            if self.compared_regs.as_ref().is_some_and(|idx| !idx.contains(&k)) {
+            if self
+                .compared_regs
+                .as_ref()
+                .is_some_and(|idx| !idx.contains(&k))
+            {
                 continue;
             }
             let (x, y) = (a.regs.get(k).copied(), b.regs.get(k).copied());
             if x != y.map(rebase) {
                 out.push(RegDiff {
-                    name: self.names.get(k).cloned().unwrap_or_else(|| format!("#{k}")),
+                    name: self
+                        .names
+                        .get(k)
+                        .cloned()
+                        .unwrap_or_else(|| format!("#{k}")),
                     a: Hex(x.unwrap_or(0)),
                     b: Hex(y.unwrap_or(0)),
                 });
@@ -1338,5 +1352,302 @@ fn render(bytes: &[u8], big_endian: bool) -> String {
         format!("{:#x}", word(bytes, big_endian))
     } else {
         hex_bytes(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Ctx, Input as TraceInput, Options};
+    use quickcheck::{QuickCheck, TestResult};
+    use trac_x64dbg::testgen::{self, Machine};
+    use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
+
+    /// x64dbg's word index of rbx, for the register-only divergence.
+    const RBX: usize = 3;
+
+    /// Records `steps` as an x64dbg trace.
+    fn record(steps: &[trac_x64dbg::Step]) -> Vec<u8> {
+        let header = Header::new(Arch::X64, "diff.exe");
+        let writer = Writer::new(Vec::new(), &header).unwrap();
+        let mut rec = Recorder::new(writer, RecorderOptions::default());
+        for s in steps {
+            rec.step(s.clone()).unwrap();
+        }
+        rec.finish().unwrap()
+    }
+
+    /// One instruction of a simple program: a 4-byte nop at `pc` in `thread`, registers a
+    /// function of both (so any interleaving of threads gives the same per-thread states).
+    fn ins(thread: u32, pc: u64) -> trac_x64dbg::Step {
+        let mut regs = RegDump::new(Arch::X64);
+        regs.set_word(0, pc ^ 0x5555);
+        regs.set_word(RBX, u64::from(thread) << 32);
+        regs.set_ip(pc);
+        trac_x64dbg::Step {
+            thread,
+            opcode: vec![0x0f, 0x1f, 0x40, 0x00],
+            regs,
+            mem: Vec::new(),
+        }
+    }
+
+    /// `n` instructions of `thread` from `pc`.
+    fn run(thread: u32, pc: u64, n: u64) -> Vec<trac_x64dbg::Step> {
+        (0..n).map(|k| ins(thread, pc + 4 * k)).collect()
+    }
+
+    fn diff_bytes(
+        a: &[u8],
+        b: &[u8],
+        options: &DiffOptions,
+    ) -> Result<(Vec<Region>, Summary), DiffError> {
+        let handler = crate::by_name("x64dbg").unwrap();
+        let mut ia = TraceInput::from_bytes("a", a.to_vec()).unwrap();
+        let mut ib = TraceInput::from_bytes("b", b.to_vec()).unwrap();
+        let o = Options::default();
+        let mut sa = handler.steps(&mut ia, &mut Ctx::new(&o)).unwrap();
+        let mut sb = handler.steps(&mut ib, &mut Ctx::new(&o)).unwrap();
+        let mut regions = Vec::new();
+        let summary = diff(&mut *sa, &mut *sb, options, &mut |r| {
+            regions.push(r.clone());
+            Ok(())
+        })?;
+        Ok((regions, summary))
+    }
+
+    fn spans(regions: &[Region]) -> Vec<(Kind, u64, u64, u64, u64)> {
+        regions
+            .iter()
+            .map(|r| (r.kind, r.a_start, r.a_end, r.b_start, r.b_end))
+            .collect()
+    }
+
+    #[test]
+    fn parting_and_rejoining_gives_the_exact_pc_region() {
+        // A runs 100 instructions; B replaces A's 40..43 with 5 others, then rejoins.
+        let a = run(1, 0x1000, 100);
+        let mut b = run(1, 0x1000, 40);
+        b.extend(run(1, 0x9000, 5));
+        b.extend(run(1, 0x1000 + 4 * 43, 57));
+        let (regions, s) = diff_bytes(&record(&a), &record(&b), &DiffOptions::default()).unwrap();
+        assert_eq!(spans(&regions), [(Kind::Pc, 40, 43, 40, 45)]);
+        let f = &regions[0].first;
+        assert_eq!(
+            (f.a_pc, f.b_pc),
+            (Some(Hex(0x1000 + 4 * 40)), Some(Hex(0x9000)))
+        );
+        assert_eq!((s.compared, s.equal, s.a_only, s.b_only), (97, 97, 3, 5));
+        assert_eq!(s.first.as_ref(), regions.first());
+        let c = s.context.unwrap();
+        assert_eq!(c.before, 3);
+        assert_eq!(
+            c.a.iter().map(|l| l.i).collect::<Vec<_>>(),
+            [37, 38, 39, 40, 41, 42, 43]
+        );
+        assert_eq!(c.b[3].pc, Hex(0x9000));
+    }
+
+    #[test]
+    fn a_register_and_a_memory_divergence_are_lockstep_regions() {
+        let mut a = run(1, 0x1000, 60);
+        for s in &mut a {
+            s.mem = vec![MemAccess {
+                flags: 0,
+                address: 0x5000,
+                old: 1,
+                new: Some(2),
+            }];
+        }
+        let mut b = a.clone();
+        for s in &mut b[30..33] {
+            s.regs.set_word(RBX, 0xbad);
+        }
+        b[50].mem[0].new = Some(3);
+        let (regions, s) = diff_bytes(&record(&a), &record(&b), &DiffOptions::default()).unwrap();
+        assert_eq!(
+            spans(&regions),
+            [(Kind::Regs, 30, 33, 30, 33), (Kind::Mem, 50, 51, 50, 51)]
+        );
+        assert_eq!(
+            regions[0].first.regs,
+            [RegDiff {
+                name: "rbx".into(),
+                a: Hex(1 << 32),
+                b: Hex(0xbad)
+            }]
+        );
+        let m = regions[1].first.mem.as_ref().unwrap();
+        assert_eq!(
+            (m.a_new.as_deref(), m.b_new.as_deref()),
+            (Some("0x2"), Some("0x3"))
+        );
+        assert_eq!((s.compared, s.equal), (60, 56));
+        // --ignore rbx and --no-mem leave nothing.
+        let options = DiffOptions {
+            ignore: vec!["RBX".into()],
+            mem: false,
+            ..DiffOptions::default()
+        };
+        let (regions, _) = diff_bytes(&record(&a), &record(&b), &options).unwrap();
+        assert!(regions.is_empty());
+        let bad = DiffOptions {
+            ignore: vec!["xyz".into()],
+            ..DiffOptions::default()
+        };
+        assert!(matches!(
+            diff_bytes(&record(&a), &record(&b), &bad),
+            Err(DiffError::Other(_))
+        ));
+    }
+
+    #[test]
+    fn threads_pair_in_order_of_appearance_whatever_the_interleaving() {
+        // The same two threads' instructions, switched at different points.
+        let (t1, t2) = (run(1, 0x1000, 30), run(2, 0x2000, 30));
+        let mut a = Vec::new();
+        for k in 0..3 {
+            a.extend_from_slice(&t1[k * 10..k * 10 + 10]);
+            a.extend_from_slice(&t2[k * 10..k * 10 + 10]);
+        }
+        let mut b = t1[..5].to_vec();
+        b.extend_from_slice(&t2[..25]);
+        b.extend_from_slice(&t1[5..]);
+        b.extend_from_slice(&t2[25..]);
+        let (regions, s) = diff_bytes(&record(&a), &record(&b), &DiffOptions::default()).unwrap();
+        assert!(regions.is_empty(), "{regions:?}");
+        assert_eq!(
+            (s.compared, s.threads.clone()),
+            (60, vec![[Some(1), Some(1)], [Some(2), Some(2)]])
+        );
+        // --thread: one pair only; B's second thread under another id.
+        let mut c = b.clone();
+        for s in &mut c {
+            if s.thread == 2 {
+                s.thread = 9;
+                s.regs.set_word(RBX, 2 << 32);
+            } else {
+                s.regs.set_word(0, 0xdead);
+            }
+        }
+        let options = DiffOptions {
+            threads: vec![(2, 9)],
+            ..DiffOptions::default()
+        };
+        let (regions, s) = diff_bytes(&record(&a), &record(&c), &options).unwrap();
+        assert!(regions.is_empty(), "{regions:?}");
+        assert_eq!((s.compared, s.skipped), (30, [30, 30]));
+        let options = DiffOptions {
+            threads: vec![(2, 7)],
+            ..DiffOptions::default()
+        };
+        assert!(diff_bytes(&record(&a), &record(&c), &options).is_err());
+    }
+
+    #[test]
+    fn rebase_fixes_an_aslr_pair() {
+        let image = |base: u64| -> Vec<trac_x64dbg::Step> {
+            (0..40u64)
+                .map(|k| {
+                    let mut s = ins(1, base + 0x1000 + 4 * k);
+                    s.regs.set_word(0, base + 0x2000);
+                    s.mem = vec![MemAccess {
+                        flags: 1,
+                        address: base + 0x3000,
+                        old: base + 0x10,
+                        new: None,
+                    }];
+                    s
+                })
+                .collect()
+        };
+        let (a, b) = (record(&image(0x40_0000)), record(&image(0x7ff6_1234_0000)));
+        let (regions, _) = diff_bytes(&a, &b, &DiffOptions::default()).unwrap();
+        assert_eq!(spans(&regions), [(Kind::Pc, 0, 40, 0, 40)]);
+        let rebase = Rebase {
+            a_base: 0x40_0000,
+            b_base: 0x7ff6_1234_0000,
+            size: DEFAULT_REBASE_SIZE,
+        };
+        let options = DiffOptions {
+            rebase: Some(rebase),
+            ..DiffOptions::default()
+        };
+        let (regions, s) = diff_bytes(&a, &b, &options).unwrap();
+        assert!(regions.is_empty(), "{regions:?}");
+        assert_eq!(s.equal, 40);
+        assert_eq!(
+            rebase.apply(0x7ff6_1234_0000 + DEFAULT_REBASE_SIZE),
+            0x7ff6_1234_0000 + DEFAULT_REBASE_SIZE
+        );
+    }
+
+    #[test]
+    fn a_longer_side_and_a_lost_pair_are_pc_regions_to_the_end() {
+        let a = run(1, 0x1000, 50);
+        let b = run(1, 0x1000, 45);
+        let (regions, _) = diff_bytes(&record(&a), &record(&b), &DiffOptions::default()).unwrap();
+        assert_eq!(spans(&regions), [(Kind::Pc, 45, 50, 45, 45)]);
+        // No resynchronisation within a window of 20: the rest is one region.
+        let mut c = run(1, 0x1000, 10);
+        c.extend(run(1, 0x9000, 30));
+        c.extend(run(1, 0x1000 + 40, 40));
+        let options = DiffOptions {
+            window: 20,
+            ..DiffOptions::default()
+        };
+        let (regions, _) = diff_bytes(&record(&a), &record(&c), &options).unwrap();
+        assert_eq!(spans(&regions), [(Kind::Pc, 10, 50, 10, 80)]);
+        let (regions, _) = diff_bytes(&record(&a), &record(&c), &DiffOptions::default()).unwrap();
+        assert_eq!(spans(&regions), [(Kind::Pc, 10, 10, 10, 40)]);
+    }
+
+    /// Realistic steps from the synthetic machine (several threads).
+    fn machine(seed: u64, threads: u32, n: usize) -> Vec<trac_x64dbg::Step> {
+        let mut m = Machine::new(testgen::Options {
+            arch: Arch::X64,
+            threads,
+            max_run: 40,
+            seed,
+        });
+        (0..n).map(|_| m.step()).collect()
+    }
+
+    #[test]
+    fn quickcheck_a_trace_equals_itself_and_an_insertion_is_one_pc_region() {
+        fn itself(seed: u64, threads: u8, n: u16) -> TestResult {
+            let steps = machine(seed, u32::from(threads % 4) + 1, usize::from(n % 2000));
+            let bytes = record(&steps);
+            let (regions, s) = diff_bytes(&bytes, &bytes, &DiffOptions::default()).unwrap();
+            TestResult::from_bool(
+                regions.is_empty() && s.equal == steps.len() as u64 && s.is_equal(),
+            )
+        }
+        fn insertion(seed: u64, n: u16, at: u16, k: u8) -> TestResult {
+            let n = usize::from(n % 1000) + 20;
+            let at = usize::from(at) % (n - 16);
+            let k = usize::from(k % 50) + 1;
+            let a = machine(seed, 1, n);
+            let mut b = a[..at].to_vec();
+            for j in 0..k {
+                let mut s = a[at].clone();
+                s.regs.set_ip(0xdead_0000 + 4 * j as u64);
+                s.mem.clear();
+                b.push(s);
+            }
+            b.extend_from_slice(&a[at..]);
+            let (regions, s) =
+                diff_bytes(&record(&a), &record(&b), &DiffOptions::default()).unwrap();
+            let at = at as u64;
+            TestResult::from_bool(
+                spans(&regions) == [(Kind::Pc, at, at, at, at + k as u64)] && s.b_only == k as u64,
+            )
+        }
+        QuickCheck::new()
+            .tests(40)
+            .quickcheck(itself as fn(u64, u8, u16) -> TestResult);
+        QuickCheck::new()
+            .tests(40)
+            .quickcheck(insertion as fn(u64, u16, u16, u8) -> TestResult);
     }
 }

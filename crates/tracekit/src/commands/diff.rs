@@ -145,7 +145,11 @@ pub fn run(
     let summary = match result {
         Ok(s) => s,
         Err(DiffError::Read { side, source }) => {
-            let name = if side == diff::Side::A { &name_a } else { &name_b };
+            let name = if side == diff::Side::A {
+                &name_a
+            } else {
+                &name_b
+            };
             return Err(CliError::Failed(format!("{side} ({name}): {source}")));
         }
         Err(DiffError::Other(e)) => return Err(e.into()),
@@ -316,7 +320,12 @@ impl Text<'_> {
                 .collect()
         };
         let (a, b) = (cells(&c.a), cells(&c.b));
-        let width = a.iter().map(|s| s.chars().count()).max().unwrap_or(0).max(20);
+        let width = a
+            .iter()
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(20);
         writeln!(out)?;
         writeln!(out, "  {:<width$}   B", "  A")?;
         for k in 0..a.len().max(b.len()) {

@@ -15,8 +15,8 @@ use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 pub mod args;
-pub mod find;
 pub mod diff;
+pub mod find;
 
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
