@@ -234,6 +234,27 @@ pub trait Steps {
     fn position(&self) -> u64 {
         0
     }
+
+    /// Whether [`Steps::next_record`] hands out encoded records (x64dbg traces in memory).
+    fn has_records(&self) -> bool {
+        false
+    }
+
+    /// Advances like [`Steps::next_step`] but hands out the step's thread and encoded record
+    /// (x64dbg: the block's bytes) without decoding the step, so that `diff` compares two
+    /// traces at memory speed: equal records read from equal register states give equal
+    /// steps and equal states. [`Steps::regs`] is then current, and
+    /// [`Steps::last_step`] decodes the step. The default (formats without records, see
+    /// [`Steps::has_records`]): `None`.
+    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        None
+    }
+
+    /// The step [`Steps::next_record`] passed over, decoded as [`Steps::next_step`] would
+    /// have returned it; `None` by default.
+    fn last_step(&mut self) -> Option<&Step> {
+        None
+    }
 }
 
 /// [`Steps::seek`] by reading, for formats without an index: reads steps up to and

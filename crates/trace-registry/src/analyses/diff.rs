@@ -543,6 +543,18 @@ impl<'s> Input<'s> {
         }
     }
 
+    /// The step [`Steps::next_record`] just passed, decoded, with its slot (`None`: not a
+    /// compared thread, which cannot happen in the fast path, or no step).
+    fn decode_passed(&mut self) -> Option<(usize, Held)> {
+        let mut held = self.pool.pop().unwrap_or_default();
+        copy_step(&mut held.step, self.steps.last_step()?);
+        held.regs.clear();
+        held.regs.extend_from_slice(self.steps.regs());
+        self.count = self.count.saturating_add(1);
+        let slot = self.slot(held.step.thread)?;
+        Some((slot, held))
+    }
+
     fn queue(&self, slot: usize) -> Option<&VecDeque<Held>> {
         self.queues.get(slot)
     }
@@ -612,6 +624,14 @@ struct Differ<'s, 'o> {
     summary: Summary,
     /// Whether a region was opened yet.
     diverged: bool,
+    /// Both inputs hand out records and no option changes values or threads: equal
+    /// stretches are compared by their records.
+    records: bool,
+    /// The last pair read in step compared equal: both compared register states are
+    /// equal, so equal records next give equal steps.
+    last_equal: bool,
+    /// Pairs to read decoded before comparing records again (after a rewind for context).
+    slow_for: u64,
 }
 
 impl<'s, 'o> Differ<'s, 'o> {
@@ -686,6 +706,9 @@ impl<'s, 'o> Differ<'s, 'o> {
             window,
             summary: Summary::default(),
             diverged: false,
+            records: options.threads.is_empty() && options.rebase.is_none(),
+            last_equal: true,
+            slow_for: 0,
         })
     }
 
@@ -711,31 +734,18 @@ impl<'s, 'o> Differ<'s, 'o> {
         loop {
             if self.a.held == 0 && self.b.held == 0 && !self.a.ended && !self.b.ended {
                 // The common case: both sides in step, nothing held.
-                let a = self.a.read()?;
-                let b = self.b.read()?;
-                match (a, b) {
-                    (Some((sa, ha)), Some((sb, hb))) if sa == sb && self.swallow_is_none(sa) => {
-                        self.grow(sa);
-                        if self.compare_pair(sa, &ha, &hb)? {
-                            self.a.pool.push(ha);
-                            self.b.pool.push(hb);
-                        } else {
-                            self.a.push(sa, ha);
-                            self.b.push(sb, hb);
-                        }
-                    }
-                    (a, b) => {
-                        if let Some((s, h)) = a {
-                            self.route(Side::A, s, h)?;
-                        }
-                        if let Some((s, h)) = b {
-                            self.route(Side::B, s, h)?;
-                        }
-                    }
+                if self.fast_ok() {
+                    self.fast()?;
+                } else {
+                    self.slow_for = self.slow_for.saturating_sub(1);
+                    let a = self.a.read()?;
+                    let b = self.b.read()?;
+                    self.in_step(a, b)?;
                 }
                 self.settle()?;
                 continue;
             }
+            self.last_equal = false;
             self.settle()?;
             if self.a.ended && self.b.ended {
                 return Ok(());
@@ -760,6 +770,139 @@ impl<'s, 'o> Differ<'s, 'o> {
         }
     }
 
+    /// Whether the next pair may be compared by records: nothing held or open, the last
+    /// pair equal, the threads paired as the same ids.
+    fn fast_ok(&self) -> bool {
+        self.records
+            && self.last_equal
+            && self.slow_for == 0
+            && self.a.threads == self.b.threads
+            && self.open.iter().all(Option::is_none)
+            && self.swallow.iter().all(Option::is_none)
+            && self.a.steps.has_records()
+            && self.b.steps.has_records()
+    }
+
+    /// Compares records while they are equal; the first unequal pair is decoded and
+    /// compared as usual. Before the first divergence, rewinds both sides a few
+    /// instructions (an index seek) to read them decoded, as context.
+    fn fast(&mut self) -> Result<(), DiffError> {
+        let mut thread = None;
+        let mut run = 0u64;
+        loop {
+            let ra = self.a.steps.next_record();
+            let rb = self.b.steps.next_record();
+            let (ta, tb, same) = match (ra, rb) {
+                (Some(Ok((ta, xa))), Some(Ok((tb, xb)))) => (ta, tb, ta == tb && xa == xb),
+                (Some(Err(source)), _) => {
+                    self.a.ended = true;
+                    return Err(DiffError::Read {
+                        side: Side::A,
+                        source,
+                    });
+                }
+                (_, Some(Err(source))) => {
+                    self.b.ended = true;
+                    return Err(DiffError::Read {
+                        side: Side::B,
+                        source,
+                    });
+                }
+                (ra, rb) => {
+                    // A side ended.
+                    let (a_more, b_more) = (ra.is_some(), rb.is_some());
+                    self.counted(run);
+                    self.a.ended = !a_more;
+                    self.b.ended = !b_more;
+                    let a = if a_more { self.a.decode_passed() } else { None };
+                    let b = if b_more { self.b.decode_passed() } else { None };
+                    return self.in_step(a, b);
+                }
+            };
+            let same = same && {
+                if thread != Some(ta) {
+                    thread = Some(ta);
+                    let (sa, sb) = (self.a.slot(ta), self.b.slot(tb));
+                    if let Some(s) = sa {
+                        self.grow(s);
+                    }
+                    sa.is_some() && sa == sb
+                } else {
+                    true
+                }
+            };
+            if same {
+                run = run.saturating_add(1);
+                continue;
+            }
+            self.counted(run);
+            let back = if self.diverged {
+                0
+            } else {
+                run.min(self.options.context as u64)
+            };
+            if back > 0 {
+                // Read the last equal instructions again, decoded, for the context.
+                self.counted(back.wrapping_neg());
+                for input in [&mut self.a, &mut self.b] {
+                    input
+                        .steps
+                        .seek(input.count)
+                        .map_err(|source| DiffError::Read {
+                            side: input.side,
+                            source,
+                        })?;
+                }
+                self.slow_for = back.saturating_add(1);
+                return Ok(());
+            }
+            let a = self.a.decode_passed();
+            let b = self.b.decode_passed();
+            return self.in_step(a, b);
+        }
+    }
+
+    /// Counts `n` equal pairs compared by their records (wrapping: a negative `n` takes
+    /// them back).
+    fn counted(&mut self, n: u64) {
+        let s = &mut self.summary;
+        s.compared = s.compared.wrapping_add(n);
+        s.equal = s.equal.wrapping_add(n);
+        self.a.count = self.a.count.wrapping_add(n);
+        self.b.count = self.b.count.wrapping_add(n);
+    }
+
+    /// A pair read in step (either may be missing at an end): compared at once when both
+    /// are of one slot, else held.
+    fn in_step(
+        &mut self,
+        a: Option<(usize, Held)>,
+        b: Option<(usize, Held)>,
+    ) -> Result<(), DiffError> {
+        self.last_equal = false;
+        match (a, b) {
+            (Some((sa, ha)), Some((sb, hb))) if sa == sb && self.swallow_is_none(sa) => {
+                self.grow(sa);
+                if self.compare_pair(sa, &ha, &hb)? {
+                    self.a.pool.push(ha);
+                    self.b.pool.push(hb);
+                } else {
+                    self.a.push(sa, ha);
+                    self.b.push(sb, hb);
+                }
+            }
+            (a, b) => {
+                if let Some((s, h)) = a {
+                    self.route(Side::A, s, h)?;
+                }
+                if let Some((s, h)) = b {
+                    self.route(Side::B, s, h)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn swallow_is_none(&self, slot: usize) -> bool {
         self.swallow.get(slot).is_none_or(Option::is_none)
     }
@@ -770,6 +913,7 @@ impl<'s, 'o> Differ<'s, 'o> {
         match self.differs(a, b) {
             None => {
                 self.equal(slot, a, b)?;
+                self.last_equal = true;
                 Ok(true)
             }
             Some(Kind::Pc) => Ok(false),
@@ -1397,14 +1541,31 @@ mod tests {
         (0..n).map(|k| ins(thread, pc + 4 * k)).collect()
     }
 
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap()
+    }
+
+    /// The regions and summary of `a` against `b`, in memory (where equal stretches are
+    /// compared by their records).
     fn diff_bytes(
         a: &[u8],
         b: &[u8],
         options: &DiffOptions,
     ) -> Result<(Vec<Region>, Summary), DiffError> {
+        diff_inputs(a.to_vec(), b.to_vec(), options)
+    }
+
+    fn diff_inputs(
+        a: Vec<u8>,
+        b: Vec<u8>,
+        options: &DiffOptions,
+    ) -> Result<(Vec<Region>, Summary), DiffError> {
         let handler = crate::by_name("x64dbg").unwrap();
-        let mut ia = TraceInput::from_bytes("a", a.to_vec()).unwrap();
-        let mut ib = TraceInput::from_bytes("b", b.to_vec()).unwrap();
+        let mut ia = TraceInput::from_bytes("a", a).unwrap();
+        let mut ib = TraceInput::from_bytes("b", b).unwrap();
         let o = Options::default();
         let mut sa = handler.steps(&mut ia, &mut Ctx::new(&o)).unwrap();
         let mut sb = handler.steps(&mut ib, &mut Ctx::new(&o)).unwrap();
@@ -1649,5 +1810,54 @@ mod tests {
         QuickCheck::new()
             .tests(40)
             .quickcheck(insertion as fn(u64, u16, u16, u8) -> TestResult);
+    }
+
+    #[test]
+    fn quickcheck_records_and_decoded_steps_give_the_same_diff() {
+        // Streamed (gzip) inputs have no records: every step is decoded and compared.
+        fn prop(seed: u64, threads: u8, n: u16, at: u16, k: u8, how: u8) -> TestResult {
+            let n = usize::from(n % 1500) + 30;
+            let at = usize::from(at) % n;
+            let k = (usize::from(k % 20) + 1).min(n - at);
+            let a = machine(seed, u32::from(threads % 3) + 1, n);
+            let mut b = a.clone();
+            match how % 5 {
+                0 => {
+                    let extra: Vec<_> = (0..k)
+                        .map(|j| {
+                            let mut s = a[at].clone();
+                            s.regs.set_ip(0xdead_0000 + 4 * j as u64);
+                            s
+                        })
+                        .collect();
+                    b.splice(at..at, extra);
+                }
+                1 => {
+                    b.drain(at..at + k);
+                }
+                2 => b[at].regs.set_word(0, 0x1234_5678),
+                3 => {
+                    b[at].mem.push(MemAccess {
+                        flags: 1,
+                        address: 0x10,
+                        old: 5,
+                        new: None,
+                    });
+                }
+                _ => b[at].opcode = vec![0xcc],
+            }
+            let (ra, rb) = (record(&a), record(&b));
+            let options = DiffOptions::default();
+            let (fast, sf) = diff_inputs(ra.clone(), rb.clone(), &options).unwrap();
+            let (slow, ss) = diff_inputs(gzip(&ra), gzip(&rb), &options).unwrap();
+            let counts = |s: &Summary| (s.compared, s.equal, s.a_only, s.b_only, s.regions);
+            let same_context = threads % 3 != 0 || sf.context == ss.context;
+            TestResult::from_bool(
+                fast == slow && counts(&sf) == counts(&ss) && !fast.is_empty() && same_context,
+            )
+        }
+        QuickCheck::new()
+            .tests(60)
+            .quickcheck(prop as fn(u64, u8, u16, u16, u8, u8) -> TestResult);
     }
 }

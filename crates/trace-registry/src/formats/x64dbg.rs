@@ -382,6 +382,7 @@ impl Handler for X64dbg {
             step: Step::default(),
             pending: false,
             done: false,
+            passed: None,
         }))
     }
 }
@@ -411,6 +412,8 @@ struct X64Steps<'a> {
     /// `step` is already read (by a seek) and is what the next `next_step` returns.
     pending: bool,
     done: bool,
+    /// The instruction `next_record` passed over, until `last_step` decodes it.
+    passed: Option<Instruction<'a>>,
 }
 
 impl X64Steps<'_> {
@@ -449,6 +452,7 @@ impl Steps for X64Steps<'_> {
     }
 
     fn next_step(&mut self) -> Option<Result<&Step, Error>> {
+        self.passed = None;
         if std::mem::take(&mut self.pending) {
             return Some(Ok(&self.step));
         }
@@ -502,6 +506,7 @@ impl Steps for X64Steps<'_> {
     }
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
+        self.passed = None;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -532,6 +537,44 @@ impl Steps for X64Steps<'_> {
 
     fn position(&self) -> u64 {
         self.blocks.offset()
+    }
+
+    /// In memory (not pending a seek's step): the replay's instructions lend the file.
+    fn has_records(&self) -> bool {
+        matches!(self.blocks, Blocks::Slice(_)) && !self.pending
+    }
+
+    /// A block's bytes: its thread id (when it has one), opcode, the register words it
+    /// sets and its memory accesses; equal blocks applied to equal states give equal
+    /// states and steps.
+    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        let Blocks::Slice(r) = &mut self.blocks else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        match fuse(&mut self.done, r.next_instruction())? {
+            Ok(ins) => {
+                self.passed = Some(ins);
+                Some(Ok((u64::from(ins.thread()), ins.bytes())))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn last_step(&mut self) -> Option<&Step> {
+        let ins = self.passed.take()?;
+        let disasm = self.disasm.as_mut();
+        Self::fill(
+            &mut self.step,
+            self.word,
+            &ins,
+            self.blocks.regs(),
+            disasm,
+            self.names.len(),
+        );
+        Some(&self.step)
     }
 }
 
