@@ -779,59 +779,51 @@ impl<'s, 'o> Differ<'s, 'o> {
             && self.a.threads == self.b.threads
             && self.open.iter().all(Option::is_none)
             && self.swallow.iter().all(Option::is_none)
-            && self.a.steps.has_records()
-            && self.b.steps.has_records()
+            && self.a.steps.raw_rest().is_some()
+            && self.b.steps.raw_rest().is_some()
     }
 
-    /// Compares records while they are equal; the first unequal pair is decoded and
-    /// compared as usual. Before the first divergence, rewinds both sides a few
-    /// instructions (an index seek) to read them decoded, as context.
+    /// Compares A's records with B's bytes while they are equal (B is not even decoded);
+    /// the first unequal pair is decoded and compared as usual. Before the first
+    /// divergence, rewinds both sides a few instructions (an index seek) to read them
+    /// decoded, as context.
     fn fast(&mut self) -> Result<(), DiffError> {
         let mut thread = None;
         let mut run = 0u64;
         loop {
-            let ra = self.a.steps.next_record();
-            let rb = self.b.steps.next_record();
-            let (ta, tb, same) = match (ra, rb) {
-                (Some(Ok((ta, xa))), Some(Ok((tb, xb)))) => (ta, tb, ta == tb && xa == xb),
-                (Some(Err(source)), _) => {
+            let (ta, len, same) = match self.a.steps.next_record() {
+                Some(Ok((ta, xa))) => {
+                    let rest = self.b.steps.raw_rest();
+                    (ta, xa.len(), rest.is_some_and(|r| r.starts_with(xa)))
+                }
+                Some(Err(source)) => {
+                    self.counted(run);
                     self.a.ended = true;
                     return Err(DiffError::Read {
                         side: Side::A,
                         source,
                     });
                 }
-                (_, Some(Err(source))) => {
-                    self.b.ended = true;
-                    return Err(DiffError::Read {
-                        side: Side::B,
-                        source,
-                    });
-                }
-                (ra, rb) => {
-                    // A side ended.
-                    let (a_more, b_more) = (ra.is_some(), rb.is_some());
+                None => {
+                    // A has ended; B may go on.
                     self.counted(run);
-                    self.a.ended = !a_more;
-                    self.b.ended = !b_more;
-                    let a = if a_more { self.a.decode_passed() } else { None };
-                    let b = if b_more { self.b.decode_passed() } else { None };
-                    return self.in_step(a, b);
+                    self.a.ended = true;
+                    let b = self.b.read()?;
+                    return self.in_step(None, b);
                 }
             };
-            let same = same && {
-                if thread != Some(ta) {
+            // Equal bytes name the same thread: it must be paired with itself.
+            let same = same
+                && (thread == Some(ta) || {
                     thread = Some(ta);
-                    let (sa, sb) = (self.a.slot(ta), self.b.slot(tb));
+                    let (sa, sb) = (self.a.slot(ta), self.b.slot(ta));
                     if let Some(s) = sa {
                         self.grow(s);
                     }
                     sa.is_some() && sa == sb
-                } else {
-                    true
-                }
-            };
+                });
             if same {
+                self.b.steps.pass_raw(len);
                 run = run.saturating_add(1);
                 continue;
             }
@@ -857,7 +849,7 @@ impl<'s, 'o> Differ<'s, 'o> {
                 return Ok(());
             }
             let a = self.a.decode_passed();
-            let b = self.b.decode_passed();
+            let b = self.b.read()?;
             return self.in_step(a, b);
         }
     }

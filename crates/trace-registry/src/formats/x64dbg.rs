@@ -383,6 +383,7 @@ impl Handler for X64dbg {
             pending: false,
             done: false,
             passed: None,
+            catch_up: None,
         }))
     }
 }
@@ -414,9 +415,29 @@ struct X64Steps<'a> {
     done: bool,
     /// The instruction `next_record` passed over, until `last_step` decodes it.
     passed: Option<Instruction<'a>>,
+    /// `pass_raw`: the offset to replay up to before the next read.
+    catch_up: Option<u64>,
 }
 
 impl X64Steps<'_> {
+    /// Replays the blocks `pass_raw` passed over.
+    fn caught_up(&mut self) -> Result<(), Error> {
+        let (Some(to), Blocks::Slice(r)) = (self.catch_up.take(), &mut self.blocks) else {
+            return Ok(());
+        };
+        while r.offset().0 < to {
+            match r.next_block() {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(err(e));
+                }
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
     /// Fills `step` from an instruction and the registers before it; with a disassembler,
     /// sizes and classifies its accesses (`state_words`: the words [`Steps::regs`] gives).
     fn fill(
@@ -453,6 +474,9 @@ impl Steps for X64Steps<'_> {
 
     fn next_step(&mut self) -> Option<Result<&Step, Error>> {
         self.passed = None;
+        if let Err(e) = self.caught_up() {
+            return Some(Err(e));
+        }
         if std::mem::take(&mut self.pending) {
             return Some(Ok(&self.step));
         }
@@ -507,6 +531,7 @@ impl Steps for X64Steps<'_> {
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         self.passed = None;
+        self.caught_up()?;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -539,25 +564,47 @@ impl Steps for X64Steps<'_> {
         self.blocks.offset()
     }
 
-    /// In memory (not pending a seek's step): the replay's instructions lend the file.
-    fn has_records(&self) -> bool {
-        matches!(self.blocks, Blocks::Slice(_)) && !self.pending
-    }
-
-    /// A block's bytes: its thread id (when it has one), opcode, the register words it
-    /// sets and its memory accesses; equal blocks applied to equal states give equal
-    /// states and steps.
-    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
-        let Blocks::Slice(r) = &mut self.blocks else {
+    /// In memory (not pending a seek's step): the blocks after the replay's position.
+    fn raw_rest(&self) -> Option<&[u8]> {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
             return None;
         };
         if self.pending || self.done {
             return None;
         }
+        let at = self.catch_up.unwrap_or(r.offset().0);
+        trace.data().get(usize::try_from(at).ok()?..)
+    }
+
+    fn pass_raw(&mut self, len: usize) {
+        if let Blocks::Slice(r) = &self.blocks {
+            let at = self.catch_up.unwrap_or(r.offset().0);
+            self.catch_up = Some(at.saturating_add(len as u64));
+        }
+    }
+
+    /// The bytes from the replay's position to the end of the next instruction's block.
+    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        if let Err(e) = self.caught_up() {
+            return Some(Err(e));
+        }
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        let from = r.offset().0;
         match fuse(&mut self.done, r.next_instruction())? {
             Ok(ins) => {
                 self.passed = Some(ins);
-                Some(Ok((u64::from(ins.thread()), ins.bytes())))
+                let to = r.offset().0;
+                let bytes = usize::try_from(from)
+                    .ok()
+                    .zip(usize::try_from(to).ok())
+                    .and_then(|(f, t)| trace.data().get(f..t))
+                    .unwrap_or_else(|| ins.bytes());
+                Some(Ok((u64::from(ins.thread()), bytes)))
             }
             Err(e) => Some(Err(e)),
         }
