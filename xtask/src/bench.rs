@@ -3,7 +3,7 @@
 //! throughput and their ratio (medians of several runs). Each format also gets a `dump` row
 //! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
-//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`. Ratios are what to compare: absolute speeds drift on shared machines.
+//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, and a `diff (equal)` row. Ratios are what to compare: absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -115,6 +115,11 @@ pub fn task(args: &[String]) -> Result<(), String> {
             print_row(&row, runs);
         }
         for row in export_cases(f.name, &cases, &tracekit)? {
+            print_row(&row, runs);
+        }
+        if f.name == "x64dbg"
+            && let Some(row) = diff_case(&cases)
+        {
             print_row(&row, runs);
         }
     }
@@ -304,6 +309,38 @@ fn dump_case(format: &str, cases: &[BenchCase], disasm: bool) -> Option<BenchCas
             }
             sink.flush().unwrap();
             n
+        }),
+    })
+}
+
+/// The `diff (equal)` row: `tracekit diff` of the x64dbg input against a copy of itself
+/// (the registry's `analyses::diff`, both in memory as memory-mapped files are);
+/// instructions compared per second. The copies into owned inputs are part of the cost (two
+/// memcpy: a few percent of it).
+fn diff_case(cases: &[BenchCase]) -> Option<BenchCase> {
+    let case = cases.iter().find(|c| {
+        trace_registry::detect_bytes(&c.input, "bench").is_some_and(|h| h.name() == "x64dbg")
+    })?;
+    Some(BenchCase {
+        name: "x64dbg diff (equal)".into(),
+        input: case.input.clone(),
+        unit: "instrs",
+        run: Box::new(|bytes| {
+            use trace_registry::analyses::diff::{DiffOptions, diff};
+            let handler = trace_registry::by_name("x64dbg").unwrap();
+            let options = trace_registry::Options::default();
+            let mut a = trace_registry::Input::from_bytes("a", bytes.to_vec()).unwrap();
+            let mut b = trace_registry::Input::from_bytes("b", bytes.to_vec()).unwrap();
+            let mut sa = handler
+                .steps(&mut a, &mut trace_registry::Ctx::new(&options))
+                .unwrap();
+            let mut sb = handler
+                .steps(&mut b, &mut trace_registry::Ctx::new(&options))
+                .unwrap();
+            let summary =
+                diff(&mut *sa, &mut *sb, &DiffOptions::default(), &mut |_| Ok(())).unwrap();
+            assert!(summary.is_equal(), "a trace differs from its copy");
+            summary.compared
         }),
     })
 }
