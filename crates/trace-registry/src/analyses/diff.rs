@@ -805,9 +805,14 @@ impl<'s, 'o> Differ<'s, 'o> {
                     });
                 }
                 None => {
-                    // A has ended; B may go on.
+                    // A has ended; B may go on (read it only then: reading replays what
+                    // B passed over).
                     self.counted(run);
                     self.a.ended = true;
+                    if self.b.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
+                        self.b.ended = true;
+                        return Ok(());
+                    }
                     let b = self.b.read()?;
                     return self.in_step(None, b);
                 }

@@ -327,7 +327,7 @@ impl Text<'_> {
             .unwrap_or(0)
             .max(20);
         writeln!(out)?;
-        writeln!(out, "  {:<width$}   B", "  A")?;
+        writeln!(out, "  {:<width$}   B", "A")?;
         for k in 0..a.len().max(b.len()) {
             let mark = if k == c.before { '>' } else { ' ' };
             let left = a.get(k).map_or("", String::as_str);
