@@ -265,7 +265,7 @@ fn rebase_fixes_an_aslr_pair_from_stdin_and_gzip() {
             })
             .collect()
     };
-    let fa = Temp::new("aslr-a", &trace(&image(0x14000_0000)));
+    let fa = Temp::new("aslr-a", &trace(&image(0x1_4000_0000)));
     let b = trace(&image(0x7ff6_0000_0000));
     let fb = Temp::new("aslr-b.gz", &gzip(&b));
     let o = tracekit(["diff", "-q", fa.path(), fb.path()]);
