@@ -1130,30 +1130,10 @@ impl<'s, 'o> Differ<'s, 'o> {
             }
             k = k.saturating_add(1);
         }
-        let front = |input: &Input<'_>| input.front(slot).map(|h| h.step.clone());
-        let (fa, fb) = (front(&self.a), front(&self.b));
-        let first = First {
-            a_i: fa.as_ref().map(|s| s.i),
-            b_i: fb.as_ref().map(|s| s.i),
-            a_thread: fa.as_ref().map(|s| s.thread),
-            b_thread: fb.as_ref().map(|s| s.thread),
-            a_pc: fa.as_ref().map(|s| Hex(s.pc)),
-            b_pc: fb.as_ref().map(|s| Hex(s.pc)),
-            ..First::default()
-        };
-        let start = |input: &Input<'_>, s: &Option<Step>| s.as_ref().map_or(input.count, |s| s.i);
-        let (a_start, b_start) = (start(&self.a, &fa), start(&self.b, &fb));
-        let mut region = Region {
-            kind: Kind::Pc,
-            a_start,
-            a_end: a_start,
-            b_start,
-            b_end: b_start,
-            first,
-        };
         let Some((x, y)) = best else {
             return self.swallow(slot);
         };
+        let mut region = self.pc_region(slot);
         if let Some(h) = x.checked_sub(1).and_then(|l| self.a.at(slot, l)) {
             region.a_end = h.step.i.saturating_add(1);
         }
@@ -1170,6 +1150,31 @@ impl<'s, 'o> Differ<'s, 'o> {
         self.summary.b_only = self.summary.b_only.saturating_add(y as u64);
         let open = self.opened(region);
         self.emit(open)
+    }
+
+    /// An empty pc region at the front of `slot`: what each side holds first (a side
+    /// without a held step starts where it is).
+    fn pc_region(&self, slot: usize) -> Region {
+        let (fa, fb) = (self.a.front(slot), self.b.front(slot));
+        let first = First {
+            a_i: fa.map(|h| h.step.i),
+            b_i: fb.map(|h| h.step.i),
+            a_thread: fa.map(|h| h.step.thread),
+            b_thread: fb.map(|h| h.step.thread),
+            a_pc: fa.map(|h| Hex(h.step.pc)),
+            b_pc: fb.map(|h| Hex(h.step.pc)),
+            ..First::default()
+        };
+        let a_start = fa.map_or(self.a.count, |h| h.step.i);
+        let b_start = fb.map_or(self.b.count, |h| h.step.i);
+        Region {
+            kind: Kind::Pc,
+            a_start,
+            a_end: a_start,
+            b_start,
+            b_end: b_start,
+            first,
+        }
     }
 
     /// A hash of the [`SYNC_RUN`] pcs of `side`'s `slot` from `start` (all held).
@@ -1225,28 +1230,8 @@ impl<'s, 'o> Differ<'s, 'o> {
             if !self.diverged {
                 self.capture_context(slot)?;
             }
-            let fa = self.a.front(slot).map(|h| h.step.clone());
-            let fb = self.b.front(slot).map(|h| h.step.clone());
-            let first = First {
-                a_i: fa.as_ref().map(|s| s.i),
-                b_i: fb.as_ref().map(|s| s.i),
-                a_thread: fa.as_ref().map(|s| s.thread),
-                b_thread: fb.as_ref().map(|s| s.thread),
-                a_pc: fa.as_ref().map(|s| Hex(s.pc)),
-                b_pc: fb.as_ref().map(|s| Hex(s.pc)),
-                ..First::default()
-            };
-            // A side without a held step starts where it is.
-            let a_start = fa.as_ref().map_or(self.a.count, |s| s.i);
-            let b_start = fb.as_ref().map_or(self.b.count, |s| s.i);
-            let open = self.opened(Region {
-                kind: Kind::Pc,
-                a_start,
-                a_end: a_start,
-                b_start,
-                b_end: b_start,
-                first,
-            });
+            let region = self.pc_region(slot);
+            let open = self.opened(region);
             if let Some(s) = self.swallow.get_mut(slot) {
                 *s = Some(open);
             }
@@ -1346,10 +1331,7 @@ impl<'s, 'o> Differ<'s, 'o> {
                 _ => false,
             };
             if !same {
-                let value = |s: &Step, bytes: Option<&[u8]>| {
-                    let _ = s;
-                    bytes.map(|v| render(v, self.big_endian))
-                };
+                let value = |bytes: Option<&[u8]>| bytes.map(|v| render(v, self.big_endian));
                 return Some(MemDiff {
                     index,
                     a_count: a.mem.len(),
@@ -1358,10 +1340,10 @@ impl<'s, 'o> Differ<'s, 'o> {
                     b_addr: y.map(|m| Hex(m.addr)),
                     a_len: x.map(|m| m.len),
                     b_len: y.map(|m| m.len),
-                    a_old: x.and_then(|m| value(a, a.old(m))),
-                    b_old: y.and_then(|m| value(b, b.old(m))),
-                    a_new: x.and_then(|m| value(a, a.new(m))),
-                    b_new: y.and_then(|m| value(b, b.new(m))),
+                    a_old: x.and_then(|m| value(a.old(m))),
+                    b_old: y.and_then(|m| value(b.old(m))),
+                    a_new: x.and_then(|m| value(a.new(m))),
+                    b_new: y.and_then(|m| value(b.new(m))),
                 });
             }
         }
