@@ -348,11 +348,14 @@ fn errors_exit_2() {
     let o = tracekit(["diff", "-q", x64.to_str().unwrap(), "/nonexistent/trace"]);
     assert_eq!(code(&o), 2);
     // DCFG has no instruction stream.
-    let dcfg = testdata("dcfg/basic.dcfg.json");
-    if dcfg.exists() {
-        let o = tracekit(["diff", "-q", dcfg.to_str().unwrap(), dcfg.to_str().unwrap()]);
-        assert_eq!(code(&o), 2);
-    }
+    let dcfg = testdata("dcfg/dialect-hex.dcfg.json");
+    let o = tracekit(["diff", "-q", dcfg.to_str().unwrap(), dcfg.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("no instruction stream"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
