@@ -3,7 +3,7 @@
 //! throughput and their ratio (medians of several runs). Each format also gets a `dump` row
 //! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
-//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`. Ratios are what to compare: absolute speeds drift on shared machines.
+//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, and a `diff (equal)` row. Ratios are what to compare: absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -119,6 +119,11 @@ pub fn task(args: &[String]) -> Result<(), String> {
         }
         if f.name == "x64dbg" {
             state_rows(&cases, runs);
+        }
+        if f.name == "x64dbg"
+            && let Some(row) = diff_case(&cases)
+        {
+            print_row(&row, runs);
         }
     }
     // The export rows' inputs and datasets.
@@ -367,4 +372,36 @@ fn state_rows(cases: &[BenchCase], runs: u64) {
         start * 1e6,
         end * 1e6,
     );
+}
+
+/// The `diff (equal)` row: `tracekit diff` of the x64dbg input against a copy of itself
+/// (the registry's `analyses::diff`, both in memory as memory-mapped files are);
+/// instructions compared per second. The copies into owned inputs are part of the cost (two
+/// memcpy: a few percent of it).
+fn diff_case(cases: &[BenchCase]) -> Option<BenchCase> {
+    let case = cases.iter().find(|c| {
+        trace_registry::detect_bytes(&c.input, "bench").is_some_and(|h| h.name() == "x64dbg")
+    })?;
+    Some(BenchCase {
+        name: "x64dbg diff (equal)".into(),
+        input: case.input.clone(),
+        unit: "instrs",
+        run: Box::new(|bytes| {
+            use trace_registry::analyses::diff::{DiffOptions, diff};
+            let handler = trace_registry::by_name("x64dbg").unwrap();
+            let options = trace_registry::Options::default();
+            let mut a = trace_registry::Input::from_bytes("a", bytes.to_vec()).unwrap();
+            let mut b = trace_registry::Input::from_bytes("b", bytes.to_vec()).unwrap();
+            let mut sa = handler
+                .steps(&mut a, &mut trace_registry::Ctx::new(&options))
+                .unwrap();
+            let mut sb = handler
+                .steps(&mut b, &mut trace_registry::Ctx::new(&options))
+                .unwrap();
+            let summary =
+                diff(&mut *sa, &mut *sb, &DiffOptions::default(), &mut |_| Ok(())).unwrap();
+            assert!(summary.is_equal(), "a trace differs from its copy");
+            summary.compared
+        }),
+    })
 }

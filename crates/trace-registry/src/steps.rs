@@ -234,6 +234,39 @@ pub trait Steps {
     fn position(&self) -> u64 {
         0
     }
+
+    /// The encoded records of the steps not read yet, when the stream holds them in
+    /// memory and a step is determined by its record and the state before it (x64dbg
+    /// traces in memory: the blocks to come); `None` by default. With
+    /// [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares the equal stretches
+    /// of two traces at memory speed, decoding one side only: equal records read from equal
+    /// register states give equal steps and equal states.
+    fn raw_rest(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// Passes over the first `len` bytes of [`Steps::raw_rest`], which must end with a
+    /// record, as if their steps were read (lazily: the next read catches up). Until then
+    /// [`Steps::regs`] and [`Steps::named_regs`] still describe the last step read. The
+    /// default (no records) does nothing.
+    fn pass_raw(&mut self, len: usize) {
+        let _ = len;
+    }
+
+    /// Advances like [`Steps::next_step`] but hands out the step's thread and its encoded
+    /// bytes since the previous step (x64dbg: any user blocks, then the instruction's
+    /// block) without decoding the step; [`Steps::regs`] is then current, and
+    /// [`Steps::last_step`] decodes the step. `None` at the end, and by default (no
+    /// records, see [`Steps::raw_rest`]).
+    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        None
+    }
+
+    /// The step [`Steps::next_record`] passed over, decoded as [`Steps::next_step`] would
+    /// have returned it; `None` by default.
+    fn last_step(&mut self) -> Option<&Step> {
+        None
+    }
 }
 
 /// [`Steps::seek`] by reading, for formats without an index: reads steps up to and

@@ -21,6 +21,10 @@ pub enum CliError {
     Usage(String),
     /// Any other failure, with its message.
     Failed(String),
+    /// `tracekit diff`: the traces differ (exit code 1, nothing printed).
+    Different,
+    /// `tracekit diff`: any error, which exits 2 as `diff`'s errors do.
+    DiffFailed(Box<CliError>),
 }
 
 impl CliError {
@@ -32,11 +36,23 @@ impl CliError {
         }
     }
 
-    /// The process exit code for this error: 2 for usage errors, 1 otherwise.
+    /// An error of `tracekit diff`: "different" stays, anything else exits 2.
+    #[must_use]
+    pub fn for_diff(self) -> CliError {
+        match self {
+            CliError::Different | CliError::DiffFailed(_) => self,
+            e => CliError::DiffFailed(Box::new(e)),
+        }
+    }
+
+    /// The process exit code for this error: 2 for usage errors, 1 otherwise (`diff`: 1
+    /// for different, 2 for any error).
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage(_) | CliError::Trace(trace_registry::Error::Unsupported(_)) => 2,
+            CliError::Usage(_)
+            | CliError::Trace(trace_registry::Error::Unsupported(_))
+            | CliError::DiffFailed(_) => 2,
             _ => 1,
         }
     }
@@ -48,6 +64,7 @@ impl CliError {
         match self {
             CliError::Io { source, .. } => source.kind() == io::ErrorKind::BrokenPipe,
             CliError::Trace(e) => e.is_broken_pipe(),
+            CliError::DiffFailed(e) => e.is_broken_pipe(),
             _ => false,
         }
     }
@@ -60,6 +77,8 @@ impl fmt::Display for CliError {
             CliError::Io { context, source } => write!(f, "{context}: {source}"),
             CliError::Trace(e) => write!(f, "{e}"),
             CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
+            CliError::Different => f.write_str("the traces differ"),
+            CliError::DiffFailed(e) => write!(f, "{e}"),
         }
     }
 }

@@ -18,6 +18,7 @@
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
+//! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -158,6 +159,9 @@ pub enum Cmd {
     /// else inferred from the first at or after it (`*`), else unknown (`??`); a hex dump,
     /// or one JSON line with `--json`.
     Mem(commands::mem::MemArgs),
+    /// Compare two traces of the same format: where they part and join again. Exit 0 when
+    /// equal, 1 when different, 2 on any error (as `diff`).
+    Diff(commands::diff::DiffArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -362,6 +366,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let p = progress(&input);
             commands::mem::run(h, input, &options, args, p, out, err)
         }
+        Cmd::Diff(args) => {
+            commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
+        }
     }
 }
 
@@ -435,6 +442,7 @@ where
     match result {
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,
+        Err(CliError::Different) => 1,
         Err(e) => {
             // What was written before the error stays written (e.g. every complete record).
             let _ = out.flush();

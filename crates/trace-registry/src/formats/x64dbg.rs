@@ -390,6 +390,8 @@ impl<'a> X64Steps<'a> {
             pending: false,
             done: false,
             replayed: 0,
+            passed: None,
+            catch_up: None,
         })
     }
 }
@@ -421,9 +423,31 @@ struct X64Steps<'a> {
     done: bool,
     /// The blocks the last seek replayed after the index (its work past the binary search).
     replayed: u64,
+    /// The instruction `next_record` passed over, until `last_step` decodes it.
+    passed: Option<Instruction<'a>>,
+    /// `pass_raw`: the offset to replay up to before the next read.
+    catch_up: Option<u64>,
 }
 
 impl X64Steps<'_> {
+    /// Replays the blocks `pass_raw` passed over.
+    fn caught_up(&mut self) -> Result<(), Error> {
+        let (Some(to), Blocks::Slice(r)) = (self.catch_up.take(), &mut self.blocks) else {
+            return Ok(());
+        };
+        while r.offset().0 < to {
+            match r.next_block() {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(err(e));
+                }
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
     /// Fills `step` from an instruction and the registers before it; with a disassembler,
     /// sizes and classifies its accesses (`state_words`: the words [`Steps::regs`] gives).
     fn fill(
@@ -459,6 +483,10 @@ impl Steps for X64Steps<'_> {
     }
 
     fn next_step(&mut self) -> Option<Result<&Step, Error>> {
+        self.passed = None;
+        if let Err(e) = self.caught_up() {
+            return Some(Err(e));
+        }
         if std::mem::take(&mut self.pending) {
             return Some(Ok(&self.step));
         }
@@ -512,6 +540,8 @@ impl Steps for X64Steps<'_> {
     }
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
+        self.passed = None;
+        self.caught_up()?;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -544,6 +574,66 @@ impl Steps for X64Steps<'_> {
 
     fn position(&self) -> u64 {
         self.blocks.offset()
+    }
+
+    /// In memory (not pending a seek's step): the blocks after the replay's position.
+    fn raw_rest(&self) -> Option<&[u8]> {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        let at = self.catch_up.unwrap_or(r.offset().0);
+        trace.data().get(usize::try_from(at).ok()?..)
+    }
+
+    fn pass_raw(&mut self, len: usize) {
+        if let Blocks::Slice(r) = &self.blocks {
+            let at = self.catch_up.unwrap_or(r.offset().0);
+            self.catch_up = Some(at.saturating_add(len as u64));
+        }
+    }
+
+    /// The bytes from the replay's position to the end of the next instruction's block.
+    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        if let Err(e) = self.caught_up() {
+            return Some(Err(e));
+        }
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        let from = r.offset().0;
+        match fuse(&mut self.done, r.next_instruction())? {
+            Ok(ins) => {
+                self.passed = Some(ins);
+                let to = r.offset().0;
+                let bytes = usize::try_from(from)
+                    .ok()
+                    .zip(usize::try_from(to).ok())
+                    .and_then(|(f, t)| trace.data().get(f..t))
+                    .unwrap_or_else(|| ins.bytes());
+                Some(Ok((u64::from(ins.thread()), bytes)))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn last_step(&mut self) -> Option<&Step> {
+        let ins = self.passed.take()?;
+        let disasm = self.disasm.as_mut();
+        Self::fill(
+            &mut self.step,
+            self.word,
+            &ins,
+            self.blocks.regs(),
+            disasm,
+            self.names.len(),
+        );
+        Some(&self.step)
     }
 }
 

@@ -12,6 +12,7 @@ mod amber;
 mod common;
 mod dcfg;
 mod dcfg_trace;
+mod diff;
 mod disasm;
 mod export;
 mod find;
