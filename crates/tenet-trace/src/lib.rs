@@ -41,7 +41,9 @@
 //! - [`Registers`]: the registers of a line, and with [`Registers::merge`] the whole state.
 //! - [`detect`]: whether the first bytes of a file look like a Tenet trace.
 //!
-//! Cargo feature `fuzzing`: the `fuzz_*` entry points of the fuzz target.
+//! Cargo features, both off by default and outside the stable API: `fuzzing` (the `fuzz_*`
+//! entry points of the fuzz target) and `testgen` (the deterministic trace generator of
+//! fixtures, synthetic traces and benchmarks, module `testgen`).
 //!
 //! # Example
 //!
@@ -68,6 +70,8 @@ mod error;
 pub mod limits;
 pub mod raw;
 mod read;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 mod write;
 
 pub use error::{Error, Problem, WriteError};
@@ -115,16 +119,18 @@ pub fn fuzz_read(data: &[u8]) {
     );
 }
 
-/// A line as comparable values, for [`fuzz_read`].
+/// A line as comparable values: line number, registers, memory items, comment text.
 #[cfg(any(test, feature = "fuzzing"))]
-fn describe(
-    line: &Line<'_>,
-) -> (
+type Described = (
     u64,
     Vec<(&'static str, u64)>,
     Vec<(MemKind, u64, Vec<u8>)>,
     Vec<u8>,
-) {
+);
+
+/// A line as comparable values, for [`fuzz_read`].
+#[cfg(any(test, feature = "fuzzing"))]
+fn describe(line: &Line<'_>) -> Described {
     match line {
         Line::Comment(c) => (c.line, Vec::new(), Vec::new(), c.text.to_vec()),
         Line::Instruction(i) => (

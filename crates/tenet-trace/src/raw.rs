@@ -143,7 +143,7 @@ impl Arch {
     }
 }
 
-/// A key of a line, classified (the lowercase key bytes, at most 3 long for known keys).
+/// A key of a line, classified.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Key {
     /// A register of this architecture, at this index of [`Arch::registers`].
@@ -152,40 +152,86 @@ pub(crate) enum Key {
     Mem(MemKind),
 }
 
-/// Classifies a lowercase key. Written as one `match` over the bytes so that it compiles
-/// to a few comparisons (the hot path of the reader).
-pub(crate) fn classify(key: &[u8]) -> Option<Key> {
+/// Packs a key of up to 4 bytes into a `u32` (first byte lowest), for [`classify`]. Only
+/// evaluated at compile time (a panic would be a compile error).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+pub(crate) const fn pack(key: &[u8]) -> u32 {
+    let mut v = 0u32;
+    let mut i = key.len();
+    while i > 0 {
+        i -= 1;
+        v = (v << 8) | key[i] as u32;
+    }
+    v
+}
+
+/// Classifies a lowercase key packed by [`pack`] (keys longer than 4 bytes are none of
+/// these). One `match` over integers, which compiles to a few comparisons: this is the hot
+/// path of the reader.
+pub(crate) fn classify(key: u32) -> Option<Key> {
     use Arch::{Amd64 as A, X86 as X};
+    const fn k(s: &str) -> u32 {
+        pack(s.as_bytes())
+    }
+    const RDI: u32 = k("rdi");
+    const RSI: u32 = k("rsi");
+    const RBP: u32 = k("rbp");
+    const RSP: u32 = k("rsp");
+    const RBX: u32 = k("rbx");
+    const RDX: u32 = k("rdx");
+    const RCX: u32 = k("rcx");
+    const RAX: u32 = k("rax");
+    const R8: u32 = k("r8");
+    const R9: u32 = k("r9");
+    const R10: u32 = k("r10");
+    const R11: u32 = k("r11");
+    const R12: u32 = k("r12");
+    const R13: u32 = k("r13");
+    const R14: u32 = k("r14");
+    const R15: u32 = k("r15");
+    const RIP: u32 = k("rip");
+    const EDI: u32 = k("edi");
+    const ESI: u32 = k("esi");
+    const EBP: u32 = k("ebp");
+    const ESP: u32 = k("esp");
+    const EBX: u32 = k("ebx");
+    const EDX: u32 = k("edx");
+    const ECX: u32 = k("ecx");
+    const EAX: u32 = k("eax");
+    const EIP: u32 = k("eip");
+    const MR: u32 = k("mr");
+    const MW: u32 = k("mw");
+    const MRW: u32 = k("mrw");
     let k = match key {
-        b"rdi" => Key::Reg(A, 0),
-        b"rsi" => Key::Reg(A, 1),
-        b"rbp" => Key::Reg(A, 2),
-        b"rsp" => Key::Reg(A, 3),
-        b"rbx" => Key::Reg(A, 4),
-        b"rdx" => Key::Reg(A, 5),
-        b"rcx" => Key::Reg(A, 6),
-        b"rax" => Key::Reg(A, 7),
-        b"r8" => Key::Reg(A, 8),
-        b"r9" => Key::Reg(A, 9),
-        b"r10" => Key::Reg(A, 10),
-        b"r11" => Key::Reg(A, 11),
-        b"r12" => Key::Reg(A, 12),
-        b"r13" => Key::Reg(A, 13),
-        b"r14" => Key::Reg(A, 14),
-        b"r15" => Key::Reg(A, 15),
-        b"rip" => Key::Reg(A, 16),
-        b"edi" => Key::Reg(X, 0),
-        b"esi" => Key::Reg(X, 1),
-        b"ebp" => Key::Reg(X, 2),
-        b"esp" => Key::Reg(X, 3),
-        b"ebx" => Key::Reg(X, 4),
-        b"edx" => Key::Reg(X, 5),
-        b"ecx" => Key::Reg(X, 6),
-        b"eax" => Key::Reg(X, 7),
-        b"eip" => Key::Reg(X, 8),
-        b"mr" => Key::Mem(MemKind::Read),
-        b"mw" => Key::Mem(MemKind::Write),
-        b"mrw" => Key::Mem(MemKind::ReadWrite),
+        RDI => Key::Reg(A, 0),
+        RSI => Key::Reg(A, 1),
+        RBP => Key::Reg(A, 2),
+        RSP => Key::Reg(A, 3),
+        RBX => Key::Reg(A, 4),
+        RDX => Key::Reg(A, 5),
+        RCX => Key::Reg(A, 6),
+        RAX => Key::Reg(A, 7),
+        R8 => Key::Reg(A, 8),
+        R9 => Key::Reg(A, 9),
+        R10 => Key::Reg(A, 10),
+        R11 => Key::Reg(A, 11),
+        R12 => Key::Reg(A, 12),
+        R13 => Key::Reg(A, 13),
+        R14 => Key::Reg(A, 14),
+        R15 => Key::Reg(A, 15),
+        RIP => Key::Reg(A, 16),
+        EDI => Key::Reg(X, 0),
+        ESI => Key::Reg(X, 1),
+        EBP => Key::Reg(X, 2),
+        ESP => Key::Reg(X, 3),
+        EBX => Key::Reg(X, 4),
+        EDX => Key::Reg(X, 5),
+        ECX => Key::Reg(X, 6),
+        EAX => Key::Reg(X, 7),
+        EIP => Key::Reg(X, 8),
+        MR => Key::Mem(MemKind::Read),
+        MW => Key::Mem(MemKind::Write),
+        MRW => Key::Mem(MemKind::ReadWrite),
         _ => return None,
     };
     Some(k)
@@ -200,16 +246,16 @@ mod tests {
     fn classify_matches_the_tables() {
         for arch in [Arch::Amd64, Arch::X86] {
             for (i, name) in arch.registers().iter().enumerate() {
-                assert_eq!(classify(name.as_bytes()), Some(Key::Reg(arch, i)));
+                assert_eq!(classify(pack(name.as_bytes())), Some(Key::Reg(arch, i)));
                 assert_eq!(arch.register(name.as_bytes()), Some(i));
             }
             assert_eq!(arch.registers()[arch.pc()], arch.pc_name());
             assert!(arch.registers().len() <= MAX_REGISTERS);
         }
         for k in [MemKind::Read, MemKind::Write, MemKind::ReadWrite] {
-            assert_eq!(classify(k.key().as_bytes()), Some(Key::Mem(k)));
+            assert_eq!(classify(pack(k.key().as_bytes())), Some(Key::Mem(k)));
         }
-        assert_eq!(classify(b"rflags"), None);
-        assert_eq!(classify(b"RAX"), None);
+        assert_eq!(classify(pack(b"rfla")), None);
+        assert_eq!(classify(pack(b"RAX")), None);
     }
 }

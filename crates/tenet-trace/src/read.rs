@@ -213,7 +213,9 @@ pub enum Line<'a> {
     Comment(Comment<'a>),
 }
 
-/// The value of each byte as a hex digit, 0xff for other bytes.
+/// The value of each byte as a hex digit, 0xff for other bytes (built at compile time, where
+/// a panic would be a compile error).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 static HEX: [u8; 256] = {
     let mut t = [0xffu8; 256];
     let mut i = 0;
@@ -344,27 +346,32 @@ impl Parser {
         Ok(())
     }
 
-    /// Reads the item at `p`; returns where it ends (at `,` or the end of the line).
+    /// Reads the item at `start`; returns where it ends (at `,` or the end of the line).
     fn item(&mut self, line: &[u8], start: usize, regs: &mut usize) -> Result<usize, At> {
-        let mut key = [0u8; 4];
-        let mut len = 0usize;
+        // The key, lowercased and packed into a u32 as it is scanned (known keys have at
+        // most 4 bytes; a longer one is unknown, `len` says so).
+        let mut key = 0u32;
+        let mut len = 0u32;
         let mut p = start;
         loop {
             match line.get(p) {
                 Some(&raw::KEY_SEPARATOR) => break,
                 Some(&raw::ITEM_SEPARATOR) | None => return Err(At(p, Problem::MissingEquals)),
                 Some(&c) => {
-                    if let Some(k) = key.get_mut(len) {
-                        *k = c.to_ascii_lowercase();
+                    if len < 4 && c.is_ascii_alphanumeric() {
+                        key |= u32::from(c.to_ascii_lowercase()).wrapping_shl(len.wrapping_mul(8));
+                        len = len.saturating_add(1);
+                    } else {
+                        // Too long, or a byte no key has: unknown.
+                        len = 5;
                     }
-                    len = len.saturating_add(1);
                 }
             }
             p = p.saturating_add(1);
         }
-        let kind = key
-            .get(..len)
-            .and_then(raw::classify)
+        let kind = (len <= 4)
+            .then(|| raw::classify(key))
+            .flatten()
             .ok_or_else(|| At(start, unknown_key(line.get(start..p).unwrap_or_default())))?;
         let value = p.saturating_add(1);
         match kind {
@@ -375,11 +382,11 @@ impl Parser {
                         self.regs = Registers::new(arch);
                     }
                     Some(a) if a != arch => {
-                        let key = String::from_utf8_lossy(key.get(..len).unwrap_or_default());
+                        let key = line.get(start..p).unwrap_or_default().to_ascii_lowercase();
                         return Err(At(
                             start,
                             Problem::OtherArch {
-                                key: key.into_owned(),
+                                key: String::from_utf8_lossy(&key).into_owned(),
                                 arch: a,
                                 forced: self.forced,
                             },
@@ -563,7 +570,7 @@ impl<'a> Reader<'a> {
             self.done = true;
             return self.parser.end(self.pos as u64).map(Err);
         }
-        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+        let (line, next) = match memchr::memchr(b'\n', rest) {
             Some(n) => (rest.get(..n).unwrap_or_default(), n.saturating_add(1)),
             None => (rest, rest.len()),
         };
@@ -697,12 +704,7 @@ impl<R: Read> StreamReader<R> {
         let mut scanned = 0usize;
         let (len, next) = loop {
             let pending = self.buf.get(self.start..self.end).unwrap_or_default();
-            if let Some(n) = pending
-                .get(scanned..)
-                .unwrap_or_default()
-                .iter()
-                .position(|&b| b == b'\n')
-            {
+            if let Some(n) = memchr::memchr(b'\n', pending.get(scanned..).unwrap_or_default()) {
                 let n = scanned.saturating_add(n);
                 break (n, n.saturating_add(1));
             }

@@ -150,6 +150,8 @@ pub struct MemOwned {
 }
 
 /// One line of a [`Trace`].
+// Nearly every line is an instruction: boxing its registers would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
     /// An instruction line.

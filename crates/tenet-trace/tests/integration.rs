@@ -148,7 +148,9 @@ fn the_architecture_can_be_given() {
 /// Every problem, with its line, column and offset counted by hand.
 #[test]
 fn errors_say_line_and_column() {
-    let cases: &[(&[u8], (u64, u64, u64), &str)] = &[
+    // (input, (line, column, offset), part of the message)
+    type Case = (&'static [u8], (u64, u64, u64), &'static str);
+    let cases: &[Case] = &[
         (
             b"rip=1\nrip=2,rflags=0x246\n",
             (2, 7, 12),
