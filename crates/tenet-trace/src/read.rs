@@ -254,6 +254,8 @@ struct Parser {
     instructions: u64,
     /// Whether any line ended with CRLF.
     crlf: bool,
+    /// The line number and offset of the last instruction line.
+    last: (u64, u64),
 }
 
 impl Parser {
@@ -267,6 +269,7 @@ impl Parser {
             lines: 0,
             instructions: 0,
             crlf: false,
+            last: (0, 0),
         }
     }
 
@@ -288,16 +291,21 @@ impl Parser {
         if let Err(At(at, problem)) = self.items(line) {
             return Err(self.error(offset, at, problem));
         }
-        let index = self.instructions;
-        self.instructions = index.saturating_add(1);
-        Ok(Line::Instruction(Instruction {
-            index,
-            line: self.lines,
-            offset: Offset(offset),
+        self.instructions = self.instructions.saturating_add(1);
+        self.last = (self.lines, offset);
+        Ok(Line::Instruction(self.current()))
+    }
+
+    /// The last instruction line read (meaningful once there is one).
+    fn current(&self) -> Instruction<'_> {
+        Instruction {
+            index: self.instructions.saturating_sub(1),
+            line: self.last.0,
+            offset: Offset(self.last.1),
             regs: &self.regs,
             items: &self.items,
             data: &self.data,
-        }))
+        }
     }
 
     fn error(&self, line_offset: u64, at: usize, problem: Problem) -> Error {
@@ -583,6 +591,18 @@ impl<'a> Reader<'a> {
         Some(r)
     }
 
+    /// The next instruction line (comment lines skipped), or the error that ends the input.
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
+        loop {
+            match self.next_line()? {
+                Ok(Line::Comment(_)) => {}
+                Ok(Line::Instruction(_)) => break,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(self.parser.current()))
+    }
+
     /// How far the reader is, in bytes.
     #[must_use]
     pub fn position(&self) -> u64 {
@@ -725,6 +745,18 @@ impl<R: Read> StreamReader<R> {
         let line_start = self.start;
         self.start = self.start.saturating_add(next);
         Ok(Some((line_start, len)))
+    }
+
+    /// The next instruction line (comment lines skipped), or the error that ends the input.
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
+        loop {
+            match self.next_line()? {
+                Ok(Line::Comment(_)) => {}
+                Ok(Line::Instruction(_)) => break,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(self.parser.current()))
     }
 
     /// How far the reader is, in bytes.

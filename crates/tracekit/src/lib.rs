@@ -91,6 +91,9 @@ pub struct FormatOptions {
     /// `access` (read, write, readwrite or unknown) from the instruction's operands.
     #[arg(long, global = true)]
     pub disasm: bool,
+    /// tenet: the architecture instead of detecting it from the register names.
+    #[arg(long, global = true, value_name = "ARCH", value_parser = ["amd64", "x86"])]
+    pub arch: Option<String>,
 }
 
 /// The subcommands.
@@ -246,6 +249,7 @@ impl FormatOptions {
             record_size: self.record_size,
             lenient: self.lenient,
             disasm: self.disasm,
+            arch: self.arch.clone(),
         }
     }
 }
