@@ -774,15 +774,34 @@ impl<R: Read> StreamReader<R> {
 
 /// Whether `head` (the first bytes of a file) starts like a Tenet trace: its first line
 /// that is not a comment parses as Tenet items with a pc register. Returns the
-/// architecture. A first line cut by the end of `head` is parsed as far as it goes.
+/// architecture. A first line without a line end (the file's last, or cut by the end of
+/// `head`) may also end in a cut item, which is then left out.
 #[must_use]
 pub fn detect(head: &[u8]) -> Option<Arch> {
-    let mut reader = Reader::parse(head, ReadOptions::default());
+    let mut rest = head;
     loop {
-        match reader.next_line()? {
-            Ok(Line::Comment(_)) => {}
-            Ok(Line::Instruction(i)) => return Some(i.regs.arch()),
-            Err(_) => return None,
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(n) => (rest.get(..n)?, rest.get(n.saturating_add(1)..)?),
+            None => (rest, &[][..]),
+        };
+        let unterminated = next.is_empty() && !rest.ends_with(b"\n");
+        if line.first() == Some(&raw::COMMENT) {
+            rest = next;
+            if rest.is_empty() {
+                return None;
+            }
+            continue;
         }
+        let parse = |line: &[u8]| {
+            let mut p = Parser::new(ReadOptions::default());
+            p.line(line, 0).ok().and_then(|l| match l {
+                Line::Instruction(i) => Some(i.regs.arch()),
+                Line::Comment(_) => None,
+            })
+        };
+        return parse(line).or_else(|| {
+            let cut = memchr::memrchr(raw::ITEM_SEPARATOR, line)?;
+            unterminated.then(|| parse(line.get(..cut)?)).flatten()
+        });
     }
 }

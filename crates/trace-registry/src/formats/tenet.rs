@@ -68,9 +68,9 @@ impl<'a> Lines<'a> {
         let options = read_options(ctx)?;
         Ok(match input.source() {
             Source::Bytes(bytes) => Lines::Slice(Reader::parse(bytes, options)),
-            Source::Stream(s) => {
-                Lines::Stream(Box::new(StreamReader::from_reader(s, options).map_err(err)?))
-            }
+            Source::Stream(s) => Lines::Stream(Box::new(
+                StreamReader::from_reader(s, options).map_err(err)?,
+            )),
         })
     }
 
@@ -333,10 +333,12 @@ impl Records for LineRecords<'_> {
 
 /// The order of [`Steps::reg_names`]: x64dbg's (so that `diff` lines up), the pc last.
 const AMD64_STATE: [&str; 17] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15", "rip",
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", "rip",
 ];
-const X86_STATE: [&str; 9] = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip"];
+const X86_STATE: [&str; 9] = [
+    "eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip",
+];
 
 /// The instruction stream of a Tenet trace (module docs).
 struct TenetSteps<'a> {
@@ -506,5 +508,198 @@ impl Steps for TenetSteps<'_> {
 
     fn position(&self) -> u64 {
         self.lines.position()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::schema::testing::{Val, input, records, testdata};
+    use crate::{Options, detect_bytes};
+
+    /// (pc, rsp, rbp, rax, accesses as (kind, addr, old, new)) of every step.
+    type Seen = (
+        u64,
+        u64,
+        u64,
+        u64,
+        Vec<(AccessKind, u64, Option<Vec<u8>>, Option<Vec<u8>>)>,
+    );
+
+    fn steps_of(name: &str, bytes: &[u8], gzip: bool) -> Vec<Seen> {
+        let options = Options::default();
+        let mut inp = input(name, bytes, gzip);
+        let mut s = Tenet.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
+        let mut out = Vec::new();
+        while let Some(step) = s.next_step() {
+            let step = step.unwrap().clone();
+            let names = s.reg_names();
+            let reg = |n: &str| s.regs()[names.iter().position(|x| x == n).unwrap()];
+            out.push((
+                step.pc,
+                reg("rsp"),
+                reg("rbp"),
+                reg("rax"),
+                step.mem
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.kind,
+                            a.addr,
+                            step.old(a).map(<[u8]>::to_vec),
+                            step.new(a).map(<[u8]>::to_vec),
+                        )
+                    })
+                    .collect(),
+            ));
+        }
+        out
+    }
+
+    /// The hand-built `basic.log` (push rbp; mov rbp,rsp; mov rax,[rsp+0x10]; call; ret;
+    /// pop rbp; …): the registers carried forward, each line's memory items attributed to
+    /// the instruction before it (push writes the old rbp, the load reads 0x55, call writes
+    /// the return address, ret and pop read), nothing for the last one; in place and
+    /// streamed.
+    #[test]
+    fn steps_carry_the_state_and_attribute_memory_to_the_instruction() {
+        use AccessKind::{Read, Write};
+        let bytes = testdata("tenet/basic.log");
+        let le = |v: u64| Some(v.to_le_bytes().to_vec());
+        let expected: Vec<Seen> = vec![
+            (
+                0x401000,
+                0x7fff0,
+                0x1234,
+                0,
+                vec![(Write, 0x7ffe8, None, le(0x1234))],
+            ),
+            (0x401001, 0x7ffe8, 0x1234, 0, vec![]),
+            (
+                0x401004,
+                0x7ffe8,
+                0x7ffe8,
+                0,
+                vec![(Read, 0x7fff8, le(0x55), None)],
+            ),
+            (
+                0x401009,
+                0x7ffe8,
+                0x7ffe8,
+                0x55,
+                vec![(Write, 0x7ffe0, None, le(0x40100e))],
+            ),
+            (
+                0x402000,
+                0x7ffe0,
+                0x7ffe8,
+                0x55,
+                vec![(Read, 0x7ffe0, le(0x40100e), None)],
+            ),
+            (
+                0x40100e,
+                0x7ffe8,
+                0x7ffe8,
+                0x55,
+                vec![(Read, 0x7ffe8, le(0x1234), None)],
+            ),
+            (0x40100f, 0x7fff0, 0x1234, 0x55, vec![]),
+        ];
+        for gzip in [false, true] {
+            assert_eq!(steps_of("basic.log", &bytes, gzip), expected);
+        }
+        // Seeking to step 4 (ret) gives its state.
+        let options = Options::default();
+        let mut inp = input("basic.log", &bytes, false);
+        let mut s = Tenet.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
+        assert_eq!(s.isa(), Isa::X64);
+        s.seek(4).unwrap();
+        let step = s.next_step().unwrap().unwrap();
+        assert_eq!((step.i, step.pc), (4, 0x402000));
+        assert_eq!(s.next_step().unwrap().unwrap().i, 5);
+        let mut named = Vec::new();
+        s.named_regs(&mut named);
+        assert_eq!(named.len(), 17);
+        assert_eq!(named[4].name, "rsp");
+        assert_eq!(named[4].value, RegValue::Word(0x7ffe8));
+    }
+
+    /// A damaged line: the steps before it come first (the one before it without memory),
+    /// then the error with its line.
+    #[test]
+    fn steps_stop_at_the_damage() {
+        let options = Options::default();
+        let mut inp = input("x.log", b"rip=1\nrip=2\nrip=3,rflags=0\n", false);
+        let mut s = Tenet.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
+        assert_eq!(s.next_step().unwrap().unwrap().pc, 1);
+        assert_eq!(s.next_step().unwrap().unwrap().pc, 2);
+        let e = s.next_step().unwrap().unwrap_err();
+        assert!(
+            e.to_string().starts_with("line 3, column 7: unknown key"),
+            "{e}"
+        );
+        assert!(s.next_step().is_none());
+    }
+
+    /// Rows: `i`, `line`, `pc`, the registers named on the line, the memory items.
+    #[test]
+    fn records_are_the_lines() {
+        let bytes = testdata("tenet/qemu-x86.log");
+        for gzip in [false, true] {
+            let (tables, rows) = records(&Tenet, "qemu-x86.log", &bytes, gzip);
+            assert_eq!(tables[0].name, "instructions");
+            assert_eq!(rows.len(), 3);
+            let row = &rows[1].1;
+            assert_eq!(row[..3], [Val::U(1), Val::U(3), Val::U(0x401005)]);
+            assert_eq!(
+                row[3],
+                Val::List(vec![Val::Row(vec![Val::S("eip".into()), Val::U(0x401005)])])
+            );
+            assert_eq!(
+                row[4],
+                Val::List(vec![Val::Row(vec![
+                    Val::S("readwrite".into()),
+                    Val::U(0x12ff70),
+                    Val::Bytes(vec![0x2b, 0x1a, 0, 0])
+                ])])
+            );
+        }
+    }
+
+    /// Detection reads the first line that is not a comment; a `.log` name says nothing.
+    #[test]
+    fn detection() {
+        let name = |h: &[u8], n: &str| detect_bytes(h, n).map(|h| h.name());
+        assert_eq!(name(b"rip=0x1\n", "trace"), Some("tenet"));
+        assert_eq!(name(b"# SO: a @ 0x1\r\nEIP=1\r\n", "x.txt"), Some("tenet"));
+        assert_eq!(name(b"rax=1,rip=0x10,mr=0x1:0", "cut.log"), Some("tenet"));
+        assert_eq!(name(b"2024-01-01 started\n", "x.log"), None);
+        assert_eq!(name(b"rax=1\n", "x.log"), None);
+        assert_eq!(name(b"a=1,rip=2\n", "x.log"), None);
+        assert_eq!(name(b"", "trace.0.log"), None);
+    }
+
+    /// `--arch` forces the architecture; an unknown name is refused.
+    #[test]
+    fn arch_option() {
+        let options = Options {
+            arch: Some("x86".into()),
+            ..Options::default()
+        };
+        let mut inp = input("x.log", b"rip=1\n", false);
+        let e = Tenet
+            .validate(&mut inp, &mut Ctx::new(&options))
+            .unwrap_err();
+        assert!(e.to_string().contains("not a x86 register"), "{e}");
+        let options = Options {
+            arch: Some("arm".into()),
+            ..Options::default()
+        };
+        let mut inp = input("x.log", b"rip=1\n", false);
+        assert!(matches!(
+            Tenet.validate(&mut inp, &mut Ctx::new(&options)),
+            Err(Error::Unsupported(_))
+        ));
     }
 }

@@ -273,6 +273,7 @@ fn no_dump_line_repeats_a_key() {
         "dcfg-trace",
         "amber",
         "amber/threads",
+        "tenet",
     ] {
         for e in std::fs::read_dir(testdata(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -18,4 +18,5 @@ mod find;
 mod frame;
 mod gdb_tfile;
 mod memory;
+mod tenet;
 mod x64dbg;
