@@ -133,11 +133,12 @@ pub enum Cmd {
         /// The DCFG file, or - for stdin.
         file: OsString,
     },
-    /// Convert an amber trace to another format.
+    /// Convert a trace to another format: an amber trace to `din`; an x64dbg trace (or any
+    /// x86/x64 instruction stream) to `tenet`, one file per thread `PREFIX.<thread>.log`.
     Convert {
         /// The trace file, or - for stdin.
         file: OsString,
-        /// The output format: `din` (Dinero IV).
+        /// The output format: `din` (Dinero IV) or `tenet` (with `-o PREFIX`).
         #[arg(long, value_name = "FORMAT")]
         to: String,
         /// Write here instead of stdout.
@@ -323,6 +324,14 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Convert { file, to, output } => {
             let (input, h) = open(file, forced)?;
+            if to == "tenet" {
+                let Some(prefix) = output else {
+                    return Err(CliError::Usage(
+                        "convert --to tenet writes one file per thread: give -o PREFIX".into(),
+                    ));
+                };
+                return commands::to_tenet::convert(h, input, &options, prefix, out);
+            }
             expect_format(h, &["tt6", "tt6e", "amber-full"], "convert")?;
             if to != "din" {
                 return Err(CliError::Usage(format!(
