@@ -203,3 +203,154 @@ fn register_map(steps: &dyn Steps) -> Result<(Arch, Vec<(usize, usize)>), Error>
         .collect();
     Ok((arch, slots))
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use quickcheck::{QuickCheck, TestResult};
+    use tenet_trace::{Line, ReadOptions, Reader};
+    use trac_x64dbg::testgen;
+
+    use super::*;
+    use crate::formats::x64dbg::X64dbg;
+    use crate::{Ctx, Handler, Input, Options};
+
+    /// What the x64dbg replay says of one instruction of a thread: pc, the general
+    /// registers by name, the accesses as (kind, addr, value after).
+    type Expected = (u64, Vec<(String, u64)>, Vec<(MemKind, u64, Vec<u8>)>);
+
+    fn x64dbg(arch: trac_x64dbg::Arch, threads: u32, n: u64, seed: u64) -> Input {
+        let opts = testgen::Options {
+            arch,
+            threads,
+            max_run: 7,
+            seed,
+        };
+        let rec = trac_x64dbg::RecorderOptions::default();
+        let name = match arch {
+            trac_x64dbg::Arch::X64 => "t.trace64",
+            trac_x64dbg::Arch::X86 => "t.trace32",
+        };
+        Input::from_bytes(name, testgen::trace(opts, n, rec, "a.exe")).unwrap()
+    }
+
+    /// Per thread, what the replay gives for each of its instructions (names: the Tenet
+    /// architecture's registers but the pc).
+    fn replay(mut input: Input, tenet: Arch) -> BTreeMap<u64, Vec<Expected>> {
+        let options = Options::default();
+        let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+        let mut out: BTreeMap<u64, Vec<Expected>> = BTreeMap::new();
+        while let Some(step) = steps.next_step() {
+            let step = step.unwrap();
+            let (thread, pc) = (step.thread, step.pc);
+            let mem = step
+                .mem
+                .iter()
+                .map(|a| {
+                    let kind = if a.new.is_some() {
+                        MemKind::Write
+                    } else {
+                        MemKind::Read
+                    };
+                    let value = step.new(a).or_else(|| step.old(a)).unwrap().to_vec();
+                    (kind, a.addr, value)
+                })
+                .collect();
+            let names = steps.reg_names();
+            let regs = tenet
+                .registers()
+                .iter()
+                .filter(|n| **n != tenet.pc_name())
+                .map(|n| {
+                    let k = names.iter().position(|x| x == n).unwrap();
+                    ((*n).to_owned(), steps.regs()[k])
+                })
+                .collect();
+            out.entry(thread).or_default().push((pc, regs, mem));
+        }
+        out
+    }
+
+    /// Per thread, what the Tenet trace says: the merged state after each line, each line's
+    /// memory items.
+    fn read_back(bytes: &[u8]) -> Vec<(u64, Vec<(String, u64)>, Vec<(MemKind, u64, Vec<u8>)>)> {
+        let mut r = Reader::parse(bytes, ReadOptions::default());
+        let mut state: Option<Registers> = None;
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line() {
+            let Line::Instruction(i) = l.unwrap() else {
+                panic!("no comments expected")
+            };
+            let arch = i.regs.arch();
+            let s = state.get_or_insert(Registers::new(arch));
+            s.merge(i.regs);
+            let regs = s
+                .iter()
+                .filter(|(n, _)| *n != arch.pc_name())
+                .map(|(n, v)| (n.to_owned(), v))
+                .collect();
+            let mem = i.mem().map(|m| (m.kind, m.addr, m.data.to_vec())).collect();
+            out.push((i.pc(), regs, mem));
+        }
+        out
+    }
+
+    /// x64dbg → Tenet → read gives, for every instruction of every thread, the pc and the
+    /// general registers of the x64dbg replay, and line k + 1 carries the accesses of
+    /// instruction k with the values after it (`mw` exactly where x64dbg recorded a new
+    /// value); the last instruction's accesses are not written. Several threads, x64 and
+    /// x86.
+    #[test]
+    fn x64dbg_to_tenet_to_read_matches_the_replay() {
+        fn prop(seed: u64, threads: u8, n: u16, x86: bool) -> TestResult {
+            let arch = if x86 {
+                trac_x64dbg::Arch::X86
+            } else {
+                trac_x64dbg::Arch::X64
+            };
+            let tenet = if x86 { Arch::X86 } else { Arch::Amd64 };
+            let threads = u32::from(threads % 4) + 1;
+            let n = u64::from(n % 600) + 1;
+            let expected = replay(x64dbg(arch, threads, n, seed), tenet);
+            let options = Options::default();
+            let mut input = x64dbg(arch, threads, n, seed);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let written = convert(&mut *steps, |_| Ok(Vec::new())).unwrap();
+            assert_eq!(
+                written.iter().map(|t| t.thread).collect::<Vec<_>>(),
+                expected.keys().copied().collect::<Vec<_>>()
+            );
+            for t in written {
+                let want = &expected[&t.thread];
+                let got = read_back(&t.output);
+                assert_eq!(got.len(), want.len());
+                assert_eq!(t.lines, want.len() as u64);
+                for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert_eq!(g.0, w.0, "pc of instruction {k} of thread {}", t.thread);
+                    assert_eq!(g.1, w.1, "registers of instruction {k}");
+                    let accesses = if k == 0 { &[][..] } else { &want[k - 1].2[..] };
+                    assert_eq!(g.2, accesses, "memory of line {k}");
+                }
+            }
+            TestResult::passed()
+        }
+        QuickCheck::new()
+            .tests(40)
+            .quickcheck(prop as fn(u64, u8, u16, bool) -> TestResult);
+    }
+
+    /// A stream that is not x86/x64 is refused.
+    #[test]
+    fn other_architectures_are_refused() {
+        let bytes = crate::schema::testing::testdata("amber/example.tt6");
+        let mut input = Input::from_bytes("example.tt6", bytes).unwrap();
+        let options = Options::default();
+        let mut steps = crate::formats::amber::TT6
+            .steps(&mut input, &mut Ctx::new(&options))
+            .unwrap();
+        let e = convert(&mut *steps, |_| Ok(Vec::new())).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    }
+}

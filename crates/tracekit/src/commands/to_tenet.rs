@@ -63,8 +63,12 @@ pub fn convert(
     for t in threads {
         drop(t.output);
         let (from, to) = (temp_path(t.thread), final_path(t.thread));
-        std::fs::rename(&from, &to)
-            .map_err(|e| CliError::io(format!("cannot rename {} to {}", from.display(), to.display()), e))?;
+        std::fs::rename(&from, &to).map_err(|e| {
+            CliError::io(
+                format!("cannot rename {} to {}", from.display(), to.display()),
+                e,
+            )
+        })?;
         writeln!(out, "{}: {} lines", to.display(), t.lines)?;
     }
     Ok(())

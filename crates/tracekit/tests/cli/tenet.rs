@@ -212,3 +212,124 @@ fn real_pin_trace() {
     assert_eq!(rows("memory"), 969 + 570);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A fresh temporary folder.
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tracekit-tenet-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The files of `dir`, sorted.
+fn files(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `convert --to tenet`: one file per thread named by the decimal thread id `dump` prints,
+/// as many lines as the thread has instructions, each file a valid Tenet trace whose first
+/// line is the thread's first instruction (pc and registers as `dump` shows them).
+#[test]
+fn convert_x64dbg_to_tenet() {
+    let dir = temp_dir("convert");
+    let x = testdata("x64dbg/basic.trace64");
+    let x = x.to_str().unwrap();
+    let prefix = dir.join("basic");
+    let o = tracekit([
+        "convert",
+        x,
+        "--to",
+        "tenet",
+        "-o",
+        prefix.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The threads and their instruction counts, from dump.
+    let dump: Vec<serde_json::Value> = stdout(&tracekit(["dump", "-q", x]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut per_thread = std::collections::BTreeMap::<u64, Vec<&serde_json::Value>>::new();
+    for d in &dump {
+        per_thread
+            .entry(d["thread"].as_u64().unwrap())
+            .or_default()
+            .push(d);
+    }
+    let names: Vec<String> = per_thread
+        .keys()
+        .map(|t| format!("basic.{t}.log"))
+        .collect();
+    assert_eq!(files(&dir), names);
+    for (t, steps) in &per_thread {
+        let f = dir.join(format!("basic.{t}.log"));
+        let f = f.to_str().unwrap();
+        assert!(
+            stdout(&o).contains(&format!("{f}: {} lines", steps.len())),
+            "{}",
+            stdout(&o)
+        );
+        let v = tracekit(["validate", "-q", f]);
+        assert_eq!(stdout(&v), "ok\n", "{}", stderr(&v));
+        let lines: Vec<serde_json::Value> = stdout(&tracekit(["dump", "-q", f]))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), steps.len());
+        assert_eq!(lines[0]["pc"], steps[0]["pc"]);
+        // The registers the thread's first x64dbg record holds (a block records changes).
+        let mut compared = 0;
+        for (r, v) in steps[0]["regs"].as_object().unwrap() {
+            if let Some(l) = lines[0]["regs"].get(r) {
+                assert_eq!(l, v, "{r}");
+                compared += 1;
+            }
+        }
+        assert!(compared >= 2, "at least rsp and rip");
+        assert_eq!(lines[0]["regs"].as_object().unwrap().len(), 17);
+        // Never flags or other registers.
+        assert!(lines[0]["regs"].get("rflags").is_none());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Bad uses exit 2 (no `-o`; a stream that is not x86/x64); a damaged input exits 1 and
+/// leaves no file behind.
+#[test]
+fn convert_to_tenet_errors() {
+    let dir = temp_dir("errors");
+    let prefix = dir.join("out");
+    let prefix = prefix.to_str().unwrap();
+    let x = testdata("x64dbg/basic.trace64");
+    let o = tracekit(["convert", x.to_str().unwrap(), "--to", "tenet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let amber = testdata("amber/example.tt6");
+    let o = tracekit([
+        "convert",
+        amber.to_str().unwrap(),
+        "--to",
+        "tenet",
+        "-o",
+        prefix,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let bad = testdata("x64dbg/err-truncated-block.bin");
+    let o = tracekit([
+        "--format",
+        "x64dbg",
+        "convert",
+        bad.to_str().unwrap(),
+        "--to",
+        "tenet",
+        "-o",
+        prefix,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(files(&dir).is_empty(), "{:?}", files(&dir));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
