@@ -584,6 +584,12 @@ impl<'a> Reader<'a> {
         };
         let offset = self.pos as u64;
         self.pos = self.pos.saturating_add(next);
+        if line.len() > MAX_LINE_LEN {
+            // As for streams: memory items index their bytes with 32 bits.
+            self.done = true;
+            self.parser.lines = self.parser.lines.saturating_add(1);
+            return Some(Err(self.parser.error(offset, 0, Problem::LineTooLong)));
+        }
         let r = self.parser.line(line, offset);
         if r.is_err() {
             self.done = true;
@@ -657,14 +663,20 @@ impl<R: Read> StreamReader<R> {
 
     /// Reads more into the buffer; `Ok(false)` at the end of the input.
     fn fill(&mut self) -> Result<bool, Error> {
-        if self.start > 0 {
+        // Drop the lines already handed out once they are at least half the buffer (so
+        // that each byte is moved a bounded number of times), and grow the buffer
+        // geometrically when less than a chunk is free.
+        if self.start > 0 && self.start >= self.end.saturating_sub(self.start) {
             self.buf.copy_within(self.start..self.end, 0);
             self.base = self.base.saturating_add(self.start as u64);
             self.end = self.end.saturating_sub(self.start);
             self.start = 0;
         }
-        let want = self.end.saturating_add(CHUNK);
-        if self.buf.len() < want {
+        if self.buf.len().saturating_sub(self.end) < CHUNK {
+            let want = self
+                .end
+                .saturating_add(CHUNK)
+                .max(self.buf.len().saturating_mul(2));
             self.buf.resize(want, 0);
         }
         loop {
@@ -707,6 +719,11 @@ impl<R: Read> StreamReader<R> {
             }
         };
         let offset = self.base.saturating_add(line_start as u64);
+        if len > MAX_LINE_LEN {
+            self.done = true;
+            self.parser.lines = self.parser.lines.saturating_add(1);
+            return Some(Err(self.parser.error(offset, 0, Problem::LineTooLong)));
+        }
         let line = self
             .buf
             .get(line_start..line_start.saturating_add(len))

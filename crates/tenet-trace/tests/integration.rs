@@ -275,6 +275,22 @@ fn complete_lines_come_before_the_error() {
     assert!(s.next_line().is_none(), "fused");
 }
 
+/// A line over the limit is an error for both readers, whether its end is there or not.
+#[test]
+fn long_lines_are_refused() {
+    let long = tenet_trace::limits::MAX_LINE_LEN + 1;
+    for end in ["\n", ""] {
+        let mut data = b"rip=1\n".to_vec();
+        data.extend(std::iter::repeat_n(b'0', long));
+        data.extend_from_slice(end.as_bytes());
+        let (line, column, offset, problem) = error(&data);
+        assert_eq!(
+            (line, column, offset, problem),
+            (2, 1, 6, Problem::LineTooLong)
+        );
+    }
+}
+
 #[test]
 fn the_writer_checks_its_lines() {
     let mut w = Writer::new(Vec::new(), Arch::Amd64);

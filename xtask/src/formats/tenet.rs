@@ -146,14 +146,64 @@ fn decode(input: &[u8]) -> u64 {
     n
 }
 
+/// A writer that counts the bytes it is given and drops them.
+struct Count(std::rc::Rc<std::cell::Cell<u64>>);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.set(self.0.get() + buf.len() as u64);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `convert --to tenet` without the files: the x64dbg stream through the Tenet sink into
+/// counting writers; returns the bytes of Tenet text written (units: output bytes).
+fn x64dbg_to_tenet(bytes: &[u8]) -> u64 {
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    // The copy into an owned input is part of the cost (a memcpy).
+    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
+    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
+    let written = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    trace_registry::sink::tenet::convert(&mut *steps, |_| Ok(Count(written.clone()))).unwrap();
+    written.get()
+}
+
+/// An x64dbg trace of about `bytes` bytes: four threads of the x64dbg generator.
+fn x64dbg_input(bytes: u64) -> Vec<u8> {
+    let make = |n: u64| {
+        let opts = trac_x64dbg::testgen::Options {
+            arch: trac_x64dbg::Arch::X64,
+            threads: 4,
+            max_run: 200,
+            seed: 1,
+        };
+        trac_x64dbg::testgen::trace(opts, n, trac_x64dbg::RecorderOptions::default(), "a.exe")
+    };
+    let per = (make(20_000).len() as u64 / 20_000).max(1);
+    make(bytes / per + 1)
+}
+
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     // About 52 bytes a line in the Pin tracer's shape.
     let lines = (config.mib << 20) / 52;
     let input = Arc::new(synth(lines, 1));
-    vec![BenchCase {
-        name: "tenet lines".into(),
-        input,
-        unit: "lines",
-        run: Box::new(decode),
-    }]
+    vec![
+        BenchCase {
+            name: "tenet lines".into(),
+            input,
+            unit: "lines",
+            run: Box::new(decode),
+        },
+        BenchCase {
+            name: "x64dbg -> tenet (convert)".into(),
+            input: Arc::new(x64dbg_input(config.mib << 20)),
+            unit: "out bytes",
+            run: Box::new(x64dbg_to_tenet),
+        },
+    ]
 }

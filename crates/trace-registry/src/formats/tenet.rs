@@ -19,7 +19,6 @@
 //! as `new`; the last instruction has none (the tracer never writes them).
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -124,7 +123,6 @@ impl Handler for Tenet {
         let mut lines = Lines::open(input, ctx)?;
         let mut comments = Vec::new();
         let mut comment_lines = 0u64;
-        let mut names: BTreeSet<usize> = BTreeSet::new();
         let mut items = [0u64; 3];
         let mut bytes = 0u64;
         let (mut first_pc, mut last_pc) = (None, None);
@@ -164,15 +162,10 @@ impl Handler for Tenet {
         }
         let s = lines.summary();
         let arch = s.arch.unwrap_or(Arch::Amd64);
-        for i in 0..arch.registers().len() {
-            if seen & (1 << i) != 0 {
-                names.insert(i);
-            }
-        }
-        let registers: Vec<String> = names
-            .iter()
-            .filter_map(|&i| arch.registers().get(i))
-            .map(|n| (*n).to_owned())
+        let registers: Vec<String> = (0..)
+            .zip(arch.registers())
+            .filter(|&(i, _)| seen & (1u32 << i) != 0)
+            .map(|(_, n)| (*n).to_owned())
             .collect();
         let [read, write, readwrite] = items;
         Ok(Info::new()
