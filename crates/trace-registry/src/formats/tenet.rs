@@ -56,10 +56,11 @@ fn read_options(ctx: &Ctx<'_>) -> Result<ReadOptions, Error> {
     Ok(ReadOptions { arch })
 }
 
-/// The lines of a trace in memory or from a stream.
+/// The lines of a trace in memory or from a stream (both readers hold the parser's
+/// register array inline: about the same size).
 enum Lines<'a> {
     Slice(Reader<'a>),
-    Stream(Box<StreamReader<Box<dyn Read + Send>>>),
+    Stream(StreamReader<Box<dyn Read + Send>>),
 }
 
 impl<'a> Lines<'a> {
@@ -67,9 +68,7 @@ impl<'a> Lines<'a> {
         let options = read_options(ctx)?;
         Ok(match input.source() {
             Source::Bytes(bytes) => Lines::Slice(Reader::parse(bytes, options)),
-            Source::Stream(s) => Lines::Stream(Box::new(
-                StreamReader::from_reader(s, options).map_err(err)?,
-            )),
+            Source::Stream(s) => Lines::Stream(StreamReader::from_reader(s, options).map_err(err)?),
         })
     }
 

@@ -275,7 +275,7 @@ mod tests {
 
     /// Per thread, what the Tenet trace says: the merged state after each line, each line's
     /// memory items.
-    fn read_back(bytes: &[u8]) -> Vec<(u64, Vec<(String, u64)>, Vec<(MemKind, u64, Vec<u8>)>)> {
+    fn read_back(bytes: &[u8]) -> Vec<Expected> {
         let mut r = Reader::parse(bytes, ReadOptions::default());
         let mut state: Option<Registers> = None;
         let mut out = Vec::new();
