@@ -126,7 +126,8 @@ impl Registers {
     }
 }
 
-/// One memory item of a line: its kind and address, its bytes in [`Instruction::data`].
+/// One memory item of a line: its kind and address (its bytes are in the line's buffer:
+/// [`Instruction::mem`] gives them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemItem {
     /// `mr`, `mw` or `mrw`.
