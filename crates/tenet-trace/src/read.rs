@@ -22,8 +22,8 @@ pub struct ReadOptions {
 
 /// Register values by index of [`Arch::registers`], with which of them are set: the
 /// registers named on one line, or (merged line by line with [`Registers::merge`]) the
-/// whole register state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// whole register state. Equal when the same registers are set to the same values.
+#[derive(Clone, Copy, Debug)]
 pub struct Registers {
     arch: Arch,
     present: u32,
@@ -116,15 +116,31 @@ impl Registers {
         self.present |= other.present;
     }
 
+    /// Unsets every register (keeps the architecture).
+    pub fn clear(&mut self) {
+        self.present = 0;
+    }
+
     /// The set registers as (name, value), in canonical order (the pc last).
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-        self.arch
-            .registers()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, name)| Some((*name, self.get(i)?)))
+        // Over the set bits only (the writer's hot path).
+        let names = self.arch.registers();
+        let mut mask = self.present;
+        std::iter::from_fn(move || {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask.wrapping_sub(1);
+            Some((*names.get(i)?, *self.values.get(i)?))
+        })
     }
 }
+
+impl PartialEq for Registers {
+    fn eq(&self, other: &Registers) -> bool {
+        self.arch == other.arch && self.present == other.present && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Registers {}
 
 /// One memory item of a line: its kind and address (its bytes are in the line's buffer:
 /// [`Instruction::mem`] gives them).
@@ -333,7 +349,7 @@ impl Parser {
 
     /// Reads the items of an instruction line into `regs`, `items` and `data`.
     fn items(&mut self, line: &[u8]) -> Result<(), At> {
-        self.regs = Registers::new(self.regs.arch);
+        self.regs.clear();
         self.items.clear();
         self.data.clear();
         let mut regs = 0usize;

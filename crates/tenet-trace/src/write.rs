@@ -16,26 +16,41 @@ use crate::error::{Error, WriteError};
 use crate::raw::{Arch, MemKind};
 use crate::read::{Line, MemRef, ReadOptions, Reader, Registers};
 
-/// Appends `v` as `0x` and lowercase hex without leading zeros.
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Every byte as its two lowercase hex digits.
+static BYTE_HEX: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
+        i += 1;
+    }
+    t
+};
+
+/// Appends `v` as `0x` and lowercase hex without leading zeros (built on the stack and
+/// appended at once: the writer's hot path).
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(b"0x");
-    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1);
-    for k in (0..digits).rev() {
-        let nibble = (v >> k.saturating_mul(4)) & 0xf;
-        out.push(DIGITS.get(nibble as usize).copied().unwrap_or(b'0'));
+    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1) as usize;
+    let mut tmp = *b"0x0000000000000000";
+    let end = digits.saturating_add(2).min(tmp.len());
+    if let Some(slots) = tmp.get_mut(2..end) {
+        for (k, slot) in slots.iter_mut().rev().enumerate() {
+            let nibble = v.checked_shr((k as u32).saturating_mul(4)).unwrap_or(0) & 0xf;
+            *slot = DIGITS.get(nibble as usize).copied().unwrap_or(b'0');
+        }
     }
+    out.extend_from_slice(tmp.get(..end).unwrap_or_default());
 }
 
 /// Appends two lowercase hex digits per byte.
 #[inline]
 fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     out.reserve(bytes.len().saturating_mul(2));
     for &b in bytes {
-        out.push(DIGITS.get(usize::from(b >> 4)).copied().unwrap_or(b'0'));
-        out.push(DIGITS.get(usize::from(b & 0xf)).copied().unwrap_or(b'0'));
+        out.extend_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
     }
 }
 
@@ -247,6 +262,8 @@ mod tests {
             (1, "0x1"),
             (0x10, "0x10"),
             (0x14000419c, "0x14000419c"),
+            (0xabc, "0xabc"),
+            (1 << 63, "0x8000000000000000"),
             (u64::MAX, "0xffffffffffffffff"),
         ] {
             let mut out = Vec::new();
@@ -254,5 +271,8 @@ mod tests {
             assert_eq!(out, s.as_bytes());
             assert_eq!(format!("{v:#x}"), s);
         }
+        let mut out = Vec::new();
+        push_bytes(&mut out, &[0x00, 0x0f, 0xa5, 0xff]);
+        assert_eq!(out, b"000fa5ff");
     }
 }

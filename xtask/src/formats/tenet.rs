@@ -173,6 +173,26 @@ fn x64dbg_to_tenet(bytes: &[u8]) -> u64 {
     written.get()
 }
 
+/// The x64dbg instruction stream alone (what the conversion reads), touching the pc, the
+/// registers and the accesses: the conversion's own baseline.
+fn x64dbg_steps(bytes: &[u8]) -> u64 {
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
+    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
+    let mut n = 0u64;
+    let mut acc = 0u64;
+    while let Some(step) = steps.next_step() {
+        let step = step.unwrap();
+        acc = acc.wrapping_add(step.pc ^ step.mem.len() as u64);
+        acc = acc.wrapping_add(steps.regs().iter().fold(0, |a, &r| a ^ r));
+        n += 1;
+    }
+    std::hint::black_box(acc);
+    n
+}
+
 /// An x64dbg trace of about `bytes` bytes: four threads of the x64dbg generator.
 fn x64dbg_input(bytes: u64) -> Vec<u8> {
     let make = |n: u64| {
@@ -192,6 +212,7 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     // About 52 bytes a line in the Pin tracer's shape.
     let lines = (config.mib << 20) / 52;
     let input = Arc::new(synth(lines, 1));
+    let x64dbg = Arc::new(x64dbg_input(config.mib << 20));
     vec![
         BenchCase {
             name: "tenet lines".into(),
@@ -200,8 +221,14 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             run: Box::new(decode),
         },
         BenchCase {
+            name: "x64dbg steps (convert's input)".into(),
+            input: x64dbg.clone(),
+            unit: "instrs",
+            run: Box::new(x64dbg_steps),
+        },
+        BenchCase {
             name: "x64dbg -> tenet (convert)".into(),
-            input: Arc::new(x64dbg_input(config.mib << 20)),
+            input: x64dbg,
             unit: "out bytes",
             run: Box::new(x64dbg_to_tenet),
         },

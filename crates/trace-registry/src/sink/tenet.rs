@@ -58,8 +58,8 @@ impl Pending {
 /// One thread's output.
 struct ThreadOut<W: Write> {
     writer: Writer<W>,
-    /// The registers as its last line left them (`None` before its first line).
-    last: Option<Registers>,
+    /// The registers as its lines so far left them (meaningful once `lines > 0`).
+    last: Registers,
     pending: Pending,
     lines: u64,
 }
@@ -89,6 +89,8 @@ pub fn convert<W: Write>(
     let mut threads: BTreeMap<u64, ThreadOut<W>> = BTreeMap::new();
     let mut current = Pending::default();
     let mut map: Option<(Arch, Vec<(usize, usize)>)> = None;
+    // The registers of the line being written, reused.
+    let mut line = Registers::new(Arch::Amd64);
     while let Some(step) = steps.next_step() {
         let step = step?;
         let (thread, pc) = (step.thread, step.pc);
@@ -98,6 +100,9 @@ pub fn convert<W: Write>(
         }
         let Some((arch, slots)) = &map else { break };
         let arch = *arch;
+        if line.arch() != arch {
+            line = Registers::new(arch);
+        }
         if !threads.contains_key(&thread) {
             if threads.len() >= MAX_THREADS {
                 return Err(Error::Unsupported(format!(
@@ -109,7 +114,7 @@ pub fn convert<W: Write>(
                 thread,
                 ThreadOut {
                     writer: Writer::new(w, arch),
-                    last: None,
+                    last: Registers::new(arch),
                     pending: Pending::default(),
                     lines: 0,
                 },
@@ -119,20 +124,18 @@ pub fn convert<W: Write>(
             break;
         };
         let regs = steps.regs();
-        let mut line = Registers::new(arch);
-        let mut state = out.last.unwrap_or(Registers::new(arch));
+        line.clear();
         for &(index, slot) in slots {
             let value = regs.get(slot).copied().unwrap_or(0) & arch.max_value();
-            if out.last.is_none() || state.get(index) != Some(value) {
+            if out.lines == 0 || out.last.get(index) != Some(value) {
                 line.set(index, value);
-                state.set(index, value);
+                out.last.set(index, value);
             }
         }
         line.set(arch.pc(), pc);
         out.writer
             .write_instruction(&line, out.pending.refs())
             .map_err(write_err)?;
-        out.last = Some(state);
         out.lines = out.lines.saturating_add(1);
         std::mem::swap(&mut out.pending, &mut current);
     }
