@@ -37,6 +37,7 @@ fn seed_dir(target: &str) -> Option<&'static str> {
         ("dcfg_trace", "testdata/dcfg-trace"),
         ("dcfg", "testdata/dcfg"),
         ("amber", "testdata/amber"),
+        ("tenet", "testdata/tenet"),
     ];
     SEEDS
         .iter()

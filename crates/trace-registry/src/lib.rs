@@ -70,6 +70,9 @@ pub struct Options {
     pub record_size: Option<u32>,
     /// dcfg-trace: lenient decoding instead of strict errors.
     pub lenient: bool,
+    /// tenet: the architecture (`amd64` or `x86`) instead of detecting it from the register
+    /// names.
+    pub arch: Option<String>,
     /// Disassemble (`--disasm`): x64dbg, tfile and amber rows get `asm`, x64dbg memory
     /// rows `size` and `access`, and x64dbg steps sized, classified accesses ([`disasm`]).
     pub disasm: bool,
@@ -287,6 +290,7 @@ pub static HANDLERS: &[&dyn Handler] = &[
     &formats::amber::TT6,
     &formats::amber::TT6E,
     &formats::amber::FULL,
+    &formats::tenet::Tenet,
 ];
 
 /// The handler named `name` (or one of its aliases).

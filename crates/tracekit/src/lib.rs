@@ -94,6 +94,9 @@ pub struct FormatOptions {
     /// `access` (read, write, readwrite or unknown) from the instruction's operands.
     #[arg(long, global = true)]
     pub disasm: bool,
+    /// tenet: the architecture instead of detecting it from the register names.
+    #[arg(long, global = true, value_name = "ARCH", value_parser = ["amd64", "x86"])]
+    pub arch: Option<String>,
 }
 
 /// The subcommands.
@@ -133,11 +136,12 @@ pub enum Cmd {
         /// The DCFG file, or - for stdin.
         file: OsString,
     },
-    /// Convert an amber trace to another format.
+    /// Convert a trace to another format: an amber trace to `din`; an x64dbg trace (or any
+    /// x86/x64 instruction stream) to `tenet`, one file per thread `PREFIX.<thread>.log`.
     Convert {
         /// The trace file, or - for stdin.
         file: OsString,
-        /// The output format: `din` (Dinero IV).
+        /// The output format: `din` (Dinero IV) or `tenet` (with `-o PREFIX`).
         #[arg(long, value_name = "FORMAT")]
         to: String,
         /// Write here instead of stdout.
@@ -259,6 +263,7 @@ impl FormatOptions {
             record_size: self.record_size,
             lenient: self.lenient,
             disasm: self.disasm,
+            arch: self.arch.clone(),
         }
     }
 }
@@ -332,6 +337,14 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Convert { file, to, output } => {
             let (input, h) = open(file, forced)?;
+            if to == "tenet" {
+                let Some(prefix) = output else {
+                    return Err(CliError::Usage(
+                        "convert --to tenet writes one file per thread: give -o PREFIX".into(),
+                    ));
+                };
+                return commands::to_tenet::convert(h, input, &options, prefix, out);
+            }
             expect_format(h, &["tt6", "tt6e", "amber-full"], "convert")?;
             if to != "din" {
                 return Err(CliError::Usage(format!(

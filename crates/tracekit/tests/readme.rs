@@ -170,3 +170,24 @@ fn readme_amber_tt6() -> Result<(), Box<dyn std::error::Error>> {
     }
     Ok(())
 }
+
+#[rustfmt::skip]
+#[test]
+fn readme_tenet_trace() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use tenet_trace::{Line, MemKind, ReadOptions, Reader, Registers};
+
+    let data = std::fs::read("testdata/tenet/basic.log")?;
+    let mut reader = Reader::parse(&data, ReadOptions::default());
+    let mut state: Option<Registers> = None;
+    while let Some(line) = reader.next_line() {
+        // A malformed line is an error (line, column, offset) after every line before it.
+        let Line::Instruction(insn) = line? else { continue }; // `#` lines are comments
+        let state = state.get_or_insert(Registers::new(insn.regs.arch()));
+        state.merge(insn.regs); // the whole register state, line by line
+        for m in insn.mem().filter(|m| m.kind == MemKind::Write) {
+            println!("{:#x}: the previous instruction wrote {:02x?} at {:#x}", insn.pc(), m.data, m.addr);
+        }
+    }
+    Ok(())
+}

@@ -136,7 +136,7 @@ fn run_python(script_name: &str, args: &[PathBuf]) {
 /// testdata folder (not the `err-*` ones, not expectations) and the amber threads folder.
 fn fixtures() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for format in ["x64dbg", "gdb-tfile", "dcfg", "dcfg-trace", "amber"] {
+    for format in FORMATS {
         let dir = root().join("testdata").join(format);
         let mut entries: Vec<PathBuf> = fs::read_dir(&dir)
             .unwrap()
@@ -424,7 +424,14 @@ struct Column {
 }
 
 /// The formats as `export_tables.txt` heads their sections: the testdata folder names.
-const FORMATS: [&str; 5] = ["x64dbg", "gdb-tfile", "dcfg", "dcfg-trace", "amber"];
+const FORMATS: [&str; 6] = [
+    "x64dbg",
+    "gdb-tfile",
+    "dcfg",
+    "dcfg-trace",
+    "amber",
+    "tenet",
+];
 
 type Tables =
     std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, Column>>;

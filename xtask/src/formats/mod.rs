@@ -5,6 +5,7 @@ mod amber;
 mod dcfg;
 mod dcfg_trace;
 mod gdb_tfile;
+mod tenet;
 mod x64dbg;
 
 use crate::bench::{BenchCase, BenchConfig};
@@ -28,6 +29,7 @@ pub const ALL: &[&FormatTasks] = &[
     &dcfg::TASKS,
     &dcfg_trace::TASKS,
     &amber::TASKS,
+    &tenet::TASKS,
 ];
 
 pub fn find(name: &str) -> Result<&'static FormatTasks, String> {

@@ -5,4 +5,5 @@ pub mod amber;
 pub mod dcfg;
 pub mod dcfg_trace;
 pub mod gdb_tfile;
+pub mod tenet;
 pub mod x64dbg;

@@ -19,6 +19,7 @@ pub mod diff;
 pub mod find;
 pub mod mem;
 pub mod state;
+pub mod to_tenet;
 
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -86,6 +86,7 @@ fn every_fixture_prefix_gives_an_error_or_a_complete_dataset() {
         "dcfg/sample.dcfg.json",
         "dcfg-trace/basic.trace.json",
         "amber/escapes.tt6e",
+        "tenet/basic.log",
         "amber/full-1008.full",
     ] {
         let data = std::fs::read(crate::common::testdata(rel)).unwrap();

@@ -87,13 +87,14 @@ fn forced_format_overrides_detection() {
 #[test]
 fn never_panics_on_arbitrary_bytes() {
     fn prop(data: Vec<u8>, magic: u8) -> TestResult {
-        let prefixes: [&[u8]; 6] = [
+        let prefixes: [&[u8]; 7] = [
             b"",
             b"TRAC",
             b"\x7fTRACE0\n",
             &[0xA1, 0x11, 0x8E, 0x17],
             b"{\"MAJOR_VERSION\":",
             b"TRAC\x08\0\0\0{\"ver\":1}",
+            b"rax=0x1,rip=0x401000,mr=0x10:00",
         ];
         let mut bytes = prefixes[usize::from(magic) % prefixes.len()].to_vec();
         bytes.extend_from_slice(&data);
@@ -273,6 +274,7 @@ fn no_dump_line_repeats_a_key() {
         "dcfg-trace",
         "amber",
         "amber/threads",
+        "tenet",
     ] {
         for e in std::fs::read_dir(testdata(dir)).unwrap() {
             let p = e.unwrap().path();

@@ -20,4 +20,5 @@ mod frame;
 mod gdb_tfile;
 mod memory;
 mod state;
+mod tenet;
 mod x64dbg;

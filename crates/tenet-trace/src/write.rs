@@ -1,0 +1,278 @@
+//! The writer and the owned model.
+//!
+//! **Canonical form** (what [`Writer`] writes, and what read → write gives back byte for
+//! byte): one line per instruction ending in LF; the registers the line names, lowercase,
+//! in the order of [`Arch::registers`] (the order of Tenet's reference Pin tracer, the pc
+//! last), each as `0x` and lowercase hex without leading zeros (`0x0` for zero); then the
+//! memory items in the order given, `mr=`/`mw=`/`mrw=`, the address as the registers, `:`
+//! and two lowercase hex digits per byte; comment lines as written. The real Pin-tracer
+//! trace in `../shared/realdata/tenet/` is canonical. A file with uppercase keys, values
+//! without `0x`, leading zeros, CRLF, registers in another order or after memory items
+//! reads the same but is written back canonical.
+
+use std::io::Write;
+
+use crate::error::{Error, WriteError};
+use crate::raw::{Arch, MemKind};
+use crate::read::{Line, MemRef, ReadOptions, Reader, Registers};
+
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Every byte as its two lowercase hex digits.
+static BYTE_HEX: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
+        i += 1;
+    }
+    t
+};
+
+/// Appends `v` as `0x` and lowercase hex without leading zeros (built on the stack and
+/// appended at once: the writer's hot path).
+#[inline]
+fn push_hex(out: &mut Vec<u8>, v: u64) {
+    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1) as usize;
+    let mut tmp = *b"0x0000000000000000";
+    let end = digits.saturating_add(2).min(tmp.len());
+    if let Some(slots) = tmp.get_mut(2..end) {
+        for (k, slot) in slots.iter_mut().rev().enumerate() {
+            let nibble = v.checked_shr((k as u32).saturating_mul(4)).unwrap_or(0) & 0xf;
+            *slot = DIGITS.get(nibble as usize).copied().unwrap_or(b'0');
+        }
+    }
+    out.extend_from_slice(tmp.get(..end).unwrap_or_default());
+}
+
+/// Appends two lowercase hex digits per byte.
+#[inline]
+fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len().saturating_mul(2));
+    for &b in bytes {
+        out.extend_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
+    }
+}
+
+/// Writes a trace in canonical form, one line at a time, through a reused buffer.
+#[derive(Debug)]
+pub struct Writer<W: Write> {
+    out: W,
+    arch: Arch,
+    buf: Vec<u8>,
+    index: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer of `arch` registers to `out` (which it does not buffer: wrap a file in a
+    /// `BufWriter`).
+    pub fn new(out: W, arch: Arch) -> Writer<W> {
+        Writer {
+            out,
+            arch,
+            buf: Vec::with_capacity(512),
+            index: 0,
+        }
+    }
+
+    /// Writes a comment line: `text` as given (a `#` is put first if it lacks one).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::CommentLineBreak`] if `text` holds a LF or ends with a CR; the output
+    /// fails.
+    pub fn write_comment(&mut self, text: &[u8]) -> Result<(), WriteError> {
+        // A CR at the end would be read as part of the line end.
+        if text.contains(&b'\n') || text.last() == Some(&b'\r') {
+            return Err(WriteError::CommentLineBreak);
+        }
+        self.buf.clear();
+        if text.first() != Some(&crate::raw::COMMENT) {
+            self.buf.push(crate::raw::COMMENT);
+        }
+        self.buf.extend_from_slice(text);
+        self.buf.push(b'\n');
+        self.out.write_all(&self.buf)?;
+        Ok(())
+    }
+
+    /// Writes an instruction line: the registers `regs` sets, then `mem`.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::MissingPc`] when `regs` has no pc, [`WriteError::WrongArch`] when it
+    /// is of another architecture; the output fails.
+    pub fn write_instruction<'m>(
+        &mut self,
+        regs: &Registers,
+        mem: impl IntoIterator<Item = MemRef<'m>>,
+    ) -> Result<(), WriteError> {
+        if regs.arch() != self.arch {
+            return Err(WriteError::WrongArch {
+                index: self.index,
+                found: regs.arch().name(),
+                expected: self.arch.name(),
+            });
+        }
+        if regs.pc().is_none() {
+            return Err(WriteError::MissingPc { index: self.index });
+        }
+        self.buf.clear();
+        let mut first = true;
+        for (name, value) in regs.iter() {
+            if !first {
+                self.buf.push(b',');
+            }
+            first = false;
+            self.buf.extend_from_slice(name.as_bytes());
+            self.buf.push(b'=');
+            push_hex(&mut self.buf, value);
+        }
+        for m in mem {
+            self.buf.push(b',');
+            self.buf.extend_from_slice(m.kind.key().as_bytes());
+            self.buf.push(b'=');
+            push_hex(&mut self.buf, m.addr);
+            self.buf.push(b':');
+            push_bytes(&mut self.buf, m.data);
+        }
+        self.buf.push(b'\n');
+        self.out.write_all(&self.buf)?;
+        self.index = self.index.saturating_add(1);
+        Ok(())
+    }
+
+    /// Flushes and returns the output.
+    ///
+    /// # Errors
+    ///
+    /// The flush fails.
+    pub fn finish(mut self) -> Result<W, WriteError> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+/// A memory item, owned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemOwned {
+    /// `mr`, `mw` or `mrw`.
+    pub kind: MemKind,
+    /// The first address.
+    pub addr: u64,
+    /// The bytes in memory order.
+    pub data: Vec<u8>,
+}
+
+/// One line of a [`Trace`].
+// Nearly every line is an instruction: boxing its registers would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// An instruction line.
+    Instruction {
+        /// The registers named on the line (the pc among them).
+        regs: Registers,
+        /// The memory items, in order.
+        mem: Vec<MemOwned>,
+    },
+    /// A comment line, `#` included.
+    Comment(Vec<u8>),
+}
+
+/// A whole trace in memory: the owned model of the writer and of round-trip tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// The architecture.
+    pub arch: Arch,
+    /// The lines.
+    pub lines: Vec<Entry>,
+}
+
+impl Trace {
+    /// Reads a whole trace.
+    ///
+    /// # Errors
+    ///
+    /// The first error of the reader.
+    pub fn read(data: &[u8], options: ReadOptions) -> Result<Trace, Error> {
+        let mut reader = Reader::parse(data, options);
+        let mut lines = Vec::new();
+        while let Some(line) = reader.next_line() {
+            lines.push(match line? {
+                Line::Comment(c) => Entry::Comment(c.text.to_vec()),
+                Line::Instruction(i) => Entry::Instruction {
+                    regs: *i.regs,
+                    mem: i
+                        .mem()
+                        .map(|m| MemOwned {
+                            kind: m.kind,
+                            addr: m.addr,
+                            data: m.data.to_vec(),
+                        })
+                        .collect(),
+                },
+            });
+        }
+        let arch = reader.summary().arch.unwrap_or(Arch::Amd64);
+        Ok(Trace { arch, lines })
+    }
+
+    /// Writes the trace in canonical form to `out`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Writer::write_instruction`] and [`Writer::write_comment`].
+    pub fn write_to<W: Write>(&self, out: W) -> Result<W, WriteError> {
+        let mut w = Writer::new(out, self.arch);
+        for line in &self.lines {
+            match line {
+                Entry::Comment(text) => w.write_comment(text)?,
+                Entry::Instruction { regs, mem } => w.write_instruction(
+                    regs,
+                    mem.iter().map(|m| MemRef {
+                        kind: m.kind,
+                        addr: m.addr,
+                        data: &m.data,
+                    }),
+                )?,
+            }
+        }
+        w.finish()
+    }
+
+    /// The trace in canonical form.
+    ///
+    /// # Errors
+    ///
+    /// As [`Trace::write_to`].
+    pub fn to_bytes(&self) -> Result<Vec<u8>, WriteError> {
+        self.write_to(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_has_no_leading_zeros() {
+        for (v, s) in [
+            (0u64, "0x0"),
+            (1, "0x1"),
+            (0x10, "0x10"),
+            (0x14000419c, "0x14000419c"),
+            (0xabc, "0xabc"),
+            (1 << 63, "0x8000000000000000"),
+            (u64::MAX, "0xffffffffffffffff"),
+        ] {
+            let mut out = Vec::new();
+            push_hex(&mut out, v);
+            assert_eq!(out, s.as_bytes());
+            assert_eq!(format!("{v:#x}"), s);
+        }
+        let mut out = Vec::new();
+        push_bytes(&mut out, &[0x00, 0x0f, 0xa5, 0xff]);
+        assert_eq!(out, b"000fa5ff");
+    }
+}

@@ -1,0 +1,359 @@
+//! An instruction stream ([`Steps`]) as Tenet text traces, one per thread, the way Tenet's
+//! reference Pin tracer writes them (`tracekit convert --to tenet`).
+//!
+//! Line `k` of a thread's trace: the general registers whose value before instruction `k`
+//! differs from the previous line of that thread (all of them on its first line), then the
+//! pc of instruction `k`, then the memory accesses of the thread's previous instruction in
+//! the recorded order, with the value after it: `mw` where the stream recorded a new value
+//! (else `mr`), the bytes of `new`, else `old`. When the accesses carry a kind (x64dbg with
+//! `--disasm`: the true sizes and directions) it decides `mr`/`mw`/`mrw`. Flags, segment,
+//! vector and other registers are never written (Tenet refuses them); the accesses of each
+//! thread's last instruction are not written either (as the Pin tracer does).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use tenet_trace::{Arch, MemKind, MemRef, Registers, Writer};
+
+use crate::Error;
+use crate::steps::{AccessKind, Isa, Step, Steps};
+
+/// The most threads (so open files) one conversion writes.
+pub const MAX_THREADS: usize = 1024;
+
+/// One memory item waiting for the thread's next line; its bytes in `Pending::data`.
+#[derive(Clone, Copy)]
+struct Item {
+    kind: MemKind,
+    addr: u64,
+    start: usize,
+    len: usize,
+}
+
+/// The accesses of one instruction, kept until the thread's next line.
+#[derive(Default)]
+struct Pending {
+    items: Vec<Item>,
+    data: Vec<u8>,
+}
+
+impl Pending {
+    fn clear(&mut self) {
+        self.items.clear();
+        self.data.clear();
+    }
+
+    fn refs(&self) -> impl Iterator<Item = MemRef<'_>> {
+        self.items.iter().map(|m| MemRef {
+            kind: m.kind,
+            addr: m.addr,
+            data: self
+                .data
+                .get(m.start..m.start.saturating_add(m.len))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// One thread's output.
+struct ThreadOut<W: Write> {
+    writer: Writer<W>,
+    /// The registers as its lines so far left them (meaningful once `lines > 0`).
+    last: Registers,
+    pending: Pending,
+    lines: u64,
+}
+
+/// What a conversion wrote for one thread.
+#[derive(Debug)]
+pub struct ThreadTrace<W> {
+    /// The thread id.
+    pub thread: u64,
+    /// The lines written.
+    pub lines: u64,
+    /// The output, flushed.
+    pub output: W,
+}
+
+/// Writes `steps` as Tenet traces: `open(thread)` gives the output of a thread the first
+/// time it runs. Returns every thread's output, by thread id.
+///
+/// # Errors
+///
+/// [`Error::Unsupported`] for a stream that is not x86 or x64, or of more than
+/// [`MAX_THREADS`] threads; a read error of the stream; an output that fails.
+pub fn convert<W: Write>(
+    steps: &mut dyn Steps,
+    mut open: impl FnMut(u64) -> std::io::Result<W>,
+) -> Result<Vec<ThreadTrace<W>>, Error> {
+    let mut threads: BTreeMap<u64, ThreadOut<W>> = BTreeMap::new();
+    let mut current = Pending::default();
+    let mut map: Option<(Arch, Vec<(usize, usize)>)> = None;
+    // The registers of the line being written, reused.
+    let mut line = Registers::new(Arch::Amd64);
+    while let Some(step) = steps.next_step() {
+        let step = step?;
+        let (thread, pc) = (step.thread, step.pc);
+        take_accesses(step, &mut current);
+        if map.is_none() {
+            map = Some(register_map(steps)?);
+        }
+        let Some((arch, slots)) = &map else { break };
+        let arch = *arch;
+        if line.arch() != arch {
+            line = Registers::new(arch);
+        }
+        if !threads.contains_key(&thread) {
+            if threads.len() >= MAX_THREADS {
+                return Err(Error::Unsupported(format!(
+                    "more than {MAX_THREADS} threads: one Tenet trace per thread would open too many files"
+                )));
+            }
+            let w = open(thread).map_err(|e| Error::io(format!("thread {thread}"), e))?;
+            threads.insert(
+                thread,
+                ThreadOut {
+                    writer: Writer::new(w, arch),
+                    last: Registers::new(arch),
+                    pending: Pending::default(),
+                    lines: 0,
+                },
+            );
+        }
+        let Some(out) = threads.get_mut(&thread) else {
+            break;
+        };
+        let regs = steps.regs();
+        line.clear();
+        for &(index, slot) in slots {
+            let value = regs.get(slot).copied().unwrap_or(0) & arch.max_value();
+            if out.lines == 0 || out.last.get(index) != Some(value) {
+                line.set(index, value);
+                out.last.set(index, value);
+            }
+        }
+        line.set(arch.pc(), pc);
+        out.writer
+            .write_instruction(&line, out.pending.refs())
+            .map_err(write_err)?;
+        out.lines = out.lines.saturating_add(1);
+        std::mem::swap(&mut out.pending, &mut current);
+    }
+    threads
+        .into_iter()
+        .map(|(thread, out)| {
+            Ok(ThreadTrace {
+                thread,
+                lines: out.lines,
+                output: out.writer.finish().map_err(write_err)?,
+            })
+        })
+        .collect()
+}
+
+fn write_err(e: tenet_trace::WriteError) -> Error {
+    match e {
+        tenet_trace::WriteError::Io(e) => Error::io("cannot write the Tenet trace", e),
+        e => Error::Unsupported(e.to_string()),
+    }
+}
+
+/// Copies the accesses of `step` into `out`: kind (from the access's kind where known,
+/// else `mw` when a new value was recorded), address, bytes after the instruction.
+fn take_accesses(step: &Step, out: &mut Pending) {
+    out.clear();
+    for a in &step.mem {
+        let kind = match a.kind {
+            AccessKind::Read => MemKind::Read,
+            AccessKind::Write => MemKind::Write,
+            AccessKind::ReadWrite => MemKind::ReadWrite,
+            AccessKind::Unknown if a.new.is_some() => MemKind::Write,
+            AccessKind::Unknown => MemKind::Read,
+        };
+        let Some(bytes) = step.new(a).or_else(|| step.old(a)) else {
+            continue;
+        };
+        let start = out.data.len();
+        out.data.extend_from_slice(bytes);
+        out.items.push(Item {
+            kind,
+            addr: a.addr,
+            start,
+            len: bytes.len(),
+        });
+    }
+}
+
+/// The architecture of a stream, and for each Tenet register but the pc its position in
+/// [`Steps::reg_names`] (registers the stream does not name are left out).
+fn register_map(steps: &dyn Steps) -> Result<(Arch, Vec<(usize, usize)>), Error> {
+    let arch = match steps.isa() {
+        Isa::X64 => Arch::Amd64,
+        Isa::X86 => Arch::X86,
+        other => {
+            return Err(Error::Unsupported(format!(
+                "Tenet traces hold x86 and x64 registers; this stream is {other:?}"
+            )));
+        }
+    };
+    let names = steps.reg_names();
+    let slots = arch
+        .registers()
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != arch.pc())
+        .filter_map(|(i, name)| Some((i, names.iter().position(|n| n == name)?)))
+        .collect();
+    Ok((arch, slots))
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use quickcheck::{QuickCheck, TestResult};
+    use tenet_trace::{Line, ReadOptions, Reader};
+    use trac_x64dbg::testgen;
+
+    use super::*;
+    use crate::formats::x64dbg::X64dbg;
+    use crate::{Ctx, Handler, Input, Options};
+
+    /// What the x64dbg replay says of one instruction of a thread: pc, the general
+    /// registers by name, the accesses as (kind, addr, value after).
+    type Expected = (u64, Vec<(String, u64)>, Vec<(MemKind, u64, Vec<u8>)>);
+
+    fn x64dbg(arch: trac_x64dbg::Arch, threads: u32, n: u64, seed: u64) -> Input {
+        let opts = testgen::Options {
+            arch,
+            threads,
+            max_run: 7,
+            seed,
+        };
+        let rec = trac_x64dbg::RecorderOptions::default();
+        let name = match arch {
+            trac_x64dbg::Arch::X64 => "t.trace64",
+            trac_x64dbg::Arch::X86 => "t.trace32",
+        };
+        Input::from_bytes(name, testgen::trace(opts, n, rec, "a.exe")).unwrap()
+    }
+
+    /// Per thread, what the replay gives for each of its instructions (names: the Tenet
+    /// architecture's registers but the pc).
+    fn replay(mut input: Input, tenet: Arch) -> BTreeMap<u64, Vec<Expected>> {
+        let options = Options::default();
+        let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+        let mut out: BTreeMap<u64, Vec<Expected>> = BTreeMap::new();
+        while let Some(step) = steps.next_step() {
+            let step = step.unwrap();
+            let (thread, pc) = (step.thread, step.pc);
+            let mem = step
+                .mem
+                .iter()
+                .map(|a| {
+                    let kind = if a.new.is_some() {
+                        MemKind::Write
+                    } else {
+                        MemKind::Read
+                    };
+                    let value = step.new(a).or_else(|| step.old(a)).unwrap().to_vec();
+                    (kind, a.addr, value)
+                })
+                .collect();
+            let names = steps.reg_names();
+            let regs = tenet
+                .registers()
+                .iter()
+                .filter(|n| **n != tenet.pc_name())
+                .map(|n| {
+                    let k = names.iter().position(|x| x == n).unwrap();
+                    ((*n).to_owned(), steps.regs()[k])
+                })
+                .collect();
+            out.entry(thread).or_default().push((pc, regs, mem));
+        }
+        out
+    }
+
+    /// Per thread, what the Tenet trace says: the merged state after each line, each line's
+    /// memory items.
+    fn read_back(bytes: &[u8]) -> Vec<Expected> {
+        let mut r = Reader::parse(bytes, ReadOptions::default());
+        let mut state: Option<Registers> = None;
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line() {
+            let Line::Instruction(i) = l.unwrap() else {
+                panic!("no comments expected")
+            };
+            let arch = i.regs.arch();
+            let s = state.get_or_insert(Registers::new(arch));
+            s.merge(i.regs);
+            let regs = s
+                .iter()
+                .filter(|(n, _)| *n != arch.pc_name())
+                .map(|(n, v)| (n.to_owned(), v))
+                .collect();
+            let mem = i.mem().map(|m| (m.kind, m.addr, m.data.to_vec())).collect();
+            out.push((i.pc(), regs, mem));
+        }
+        out
+    }
+
+    /// x64dbg → Tenet → read gives, for every instruction of every thread, the pc and the
+    /// general registers of the x64dbg replay, and line k + 1 carries the accesses of
+    /// instruction k with the values after it (`mw` exactly where x64dbg recorded a new
+    /// value); the last instruction's accesses are not written. Several threads, x64 and
+    /// x86.
+    #[test]
+    fn x64dbg_to_tenet_to_read_matches_the_replay() {
+        fn prop(seed: u64, threads: u8, n: u16, x86: bool) -> TestResult {
+            let arch = if x86 {
+                trac_x64dbg::Arch::X86
+            } else {
+                trac_x64dbg::Arch::X64
+            };
+            let tenet = if x86 { Arch::X86 } else { Arch::Amd64 };
+            let threads = u32::from(threads % 4) + 1;
+            let n = u64::from(n % 600) + 1;
+            let expected = replay(x64dbg(arch, threads, n, seed), tenet);
+            let options = Options::default();
+            let mut input = x64dbg(arch, threads, n, seed);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let written = convert(&mut *steps, |_| Ok(Vec::new())).unwrap();
+            assert_eq!(
+                written.iter().map(|t| t.thread).collect::<Vec<_>>(),
+                expected.keys().copied().collect::<Vec<_>>()
+            );
+            for t in written {
+                let want = &expected[&t.thread];
+                let got = read_back(&t.output);
+                assert_eq!(got.len(), want.len());
+                assert_eq!(t.lines, want.len() as u64);
+                for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert_eq!(g.0, w.0, "pc of instruction {k} of thread {}", t.thread);
+                    assert_eq!(g.1, w.1, "registers of instruction {k}");
+                    let accesses = if k == 0 { &[][..] } else { &want[k - 1].2[..] };
+                    assert_eq!(g.2, accesses, "memory of line {k}");
+                }
+            }
+            TestResult::passed()
+        }
+        QuickCheck::new()
+            .tests(40)
+            .quickcheck(prop as fn(u64, u8, u16, bool) -> TestResult);
+    }
+
+    /// A stream that is not x86/x64 is refused.
+    #[test]
+    fn other_architectures_are_refused() {
+        let bytes = crate::schema::testing::testdata("amber/example.tt6");
+        let mut input = Input::from_bytes("example.tt6", bytes).unwrap();
+        let options = Options::default();
+        let mut steps = crate::formats::amber::TT6
+            .steps(&mut input, &mut Ctx::new(&options))
+            .unwrap();
+        let e = convert(&mut *steps, |_| Ok(Vec::new())).unwrap_err();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    }
+}

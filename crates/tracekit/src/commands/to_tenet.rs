@@ -1,0 +1,75 @@
+//! `tracekit convert FILE --to tenet -o PREFIX`: an instruction stream (x64dbg, or any x86/x64
+//! stream) as Tenet traces, one per thread, `PREFIX.<thread>.log` (the thread id in
+//! decimal), as Tenet's reference Pin tracer names them. The line rules are those of
+//! [`trace_registry::sink::tenet`]. Each file is written under a temporary name and renamed
+//! once the whole input has been read, so a failed conversion leaves no partial trace.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use trace_registry::{Ctx, Handler, Input, Options};
+
+use crate::CliError;
+
+/// Converts `input` into `PREFIX.<thread>.log` files; prints each file and its line count.
+///
+/// # Errors
+///
+/// The input has no instruction stream or is not x86/x64 (usage), it is damaged, or a file
+/// cannot be written.
+pub fn convert(
+    handler: &dyn Handler,
+    mut input: Input,
+    options: &Options,
+    prefix: &Path,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut steps = handler
+        .steps(&mut input, &mut Ctx::new(options))
+        .map_err(|e| match e {
+            trace_registry::Error::Unsupported(m) => CliError::Usage(m),
+            e => CliError::Trace(e),
+        })?;
+    let final_path = |thread: u64| {
+        let mut p = prefix.as_os_str().to_owned();
+        p.push(format!(".{thread}.log"));
+        PathBuf::from(p)
+    };
+    let temp_path = |thread: u64| {
+        let mut p = final_path(thread).into_os_string();
+        p.push(format!(".tmp-{}", std::process::id()));
+        PathBuf::from(p)
+    };
+    let mut temps: Vec<PathBuf> = Vec::new();
+    let result = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
+        let path = temp_path(thread);
+        let file = File::create(&path)?;
+        temps.push(path);
+        Ok(BufWriter::new(file))
+    });
+    let threads = match result {
+        Ok(t) => t,
+        Err(e) => {
+            for t in &temps {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(match e {
+                trace_registry::Error::Unsupported(m) => CliError::Usage(m),
+                e => CliError::Trace(e),
+            });
+        }
+    };
+    for t in threads {
+        drop(t.output);
+        let (from, to) = (temp_path(t.thread), final_path(t.thread));
+        std::fs::rename(&from, &to).map_err(|e| {
+            CliError::io(
+                format!("cannot rename {} to {}", from.display(), to.display()),
+                e,
+            )
+        })?;
+        writeln!(out, "{}: {} lines", to.display(), t.lines)?;
+    }
+    Ok(())
+}
