@@ -12,6 +12,8 @@
 //! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
 //! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
 //! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
+//! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
+//! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
@@ -91,6 +93,9 @@ pub struct FormatOptions {
     /// `access` (read, write, readwrite or unknown) from the instruction's operands.
     #[arg(long, global = true)]
     pub disasm: bool,
+    /// The sidecar index (`tracekit index`) to use instead of FILE.tkidx beside the trace.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub index: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -146,6 +151,12 @@ pub enum Cmd {
     /// Find the frames of a GDB tracepoint file by pc, tracepoint, pc range or collected
     /// memory (GDB's `tfind`, all at once): frame numbers, or JSON Lines with `--json`.
     Find(commands::find::FindArgs),
+    /// Every access to an address range (ADDR or ADDR:LEN), or with --pc every execution
+    /// of an address, as JSON Lines; from the sidecar index when there is one.
+    Xref(commands::xref::XrefArgs),
+    /// Write the sidecar index (FILE.tkidx): address and pc lists for `xref`, seek points
+    /// for `state` and `mem`.
+    Index(commands::xref::IndexArgs),
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
     Export(ExportArgs),
@@ -246,6 +257,7 @@ impl FormatOptions {
             record_size: self.record_size,
             lenient: self.lenient,
             disasm: self.disasm,
+            index: self.index.clone(),
         }
     }
 }
@@ -337,6 +349,16 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let (input, h) = open(&args.file, forced)?;
             let p = progress(&input);
             commands::find::run(h, input, &options, args, p, out, err)
+        }
+        Cmd::Xref(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::xref::run(h, input, &options, args, p, out, err)
+        }
+        Cmd::Index(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::xref::build(h, input, &options, args, p, out, err)
         }
         Cmd::Export(args) => {
             let (input, h) = open(&args.file, forced)?;

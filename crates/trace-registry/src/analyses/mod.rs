@@ -3,3 +3,5 @@
 //! cross-references, the diff of two runs, and tfile frame search. Each answer is a value
 //! that serialises to the JSON the matching `tracekit` command prints with `--json`.
 pub mod find;
+pub mod index;
+pub mod xref;

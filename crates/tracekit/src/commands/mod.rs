@@ -16,6 +16,7 @@ use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 pub mod args;
 pub mod find;
+pub mod xref;
 
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
