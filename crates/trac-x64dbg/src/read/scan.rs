@@ -49,6 +49,19 @@ impl<'a> Trace<'a> {
     }
 }
 
+impl<'a> super::Replay<'a> {
+    /// A [`Scan`] that goes on from where the replay is, with its pc.
+    #[must_use]
+    pub fn scan(&self) -> Scan<'a> {
+        let arch = self.regs().arch();
+        Scan {
+            blocks: self.blocks.clone(),
+            pc: self.regs().ip(),
+            cip: cip_word(arch),
+        }
+    }
+}
+
 /// Every instruction with the pc before it (the `cip` word of the register state), for a
 /// scan that needs no other register: [`Trace::scan`], [`Trace::scan_from`].
 ///
@@ -100,32 +113,36 @@ impl<'a> Instruction<'a> {
     pub(super) fn word_change(&self, word: u8) -> Option<u64> {
         let n = self.reg_count();
         let start = self.positions_start();
-        let k = if n <= 8 {
-            // The absolute index of change k is the sum of positions 0..=k plus k. The
-            // decoder checked that the last one is below the REGDUMP size (at most 216), so
-            // the byte-wise prefix sums (one multiply) never carry into the next byte.
-            // The 8 bytes from the positions on are there: the values follow them.
-            let raw = u64::from_le_bytes(*self.bytes.get(start..)?.first_chunk::<8>()?);
-            let keep = u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0);
-            let prefix = (raw & keep)
-                .wrapping_mul(ONES)
-                .wrapping_add(0x0706_0504_0302_0100);
-            let t = prefix ^ u64::from(word).wrapping_mul(ONES);
-            // The lowest zero byte of `t` (the one match: indices strictly increase).
-            let zero = t.wrapping_sub(ONES) & !t & (ONES << 7);
-            let k = (zero.trailing_zeros() / 8) as usize;
-            if k >= n {
-                return None;
+        let from_positions = self.bytes.get(start..)?;
+        let k = match from_positions.first_chunk::<8>() {
+            // The 8 bytes from the positions on are there unless the block is tiny (an
+            // x86 block with one change and no memory access).
+            Some(raw) if n <= 8 => {
+                // The absolute index of change k is the sum of positions 0..=k plus k. The
+                // decoder checked that the last one is below the REGDUMP size (at most
+                // 216), so the byte-wise prefix sums (one multiply) never carry into the
+                // next byte.
+                let keep = u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0);
+                let prefix = (u64::from_le_bytes(*raw) & keep)
+                    .wrapping_mul(ONES)
+                    .wrapping_add(0x0706_0504_0302_0100);
+                let t = prefix ^ u64::from(word).wrapping_mul(ONES);
+                // The lowest zero byte of `t` (the one match: indices strictly increase).
+                let zero = t.wrapping_sub(ONES) & !t & (ONES << 7);
+                let k = (zero.trailing_zeros() / 8) as usize;
+                if k >= n {
+                    return None;
+                }
+                k
             }
-            k
-        } else {
-            let mut next = 0u16;
-            let positions = self.bytes.get(start..start.checked_add(n)?)?;
-            positions.iter().position(|&p| {
-                let index = next.wrapping_add(u16::from(p));
-                next = index.wrapping_add(1);
-                index == u16::from(word)
-            })?
+            _ => {
+                let mut next = 0u16;
+                from_positions.get(..n)?.iter().position(|&p| {
+                    let index = next.wrapping_add(u16::from(p));
+                    next = index.wrapping_add(1);
+                    index == u16::from(word)
+                })?
+            }
         };
         let w = self.w();
         let at = start

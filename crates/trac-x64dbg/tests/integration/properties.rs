@@ -307,6 +307,32 @@ fn scans_follow_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
 }
 
+/// The generator's x86 blocks that change only eip and touch no memory are shorter than
+/// a word of positions: the scan still finds the pc in them.
+#[test]
+fn scan_reads_the_pc_of_tiny_blocks() {
+    for (arch, seed) in [(Arch::X86, 0), (Arch::X86, 5), (Arch::X64, 0)] {
+        let opts = trac_x64dbg::testgen::Options {
+            arch,
+            threads: 1,
+            max_run: 1,
+            seed,
+        };
+        let data = trac_x64dbg::testgen::trace(opts, 600, RecorderOptions::default(), "t.exe");
+        let trace = Trace::parse(&data).unwrap();
+        let (got, err) = replay_all(&trace);
+        assert!(err.is_none());
+        let mut scan = trace.scan();
+        let mut tiny = 0;
+        for d in &got {
+            let ins = scan.next_instruction().unwrap().unwrap();
+            tiny += usize::from(ins.bytes().len() < 16);
+            assert_eq!(scan.pc(), d.regs.ip(), "{arch:?} seed {seed}: instruction {}", d.index);
+        }
+        assert!(arch == Arch::X64 || tiny > 0, "no tiny block to test");
+    }
+}
+
 /// The index pass finds the full dumps the block iterator finds, and counts alike.
 #[test]
 fn index_finds_every_full_dump() {

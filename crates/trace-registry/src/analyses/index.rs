@@ -256,11 +256,11 @@ fn damaged(path: &Path, what: impl std::fmt::Display, offset: Option<u64>) -> Er
     }
 }
 
-/// An open sidecar index, checked against its trace.
+/// An open sidecar index: a file, or any bytes for tests ([`Sidecar::read`]).
 #[derive(Debug)]
-pub struct Sidecar {
+pub struct Sidecar<R = File> {
     path: PathBuf,
-    file: File,
+    file: R,
     header: Header,
     pcs_dir: Vec<(u64, u64)>,
     mem_dir: Vec<(u64, u64)>,
@@ -295,7 +295,7 @@ impl Unusable {
     }
 }
 
-impl Sidecar {
+impl Sidecar<File> {
     /// Opens the index at `path` for the trace at `trace` read as `format`: checks its
     /// header, that it was made from this trace (size, mtime, head hash) and its
     /// directories.
@@ -304,7 +304,7 @@ impl Sidecar {
     ///
     /// Why it cannot be used.
     pub fn open(path: &Path, trace: &Path, format: &str) -> Result<Sidecar, Unusable> {
-        let mut file = match File::open(path) {
+        let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Unusable::Missing),
             Err(e) => {
@@ -314,24 +314,42 @@ impl Sidecar {
                 )));
             }
         };
-        let io_err = |e| Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e));
-        let file_len = file.metadata().map_err(io_err)?.len();
-        let mut head = [0u8; HEADER_LEN];
-        let got = read_up_to(&mut file, &mut head).map_err(io_err)?;
-        let header = Header::parse(head.get(..got).unwrap_or_default(), file_len)
-            .map_err(|why| Unusable::Damaged(damaged(path, why, Some(0))))?;
+        let file_len = file
+            .metadata()
+            .map_err(|e| {
+                Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e))
+            })?
+            .len();
+        let sidecar = Sidecar::read(path, file, file_len).map_err(Unusable::Damaged)?;
         let identity = Identity::of(trace).map_err(Unusable::Damaged)?;
-        if header.format != format {
+        if sidecar.header.format != format {
             return Err(Unusable::Stale(format!(
                 "it was made for a {} trace, not {format}",
-                header.format
+                sidecar.header.format
             )));
         }
-        if header.identity != identity {
+        if sidecar.header.identity != identity {
             return Err(Unusable::Stale(
                 "the trace has changed since (size, time or first bytes differ)".into(),
             ));
         }
+        Ok(sidecar)
+    }
+}
+
+impl<R: Read + Seek> Sidecar<R> {
+    /// Reads the header and directories of the index in `file` (of `file_len` bytes;
+    /// `path` names it in messages), without checking which trace it belongs to.
+    ///
+    /// # Errors
+    ///
+    /// It is not a readable index.
+    pub fn read(path: &Path, mut file: R, file_len: u64) -> Result<Sidecar<R>, Error> {
+        let mut head = [0u8; HEADER_LEN];
+        let got = read_up_to(&mut file, &mut head)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let header = Header::parse(head.get(..got).unwrap_or_default(), file_len)
+            .map_err(|why| damaged(path, why, Some(0)))?;
         let mut sidecar = Sidecar {
             path: path.to_owned(),
             file,
@@ -339,8 +357,8 @@ impl Sidecar {
             mem_dir: Vec::new(),
             header,
         };
-        sidecar.pcs_dir = sidecar.directory(sidecar.header.pcs).map_err(Unusable::Damaged)?;
-        sidecar.mem_dir = sidecar.directory(sidecar.header.mem).map_err(Unusable::Damaged)?;
+        sidecar.pcs_dir = sidecar.directory(sidecar.header.pcs)?;
+        sidecar.mem_dir = sidecar.directory(sidecar.header.mem)?;
         Ok(sidecar)
     }
 
@@ -984,5 +1002,235 @@ pub fn load_seek_index(input: &mut Input, ctx: &mut Ctx<'_>, format: &str) -> Op
             }
             None
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use std::io::Cursor;
+
+    use quickcheck::{QuickCheck, TestResult};
+    use trac_x64dbg::testgen::{self, Options as GenOptions};
+    use trac_x64dbg::{Arch, RecorderOptions};
+
+    use super::*;
+    use crate::analyses::xref::{XrefQuery, xref};
+    use crate::{HANDLERS, Options};
+
+    /// A fresh temporary directory for one test.
+    fn temp_dir(name: &str) -> PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tk-index-{name}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn x64dbg() -> &'static dyn Handler {
+        HANDLERS[0]
+    }
+
+    /// `xref` lines for `query` on the trace at `path`, with the sidecar at `index` (a
+    /// path that does not exist: none).
+    fn lines(path: &Path, index: &Path, query: &XrefQuery) -> Vec<String> {
+        let options = Options {
+            index: Some(index.to_owned()),
+            ..Options::default()
+        };
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut out = Vec::new();
+        xref(x64dbg(), &mut input, &mut Ctx::new(&options), query, |h| {
+            out.push(h.to_json());
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn build_at(path: &Path, out: &Path, run_pairs: usize) -> Built {
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let options = Options::default();
+        build(
+            x64dbg(),
+            &mut input,
+            &mut Ctx::new(&options),
+            Some(out),
+            BuildOptions { run_pairs },
+        )
+        .unwrap()
+    }
+
+    /// With the sidecar (built in memory or from many spilled runs) `xref` prints what the
+    /// scan prints, for addresses the trace touches, ranges around them and pcs.
+    #[test]
+    fn sidecar_answers_as_the_scan_does() {
+        fn prop(seed: u64, threads: u8, x86: bool, n: u16, run_pairs: u8, pick: Vec<(u16, u8)>) -> TestResult {
+            let arch = if x86 { Arch::X86 } else { Arch::X64 };
+            let opts = GenOptions {
+                arch,
+                threads: 1 + u32::from(threads % 4),
+                max_run: 1 + seed % 300,
+                seed,
+            };
+            let bytes = testgen::trace(opts, 1 + u64::from(n % 1500), RecorderOptions::default(), "q.exe");
+            let dir = temp_dir("qc");
+            let path = dir.join("t.trace64");
+            std::fs::write(&path, &bytes).unwrap();
+            let none = dir.join("none.tkidx");
+            let index = dir.join("t.tkidx");
+            let built = build_at(&path, &index, 1 + usize::from(run_pairs));
+            let all: Vec<String> = lines(&path, &none, &XrefQuery { mem: Some((0, Some(u64::MAX))), pc: None });
+            let mut queries = Vec::new();
+            for (k, len) in pick.iter().take(3) {
+                let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()]) else {
+                    break;
+                };
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let hex = |s: &serde_json::Value| u64::from_str_radix(s.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+                let addr = hex(&v["addr"]);
+                let len = u64::from(*len % 40);
+                let start = addr.saturating_sub(len / 2);
+                queries.push(XrefQuery { mem: Some((start, (len > 0).then_some(len))), pc: None });
+                queries.push(XrefQuery { mem: None, pc: Some(hex(&v["pc"])) });
+            }
+            queries.push(XrefQuery { mem: Some((0x10, Some(8))), pc: None });
+            for q in &queries {
+                let scanned = lines(&path, &none, q);
+                let indexed = lines(&path, &index, q);
+                if scanned != indexed {
+                    return TestResult::error(format!("{q:?}: {} lines scanned, {} from the index", scanned.len(), indexed.len()));
+                }
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+            TestResult::from_bool(built.index_bytes <= built.trace_bytes)
+        }
+        QuickCheck::new()
+            .tests(15)
+            .quickcheck(prop as fn(u64, u8, bool, u16, u8, Vec<(u16, u8)>) -> TestResult);
+    }
+
+    /// An index of another trace, or of this one before it changed, is not used: the
+    /// steps say so, and `xref` answers from the trace.
+    #[test]
+    fn stale_and_foreign_indexes_are_ignored_with_a_note() {
+        let dir = temp_dir("stale");
+        let make = |seed| {
+            let opts = GenOptions { arch: Arch::X64, threads: 2, max_run: 50, seed };
+            testgen::trace(opts, 2000, RecorderOptions::default(), "s.exe")
+        };
+        let path = dir.join("a.trace64");
+        std::fs::write(&path, make(1)).unwrap();
+        let index = default_path(&path);
+        build_at(&path, &index, 1 << 20);
+        assert!(Sidecar::open(&index, &path, "x64dbg").is_ok());
+        assert!(matches!(Sidecar::open(&index, &path, "gdb-tfile"), Err(Unusable::Stale(_))));
+        // Same size, other content.
+        std::fs::write(&path, make(2)).unwrap();
+        let why = Sidecar::open(&index, &path, "x64dbg").unwrap_err();
+        assert!(matches!(why, Unusable::Stale(_)), "{why:?}");
+        let options = Options::default();
+        let mut notes = Vec::new();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut ctx = Ctx::new(&options).on_diagnostic(|l| notes.push(l.to_owned()));
+        let mut steps = x64dbg().steps(&mut input, &mut ctx).unwrap();
+        steps.seek(1500).unwrap();
+        drop(steps);
+        drop(ctx);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("has changed"), "{notes:?}");
+        // A damaged one is caught by its hashes and ignored too.
+        build_at(&path, &index, 1 << 20);
+        let mut bytes = std::fs::read(&index).unwrap();
+        bytes[HEADER_LEN + 3] ^= 0x40;
+        std::fs::write(&index, &bytes).unwrap();
+        let mut sidecar = Sidecar::open(&index, &path, "x64dbg").unwrap();
+        assert!(sidecar.seek_index().is_err());
+        notes.clear();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut ctx = Ctx::new(&options).on_diagnostic(|l| notes.push(l.to_owned()));
+        x64dbg().steps(&mut input, &mut ctx).unwrap().seek(1500).unwrap();
+        drop(ctx);
+        assert!(notes.len() == 1 && notes[0].contains("damaged"), "{notes:?}");
+        let len = bytes.len();
+        bytes[len - 1] ^= 1; // the last directory entry
+        std::fs::write(&index, &bytes).unwrap();
+        assert!(matches!(Sidecar::open(&index, &path, "x64dbg"), Err(Unusable::Damaged(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The x64dbg steps seek with the sidecar's seek index, and land where a seek with a
+    /// fresh index pass lands.
+    #[test]
+    fn steps_seek_with_the_sidecar() {
+        let dir = temp_dir("seek");
+        let opts = GenOptions { arch: Arch::X64, threads: 3, max_run: 80, seed: 7 };
+        let path = dir.join("a.trace64");
+        std::fs::write(&path, testgen::trace(opts, 5000, RecorderOptions::default(), "s.exe")).unwrap();
+        let options = Options::default();
+        let at = |n: u64| {
+            let mut input = Input::open(path.as_os_str()).unwrap();
+            let mut steps = x64dbg().steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            steps.seek(n).unwrap();
+            let step = steps.next_step().unwrap().unwrap().clone();
+            (step, steps.regs().to_vec())
+        };
+        let before: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
+        let built = build_at(&path, &default_path(&path), 1 << 20);
+        assert!(built.seek_bytes > 0);
+        let mut sidecar = Sidecar::open(&default_path(&path), &path, "x64dbg").unwrap();
+        let saved = trac_x64dbg::Index::from_bytes(&sidecar.seek_index().unwrap()).unwrap();
+        assert_eq!(saved.full_dumps(), 10);
+        let after: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
+        assert_eq!(before, after);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Any bytes, and any damage to a real index, give an answer or an error.
+    #[test]
+    fn reading_never_panics() {
+        let dir = temp_dir("fuzz");
+        let path = dir.join("a.trace64");
+        let opts = GenOptions { arch: Arch::X64, threads: 2, max_run: 30, seed: 3 };
+        std::fs::write(&path, testgen::trace(opts, 1500, RecorderOptions::default(), "s.exe")).unwrap();
+        let index = dir.join("a.tkidx");
+        build_at(&path, &index, 100);
+        let good = std::fs::read(&index).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        fn probe(bytes: &[u8]) {
+            let Ok(mut s) = Sidecar::read(Path::new("x"), Cursor::new(bytes), bytes.len() as u64) else {
+                return;
+            };
+            let _ = s.seek_index();
+            for k in [0, 1, 0x14_fe00, u64::MAX] {
+                let _ = s.executions(k);
+                let _ = s.accesses(k, k.saturating_add(64));
+            }
+        }
+        probe(&good);
+        static GOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        GOOD.set(good).unwrap();
+        fn raw(b: Vec<u8>) -> bool {
+            probe(&b);
+            true
+        }
+        // Damage anywhere: the header and directories are caught by their hashes, the
+        // entries by the decoder's checks.
+        fn mutated(flips: Vec<(u32, u8)>) -> bool {
+            let mut b = GOOD.get().unwrap().clone();
+            for (at, x) in flips {
+                let i = at as usize % b.len();
+                b[i] ^= x;
+            }
+            probe(&b);
+            true
+        }
+        QuickCheck::new().tests(300).quickcheck(raw as fn(Vec<u8>) -> bool);
+        QuickCheck::new().tests(500).quickcheck(mutated as fn(Vec<(u32, u8)>) -> bool);
     }
 }

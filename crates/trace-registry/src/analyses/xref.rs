@@ -14,14 +14,15 @@
 //! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
 //! let handler = trace_registry::detect(&input).expect("an x64dbg trace");
 //! let options = Options::default();
-//! // The instructions executed at the first instruction's pc.
-//! let query = XrefQuery { pc: Some(0x1400_0100_0), ..XrefQuery::default() };
+//! // The executions of the push at 0x7ff6a1b21001 (`tracekit dump` shows it at i = 1).
+//! let query = XrefQuery { pc: Some(0x7ff6_a1b2_1001), ..XrefQuery::default() };
 //! let mut hits: Vec<XrefHit> = Vec::new();
 //! xref(handler, &mut input, &mut Ctx::new(&options), &query, |h| {
 //!     hits.push(h.clone());
 //!     Ok(())
 //! })?;
-//! assert!(hits.iter().all(|h| h.pc == 0x1400_0100_0));
+//! assert_eq!(hits.first().map(|h| h.i), Some(1));
+//! assert!(hits.len() > 1 && hits.iter().all(|h| h.pc == 0x7ff6_a1b2_1001));
 //! # Ok::<(), trace_registry::Error>(())
 //! ```
 
