@@ -19,3 +19,4 @@ mod frame;
 mod gdb_tfile;
 mod memory;
 mod x64dbg;
+mod xref;
