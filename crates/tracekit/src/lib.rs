@@ -459,3 +459,21 @@ pub fn fuzz_cli(data: &[u8]) {
         }
     }
 }
+
+/// Fuzzing and property-test entry point for the sidecar index reader: `data` as an index
+/// file, read and looked up every way `xref` and the steps do. Must never panic.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_sidecar(data: &[u8]) {
+    use trace_registry::analyses::index::Sidecar;
+    let reader = std::io::Cursor::new(data);
+    let Ok(mut sidecar) = Sidecar::read("input".as_ref(), reader, data.len() as u64) else {
+        return;
+    };
+    if let Ok(seek) = sidecar.seek_index() {
+        let _ = trac_x64dbg::Index::from_bytes(&seek);
+    }
+    for key in [0, 1, 0x14_fe00, 0x7ff6_a1b2_1000, u64::MAX] {
+        let _ = sidecar.executions(key);
+        let _ = sidecar.accesses(key, key.saturating_add(0x100));
+    }
+}
