@@ -303,9 +303,9 @@ impl ScanQuery {
     /// Whether an access of `len` bytes at `addr` covers a byte of [`ScanQuery::mem`].
     #[must_use]
     pub fn covers(&self, addr: u64, len: u32) -> bool {
-        self.mem.as_ref().is_some_and(|r| {
-            addr < r.end && r.start < addr.saturating_add(u64::from(len.max(1)))
-        })
+        self.mem
+            .as_ref()
+            .is_some_and(|r| addr < r.end && r.start < addr.saturating_add(u64::from(len.max(1))))
     }
 
     /// Whether `step` is one to find.

@@ -300,7 +300,9 @@ fn run_state_with_sidecar(bytes: &[u8]) -> u64 {
         let mut steps = handler
             .steps(&mut input, &mut trace_registry::Ctx::new(&options))
             .unwrap();
-        steps.seek(total / 20 * k + k * 7919 % (total / 20).max(1)).unwrap();
+        steps
+            .seek(total / 20 * k + k * 7919 % (total / 20).max(1))
+            .unwrap();
         steps.next_step().unwrap().unwrap();
         regs.clear();
         steps.named_regs(&mut regs);

@@ -318,7 +318,12 @@ impl DecoderState {
     /// index's (given back to [`DecoderState::from_bytes`]), and a saved state is never
     /// inside a trial parse.
     pub(super) fn to_bytes(&self, out: &mut Vec<u8>) {
-        for x in [self.instructions, self.user_blocks, self.session_start, self.quirks] {
+        for x in [
+            self.instructions,
+            self.user_blocks,
+            self.session_start,
+            self.quirks,
+        ] {
             out.extend_from_slice(&x.to_le_bytes());
         }
         out.extend_from_slice(&self.thread.to_le_bytes());

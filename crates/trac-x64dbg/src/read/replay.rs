@@ -55,7 +55,9 @@ impl<'a> Trace<'a> {
             // The usual block (not a full dump: those have more register changes than the
             // quick path takes) only moves the decoder state on; nothing is kept.
             if let Some(block) = state.quick_step(rest) {
-                let flagged = block.get(3).is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
+                let flagged = block
+                    .get(3)
+                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
                 state.commit_instruction(block, pos as u64, flagged);
                 prefetch(block, rest.get(block.len()..).unwrap_or(&[]));
                 pos += block.len();
@@ -130,7 +132,11 @@ impl<'a> Trace<'a> {
 impl<'a> Trace<'a> {
     /// The blocks from the full dump at or before `instruction` (from the first block when
     /// there is none), for [`Trace::seek`] and [`Trace::scan_from`].
-    pub(super) fn blocks_before(&self, index: &Index, instruction: u64) -> Result<Blocks<'a>, Error> {
+    pub(super) fn blocks_before(
+        &self,
+        index: &Index,
+        instruction: u64,
+    ) -> Result<Blocks<'a>, Error> {
         if instruction >= index.instructions
             || index.arch != self.arch()
             || index.first_block != self.first_block
@@ -386,9 +392,8 @@ impl Index {
     /// about 60 bytes per full dump.
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(
-            INDEX_HEAD + self.anchors.len() * (8 + DecoderState::BYTES),
-        );
+        let mut out =
+            Vec::with_capacity(INDEX_HEAD + self.anchors.len() * (8 + DecoderState::BYTES));
         out.extend_from_slice(INDEX_MAGIC);
         out.push(match self.arch {
             Arch::X64 => 0,
@@ -450,9 +455,9 @@ impl Index {
             let (pos, state) = chunk.split_first_chunk::<8>()?;
             let pos = usize::try_from(u64::from_le_bytes(*pos)).ok()?;
             let state = DecoderState::from_bytes(arch, options, state)?;
-            let in_order = anchors.last().is_none_or(|a: &Anchor| {
-                a.pos < pos && a.instruction < state.instructions
-            });
+            let in_order = anchors
+                .last()
+                .is_none_or(|a: &Anchor| a.pos < pos && a.instruction < state.instructions);
             if !in_order || pos < first_block || state.instructions >= instructions {
                 return None;
             }

@@ -145,9 +145,7 @@ impl<'a> Instruction<'a> {
             }
         };
         let w = self.w();
-        let at = start
-            .checked_add(n)?
-            .checked_add(k.checked_mul(w)?)?;
+        let at = start.checked_add(n)?.checked_add(k.checked_mul(w)?)?;
         let bytes = self.bytes.get(at..at.checked_add(w)?)?;
         Some(if w == 8 {
             u64::from_le_bytes(bytes.try_into().ok()?)
@@ -167,12 +165,14 @@ impl<'a> Instruction<'a> {
             .bytes
             .get(start..start.saturating_add(m.saturating_mul(w)))
             .unwrap_or(&[]);
-        addrs.chunks_exact(w).map(move |c| match c.first_chunk::<8>() {
-            Some(word) if wide => u64::from_le_bytes(*word),
-            _ => c
-                .first_chunk::<4>()
-                .map_or(0, |word| u64::from(u32::from_le_bytes(*word))),
-        })
+        addrs
+            .chunks_exact(w)
+            .map(move |c| match c.first_chunk::<8>() {
+                Some(word) if wide => u64::from_le_bytes(*word),
+                _ => c
+                    .first_chunk::<4>()
+                    .map_or(0, |word| u64::from(u32::from_le_bytes(*word))),
+            })
     }
 
     /// Whether a recorded memory word (8 or 4 bytes at its address) overlaps the

@@ -3,8 +3,9 @@
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use trac_x64dbg::{
-    Arch, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder, RecorderOptions,
-    RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read, write_records,
+    Arch, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
+    RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
+    write_records,
 };
 
 use crate::common::{
@@ -269,7 +270,10 @@ fn scans_follow_the_replay() {
         let w = s.arch.word_size() as u64;
         for d in &got {
             let ins = scan.next_instruction().unwrap().unwrap();
-            let want = d.mem.iter().any(|m| m.address < hi && lo < m.address.saturating_add(w));
+            let want = d
+                .mem
+                .iter()
+                .any(|m| m.address < hi && lo < m.address.saturating_add(w));
             let addrs: Vec<u64> = ins.mem_addresses().collect();
             let want_addrs: Vec<u64> = d.mem.iter().map(|m| m.address).collect();
             if ins.index() != d.index
@@ -327,7 +331,12 @@ fn scan_reads_the_pc_of_tiny_blocks() {
         for d in &got {
             let ins = scan.next_instruction().unwrap().unwrap();
             tiny += usize::from(ins.bytes().len() < 16);
-            assert_eq!(scan.pc(), d.regs.ip(), "{arch:?} seed {seed}: instruction {}", d.index);
+            assert_eq!(
+                scan.pc(),
+                d.regs.ip(),
+                "{arch:?} seed {seed}: instruction {}",
+                d.index
+            );
         }
         assert!(arch == Arch::X64 || tiny > 0, "no tiny block to test");
     }

@@ -28,8 +28,8 @@
 //! directories; entries are decoded with bounds checks, so that any bytes give an answer
 //! or an error, never a panic.
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -195,7 +195,9 @@ impl Header {
         if bytes.get(..16) != Some(MAGIC.as_slice()) {
             return Err("not a tracekit index (bad magic or version)".into());
         }
-        let body = bytes.get(..HEADER_LEN - 8).ok_or("the header is cut short")?;
+        let body = bytes
+            .get(..HEADER_LEN - 8)
+            .ok_or("the header is cut short")?;
         if u64_at(bytes, HEADER_LEN - 8) != Some(hash(body)) {
             return Err("the header is damaged (hash mismatch)".into());
         }
@@ -378,13 +380,24 @@ impl<R: Read + Seek> Sidecar<R> {
     /// file (checked with the header), so its length is bounded by the file's.
     fn section(&mut self, s: Section) -> Result<Vec<u8>, Error> {
         let path = self.path.clone();
-        let mut bytes = vec![0u8; usize::try_from(s.len).map_err(|_| damaged(&path, "a section is too big", Some(s.offset)))?];
+        let mut bytes = vec![
+            0u8;
+            usize::try_from(s.len).map_err(|_| damaged(
+                &path,
+                "a section is too big",
+                Some(s.offset)
+            ))?
+        ];
         self.file
             .seek(SeekFrom::Start(s.offset))
             .and_then(|_| self.file.read_exact(&mut bytes))
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
         if hash(&bytes) != s.hash {
-            return Err(damaged(&path, "a section is damaged (hash mismatch)", Some(s.offset)));
+            return Err(damaged(
+                &path,
+                "a section is damaged (hash mismatch)",
+                Some(s.offset),
+            ));
         }
         Ok(bytes)
     }
@@ -400,7 +413,11 @@ impl<R: Read + Seek> Sidecar<R> {
             _ => true,
         });
         if !sorted || dir.iter().any(|&(_, off)| off >= list.entries.len) {
-            return Err(damaged(&self.path, "a directory is out of order", Some(list.dir.offset)));
+            return Err(damaged(
+                &self.path,
+                "a directory is out of order",
+                Some(list.dir.offset),
+            ));
         }
         Ok(dir)
     }
@@ -507,7 +524,11 @@ impl<R: Read + Seek> Sidecar<R> {
             let mut i = 0u64;
             for n in 0..count {
                 let d = take_varint(&mut cur).ok_or_else(|| bad(at))?;
-                i = if n == 0 { d } else { i.checked_add(d).ok_or_else(|| bad(at))? };
+                i = if n == 0 {
+                    d
+                } else {
+                    i.checked_add(d).ok_or_else(|| bad(at))?
+                };
                 if i >= self.header.steps {
                     return Err(bad(at));
                 }
@@ -703,7 +724,10 @@ impl Runs {
         for &(k, i) in &self.pairs {
             buf.clear();
             put_varint(&mut buf, k.wrapping_sub(prev.0));
-            put_varint(&mut buf, i.wrapping_sub(if k == prev.0 { prev.1 } else { 0 }));
+            put_varint(
+                &mut buf,
+                i.wrapping_sub(if k == prev.0 { prev.1 } else { 0 }),
+            );
             w.write_all(&buf)?;
             prev = (k, i);
         }
@@ -779,7 +803,11 @@ impl RunReader {
         let dk = read_varint(&mut chained)?;
         let di = read_varint(&mut chained)?;
         let k = self.prev.0.wrapping_add(dk);
-        let i = if dk == 0 { self.prev.1.wrapping_add(di) } else { di };
+        let i = if dk == 0 {
+            self.prev.1.wrapping_add(di)
+        } else {
+            di
+        };
         self.prev = (k, i);
         Ok(Some((k, i)))
     }
@@ -853,9 +881,15 @@ pub fn build(
         PathBuf::from(name)
     };
     let writable = |e: io::Error| {
-        let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let hint = if e.kind() == io::ErrorKind::PermissionDenied {
-            format!(" ({} is not writable: use -o PATH to put the index elsewhere)", dir.display())
+            format!(
+                " ({} is not writable: use -o PATH to put the index elsewhere)",
+                dir.display()
+            )
         } else {
             String::new()
         };
@@ -883,7 +917,12 @@ pub fn build(
         all: true,
         ..ScanQuery::default()
     };
-    let spill = |e: io::Error| Error::io(format!("cannot write a temporary run beside {}", out.display()), e);
+    let spill = |e: io::Error| {
+        Error::io(
+            format!("cannot write a temporary run beside {}", out.display()),
+            e,
+        )
+    };
     steps.scan(&query, &mut |step| {
         count = step.i.saturating_add(1);
         pcs.push(step.pc, step.i).map_err(spill)?;
@@ -970,11 +1009,7 @@ impl Drop for RemoveOnDrop {
 /// # Errors
 ///
 /// Why there is no usable sidecar.
-pub fn open_for(
-    input: &Input,
-    explicit: Option<&Path>,
-    format: &str,
-) -> Result<Sidecar, Unusable> {
+pub fn open_for(input: &Input, explicit: Option<&Path>, format: &str) -> Result<Sidecar, Unusable> {
     let Some(trace) = input.path().filter(|_| input.compression().is_none()) else {
         return Err(Unusable::Missing);
     };
@@ -990,9 +1025,8 @@ pub fn load_seek_index(input: &mut Input, ctx: &mut Ctx<'_>, format: &str) -> Op
         return None;
     }
     let explicit = ctx.options.index.clone();
-    let found = open_for(input, explicit.as_deref(), format).and_then(|mut s| {
-        s.seek_index().map_err(Unusable::Damaged)
-    });
+    let found = open_for(input, explicit.as_deref(), format)
+        .and_then(|mut s| s.seek_index().map_err(Unusable::Damaged));
     match found {
         Ok(bytes) => Some(bytes),
         Err(why) => {
@@ -1070,7 +1104,14 @@ mod tests {
     /// scan prints, for addresses the trace touches, ranges around them and pcs.
     #[test]
     fn sidecar_answers_as_the_scan_does() {
-        fn prop(seed: u64, threads: u8, x86: bool, n: u16, run_pairs: u8, pick: Vec<(u16, u8)>) -> TestResult {
+        fn prop(
+            seed: u64,
+            threads: u8,
+            x86: bool,
+            n: u16,
+            run_pairs: u8,
+            pick: Vec<(u16, u8)>,
+        ) -> TestResult {
             let arch = if x86 { Arch::X86 } else { Arch::X64 };
             let opts = GenOptions {
                 arch,
@@ -1078,33 +1119,61 @@ mod tests {
                 max_run: 1 + seed % 300,
                 seed,
             };
-            let bytes = testgen::trace(opts, 1 + u64::from(n % 1500), RecorderOptions::default(), "q.exe");
+            let bytes = testgen::trace(
+                opts,
+                1 + u64::from(n % 1500),
+                RecorderOptions::default(),
+                "q.exe",
+            );
             let dir = temp_dir("qc");
             let path = dir.join("t.trace64");
             std::fs::write(&path, &bytes).unwrap();
             let none = dir.join("none.tkidx");
             let index = dir.join("t.tkidx");
             let built = build_at(&path, &index, 1 + usize::from(run_pairs));
-            let all: Vec<String> = lines(&path, &none, &XrefQuery { mem: Some((0, Some(u64::MAX))), pc: None });
+            let all: Vec<String> = lines(
+                &path,
+                &none,
+                &XrefQuery {
+                    mem: Some((0, Some(u64::MAX))),
+                    pc: None,
+                },
+            );
             let mut queries = Vec::new();
             for (k, len) in pick.iter().take(3) {
-                let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()]) else {
+                let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()])
+                else {
                     break;
                 };
                 let v: serde_json::Value = serde_json::from_str(line).unwrap();
-                let hex = |s: &serde_json::Value| u64::from_str_radix(s.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+                let hex = |s: &serde_json::Value| {
+                    u64::from_str_radix(s.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+                };
                 let addr = hex(&v["addr"]);
                 let len = u64::from(*len % 40);
                 let start = addr.saturating_sub(len / 2);
-                queries.push(XrefQuery { mem: Some((start, (len > 0).then_some(len))), pc: None });
-                queries.push(XrefQuery { mem: None, pc: Some(hex(&v["pc"])) });
+                queries.push(XrefQuery {
+                    mem: Some((start, (len > 0).then_some(len))),
+                    pc: None,
+                });
+                queries.push(XrefQuery {
+                    mem: None,
+                    pc: Some(hex(&v["pc"])),
+                });
             }
-            queries.push(XrefQuery { mem: Some((0x10, Some(8))), pc: None });
+            queries.push(XrefQuery {
+                mem: Some((0x10, Some(8))),
+                pc: None,
+            });
             for q in &queries {
                 let scanned = lines(&path, &none, q);
                 let indexed = lines(&path, &index, q);
                 if scanned != indexed {
-                    return TestResult::error(format!("{q:?}: {} lines scanned, {} from the index", scanned.len(), indexed.len()));
+                    return TestResult::error(format!(
+                        "{q:?}: {} lines scanned, {} from the index",
+                        scanned.len(),
+                        indexed.len()
+                    ));
                 }
             }
             std::fs::remove_dir_all(&dir).unwrap();
@@ -1121,7 +1190,12 @@ mod tests {
     fn stale_and_foreign_indexes_are_ignored_with_a_note() {
         let dir = temp_dir("stale");
         let make = |seed| {
-            let opts = GenOptions { arch: Arch::X64, threads: 2, max_run: 50, seed };
+            let opts = GenOptions {
+                arch: Arch::X64,
+                threads: 2,
+                max_run: 50,
+                seed,
+            };
             testgen::trace(opts, 2000, RecorderOptions::default(), "s.exe")
         };
         let path = dir.join("a.trace64");
@@ -1129,7 +1203,10 @@ mod tests {
         let index = default_path(&path);
         build_at(&path, &index, 1 << 20);
         assert!(Sidecar::open(&index, &path, "x64dbg").is_ok());
-        assert!(matches!(Sidecar::open(&index, &path, "gdb-tfile"), Err(Unusable::Stale(_))));
+        assert!(matches!(
+            Sidecar::open(&index, &path, "gdb-tfile"),
+            Err(Unusable::Stale(_))
+        ));
         // Same size, other content.
         std::fs::write(&path, make(2)).unwrap();
         let why = Sidecar::open(&index, &path, "x64dbg").unwrap_err();
@@ -1154,13 +1231,23 @@ mod tests {
         notes.clear();
         let mut input = Input::open(path.as_os_str()).unwrap();
         let mut ctx = Ctx::new(&options).on_diagnostic(|l| notes.push(l.to_owned()));
-        x64dbg().steps(&mut input, &mut ctx).unwrap().seek(1500).unwrap();
+        x64dbg()
+            .steps(&mut input, &mut ctx)
+            .unwrap()
+            .seek(1500)
+            .unwrap();
         drop(ctx);
-        assert!(notes.len() == 1 && notes[0].contains("damaged"), "{notes:?}");
+        assert!(
+            notes.len() == 1 && notes[0].contains("damaged"),
+            "{notes:?}"
+        );
         let len = bytes.len();
         bytes[len - 1] ^= 1; // the last directory entry
         std::fs::write(&index, &bytes).unwrap();
-        assert!(matches!(Sidecar::open(&index, &path, "x64dbg"), Err(Unusable::Damaged(_))));
+        assert!(matches!(
+            Sidecar::open(&index, &path, "x64dbg"),
+            Err(Unusable::Damaged(_))
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -1169,9 +1256,18 @@ mod tests {
     #[test]
     fn steps_seek_with_the_sidecar() {
         let dir = temp_dir("seek");
-        let opts = GenOptions { arch: Arch::X64, threads: 3, max_run: 80, seed: 7 };
+        let opts = GenOptions {
+            arch: Arch::X64,
+            threads: 3,
+            max_run: 80,
+            seed: 7,
+        };
         let path = dir.join("a.trace64");
-        std::fs::write(&path, testgen::trace(opts, 5000, RecorderOptions::default(), "s.exe")).unwrap();
+        std::fs::write(
+            &path,
+            testgen::trace(opts, 5000, RecorderOptions::default(), "s.exe"),
+        )
+        .unwrap();
         let options = Options::default();
         let at = |n: u64| {
             let mut input = Input::open(path.as_os_str()).unwrap();
@@ -1196,14 +1292,24 @@ mod tests {
     fn reading_never_panics() {
         let dir = temp_dir("fuzz");
         let path = dir.join("a.trace64");
-        let opts = GenOptions { arch: Arch::X64, threads: 2, max_run: 30, seed: 3 };
-        std::fs::write(&path, testgen::trace(opts, 1500, RecorderOptions::default(), "s.exe")).unwrap();
+        let opts = GenOptions {
+            arch: Arch::X64,
+            threads: 2,
+            max_run: 30,
+            seed: 3,
+        };
+        std::fs::write(
+            &path,
+            testgen::trace(opts, 1500, RecorderOptions::default(), "s.exe"),
+        )
+        .unwrap();
         let index = dir.join("a.tkidx");
         build_at(&path, &index, 100);
         let good = std::fs::read(&index).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         fn probe(bytes: &[u8]) {
-            let Ok(mut s) = Sidecar::read(Path::new("x"), Cursor::new(bytes), bytes.len() as u64) else {
+            let Ok(mut s) = Sidecar::read(Path::new("x"), Cursor::new(bytes), bytes.len() as u64)
+            else {
                 return;
             };
             let _ = s.seek_index();
@@ -1230,7 +1336,11 @@ mod tests {
             probe(&b);
             true
         }
-        QuickCheck::new().tests(300).quickcheck(raw as fn(Vec<u8>) -> bool);
-        QuickCheck::new().tests(500).quickcheck(mutated as fn(Vec<(u32, u8)>) -> bool);
+        QuickCheck::new()
+            .tests(300)
+            .quickcheck(raw as fn(Vec<u8>) -> bool);
+        QuickCheck::new()
+            .tests(500)
+            .quickcheck(mutated as fn(Vec<(u32, u8)>) -> bool);
     }
 }

@@ -81,7 +81,8 @@ impl XrefHit {
             self.i, self.thread, self.pc
         );
         if let Some(a) = &self.access {
-            let value = |v: &Option<String>| v.as_ref().map_or("null".into(), |v| format!("\"{v}\""));
+            let value =
+                |v: &Option<String>| v.as_ref().map_or("null".into(), |v| format!("\"{v}\""));
             let _ = write!(
                 s,
                 ",\"addr\":\"{:#x}\",\"old\":{},\"new\":{}",
@@ -105,7 +106,11 @@ fn hex(bytes: &[u8], isa: Isa) -> String {
     let big = isa == Isa::Ppc32;
     if bytes.len() <= 8 {
         let v = bytes.iter().enumerate().fold(0u64, |v, (k, &b)| {
-            let at = if big { bytes.len().saturating_sub(k + 1) } else { k };
+            let at = if big {
+                bytes.len().saturating_sub(k + 1)
+            } else {
+                k
+            };
             v | u64::from(b).checked_shl(8 * at as u32).unwrap_or(0)
         });
         return format!("{v:#x}");

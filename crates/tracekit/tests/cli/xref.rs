@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use trac_x64dbg::{Arch, Header, MemAccess, RegDump, Recorder, RecorderOptions, Step, Writer};
+use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Step, Writer};
 
 use crate::common::*;
 
@@ -95,7 +95,12 @@ fn hex(v: &Value) -> u64 {
 fn known_answers_across_a_full_dump() {
     let dir = temp_dir("known");
     let file = write_known(&dir);
-    let w = |i: u64| format!("{{\"i\":{i},\"thread\":{THREAD},\"pc\":\"{:#x}\"", 0x401000 + (i % 10) * 4);
+    let w = |i: u64| {
+        format!(
+            "{{\"i\":{i},\"thread\":{THREAD},\"pc\":\"{:#x}\"",
+            0x401000 + (i % 10) * 4
+        )
+    };
     let (out, _) = xref(&[&file, "0x14fe00"]);
     assert_eq!(
         out,
@@ -113,7 +118,11 @@ fn known_answers_across_a_full_dump() {
         xref(args)
             .0
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["i"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["i"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect()
     };
     assert_eq!(lines(&[&file, "0x14fe00:1"]), [100, 900]);
@@ -149,7 +158,9 @@ fn sidecar_gives_the_same_lines_and_stale_ones_are_noted() {
     let o = tracekit(["-q", "index", &file]);
     assert!(o.status.success(), "{}", stderr(&o));
     let sidecar = format!("{file}.tkidx");
-    assert!(stdout(&o).starts_with(&format!("{sidecar}: 1200 steps, 1200 executions, 4 accesses")));
+    assert!(stdout(&o).starts_with(&format!(
+        "{sidecar}: 1200 steps, 1200 executions, 4 accesses"
+    )));
     let (trace_len, index_len) = (
         std::fs::metadata(&file).unwrap().len(),
         std::fs::metadata(&sidecar).unwrap().len(),
@@ -162,7 +173,8 @@ fn sidecar_gives_the_same_lines_and_stale_ones_are_noted() {
         let (out, err) = xref(&[&[file.as_str()], *q].concat());
         assert_eq!(&out, want, "{q:?} from the sidecar");
         assert_eq!(err, "");
-        let (out, _) = xref(&[&["--index", elsewhere.to_str().unwrap(), file.as_str()], *q].concat());
+        let (out, _) =
+            xref(&[&["--index", elsewhere.to_str().unwrap(), file.as_str()], *q].concat());
         assert_eq!(&out, want, "{q:?} from --index");
     }
     // The trace changes (one more instruction's worth of bytes): noted, answered anyway.
@@ -171,10 +183,16 @@ fn sidecar_gives_the_same_lines_and_stale_ones_are_noted() {
     std::fs::write(&file, &bytes).unwrap();
     let (out, err) = xref(&[&file, "0x14fe00"]);
     assert_eq!(out, answers[0]);
-    assert!(err.contains("note: ignoring the index") && err.contains("has changed"), "{err}");
+    assert!(
+        err.contains("note: ignoring the index") && err.contains("has changed"),
+        "{err}"
+    );
     // Rebuilding it makes it current again.
     assert!(tracekit(["-q", "index", &file]).status.success());
-    assert_eq!(xref(&[&file, "0x14fe00"]), (answers[0].clone(), String::new()));
+    assert_eq!(
+        xref(&[&file, "0x14fe00"]),
+        (answers[0].clone(), String::new())
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -185,8 +203,14 @@ fn sidecar_gives_the_same_lines_and_stale_ones_are_noted() {
 fn x64dbg_files_match_the_dump() {
     let dir = temp_dir("real");
     let mut files = vec![
-        testdata("x64dbg/basic.trace64").to_str().unwrap().to_owned(),
-        testdata("x64dbg/basic.trace32").to_str().unwrap().to_owned(),
+        testdata("x64dbg/basic.trace64")
+            .to_str()
+            .unwrap()
+            .to_owned(),
+        testdata("x64dbg/basic.trace32")
+            .to_str()
+            .unwrap()
+            .to_owned(),
     ];
     if let Some(p) = realdata("x64dbg/d-ornen_DBGLogParser_test1.trace64") {
         files.push(p.to_str().unwrap().to_owned());
@@ -197,7 +221,10 @@ fn x64dbg_files_match_the_dump() {
         assert!(o.status.success(), "{}", stderr(&o));
         let o = tracekit(["-q", "dump", file]);
         let word = if file.ends_with("32") { 4 } else { 8 };
-        let dumped: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let dumped: Vec<Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let mut addrs: Vec<u64> = dumped
             .iter()
             .flat_map(|v| v["mem"].as_array().unwrap().iter().map(|m| hex(&m["addr"])))
@@ -222,20 +249,35 @@ fn x64dbg_files_match_the_dump() {
             let arg = format!("{a:#x}:1");
             assert_eq!(xref(&[file, &arg]).0, want, "{file} {arg}");
             let idx = index.to_str().unwrap();
-            assert_eq!(xref(&["--index", idx, file, &arg]).0, want, "{file} {arg} (index)");
+            assert_eq!(
+                xref(&["--index", idx, file, &arg]).0,
+                want,
+                "{file} {arg} (index)"
+            );
         }
         // Executions of the first pc.
         let pc = dumped[0]["pc"].as_str().unwrap();
-        let want: Vec<u64> = dumped.iter().filter(|v| v["pc"] == pc).map(|v| v["i"].as_u64().unwrap()).collect();
+        let want: Vec<u64> = dumped
+            .iter()
+            .filter(|v| v["pc"] == pc)
+            .map(|v| v["i"].as_u64().unwrap())
+            .collect();
         let got: Vec<u64> = xref(&[file, "--pc", pc])
             .0
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["i"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["i"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(got, want, "{file} --pc {pc}");
         // --disasm: the dump's size and access, from the scan and from the sidecar.
         let o = tracekit(["-q", "--disasm", "dump", file]);
-        let disasm: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let disasm: Vec<Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let a = addrs[addrs.len() / 2];
         let want: Vec<(u64, Value, Value)> = disasm
             .iter()
@@ -243,20 +285,31 @@ fn x64dbg_files_match_the_dump() {
                 v["mem"].as_array().unwrap().iter().filter_map(move |m| {
                     let at = hex(&m["addr"]);
                     let len = m["size"].as_u64().unwrap_or(word);
-                    (at <= a && a < at + len).then(|| (v["i"].as_u64().unwrap(), m["size"].clone(), m["access"].clone()))
+                    (at <= a && a < at + len).then(|| {
+                        (
+                            v["i"].as_u64().unwrap(),
+                            m["size"].clone(),
+                            m["access"].clone(),
+                        )
+                    })
                 })
             })
             .collect();
         for extra in [&[][..], &["--index", index.to_str().unwrap()][..]] {
             let arg = format!("{a:#x}:1");
-            let got: Vec<(u64, Value, Value)> = xref(&[&["--disasm"], extra, &[file.as_str(), &arg]].concat())
-                .0
-                .lines()
-                .map(|l| {
-                    let v: Value = serde_json::from_str(l).unwrap();
-                    (v["i"].as_u64().unwrap(), v["size"].clone(), v["access"].clone())
-                })
-                .collect();
+            let got: Vec<(u64, Value, Value)> =
+                xref(&[&["--disasm"], extra, &[file.as_str(), &arg]].concat())
+                    .0
+                    .lines()
+                    .map(|l| {
+                        let v: Value = serde_json::from_str(l).unwrap();
+                        (
+                            v["i"].as_u64().unwrap(),
+                            v["size"].clone(),
+                            v["access"].clone(),
+                        )
+                    })
+                    .collect();
             assert_eq!(got, want, "{file} --disasm {arg} {extra:?}");
         }
     }
@@ -269,7 +322,10 @@ fn x64dbg_files_match_the_dump() {
 fn tfile_frames_and_amber_addresses() {
     let file = testdata("gdb-tfile/amd64.tf").to_str().unwrap().to_owned();
     let o = tracekit(["-q", "dump", &file]);
-    let frames: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let frames: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let (a, len) = frames
         .iter()
         .flat_map(|f| f["mem"].as_array().unwrap().iter())
@@ -287,9 +343,17 @@ fn tfile_frames_and_amber_addresses() {
         .map(|f| f["i"].as_u64().unwrap())
         .collect();
     let (out, _) = xref(&[&file, &format!("{a:#x}:1")]);
-    let got: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let got: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(!want.is_empty() && len > 0);
-    assert_eq!(got.iter().map(|v| v["i"].as_u64().unwrap()).collect::<Vec<_>>(), want);
+    assert_eq!(
+        got.iter()
+            .map(|v| v["i"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        want
+    );
     for v in &got {
         // One byte of the block, before the frame's instruction ran.
         assert_eq!(hex(&v["addr"]), a);
@@ -298,49 +362,130 @@ fn tfile_frames_and_amber_addresses() {
     // The tfile's index gives the same lines.
     let dir = temp_dir("tfile");
     let index = dir.join("t.tkidx");
-    assert!(tracekit(["-q", "index", &file, "-o", index.to_str().unwrap()]).status.success());
-    assert_eq!(xref(&["--index", index.to_str().unwrap(), &file, &format!("{a:#x}:1")]).0, out);
+    assert!(
+        tracekit(["-q", "index", &file, "-o", index.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(
+        xref(&[
+            "--index",
+            index.to_str().unwrap(),
+            &file,
+            &format!("{a:#x}:1")
+        ])
+        .0,
+        out
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 
     let file = testdata("amber/example.tt6").to_str().unwrap().to_owned();
     let o = tracekit(["-q", "dump", &file]);
-    let records: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let ea = records.iter().find_map(|r| r.get("ea")).expect("a memory record");
-    let want: Vec<u64> = records.iter().filter(|r| r.get("ea") == Some(ea)).map(|r| r["i"].as_u64().unwrap()).collect();
+    let records: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ea = records
+        .iter()
+        .find_map(|r| r.get("ea"))
+        .expect("a memory record");
+    let want: Vec<u64> = records
+        .iter()
+        .filter(|r| r.get("ea") == Some(ea))
+        .map(|r| r["i"].as_u64().unwrap())
+        .collect();
     let (out, _) = xref(&[&file, &format!("{}:1", ea.as_str().unwrap())]);
-    let got: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(got.iter().map(|v| v["i"].as_u64().unwrap()).collect::<Vec<_>>(), want);
-    assert!(got.iter().all(|v| v["old"].is_null() && v["new"].is_null() && v["addr"] == *ea));
+    let got: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        got.iter()
+            .map(|v| v["i"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        want
+    );
+    assert!(
+        got.iter()
+            .all(|v| v["old"].is_null() && v["new"].is_null() && v["addr"] == *ea)
+    );
 }
 
 #[test]
 fn errors() {
-    let file = testdata("x64dbg/basic.trace64").to_str().unwrap().to_owned();
-    for bad in [&["xref", &file, "0x14fe00:0"][..], &["xref", &file, "zz"], &["xref", &file], &["xref", &file, "0x10", "--pc", "0x10"]] {
+    let file = testdata("x64dbg/basic.trace64")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for bad in [
+        &["xref", &file, "0x14fe00:0"][..],
+        &["xref", &file, "zz"],
+        &["xref", &file],
+        &["xref", &file, "0x10", "--pc", "0x10"],
+    ] {
         let o = tracekit(bad);
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
     }
     // No instruction stream: a usage error.
-    let o = tracekit(["xref", testdata("dcfg/dialect-hex.dcfg.json").to_str().unwrap(), "0x10"]);
+    let o = tracekit([
+        "xref",
+        testdata("dcfg/dialect-hex.dcfg.json").to_str().unwrap(),
+        "0x10",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     // A damaged file: the hits before the damage, then the error.
-    let damaged = testdata("x64dbg/err-truncated-block.bin").to_str().unwrap().to_owned();
+    let damaged = testdata("x64dbg/err-truncated-block.bin")
+        .to_str()
+        .unwrap()
+        .to_owned();
     let o = tracekit(["-q", "dump", &damaged]);
     let pcs: Vec<String> = stdout(&o)
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["pc"].as_str().unwrap().to_owned())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["pc"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     let o = tracekit(["-q", "xref", &damaged, "--pc", &pcs[0]]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stdout(&o).lines().count(), pcs.iter().filter(|p| **p == pcs[0]).count());
-    assert!(stderr(&o).contains("truncated block") && stderr(&o).contains("offset 0x"), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).lines().count(),
+        pcs.iter().filter(|p| **p == pcs[0]).count()
+    );
+    assert!(
+        stderr(&o).contains("truncated block") && stderr(&o).contains("offset 0x"),
+        "{}",
+        stderr(&o)
+    );
     // An index where it cannot be written, and of a damaged trace: exit 1, nothing left.
     let dir = temp_dir("errors");
-    let o = tracekit(["-q", "index", &file, "-o", dir.join("missing/x.tkidx").to_str().unwrap()]);
+    let o = tracekit([
+        "-q",
+        "index",
+        &file,
+        "-o",
+        dir.join("missing/x.tkidx").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("cannot write the index"), "{}", stderr(&o));
-    let o = tracekit(["-q", "index", &damaged, "-o", dir.join("d.tkidx").to_str().unwrap()]);
+    assert!(
+        stderr(&o).contains("cannot write the index"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tracekit([
+        "-q",
+        "index",
+        &damaged,
+        "-o",
+        dir.join("d.tkidx").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "temporary files left");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "temporary files left"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
