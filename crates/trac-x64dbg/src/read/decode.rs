@@ -311,13 +311,13 @@ impl DecoderState {
         }
     }
 
-    /// The size of [`DecoderState::to_bytes`].
+    /// The size of [`DecoderState::write_to`].
     pub(super) const BYTES: usize = 53;
 
     /// The state as bytes, for an index saved to a file; word size and mode are the
     /// index's (given back to [`DecoderState::from_bytes`]), and a saved state is never
     /// inside a trial parse.
-    pub(super) fn to_bytes(&self, out: &mut Vec<u8>) {
+    pub(super) fn write_to(self, out: &mut Vec<u8>) {
         for x in [
             self.instructions,
             self.user_blocks,
@@ -338,7 +338,7 @@ impl DecoderState {
         out.push(u8::from(self.prev_flag) | u8::from(self.prev_full) << 1 | dialect << 2);
     }
 
-    /// The state saved by [`DecoderState::to_bytes`], or `None` when `bytes` cannot be one.
+    /// The state saved by [`DecoderState::write_to`], or `None` when `bytes` cannot be one.
     pub(super) fn from_bytes(arch: Arch, opts: ReadOptions, bytes: &[u8]) -> Option<Self> {
         let bytes: &[u8; Self::BYTES] = bytes.try_into().ok()?;
         let (words, rest) = bytes.split_first_chunk::<32>()?;

@@ -413,7 +413,7 @@ impl Index {
         }
         for a in &self.anchors {
             out.extend_from_slice(&(a.pos as u64).to_le_bytes());
-            a.state.to_bytes(&mut out);
+            a.state.write_to(&mut out);
         }
         out
     }

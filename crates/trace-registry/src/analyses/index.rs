@@ -205,12 +205,23 @@ impl Header {
         let format = String::from_utf8_lossy(name)
             .trim_end_matches('\0')
             .to_owned();
-        let word = |k: usize| u64_at(bytes, 32 + 8 * k).unwrap_or(0);
-        let section = |k: usize| Section {
-            offset: word(5 + 3 * k),
-            len: word(6 + 3 * k),
-            hash: word(7 + 3 * k),
-        };
+        let words: Vec<u64> = body
+            .get(32..)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|c| u64_at(c, 0).unwrap_or(0))
+            .collect();
+        let word = |k: usize| words.get(k).copied().unwrap_or(0);
+        let sections: Vec<Section> = words
+            .get(5..)
+            .unwrap_or_default()
+            .chunks_exact(3)
+            .map(|c| match *c {
+                [offset, len, hash] => Section { offset, len, hash },
+                _ => Section::default(),
+            })
+            .collect();
+        let section = |k: usize| sections.get(k).copied().unwrap_or_default();
         let header = Header {
             identity: Identity {
                 len: word(0),
@@ -243,7 +254,7 @@ impl Header {
                 return Err("a section lies outside the file".into());
             }
         }
-        if header.pcs.dir.len % 16 != 0 || header.mem.dir.len % 16 != 0 {
+        if !header.pcs.dir.len.is_multiple_of(16) || !header.mem.dir.len.is_multiple_of(16) {
             return Err("a directory is not a whole number of entries".into());
         }
         Ok(header)

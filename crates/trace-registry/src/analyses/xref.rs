@@ -105,17 +105,21 @@ impl XrefHit {
 fn hex(bytes: &[u8], isa: Isa) -> String {
     let big = isa == Isa::Ppc32;
     if bytes.len() <= 8 {
-        let v = bytes.iter().enumerate().fold(0u64, |v, (k, &b)| {
-            let at = if big {
-                bytes.len().saturating_sub(k + 1)
-            } else {
-                k
-            };
-            v | u64::from(b).checked_shl(8 * at as u32).unwrap_or(0)
-        });
+        let mut word = [0u8; 8];
+        let v = if big {
+            if let Some(low) = word.get_mut(8usize.saturating_sub(bytes.len())..) {
+                low.copy_from_slice(bytes);
+            }
+            u64::from_be_bytes(word)
+        } else {
+            if let Some(low) = word.get_mut(..bytes.len()) {
+                low.copy_from_slice(bytes);
+            }
+            u64::from_le_bytes(word)
+        };
         return format!("{v:#x}");
     }
-    let mut s = String::with_capacity(2 + 2 * bytes.len());
+    let mut s = String::with_capacity(bytes.len().saturating_mul(2).saturating_add(2));
     s.push_str("0x");
     let mut digits = |b: &u8| {
         let _ = write!(s, "{b:02x}");
@@ -252,7 +256,7 @@ fn from_sidecar(
     // The step `next_step` gives next, where known.
     let mut next = Some(0u64);
     for i in candidates {
-        if next.is_none_or(|n| i < n || i - n > READ_AHEAD) {
+        if next.is_none_or(|n| i < n || i.saturating_sub(n) > READ_AHEAD) {
             steps.seek(i)?;
         }
         loop {
