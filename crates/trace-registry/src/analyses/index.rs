@@ -291,11 +291,16 @@ pub enum Unusable {
 }
 
 impl Unusable {
-    /// The note for stderr, naming the sidecar, or `None` when there was none.
+    /// The note for stderr, naming the sidecar, or `None` when there was none where none
+    /// was asked for (`explicit`: the user named the file).
     #[must_use]
-    pub fn note(&self, path: &Path) -> Option<String> {
+    pub fn note(&self, path: &Path, explicit: bool) -> Option<String> {
         // A damaged one's error names the file itself.
         match self {
+            Unusable::Missing if explicit => Some(format!(
+                "note: there is no index at {}; reading the trace without it",
+                path.display()
+            )),
             Unusable::Missing => None,
             Unusable::Stale(why) => Some(format!(
                 "note: ignoring the index {}: {why}; `tracekit index` rebuilds it",
@@ -910,8 +915,15 @@ pub fn build(
     File::create(&tmp).map_err(writable)?;
     let guard = RemoveOnDrop(tmp.clone());
     // The old index (its seek index saves a pass) is being replaced: no note about it.
-    let notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
-    let steps = handler.steps(input, ctx);
+    let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
+    let steps = handler.steps(
+        input,
+        &mut Ctx::new(ctx.options).on_diagnostic(|line| {
+            if !is_sidecar_note(line) {
+                notes(line);
+            }
+        }),
+    );
     ctx.diagnostics = notes;
     let mut steps = steps?;
     let seek = steps.seek_index()?.unwrap_or_default();
@@ -1041,13 +1053,28 @@ pub fn load_seek_index(input: &mut Input, ctx: &mut Ctx<'_>, format: &str) -> Op
     match found {
         Ok(bytes) => Some(bytes),
         Err(why) => {
-            let path = explicit.or_else(|| input.path().map(default_path));
-            if let Some(note) = path.and_then(|p| why.note(&p)) {
-                ctx.diagnostic(&note);
-            }
+            note_unusable(input, ctx, &why);
             None
         }
     }
+}
+
+/// Reports through `ctx` why the sidecar of `input` (see [`open_for`]) is not used, when
+/// there is something to say.
+pub fn note_unusable(input: &Input, ctx: &mut Ctx<'_>, why: &Unusable) {
+    let explicit = ctx.options.index.clone();
+    let path = explicit.clone().or_else(|| input.path().map(default_path));
+    if let Some(note) = path.and_then(|p| why.note(&p, explicit.is_some())) {
+        ctx.diagnostic(&note);
+    }
+}
+
+/// Whether a diagnostic line is one of [`note_unusable`]'s.
+#[must_use]
+pub fn is_sidecar_note(line: &str) -> bool {
+    line.starts_with("note: ignoring the index")
+        || line.starts_with("note: ignoring the sidecar")
+        || line.starts_with("note: there is no index")
 }
 
 #[cfg(test)]

@@ -209,11 +209,27 @@ pub fn xref(
             "xref takes an address range or --pc, one of the two".into(),
         ));
     }
-    // Opened quietly: the steps say when a sidecar is stale.
     let explicit = ctx.options.index.clone();
-    let sidecar = index::open_for(input, explicit.as_deref(), handler.name()).ok();
+    let sidecar = match index::open_for(input, explicit.as_deref(), handler.name()) {
+        Ok(sidecar) => Some(sidecar),
+        Err(why) => {
+            index::note_unusable(input, ctx, &why);
+            None
+        }
+    };
     let disasm = ctx.options.disasm;
-    let mut steps = handler.steps(input, ctx)?;
+    // Said once, above: the steps would say the same of the sidecar.
+    let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
+    let steps = handler.steps(
+        input,
+        &mut Ctx::new(ctx.options).on_diagnostic(|line| {
+            if !index::is_sidecar_note(line) {
+                notes(line);
+            }
+        }),
+    );
+    ctx.diagnostics = notes;
+    let mut steps = steps?;
     let isa = steps.isa();
     let scan = ScanQuery {
         all: false,

@@ -177,6 +177,11 @@ fn sidecar_gives_the_same_lines_and_stale_ones_are_noted() {
             xref(&[&["--index", elsewhere.to_str().unwrap(), file.as_str()], *q].concat());
         assert_eq!(&out, want, "{q:?} from --index");
     }
+    // An --index that is not there: said, and answered from the trace.
+    let missing = dir.join("missing.idx");
+    let (out, err) = xref(&["--index", missing.to_str().unwrap(), &file, "0x14fe00"]);
+    assert_eq!(out, answers[0]);
+    assert!(err.starts_with("note: there is no index at"), "{err}");
     // The trace changes (one more instruction's worth of bytes): noted, answered anyway.
     let mut bytes = std::fs::read(&file).unwrap();
     bytes.extend_from_slice(&[0x00, 0x00, 0x00, 0x01, 0x90]);
