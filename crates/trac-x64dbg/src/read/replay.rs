@@ -127,9 +127,7 @@ impl<'a> Trace<'a> {
             count: index.instructions,
         })
     }
-}
 
-impl<'a> Trace<'a> {
     /// The blocks from the full dump at or before `instruction` (from the first block when
     /// there is none), for [`Trace::seek`] and [`Trace::scan_from`].
     pub(super) fn blocks_before(

@@ -367,7 +367,6 @@ impl Handler for X64dbg {
         let arch = trace
             .as_ref()
             .map_or_else(|| blocks.regs().arch(), Trace::arch);
-
         let isa = isa(arch);
         Ok(Box::new(X64Steps {
             isa,
@@ -433,9 +432,7 @@ impl X64Steps<'_> {
             d.annotate_step(step, words.get(..state_words).unwrap_or(words));
         }
     }
-}
 
-impl X64Steps<'_> {
     /// [`X64Steps::fill`] without registers or disassembly: what a scan hands out.
     fn fill_lean(step: &mut Step, word: u32, ins: &Instruction<'_>, pc: u64) {
         step.clear();

@@ -464,6 +464,12 @@ fn errors() {
         "{}",
         stderr(&o)
     );
+    // stdin has no identity to keep: a usage error. xref reads it (no sidecar).
+    let bytes = std::fs::read(&file).unwrap();
+    let o = tracekit_stdin(["-q", "index", "-"], &bytes);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = tracekit_stdin(["-q", "xref", "-", "--pc", "0x7ff6a1b21001"], &bytes);
+    assert_eq!(stdout(&o), xref(&[&file, "--pc", "0x7ff6a1b21001"]).0);
     // An index where it cannot be written, and of a damaged trace: exit 1, nothing left.
     let dir = temp_dir("errors");
     let o = tracekit([
