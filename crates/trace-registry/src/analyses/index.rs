@@ -84,7 +84,7 @@ pub struct Identity {
     pub len: u64,
     /// The modification time, in nanoseconds since the Unix epoch (0 where unknown).
     pub mtime_ns: u64,
-    /// [`hash`] of the first [`HEAD_HASHED`] bytes.
+    /// A 64-bit FNV-1a hash of the first [`HEAD_HASHED`] bytes.
     pub head_hash: u64,
 }
 
