@@ -179,11 +179,24 @@ impl<'a> Instruction<'a> {
     /// addresses `start..end`.
     #[inline]
     pub fn touches(&self, start: u64, end: u64) -> bool {
-        if self.mem_count() == 0 {
+        let m = self.mem_count();
+        if m == 0 {
             return false;
         }
-        let w = self.w() as u64;
-        self.mem_addresses()
-            .any(|a| a < end && start < a.saturating_add(w))
+        let at = self.mem_start().saturating_add(m);
+        let addrs = self.bytes.get(at..).unwrap_or(&[]);
+        // Without an iterator of iterators: the words are read in place, and the usual
+        // block has one or two.
+        if self.wide() {
+            addrs.chunks_exact(8).take(m).any(|c| {
+                let a = c.try_into().map_or(0, u64::from_le_bytes);
+                a < end && start < a.saturating_add(8)
+            })
+        } else {
+            addrs.chunks_exact(4).take(m).any(|c| {
+                let a = u64::from(c.try_into().map_or(0, u32::from_le_bytes));
+                a < end && start < a.saturating_add(4)
+            })
+        }
     }
 }
