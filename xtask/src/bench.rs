@@ -3,7 +3,10 @@
 //! throughput and their ratio (medians of several runs). Each format also gets a `dump` row
 //! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
-//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, and a `diff (equal)` row. Ratios are what to compare: absolute speeds drift on shared machines.
+//! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, rows for `xref`
+//! (the lean scan and the generic steps), the index pass, the sidecar build, `state` (with
+//! and without the sidecar) and `diff (equal)`. Ratios are what to compare: absolute speeds
+//! drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the x64dbg reader on a synthetic 3-thread x64 trace: block
 //! iteration, block iteration reading every field, full decode with register-state
-//! replay, and the index build.
+//! replay, the cross-reference scan and the index build.
 #![allow(missing_docs, clippy::unwrap_used, clippy::arithmetic_side_effects)]
 
 use std::hint::black_box;
@@ -54,6 +54,20 @@ fn benches(c: &mut Criterion) {
             while let Some(i) = replay.next_instruction() {
                 let i = i.unwrap();
                 acc = acc.wrapping_add(replay.regs().ip() ^ u64::from(i.thread()));
+            }
+            acc
+        });
+    });
+    // xref: the instructions that touched one stack word, with their pcs (no REGDUMP).
+    g.bench_function("scan", |b| {
+        b.iter(|| {
+            let trace = Trace::parse(black_box(&data)).unwrap();
+            let mut scan = trace.scan();
+            let mut acc = 0u64;
+            while let Some(i) = scan.next_instruction() {
+                if i.unwrap().touches(0x14_fe00, 0x14_fe08) {
+                    acc = acc.wrapping_add(scan.pc());
+                }
             }
             acc
         });

@@ -110,7 +110,7 @@ pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
 pub use read::{
     Block, Blocks, Counters, Index, Instruction, MemAccesses, ReadOptions, RegChanges, Replay,
-    States, StreamReader, ThreadIdMode, Trace, UserBlock, read_records,
+    Scan, States, StreamReader, ThreadIdMode, Trace, UserBlock, read_records,
 };
 pub use regs::{
     DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,
@@ -155,7 +155,22 @@ pub fn fuzz_read(data: &[u8]) {
         assert_eq!(n, instructions as u64, "index and blocks disagree");
         for i in [0, n / 2, n.saturating_sub(1), n] {
             let _ = trace.seek(&index, i);
+            let _ = trace.scan_from(&index, i);
         }
+        // The lean scan finds the replay's instructions and pcs; a saved index reads back.
+        let mut scan = trace.scan();
+        let mut replay = trace.replay();
+        while let Some(Ok(ins)) = scan.next_instruction() {
+            let want = replay.next_instruction();
+            assert!(
+                matches!(&want, Some(Ok(w)) if w.index() == ins.index()),
+                "scan and replay disagree"
+            );
+            assert_eq!(scan.pc(), replay.regs().ip(), "scan and replay pcs differ");
+            let _ = ins.touches(0, u64::MAX);
+        }
+        assert_eq!(Index::from_bytes(&index.to_bytes()), Some(index));
+        let _ = Index::from_bytes(data);
         if let Ok(mut stream) = StreamReader::with_options(data, opts) {
             let mut streamed = Vec::new();
             let mut stream_failed = false;

@@ -76,6 +76,9 @@ pub struct Options {
     /// Disassemble (`--disasm`): x64dbg, tfile and amber rows get `asm`, x64dbg memory
     /// rows `size` and `access`, and x64dbg steps sized, classified accesses ([`disasm`]).
     pub disasm: bool,
+    /// The sidecar index to use (`--index`) instead of the one beside the trace
+    /// (`FILE.tkidx`; see [`analyses::index`]).
+    pub index: Option<PathBuf>,
 }
 
 /// What a handler gets besides its input: options, and where progress and diagnostics go.

@@ -267,6 +267,30 @@ pub trait Steps {
     fn last_step(&mut self) -> Option<&Step> {
         None
     }
+
+    /// Calls `on_step` with every step from here to the end that `query` matches, in
+    /// order (what `xref` and the sidecar index read). The default reads every step
+    /// ([`scan_by_steps`]); a format may walk its records more leanly, as long as the
+    /// steps it hands out have the same `i`, `thread`, `pc`, opcode and accesses (the
+    /// register state is not kept up: [`Steps::regs`] is unspecified after a scan).
+    ///
+    /// # Errors
+    ///
+    /// The first read error, after every step found before it; `on_step`'s error.
+    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
+        scan_by_steps(self, query, on_step)
+    }
+
+    /// The format's own random-access index as bytes, to keep in a sidecar index file
+    /// (x64dbg: its full dumps and decoder states), or `None` where the format has none
+    /// worth keeping. Building it may read the whole trace.
+    ///
+    /// # Errors
+    ///
+    /// A read error while building it.
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        Ok(None)
+    }
 }
 
 /// [`Steps::seek`] by reading, for formats without an index: reads steps up to and
@@ -294,4 +318,54 @@ pub fn past_end(n: u64, count: u64) -> Error {
     Error::Unsupported(format!(
         "instruction {n} is past the end: the trace has {count} instructions"
     ))
+}
+
+/// What [`Steps::scan`] looks for: steps that executed at `pc`, or whose memory accesses
+/// cover a byte of `mem` (either, when both are given), or every step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanQuery {
+    /// Every step (what the sidecar index reads).
+    pub all: bool,
+    /// The pc of the instructions to find.
+    pub pc: Option<u64>,
+    /// The addresses (end-exclusive) whose accesses to find.
+    pub mem: Option<std::ops::Range<u64>>,
+}
+
+impl ScanQuery {
+    /// Whether an access of `len` bytes at `addr` covers a byte of [`ScanQuery::mem`].
+    #[must_use]
+    pub fn covers(&self, addr: u64, len: u32) -> bool {
+        self.mem
+            .as_ref()
+            .is_some_and(|r| addr < r.end && r.start < addr.saturating_add(u64::from(len.max(1))))
+    }
+
+    /// Whether `step` is one to find.
+    #[must_use]
+    pub fn matches(&self, step: &Step) -> bool {
+        self.all || self.pc == Some(step.pc) || step.mem.iter().any(|a| self.covers(a.addr, a.len))
+    }
+}
+
+/// What [`Steps::scan`] calls with each step found.
+pub type OnStep<'f> = dyn FnMut(&Step) -> Result<(), Error> + 'f;
+
+/// [`Steps::scan`] by reading every step: the default, and what formats fall back to.
+///
+/// # Errors
+///
+/// The first read error (after every step found before it), or `on_step`'s.
+pub fn scan_by_steps<S: Steps + ?Sized>(
+    steps: &mut S,
+    query: &ScanQuery,
+    on_step: &mut OnStep<'_>,
+) -> Result<(), Error> {
+    while let Some(step) = steps.next_step() {
+        let step = step?;
+        if query.matches(step) {
+            on_step(step)?;
+        }
+    }
+    Ok(())
 }

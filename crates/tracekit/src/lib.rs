@@ -14,6 +14,8 @@
 //! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
 //! tracekit state FILE --at N      every register before instruction N
 //! tracekit mem FILE --at N ADDR [LEN]  memory as known before instruction N (hex dump)
+//! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
+//! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
@@ -97,6 +99,9 @@ pub struct FormatOptions {
     /// tenet: the architecture instead of detecting it from the register names.
     #[arg(long, global = true, value_name = "ARCH", value_parser = ["amd64", "x86"])]
     pub arch: Option<String>,
+    /// The sidecar index (`tracekit index`) to use instead of FILE.tkidx beside the trace.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub index: Option<PathBuf>,
 }
 
 /// The subcommands.
@@ -153,6 +158,12 @@ pub enum Cmd {
     /// Find the frames of a GDB tracepoint file by pc, tracepoint, pc range or collected
     /// memory (GDB's `tfind`, all at once): frame numbers, or JSON Lines with `--json`.
     Find(commands::find::FindArgs),
+    /// Every access to an address range (ADDR or ADDR:LEN), or with --pc every execution
+    /// of an address, as JSON Lines; from the sidecar index when there is one.
+    Xref(commands::xref::XrefArgs),
+    /// Write the sidecar index (FILE.tkidx): address and pc lists for `xref`, seek points
+    /// for `state` and `mem`.
+    Index(commands::xref::IndexArgs),
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
     Export(ExportArgs),
@@ -264,6 +275,7 @@ impl FormatOptions {
             lenient: self.lenient,
             disasm: self.disasm,
             arch: self.arch.clone(),
+            index: self.index.clone(),
         }
     }
 }
@@ -363,6 +375,16 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let (input, h) = open(&args.file, forced)?;
             let p = progress(&input);
             commands::find::run(h, input, &options, args, p, out, err)
+        }
+        Cmd::Xref(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::xref::run(h, input, &options, args, p, out, err)
+        }
+        Cmd::Index(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            let p = progress(&input);
+            commands::xref::build(h, input, &options, args, p, out, err)
         }
         Cmd::Export(args) => {
             let (input, h) = open(&args.file, forced)?;
@@ -475,5 +497,23 @@ pub fn fuzz_cli(data: &[u8]) {
             let mut out = Vec::new();
             let _ = run_on_bytes(format, cmd, data.to_vec(), &mut out);
         }
+    }
+}
+
+/// Fuzzing and property-test entry point for the sidecar index reader: `data` as an index
+/// file, read and looked up every way `xref` and the steps do. Must never panic.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_sidecar(data: &[u8]) {
+    use trace_registry::analyses::index::Sidecar;
+    let reader = std::io::Cursor::new(data);
+    let Ok(mut sidecar) = Sidecar::read("input".as_ref(), reader, data.len() as u64) else {
+        return;
+    };
+    if let Ok(seek) = sidecar.seek_index() {
+        let _ = trac_x64dbg::Index::from_bytes(&seek);
+    }
+    for key in [0, 1, 0x14_fe00, 0x7ff6_a1b2_1000, u64::MAX] {
+        let _ = sidecar.executions(key);
+        let _ = sidecar.accesses(key, key.saturating_add(0x100));
     }
 }

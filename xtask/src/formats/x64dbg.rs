@@ -200,6 +200,120 @@ fn run_index(bytes: &[u8]) -> u64 {
     index.instructions()
 }
 
+/// `xref` without a sidecar: the lean scan for one stack word (a pc from the `cip`
+/// changes, the addresses in place); returns the instructions read.
+fn run_xref_scan(bytes: &[u8]) -> u64 {
+    let trace = Trace::parse(bytes).unwrap();
+    let mut scan = trace.scan();
+    let mut acc = 0u64;
+    let mut n = 0u64;
+    while let Some(ins) = scan.next_instruction() {
+        n += 1;
+        if ins.unwrap().touches(0x14_fe00, 0x14_fe08) {
+            acc = acc.wrapping_add(scan.pc());
+        }
+    }
+    black_box(acc);
+    n
+}
+
+/// The same question through the generic instruction stream (every step with the full
+/// register replay), what every format without a fast path does.
+fn run_xref_steps(bytes: &[u8]) -> u64 {
+    use trace_registry::steps::ScanQuery;
+    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let options = trace_registry::Options::default();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let mut steps = handler
+        .steps(&mut input, &mut trace_registry::Ctx::new(&options))
+        .unwrap();
+    let query = ScanQuery {
+        mem: Some(0x14_fe00..0x14_fe08),
+        ..ScanQuery::default()
+    };
+    // What `steps::scan_by_steps` does, counting the steps.
+    let (mut n, mut acc) = (0u64, 0u64);
+    while let Some(step) = steps.next_step() {
+        let step = step.unwrap();
+        n += 1;
+        if query.matches(step) {
+            acc = acc.wrapping_add(step.pc);
+        }
+    }
+    black_box(acc);
+    n
+}
+
+/// The input written to a temporary file once, for the rows that need a path.
+fn on_disk(bytes: &[u8]) -> std::path::PathBuf {
+    // Under the folder `cargo xtask bench` removes at the end.
+    let dir = std::env::temp_dir()
+        .join(format!("tracekit-bench-{}", std::process::id()))
+        .join("x64dbg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bench.trace64");
+    if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(bytes.len() as u64) {
+        std::fs::write(&path, bytes).unwrap();
+    }
+    path
+}
+
+/// `tracekit index`: the sidecar index built and written (beside the trace).
+fn run_sidecar_build(bytes: &[u8]) -> u64 {
+    use trace_registry::analyses::index;
+    let path = on_disk(bytes);
+    let options = trace_registry::Options::default();
+    let mut input = trace_registry::Input::open(path.as_os_str()).unwrap();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let built = index::build(
+        handler,
+        &mut input,
+        &mut trace_registry::Ctx::new(&options),
+        None,
+        index::BuildOptions::default(),
+    )
+    .unwrap();
+    eprintln!(
+        "  (sidecar: {} bytes, {:.3} of the trace; seek index {} bytes)",
+        built.index_bytes,
+        built.index_bytes as f64 / built.trace_bytes as f64,
+        built.seek_bytes
+    );
+    built.steps
+}
+
+/// What `state FILE --at N` does with the sidecar there: open the trace, load the seek
+/// index from the sidecar, seek to N and read every named register; 20 seeks spread over
+/// the trace, so units/s is seeks per second (the latency is its inverse).
+fn run_state_with_sidecar(bytes: &[u8]) -> u64 {
+    let path = on_disk(bytes);
+    let sidecar = trace_registry::analyses::index::default_path(&path);
+    if !sidecar.exists() {
+        run_sidecar_build(bytes);
+    }
+    let options = trace_registry::Options::default();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let total = trace_registry::analyses::index::Sidecar::open(&sidecar, &path, "x64dbg")
+        .unwrap()
+        .header()
+        .steps;
+    let mut regs = Vec::new();
+    for k in 0..20u64 {
+        let mut input = trace_registry::Input::open(path.as_os_str()).unwrap();
+        let mut steps = handler
+            .steps(&mut input, &mut trace_registry::Ctx::new(&options))
+            .unwrap();
+        steps
+            .seek(total / 20 * k + k * 7919 % (total / 20).max(1))
+            .unwrap();
+        steps.next_step().unwrap().unwrap();
+        regs.clear();
+        steps.named_regs(&mut regs);
+        black_box(&regs);
+    }
+    20
+}
+
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     let want = config.mib << 20;
     // Size a sample, then generate enough instructions for `want` bytes.
@@ -216,6 +330,15 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         row("x64dbg blocks (iterate)", run_blocks::<false>),
         row("x64dbg blocks + every reg and mem", run_blocks::<true>),
         row("x64dbg replay (decode + registers)", run_replay),
-        row("x64dbg index build", run_index),
+        row("x64dbg index pass", run_index),
+        row("x64dbg xref (scan)", run_xref_scan),
+        row("x64dbg xref (generic Steps)", run_xref_steps),
+        row("x64dbg index build (sidecar)", run_sidecar_build),
+        BenchCase {
+            name: "x64dbg state with sidecar".into(),
+            input: Arc::clone(&input),
+            unit: "seeks",
+            run: Box::new(run_state_with_sidecar),
+        },
     ]
 }

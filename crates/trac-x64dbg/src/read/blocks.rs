@@ -101,7 +101,7 @@ fn take_word(bytes: &mut &[u8], wide: bool) -> Option<u64> {
 
 impl<'a> Instruction<'a> {
     #[inline]
-    fn tid_len(&self) -> usize {
+    pub(super) fn tid_len(&self) -> usize {
         if self.meta.packed & (MARK_FLAGGED | MARK_UNFLAGGED) == 0 {
             0
         } else {
@@ -110,12 +110,12 @@ impl<'a> Instruction<'a> {
     }
 
     #[inline]
-    fn w(&self) -> usize {
+    pub(super) fn w(&self) -> usize {
         self.meta.word()
     }
 
     #[inline]
-    fn wide(&self) -> bool {
+    pub(super) fn wide(&self) -> bool {
         self.meta.packed & MARK_WORD8 != 0
     }
 
@@ -130,12 +130,12 @@ impl<'a> Instruction<'a> {
     }
 
     #[inline]
-    fn positions_start(&self) -> usize {
+    pub(super) fn positions_start(&self) -> usize {
         self.opcode_start() + usize::from(self.meta.flags() & raw::OPCODE_LEN_MASK)
     }
 
     #[inline]
-    fn mem_start(&self) -> usize {
+    pub(super) fn mem_start(&self) -> usize {
         self.positions_start() + usize::from(self.meta.regs()) * (1 + self.w())
     }
 

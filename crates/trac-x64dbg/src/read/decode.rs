@@ -311,6 +311,67 @@ impl DecoderState {
         }
     }
 
+    /// The size of [`DecoderState::write_to`].
+    pub(super) const BYTES: usize = 53;
+
+    /// The state as bytes, for an index saved to a file; word size and mode are the
+    /// index's (given back to [`DecoderState::from_bytes`]), and a saved state is never
+    /// inside a trial parse.
+    pub(super) fn write_to(self, out: &mut Vec<u8>) {
+        for x in [
+            self.instructions,
+            self.user_blocks,
+            self.session_start,
+            self.quirks,
+        ] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out.extend_from_slice(&self.thread.to_le_bytes());
+        for t in self.recent {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        let dialect = match self.dialect {
+            Dialect::Unknown => 0,
+            Dialect::Fixed => 1,
+            Dialect::Legacy => 2,
+        };
+        out.push(u8::from(self.prev_flag) | u8::from(self.prev_full) << 1 | dialect << 2);
+    }
+
+    /// The state saved by [`DecoderState::write_to`], or `None` when `bytes` cannot be one.
+    pub(super) fn from_bytes(arch: Arch, opts: ReadOptions, bytes: &[u8]) -> Option<Self> {
+        let bytes: &[u8; Self::BYTES] = bytes.try_into().ok()?;
+        let (words, rest) = bytes.split_first_chunk::<32>()?;
+        let word = |i: usize| {
+            let b = words.get(i * 8..i * 8 + 8)?;
+            Some(u64::from_le_bytes(b.try_into().ok()?))
+        };
+        let u32_at = |i: usize| {
+            let b = rest.get(i * 4..i * 4 + 4)?;
+            Some(u32::from_le_bytes(b.try_into().ok()?))
+        };
+        let flags = *rest.get(20)?;
+        let dialect = match flags >> 2 {
+            0 => Dialect::Unknown,
+            1 => Dialect::Fixed,
+            2 => Dialect::Legacy,
+            _ => return None,
+        };
+        let mut st = DecoderState::new(arch, opts);
+        st.instructions = word(0)?;
+        st.user_blocks = word(1)?;
+        st.session_start = word(2)?;
+        st.quirks = word(3)?;
+        st.thread = u32_at(0)?;
+        st.recent = [u32_at(1)?, u32_at(2)?, u32_at(3)?, u32_at(4)?];
+        st.prev_flag = flags & 1 != 0;
+        st.prev_full = flags & 2 != 0;
+        st.dialect = dialect;
+        // Counters that the block numbers are sums of must not overflow later.
+        st.instructions.checked_add(st.user_blocks)?;
+        (st.session_start <= st.instructions).then_some(st)
+    }
+
     /// The number of the next block (instructions and user blocks, from 0).
     #[inline(always)]
     pub(super) fn blocks(&self) -> u64 {

@@ -10,10 +10,12 @@
 mod blocks;
 mod decode;
 mod replay;
+mod scan;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
 pub use replay::{Counters, Index, Replay, States};
+pub use scan::Scan;
 pub use stream::StreamReader;
 
 use decode::DecoderState;

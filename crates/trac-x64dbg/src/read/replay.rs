@@ -3,8 +3,8 @@
 
 use trace_core::Offset;
 
-use super::decode::{DecoderState, Fail};
-use super::{Block, Blocks, Instruction, ReadOptions, Trace};
+use super::decode::{DecoderState, Fail, prefetch};
+use super::{Block, Blocks, Instruction, ReadOptions, ThreadIdMode, Trace};
 use crate::Error;
 use crate::header::Arch;
 use crate::raw;
@@ -45,17 +45,33 @@ impl<'a> Trace<'a> {
     /// Builds the index of every complete block, returning it with the error that stopped it.
     #[must_use]
     pub fn build_index_partial(&self) -> (Index, Option<Error>) {
+        let data = self.data;
         let mut state = self.state();
         let mut pos = self.first_block;
         let mut anchors = Vec::new();
         let mut error = None;
-        while pos < self.data.len() {
+        loop {
+            let rest = data.get(pos..).unwrap_or(&[]);
+            // The usual block (not a full dump: those have more register changes than the
+            // quick path takes) only moves the decoder state on; nothing is kept.
+            if let Some(block) = state.quick_step(rest) {
+                let flagged = block
+                    .get(3)
+                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
+                state.commit_instruction(block, pos as u64, flagged);
+                prefetch(block, rest.get(block.len()..).unwrap_or(&[]));
+                pos += block.len();
+                continue;
+            }
+            if pos >= data.len() {
+                break;
+            }
             // A full dump needs no earlier state but the decoder's: remember it (only then:
             // copying the state every block costs more than decoding it).
-            let is_full = self.data.get(pos) == Some(&raw::BLOCK_INSTRUCTION)
-                && self.data.get(pos + 1).map(|&n| u16::from(n)) == Some(state.words);
+            let is_full = rest.first() == Some(&raw::BLOCK_INSTRUCTION)
+                && rest.get(1).map(|&n| u16::from(n)) == Some(state.words);
             let before = if is_full { Some(state) } else { None };
-            match state.decode(self.data, pos, 0, true) {
+            match state.decode(data, pos, 0, true) {
                 Ok(meta) => {
                     if let Some(before) = before {
                         anchors.push(Anchor {
@@ -97,6 +113,28 @@ impl<'a> Trace<'a> {
         index: &Index,
         instruction: u64,
     ) -> Result<(Instruction<'a>, Replay<'a>), Error> {
+        let mut replay = self.replay();
+        replay.blocks = self.blocks_before(index, instruction)?;
+        while let Some(ins) = replay.next_instruction() {
+            let ins = ins?;
+            if ins.index() == instruction {
+                return Ok((ins, replay));
+            }
+        }
+        Err(Error::SeekOutOfRange {
+            offset: Offset(self.data.len() as u64),
+            instruction,
+            count: index.instructions,
+        })
+    }
+
+    /// The blocks from the full dump at or before `instruction` (from the first block when
+    /// there is none), for [`Trace::seek`] and [`Trace::scan_from`].
+    pub(super) fn blocks_before(
+        &self,
+        index: &Index,
+        instruction: u64,
+    ) -> Result<Blocks<'a>, Error> {
         if instruction >= index.instructions
             || index.arch != self.arch()
             || index.first_block != self.first_block
@@ -110,20 +148,9 @@ impl<'a> Trace<'a> {
         let i = index
             .anchors
             .partition_point(|a| a.instruction <= instruction);
-        let mut replay = self.replay();
-        if let Some(anchor) = i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
-            replay.blocks = Blocks::new(self.data, anchor.pos, anchor.state);
-        }
-        while let Some(ins) = replay.next_instruction() {
-            let ins = ins?;
-            if ins.index() == instruction {
-                return Ok((ins, replay));
-            }
-        }
-        Err(Error::SeekOutOfRange {
-            offset: Offset(self.data.len() as u64),
-            instruction,
-            count: index.instructions,
+        Ok(match i.checked_sub(1).and_then(|i| index.anchors.get(i)) {
+            Some(anchor) => Blocks::new(self.data, anchor.pos, anchor.state),
+            None => self.blocks(),
         })
     }
 }
@@ -335,6 +362,12 @@ struct Anchor {
     state: DecoderState,
 }
 
+/// The first bytes of [`Index::to_bytes`] (the version is the last byte).
+const INDEX_MAGIC: &[u8] = b"x64dbg-index\x01";
+
+/// The bytes of [`Index::to_bytes`] before the full dumps.
+const INDEX_HEAD: usize = 13 + 2 + 32;
+
 /// The random-access index of a trace: one entry per full dump.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Index {
@@ -363,6 +396,95 @@ impl Index {
     #[must_use]
     pub fn full_dumps(&self) -> usize {
         self.anchors.len()
+    }
+
+    /// The index as bytes, to keep beside the trace ([`Index::from_bytes`] reads it back):
+    /// about 60 bytes per full dump.
+    #[must_use]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(INDEX_HEAD + self.anchors.len() * (8 + DecoderState::BYTES));
+        out.extend_from_slice(INDEX_MAGIC);
+        out.push(match self.arch {
+            Arch::X64 => 0,
+            Arch::X86 => 1,
+        });
+        out.push(match self.options.thread_ids {
+            ThreadIdMode::Recover => 0,
+            ThreadIdMode::Flag => 1,
+        });
+        for x in [
+            self.first_block as u64,
+            self.instructions,
+            self.blocks,
+            self.anchors.len() as u64,
+        ] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        for a in &self.anchors {
+            out.extend_from_slice(&(a.pos as u64).to_le_bytes());
+            a.state.write_to(&mut out);
+        }
+        out
+    }
+
+    /// An index saved by [`Index::to_bytes`], or `None` when `bytes` are not one (any
+    /// bytes: this never panics). It is checked to be well-formed (full dumps in order,
+    /// inside the counts), not to belong to a given trace: keep it with something that
+    /// identifies the trace. A wrong index makes seeks fail or land wrong, never panic.
+    #[must_use]
+    pub fn from_bytes(bytes: &[u8]) -> Option<Index> {
+        let rest = bytes.strip_prefix(INDEX_MAGIC)?;
+        let (&[arch, mode], rest) = rest.split_first_chunk::<2>()?;
+        let arch = match arch {
+            0 => Arch::X64,
+            1 => Arch::X86,
+            _ => return None,
+        };
+        let options = ReadOptions {
+            thread_ids: match mode {
+                0 => ThreadIdMode::Recover,
+                1 => ThreadIdMode::Flag,
+                _ => return None,
+            },
+        };
+        let (head, rest) = rest.split_first_chunk::<32>()?;
+        let mut word = head
+            .chunks_exact(8)
+            .map(|c| c.try_into().map_or(0, u64::from_le_bytes));
+        let first_block = usize::try_from(word.next()?).ok()?;
+        let instructions = word.next()?;
+        let blocks = word.next()?;
+        let count = usize::try_from(word.next()?).ok()?;
+        let size = 8 + DecoderState::BYTES;
+        if rest.len() != count.checked_mul(size)? || blocks < instructions {
+            return None;
+        }
+        let mut anchors = Vec::with_capacity(count);
+        for chunk in rest.chunks_exact(size) {
+            let (pos, state) = chunk.split_first_chunk::<8>()?;
+            let pos = usize::try_from(u64::from_le_bytes(*pos)).ok()?;
+            let state = DecoderState::from_bytes(arch, options, state)?;
+            let in_order = anchors
+                .last()
+                .is_none_or(|a: &Anchor| a.pos < pos && a.instruction < state.instructions);
+            if !in_order || pos < first_block || state.instructions >= instructions {
+                return None;
+            }
+            anchors.push(Anchor {
+                instruction: state.instructions,
+                pos,
+                state,
+            });
+        }
+        Some(Index {
+            anchors,
+            instructions,
+            blocks,
+            first_block,
+            arch,
+            options,
+        })
     }
 
     /// The instruction number and file offset of every full dump.

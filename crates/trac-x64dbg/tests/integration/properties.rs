@@ -3,8 +3,9 @@
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use trac_x64dbg::{
-    Arch, Header, InstructionRecord, MemAccess, ReadOptions, Record, Recorder, RecorderOptions,
-    RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read, write_records,
+    Arch, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
+    RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
+    write_records,
 };
 
 use crate::common::{
@@ -252,6 +253,117 @@ fn recorded_states_replay_exactly() {
     QuickCheck::new()
         .tests(400)
         .quickcheck(prop as fn(Steps) -> TestResult);
+}
+
+/// The lean scan sees the replay's instructions, pcs and accesses; an index saved as bytes
+/// reads back equal, and a scan from it reaches any instruction with the replay's pc.
+#[test]
+fn scans_follow_the_replay() {
+    fn prop(s: Steps, lo: u16, len: u8) -> TestResult {
+        let bytes = record(&s);
+        let trace = Trace::parse(&bytes).unwrap();
+        let (got, _) = replay_all(&trace);
+        let mut scan = trace.scan();
+        // A range near the generated addresses (small values are common) or anywhere.
+        let lo = u64::from(lo);
+        let hi = lo + 1 + u64::from(len);
+        let w = s.arch.word_size() as u64;
+        for d in &got {
+            let ins = scan.next_instruction().unwrap().unwrap();
+            let want = d
+                .mem
+                .iter()
+                .any(|m| m.address < hi && lo < m.address.saturating_add(w));
+            let addrs: Vec<u64> = ins.mem_addresses().collect();
+            let want_addrs: Vec<u64> = d.mem.iter().map(|m| m.address).collect();
+            if ins.index() != d.index
+                || scan.pc() != d.regs.ip()
+                || ins.touches(lo, hi) != want
+                || addrs != want_addrs
+            {
+                return TestResult::error(format!("instruction {} differs", d.index));
+            }
+        }
+        if scan.next_instruction().is_some() {
+            return TestResult::error("the scan goes on past the replay");
+        }
+        let index = trace.build_index().unwrap();
+        let saved = Index::from_bytes(&index.to_bytes());
+        if saved.as_ref() != Some(&index) {
+            return TestResult::error("the saved index differs");
+        }
+        for d in got.iter().step_by(5) {
+            let mut scan = trace.scan_from(&index, d.index).unwrap();
+            loop {
+                let ins = scan.next_instruction().unwrap().unwrap();
+                if ins.index() == d.index {
+                    if scan.pc() != d.regs.ip() {
+                        return TestResult::error(format!("scan from {} differs", d.index));
+                    }
+                    break;
+                }
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
+}
+
+/// The generator's x86 blocks that change only eip and touch no memory are shorter than
+/// a word of positions: the scan still finds the pc in them.
+#[test]
+fn scan_reads_the_pc_of_tiny_blocks() {
+    for (arch, seed) in [(Arch::X86, 0), (Arch::X86, 5), (Arch::X64, 0)] {
+        let opts = trac_x64dbg::testgen::Options {
+            arch,
+            threads: 1,
+            max_run: 1,
+            seed,
+        };
+        let data = trac_x64dbg::testgen::trace(opts, 600, RecorderOptions::default(), "t.exe");
+        let trace = Trace::parse(&data).unwrap();
+        let (got, err) = replay_all(&trace);
+        assert!(err.is_none());
+        let mut scan = trace.scan();
+        let mut tiny = 0;
+        for d in &got {
+            let ins = scan.next_instruction().unwrap().unwrap();
+            tiny += usize::from(ins.bytes().len() < 16);
+            assert_eq!(
+                scan.pc(),
+                d.regs.ip(),
+                "{arch:?} seed {seed}: instruction {}",
+                d.index
+            );
+        }
+        assert!(arch == Arch::X64 || tiny > 0, "no tiny block to test");
+    }
+}
+
+/// The index pass finds the full dumps the block iterator finds, and counts alike.
+#[test]
+fn index_finds_every_full_dump() {
+    fn prop(s: Steps) -> bool {
+        let bytes = record(&s);
+        let trace = Trace::parse(&bytes).unwrap();
+        let mut dumps = Vec::new();
+        let mut blocks = 0u64;
+        for b in trace.blocks() {
+            blocks += 1;
+            if let Ok(trac_x64dbg::Block::Instruction(i)) = b
+                && i.is_full_dump()
+            {
+                dumps.push((i.index(), i.offset()));
+            }
+        }
+        let index = trace.build_index().unwrap();
+        index.full_dump_positions().collect::<Vec<_>>() == dumps && index.blocks() == blocks
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps) -> bool);
 }
 
 /// Streams replay like slices on generated traces (every recorder option, legacy thread

@@ -4,5 +4,7 @@
 //! that serialises to the JSON the matching `tracekit` command prints with `--json`.
 pub mod diff;
 pub mod find;
+pub mod index;
 pub mod mem;
 pub mod state;
+pub mod xref;

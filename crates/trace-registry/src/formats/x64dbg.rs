@@ -25,7 +25,7 @@ use trac_x64dbg::{
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::{self, Access, Isa, NamedReg, RegValue, Step, Steps};
+use crate::steps::{self, Access, Isa, NamedReg, OnStep, RegValue, ScanQuery, Step, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -357,7 +357,9 @@ impl Handler for X64dbg {
 
 impl<'a> X64Steps<'a> {
     /// The steps of an x64dbg input: in place (seekable) or streamed.
-    fn open(input: &'a mut Input, ctx: &Ctx<'_>) -> Result<X64Steps<'a>, Error> {
+    fn open(input: &'a mut Input, ctx: &mut Ctx<'_>) -> Result<X64Steps<'a>, Error> {
+        // The seek index kept in a sidecar index file, when there is a usable one.
+        let saved = crate::analyses::index::load_seek_index(input, ctx, NAME);
         let (trace, blocks) = match input.source() {
             Source::Bytes(b) => {
                 let trace = Trace::parse(b).map_err(err)?;
@@ -383,8 +385,8 @@ impl<'a> X64Steps<'a> {
                 .map(Cow::Owned)
                 .collect(),
             fields: register_fields(arch),
+            index: saved.and_then(|bytes| Index::from_bytes(&bytes)),
             trace,
-            index: None,
             blocks,
             step: Step::default(),
             pending: false,
@@ -458,17 +460,22 @@ impl X64Steps<'_> {
         disasm: Option<&mut Disassembler>,
         state_words: usize,
     ) {
-        step.clear();
-        step.i = ins.index();
-        step.thread = u64::from(ins.thread());
-        step.pc = regs.ip();
-        step.opcode.extend_from_slice(ins.opcode());
-        for m in ins.mem() {
-            step.push_word(m.address, word, m.old, m.new);
-        }
+        Self::fill_lean(step, word, ins, regs.ip());
         if let Some(d) = disasm {
             let words = regs.words();
             d.annotate_step(step, words.get(..state_words).unwrap_or(words));
+        }
+    }
+
+    /// [`X64Steps::fill`] without registers or disassembly: what a scan hands out.
+    fn fill_lean(step: &mut Step, word: u32, ins: &Instruction<'_>, pc: u64) {
+        step.clear();
+        step.i = ins.index();
+        step.thread = u64::from(ins.thread());
+        step.pc = pc;
+        step.opcode.extend_from_slice(ins.opcode());
+        for m in ins.mem() {
+            step.push_word(m.address, word, m.old, m.new);
         }
     }
 }
@@ -634,6 +641,44 @@ impl Steps for X64Steps<'_> {
             self.names.len(),
         );
         Some(&self.step)
+    }
+
+    /// The lean walk of [`trac_x64dbg::Scan`] for a trace in memory without `--disasm`
+    /// (the pc from the `cip` changes, the addresses read in place, a step filled only
+    /// for a match); the replay otherwise.
+    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
+        let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
+            return steps::scan_by_steps(self, query, on_step);
+        };
+        let mut scan = replay.scan();
+        if std::mem::take(&mut self.pending) && query.matches(&self.step) {
+            on_step(&self.step)?;
+        }
+        if self.done {
+            return Ok(());
+        }
+        // The stream is at its end after the scan, whatever happens.
+        self.done = true;
+        let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
+        while let Some(ins) = scan.next_instruction() {
+            let ins = ins.map_err(err)?;
+            if query.all || query.pc == Some(scan.pc()) || (lo < hi && ins.touches(lo, hi)) {
+                Self::fill_lean(&mut self.step, self.word, &ins, scan.pc());
+                on_step(&self.step)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        let Some(trace) = &self.trace else {
+            return Ok(None);
+        };
+        let index = match &self.index {
+            Some(index) => index,
+            None => self.index.insert(trace.build_index().map_err(err)?),
+        };
+        Ok(Some(index.to_bytes()))
     }
 }
 
@@ -1338,7 +1383,7 @@ mod tests {
             trac_x64dbg::testgen::trace(opts, n, trac_x64dbg::RecorderOptions::default(), "w.exe");
         let options = crate::Options::default();
         let mut input = Input::from_bytes("w.trace64", bytes).unwrap();
-        let mut steps = X64Steps::open(&mut input, &Ctx::new(&options)).unwrap();
+        let mut steps = X64Steps::open(&mut input, &mut Ctx::new(&options)).unwrap();
         let mut work = Vec::new();
         for at in [0, 1, 511, 512, 700, n / 2, n - 513, n - 2, n - 1] {
             steps.seek(at).unwrap();

@@ -22,3 +22,4 @@ mod memory;
 mod state;
 mod tenet;
 mod x64dbg;
+mod xref;

@@ -1,0 +1,1384 @@
+//! The sidecar index (`tracekit index`): a file beside a trace (`FILE.tkidx`) that lists,
+//! for every pc, the instructions that executed there, and for every memory word, the
+//! instructions whose accesses start in it; for x64dbg it also keeps the trace's own seek
+//! index (full-dump offsets and decoder states), so that seeking needs no index pass.
+//!
+//! `xref` answers from it with a binary search and a short decode, and the x64dbg steps
+//! load its seek index when they open a trace that has one ([`load_seek_index`]).
+//!
+//! # Layout (little-endian)
+//!
+//! - a header of [`HEADER_LEN`] bytes: [`MAGIC`], the trace's identity (size, mtime in
+//!   nanoseconds, a hash of its first [`HEAD_HASHED`] bytes), the format's name, the
+//!   number of steps, the longest access, and three sections (seek index, pcs, memory),
+//!   each as offset, length and hash; then a hash of the header itself;
+//! - the seek index: the format's bytes
+//!   ([`Steps::seek_index`](crate::steps::Steps::seek_index)), possibly empty;
+//! - each list section: entries sorted by key (pc, or address / 8), each entry
+//!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
+//!   numbers as varint deltas (the first absolute); a key with many instructions takes
+//!   several entries. Every [`GROUP`] entries start a group (keys restart from 0) listed
+//!   in the section's directory, `(first key, offset)` pairs of 16 bytes after the entries.
+//!
+//! Building keeps at most [`BuildOptions::run_pairs`] pairs per list in memory: beyond
+//! that, sorted runs go to temporary files beside the output and are merged at the end.
+//! The file is written under a temporary name and renamed when complete.
+//!
+//! Reading checks the header, its hash and the section hashes of the seek index and the
+//! directories; entries are decoded with bounds checks, so that any bytes give an answer
+//! or an error, never a panic.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use trace_core::Offset;
+
+use crate::steps::ScanQuery;
+use crate::{Ctx, Error, Handler, Input};
+
+/// The first bytes of a sidecar index (the last byte is the version).
+pub const MAGIC: &[u8; 16] = b"tracekit-index\x00\x01";
+
+/// The file name extension: `FILE.tkidx` beside `FILE`.
+pub const EXTENSION: &str = "tkidx";
+
+/// The size of the header.
+pub const HEADER_LEN: usize = 200;
+
+/// How many bytes at the start of the trace the identity hashes (its header and first
+/// blocks).
+pub const HEAD_HASHED: usize = 64 * 1024;
+
+/// Entries per directory group: a lookup decodes at most this many entries before the
+/// keys it wants.
+pub const GROUP: u64 = 64;
+
+/// The most instruction-number bytes one entry holds (a key with more takes several).
+const ENTRY_BYTES: usize = 64 * 1024;
+
+/// Where the sidecar of `trace` goes by default: `trace` with `.tkidx` appended.
+#[must_use]
+pub fn default_path(trace: &Path) -> PathBuf {
+    let mut name = trace.as_os_str().to_owned();
+    name.push(".");
+    name.push(EXTENSION);
+    PathBuf::from(name)
+}
+
+/// FNV-1a, 64 bits: a hash to tell files apart, not a defence.
+fn hash(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// What identifies the trace an index was made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// The file size.
+    pub len: u64,
+    /// The modification time, in nanoseconds since the Unix epoch (0 where unknown).
+    pub mtime_ns: u64,
+    /// A 64-bit FNV-1a hash of the first [`HEAD_HASHED`] bytes.
+    pub head_hash: u64,
+}
+
+impl Identity {
+    /// The identity of the file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read.
+    pub fn of(path: &Path) -> Result<Identity, Error> {
+        let context = || format!("cannot read {}", path.display());
+        let mut file = File::open(path).map_err(|e| Error::io(context(), e))?;
+        let meta = file.metadata().map_err(|e| Error::io(context(), e))?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let mut head = Vec::with_capacity(HEAD_HASHED);
+        Read::by_ref(&mut file)
+            .take(HEAD_HASHED as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(context(), e))?;
+        Ok(Identity {
+            len: meta.len(),
+            mtime_ns,
+            head_hash: hash(&head),
+        })
+    }
+}
+
+/// One section of the file: where it is and the hash of its bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Section {
+    offset: u64,
+    len: u64,
+    hash: u64,
+}
+
+/// The header of a sidecar index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// The trace it was made from.
+    pub identity: Identity,
+    /// The format's name (`x64dbg`, `gdb-tfile`, …).
+    pub format: String,
+    /// The steps (instructions, frames) indexed.
+    pub steps: u64,
+    /// The longest memory access, in bytes (a lookup widens its range by it).
+    pub max_len: u64,
+    seek: Section,
+    pcs: ListSection,
+    mem: ListSection,
+}
+
+/// A list section: its entries and their directory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ListSection {
+    entries: Section,
+    dir: Section,
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let b = bytes.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
+impl Header {
+    fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        let mut words = vec![
+            self.identity.len,
+            self.identity.mtime_ns,
+            self.identity.head_hash,
+            self.steps,
+            self.max_len,
+        ];
+        for s in [
+            self.seek,
+            self.pcs.entries,
+            self.pcs.dir,
+            self.mem.entries,
+            self.mem.dir,
+        ] {
+            words.extend([s.offset, s.len, s.hash]);
+        }
+        let mut buf = Vec::with_capacity(HEADER_LEN);
+        buf.extend_from_slice(MAGIC);
+        let mut name = [0u8; 16];
+        for (d, s) in name.iter_mut().zip(self.format.bytes()) {
+            *d = s;
+        }
+        buf.extend_from_slice(&name);
+        for w in words {
+            buf.extend_from_slice(&w.to_le_bytes());
+        }
+        let h = hash(&buf);
+        buf.extend_from_slice(&h.to_le_bytes());
+        for (d, s) in out.iter_mut().zip(&buf) {
+            *d = *s;
+        }
+        out
+    }
+
+    /// The header at the start of `bytes`, checked (magic, hash, sections inside
+    /// `file_len`), or why it is not one.
+    fn parse(bytes: &[u8], file_len: u64) -> Result<Header, String> {
+        if bytes.get(..16) != Some(MAGIC.as_slice()) {
+            return Err("not a tracekit index (bad magic or version)".into());
+        }
+        let body = bytes
+            .get(..HEADER_LEN - 8)
+            .ok_or("the header is cut short")?;
+        if u64_at(bytes, HEADER_LEN - 8) != Some(hash(body)) {
+            return Err("the header is damaged (hash mismatch)".into());
+        }
+        let name = bytes.get(16..32).unwrap_or_default();
+        let format = String::from_utf8_lossy(name)
+            .trim_end_matches('\0')
+            .to_owned();
+        let words: Vec<u64> = body
+            .get(32..)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|c| u64_at(c, 0).unwrap_or(0))
+            .collect();
+        let word = |k: usize| words.get(k).copied().unwrap_or(0);
+        let sections: Vec<Section> = words
+            .get(5..)
+            .unwrap_or_default()
+            .chunks_exact(3)
+            .map(|c| match *c {
+                [offset, len, hash] => Section { offset, len, hash },
+                _ => Section::default(),
+            })
+            .collect();
+        let section = |k: usize| sections.get(k).copied().unwrap_or_default();
+        let header = Header {
+            identity: Identity {
+                len: word(0),
+                mtime_ns: word(1),
+                head_hash: word(2),
+            },
+            format,
+            steps: word(3),
+            max_len: word(4),
+            seek: section(0),
+            pcs: ListSection {
+                entries: section(1),
+                dir: section(2),
+            },
+            mem: ListSection {
+                entries: section(3),
+                dir: section(4),
+            },
+        };
+        for s in [
+            header.seek,
+            header.pcs.entries,
+            header.pcs.dir,
+            header.mem.entries,
+            header.mem.dir,
+        ] {
+            if s.offset.checked_add(s.len).is_none_or(|end| end > file_len)
+                || s.offset < HEADER_LEN as u64
+            {
+                return Err("a section lies outside the file".into());
+            }
+        }
+        if !header.pcs.dir.len.is_multiple_of(16) || !header.mem.dir.len.is_multiple_of(16) {
+            return Err("a directory is not a whole number of entries".into());
+        }
+        Ok(header)
+    }
+}
+
+fn damaged(path: &Path, what: impl std::fmt::Display, offset: Option<u64>) -> Error {
+    Error::Invalid {
+        message: format!("index {}: {what}", path.display()),
+        offset: offset.map(Offset),
+        path: None,
+    }
+}
+
+/// An open sidecar index: a file, or any bytes for tests ([`Sidecar::read`]).
+#[derive(Debug)]
+pub struct Sidecar<R = File> {
+    path: PathBuf,
+    file: R,
+    header: Header,
+    pcs_dir: Vec<(u64, u64)>,
+    mem_dir: Vec<(u64, u64)>,
+}
+
+/// Why a sidecar was not used.
+#[derive(Debug)]
+pub enum Unusable {
+    /// There is none at the path.
+    Missing,
+    /// It was made from another trace or another version of this one.
+    Stale(String),
+    /// It is not a readable index.
+    Damaged(Error),
+}
+
+impl Unusable {
+    /// The note for stderr, naming the sidecar, or `None` when there was none where none
+    /// was asked for (`explicit`: the user named the file).
+    #[must_use]
+    pub fn note(&self, path: &Path, explicit: bool) -> Option<String> {
+        // A damaged one's error names the file itself.
+        match self {
+            Unusable::Missing if explicit => Some(format!(
+                "note: there is no index at {}; reading the trace without it",
+                path.display()
+            )),
+            Unusable::Missing => None,
+            Unusable::Stale(why) => Some(format!(
+                "note: ignoring the index {}: {why}; `tracekit index` rebuilds it",
+                path.display()
+            )),
+            Unusable::Damaged(e) => Some(format!(
+                "note: ignoring the sidecar: {e}; `tracekit index` rebuilds it"
+            )),
+        }
+    }
+}
+
+impl Sidecar<File> {
+    /// Opens the index at `path` for the trace at `trace` read as `format`: checks its
+    /// header, that it was made from this trace (size, mtime, head hash) and its
+    /// directories.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be used.
+    pub fn open(path: &Path, trace: &Path, format: &str) -> Result<Sidecar, Unusable> {
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Unusable::Missing),
+            Err(e) => {
+                return Err(Unusable::Damaged(Error::io(
+                    format!("cannot open {}", path.display()),
+                    e,
+                )));
+            }
+        };
+        let file_len = file
+            .metadata()
+            .map_err(|e| {
+                Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e))
+            })?
+            .len();
+        let sidecar = Sidecar::read(path, file, file_len).map_err(Unusable::Damaged)?;
+        let identity = Identity::of(trace).map_err(Unusable::Damaged)?;
+        if sidecar.header.format != format {
+            return Err(Unusable::Stale(format!(
+                "it was made for a {} trace, not {format}",
+                sidecar.header.format
+            )));
+        }
+        if sidecar.header.identity != identity {
+            return Err(Unusable::Stale(
+                "the trace has changed since (size, time or first bytes differ)".into(),
+            ));
+        }
+        Ok(sidecar)
+    }
+}
+
+impl<R: Read + Seek> Sidecar<R> {
+    /// Reads the header and directories of the index in `file` (of `file_len` bytes;
+    /// `path` names it in messages), without checking which trace it belongs to.
+    ///
+    /// # Errors
+    ///
+    /// It is not a readable index.
+    pub fn read(path: &Path, mut file: R, file_len: u64) -> Result<Sidecar<R>, Error> {
+        let mut head = [0u8; HEADER_LEN];
+        let got = read_up_to(&mut file, &mut head)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let header = Header::parse(head.get(..got).unwrap_or_default(), file_len)
+            .map_err(|why| damaged(path, why, Some(0)))?;
+        let mut sidecar = Sidecar {
+            path: path.to_owned(),
+            file,
+            pcs_dir: Vec::new(),
+            mem_dir: Vec::new(),
+            header,
+        };
+        sidecar.pcs_dir = sidecar.directory(sidecar.header.pcs)?;
+        sidecar.mem_dir = sidecar.directory(sidecar.header.mem)?;
+        Ok(sidecar)
+    }
+
+    /// The header.
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The path of the index.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The bytes of a section, checked against its hash. The section lies inside the
+    /// file (checked with the header), so its length is bounded by the file's.
+    fn section(&mut self, s: Section) -> Result<Vec<u8>, Error> {
+        let path = self.path.clone();
+        let mut bytes = vec![
+            0u8;
+            usize::try_from(s.len).map_err(|_| damaged(
+                &path,
+                "a section is too big",
+                Some(s.offset)
+            ))?
+        ];
+        self.file
+            .seek(SeekFrom::Start(s.offset))
+            .and_then(|_| self.file.read_exact(&mut bytes))
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        if hash(&bytes) != s.hash {
+            return Err(damaged(
+                &path,
+                "a section is damaged (hash mismatch)",
+                Some(s.offset),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    fn directory(&mut self, list: ListSection) -> Result<Vec<(u64, u64)>, Error> {
+        let bytes = self.section(list.dir)?;
+        let dir: Vec<(u64, u64)> = bytes
+            .chunks_exact(16)
+            .map(|c| (u64_at(c, 0).unwrap_or(0), u64_at(c, 8).unwrap_or(0)))
+            .collect();
+        let sorted = dir.windows(2).all(|w| match w {
+            [a, b] => a.0 <= b.0 && a.1 < b.1,
+            _ => true,
+        });
+        if !sorted || dir.iter().any(|&(_, off)| off >= list.entries.len) {
+            return Err(damaged(
+                &self.path,
+                "a directory is out of order",
+                Some(list.dir.offset),
+            ));
+        }
+        Ok(dir)
+    }
+
+    /// The format's seek index kept in the sidecar (empty when it has none).
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn seek_index(&mut self) -> Result<Vec<u8>, Error> {
+        let s = self.header.seek;
+        self.section(s)
+    }
+
+    /// The instructions that executed at `pc`, in order.
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn executions(&mut self, pc: u64) -> Result<Vec<u64>, Error> {
+        let (list, dir) = (self.header.pcs, std::mem::take(&mut self.pcs_dir));
+        let found = self.lookup(list, &dir, pc, pc);
+        self.pcs_dir = dir;
+        found
+    }
+
+    /// The instructions with a memory access that may cover a byte of `start..end`
+    /// (every access starting in a word from `start − longest access` on), in order and
+    /// each once; the caller checks the accesses themselves.
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn accesses(&mut self, start: u64, end: u64) -> Result<Vec<u64>, Error> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        let lo = start.saturating_sub(self.header.max_len.saturating_sub(1)) >> 3;
+        let hi = end.saturating_sub(1) >> 3;
+        let (list, dir) = (self.header.mem, std::mem::take(&mut self.mem_dir));
+        let found = self.lookup(list, &dir, lo, hi);
+        self.mem_dir = dir;
+        found
+    }
+
+    /// The instruction numbers of the keys `lo..=hi`, sorted and without repeats.
+    fn lookup(
+        &mut self,
+        list: ListSection,
+        dir: &[(u64, u64)],
+        lo: u64,
+        hi: u64,
+    ) -> Result<Vec<u64>, Error> {
+        // The last group that starts below `lo` may end with `lo`'s first entries.
+        let g = dir.partition_point(|&(k, _)| k < lo).saturating_sub(1);
+        let Some(&(_, start)) = dir.get(g) else {
+            return Ok(Vec::new());
+        };
+        let end = dir
+            .get(g.saturating_add(1)..)
+            .unwrap_or_default()
+            .iter()
+            .find(|&&(k, _)| k > hi)
+            .map_or(list.entries.len, |&(_, off)| off);
+        let base = list.entries.offset.saturating_add(start);
+        let len = end.saturating_sub(start);
+        let path = self.path.clone();
+        self.file
+            .seek(SeekFrom::Start(base))
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let mut r = Counted {
+            inner: BufReader::new((&mut self.file).take(len)),
+            at: base,
+        };
+        let bad = |at: u64| damaged(&path, "an entry is damaged", Some(at));
+        let mut found = Vec::new();
+        let mut key = 0u64;
+        let mut entry = 0u64;
+        let mut buf = Vec::new();
+        while r.at < base.saturating_add(len) {
+            let at = r.at;
+            let delta = read_varint(&mut r).map_err(|_| bad(at))?;
+            // Each group's first entry has its key whole.
+            key = if entry.is_multiple_of(GROUP) {
+                delta
+            } else {
+                key.checked_add(delta).ok_or_else(|| bad(at))?
+            };
+            entry = entry.saturating_add(1);
+            let count = read_varint(&mut r).map_err(|_| bad(at))?;
+            let bytes = read_varint(&mut r).map_err(|_| bad(at))?;
+            if key > hi {
+                break;
+            }
+            if bytes > ENTRY_BYTES as u64 || count > bytes {
+                return Err(bad(at));
+            }
+            buf.resize(usize::try_from(bytes).unwrap_or(0), 0);
+            r.read_exact(&mut buf).map_err(|_| bad(at))?;
+            if key < lo {
+                continue;
+            }
+            let mut cur = buf.as_slice();
+            let mut i = 0u64;
+            for n in 0..count {
+                let d = take_varint(&mut cur).ok_or_else(|| bad(at))?;
+                i = if n == 0 {
+                    d
+                } else {
+                    i.checked_add(d).ok_or_else(|| bad(at))?
+                };
+                if i >= self.header.steps {
+                    return Err(bad(at));
+                }
+                found.push(i);
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        Ok(found)
+    }
+}
+
+/// A reader that counts the bytes read from it (the file offset for errors).
+struct Counted<R> {
+    inner: R,
+    at: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.at = self.at.saturating_add(n as u64);
+        Ok(n)
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while let Some(rest) = buf.get_mut(got..) {
+        if rest.is_empty() {
+            break;
+        }
+        match r.read(rest)? {
+            0 => break,
+            n => got = got.saturating_add(n),
+        }
+    }
+    Ok(got)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut x: u64) {
+    while x >= 0x80 {
+        out.push((x as u8) | 0x80);
+        x >>= 7;
+    }
+    out.push(x as u8);
+}
+
+fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut x = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = bytes.split_first()?;
+        *bytes = rest;
+        x |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b < 0x80 {
+            return Some(x);
+        }
+    }
+    None
+}
+
+fn read_varint(r: &mut impl Read) -> io::Result<u64> {
+    let mut x = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut b = [0u8];
+        r.read_exact(&mut b)?;
+        let [b] = b;
+        x |= u64::from(b & 0x7f)
+            .checked_shl(shift)
+            .ok_or(io::ErrorKind::InvalidData)?;
+        if b < 0x80 {
+            return Ok(x);
+        }
+    }
+    Err(io::ErrorKind::InvalidData.into())
+}
+
+/// Writes one list section: sorted `(key, instruction)` pairs in, entries and directory
+/// out.
+struct ListWriter<W> {
+    out: W,
+    pos: u64,
+    hash: u64,
+    dir: Vec<u8>,
+    entries: u64,
+    prev_key: u64,
+    key: Option<u64>,
+    count: u64,
+    prev_i: u64,
+    list: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> ListWriter<W> {
+    fn new(out: W) -> Self {
+        ListWriter {
+            out,
+            pos: 0,
+            hash: 0xcbf2_9ce4_8422_2325,
+            dir: Vec::new(),
+            entries: 0,
+            prev_key: 0,
+            key: None,
+            count: 0,
+            prev_i: 0,
+            list: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, key: u64, i: u64) -> io::Result<()> {
+        if self.key != Some(key) || self.list.len() >= ENTRY_BYTES - 10 {
+            self.flush_entry()?;
+            self.key = Some(key);
+            put_varint(&mut self.list, i);
+        } else {
+            put_varint(&mut self.list, i.saturating_sub(self.prev_i));
+        }
+        self.count = self.count.saturating_add(1);
+        self.prev_i = i;
+        Ok(())
+    }
+
+    fn flush_entry(&mut self) -> io::Result<()> {
+        let Some(key) = self.key.take() else {
+            return Ok(());
+        };
+        let delta = if self.entries.is_multiple_of(GROUP) {
+            self.dir.extend_from_slice(&key.to_le_bytes());
+            self.dir.extend_from_slice(&self.pos.to_le_bytes());
+            key
+        } else {
+            key.saturating_sub(self.prev_key)
+        };
+        self.scratch.clear();
+        put_varint(&mut self.scratch, delta);
+        put_varint(&mut self.scratch, self.count);
+        put_varint(&mut self.scratch, self.list.len() as u64);
+        self.scratch.extend_from_slice(&self.list);
+        self.out.write_all(&self.scratch)?;
+        for &b in &self.scratch {
+            self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.pos = self.pos.saturating_add(self.scratch.len() as u64);
+        self.entries = self.entries.saturating_add(1);
+        self.prev_key = key;
+        self.count = 0;
+        self.list.clear();
+        Ok(())
+    }
+}
+
+/// Pairs of one list, sorted in memory and spilled to sorted runs on disk.
+struct Runs {
+    pairs: Vec<(u64, u64)>,
+    limit: usize,
+    files: Vec<PathBuf>,
+    stem: PathBuf,
+    total: u64,
+}
+
+impl Runs {
+    fn new(stem: PathBuf, limit: usize) -> Runs {
+        Runs {
+            pairs: Vec::new(),
+            limit: limit.max(1),
+            files: Vec::new(),
+            stem,
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, key: u64, i: u64) -> io::Result<()> {
+        if self.pairs.len() >= self.limit {
+            self.spill()?;
+        }
+        self.pairs.push((key, i));
+        self.total = self.total.saturating_add(1);
+        Ok(())
+    }
+
+    /// Sorts the pairs in memory and writes them as a run.
+    fn spill(&mut self) -> io::Result<()> {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        let mut path = self.stem.clone().into_os_string();
+        path.push(format!(".run{}", self.files.len()));
+        let path = PathBuf::from(path);
+        let mut w = BufWriter::new(File::create(&path)?);
+        self.files.push(path);
+        let mut buf = Vec::new();
+        let mut prev = (0u64, 0u64);
+        for &(k, i) in &self.pairs {
+            buf.clear();
+            put_varint(&mut buf, k.wrapping_sub(prev.0));
+            put_varint(
+                &mut buf,
+                i.wrapping_sub(if k == prev.0 { prev.1 } else { 0 }),
+            );
+            w.write_all(&buf)?;
+            prev = (k, i);
+        }
+        w.flush()?;
+        self.pairs.clear();
+        Ok(())
+    }
+
+    /// Every pair in order, each once, into `out`: from memory alone, or merged from the
+    /// runs.
+    fn drain_into<W: Write>(&mut self, out: &mut ListWriter<W>) -> io::Result<()> {
+        if self.files.is_empty() {
+            self.pairs.sort_unstable();
+            self.pairs.dedup();
+            for &(k, i) in &self.pairs {
+                out.push(k, i)?;
+            }
+            self.pairs = Vec::new();
+            return out.flush_entry();
+        }
+        if !self.pairs.is_empty() {
+            self.spill()?;
+        }
+        let mut readers = Vec::new();
+        for f in &self.files {
+            readers.push(RunReader {
+                r: BufReader::new(File::open(f)?),
+                prev: (0, 0),
+            });
+        }
+        let mut heap = BinaryHeap::new();
+        for (n, r) in readers.iter_mut().enumerate() {
+            if let Some(p) = r.next()? {
+                heap.push(Reverse((p, n)));
+            }
+        }
+        let mut last = None;
+        while let Some(Reverse((p, n))) = heap.pop() {
+            if last != Some(p) {
+                out.push(p.0, p.1)?;
+                last = Some(p);
+            }
+            if let Some(r) = readers.get_mut(n)
+                && let Some(q) = r.next()?
+            {
+                heap.push(Reverse((q, n)));
+            }
+        }
+        out.flush_entry()
+    }
+}
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+struct RunReader {
+    r: BufReader<File>,
+    prev: (u64, u64),
+}
+
+impl RunReader {
+    fn next(&mut self) -> io::Result<Option<(u64, u64)>> {
+        let mut first = [0u8];
+        if self.r.read(&mut first)? == 0 {
+            return Ok(None);
+        }
+        let mut chained = first.as_slice().chain(&mut self.r);
+        let dk = read_varint(&mut chained)?;
+        let di = read_varint(&mut chained)?;
+        let k = self.prev.0.wrapping_add(dk);
+        let i = if dk == 0 {
+            self.prev.1.wrapping_add(di)
+        } else {
+            di
+        };
+        self.prev = (k, i);
+        Ok(Some((k, i)))
+    }
+}
+
+/// How [`build`] works.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    /// `(key, instruction)` pairs kept in memory per list before a sorted run is written
+    /// to disk (16 bytes each).
+    pub run_pairs: usize,
+}
+
+impl Default for BuildOptions {
+    /// 2 Mi pairs per list: 64 MiB for both.
+    fn default() -> Self {
+        BuildOptions { run_pairs: 2 << 20 }
+    }
+}
+
+/// What [`build`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Built {
+    /// Where.
+    pub path: PathBuf,
+    /// The steps indexed.
+    pub steps: u64,
+    /// The trace's size.
+    pub trace_bytes: u64,
+    /// The index's size.
+    pub index_bytes: u64,
+    /// The size of the seek index kept in it.
+    pub seek_bytes: u64,
+    /// `(pc, instruction)` pairs.
+    pub executions: u64,
+    /// `(address word, instruction)` pairs.
+    pub accesses: u64,
+}
+
+/// Builds the sidecar index of the trace in `input` (which must be a file: its identity
+/// is kept) at `out` (default: [`default_path`]). One pass over the steps, plus the
+/// format's own index pass for its seek index; written under a temporary name beside
+/// `out` and renamed.
+///
+/// # Errors
+///
+/// The input is not a file or has no instruction stream (`Unsupported`), the trace is
+/// damaged (nothing is written), or the index cannot be written.
+pub fn build(
+    handler: &dyn Handler,
+    input: &mut Input,
+    ctx: &mut Ctx<'_>,
+    out: Option<&Path>,
+    options: BuildOptions,
+) -> Result<Built, Error> {
+    let trace = input
+        .path()
+        .filter(|_| input.compression().is_none())
+        .map(Path::to_owned)
+        .ok_or_else(|| {
+            Error::Unsupported(format!(
+                "`tracekit index` needs an uncompressed trace file, not {}",
+                input.name()
+            ))
+        })?;
+    let out = out.map_or_else(|| default_path(&trace), Path::to_owned);
+    let identity = Identity::of(&trace)?;
+    let tmp = {
+        let mut name = out.clone().into_os_string();
+        name.push(format!(".tmp{}", std::process::id()));
+        PathBuf::from(name)
+    };
+    let writable = |e: io::Error| {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+            format!(
+                " ({} is not writable: use -o PATH to put the index elsewhere)",
+                dir.display()
+            )
+        } else {
+            String::new()
+        };
+        Error::io(format!("cannot write the index {}{hint}", out.display()), e)
+    };
+    // Check that the place is writable before the long pass.
+    File::create(&tmp).map_err(writable)?;
+    let guard = RemoveOnDrop(tmp.clone());
+    // The old index (its seek index saves a pass) is being replaced: no note about it.
+    let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
+    let steps = handler.steps(
+        input,
+        &mut Ctx::new(ctx.options).on_diagnostic(|line| {
+            if !is_sidecar_note(line) {
+                notes(line);
+            }
+        }),
+    );
+    ctx.diagnostics = notes;
+    let mut steps = steps?;
+    let seek = steps.seek_index()?.unwrap_or_default();
+    let stem = |what: &str| {
+        let mut name = tmp.clone().into_os_string();
+        name.push(what);
+        PathBuf::from(name)
+    };
+    let mut pcs = Runs::new(stem(".pcs"), options.run_pairs);
+    let mut mem = Runs::new(stem(".mem"), options.run_pairs);
+    let mut max_len = 0u64;
+    let mut count = 0u64;
+    let query = ScanQuery {
+        all: true,
+        ..ScanQuery::default()
+    };
+    let spill = |e: io::Error| {
+        Error::io(
+            format!("cannot write a temporary run beside {}", out.display()),
+            e,
+        )
+    };
+    steps.scan(&query, &mut |step| {
+        count = step.i.saturating_add(1);
+        pcs.push(step.pc, step.i).map_err(spill)?;
+        for a in &step.mem {
+            max_len = max_len.max(u64::from(a.len));
+            mem.push(a.addr >> 3, step.i).map_err(spill)?;
+        }
+        Ok(())
+    })?;
+    drop(steps);
+    let executions = pcs.total;
+    let accesses = mem.total;
+    let file = File::create(&tmp).map_err(writable)?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let mut header = Header {
+        identity,
+        format: handler.name().to_owned(),
+        steps: count,
+        max_len,
+        seek: Section::default(),
+        pcs: ListSection::default(),
+        mem: ListSection::default(),
+    };
+    let mut pos = HEADER_LEN as u64;
+    let mut sections = || -> io::Result<()> {
+        w.write_all(&[0u8; HEADER_LEN])?;
+        header.seek = write_section(&mut w, &seek, &mut pos)?;
+        for (runs, list) in [(&mut pcs, &mut header.pcs), (&mut mem, &mut header.mem)] {
+            let mut lw = ListWriter::new(&mut w);
+            runs.drain_into(&mut lw)?;
+            list.entries = Section {
+                offset: pos,
+                len: lw.pos,
+                hash: lw.hash,
+            };
+            pos = pos.saturating_add(lw.pos);
+            let dir = std::mem::take(&mut lw.dir);
+            list.dir = write_section(&mut w, &dir, &mut pos)?;
+        }
+        w.seek(SeekFrom::Start(0))?;
+        w.write_all(&header.to_bytes())?;
+        w.flush()?;
+        w.get_ref().sync_all()
+    };
+    sections().map_err(writable)?;
+    std::fs::rename(&tmp, &out).map_err(writable)?;
+    std::mem::forget(guard);
+    Ok(Built {
+        path: out,
+        steps: count,
+        trace_bytes: identity.len,
+        index_bytes: pos,
+        seek_bytes: seek.len() as u64,
+        executions,
+        accesses,
+    })
+}
+
+/// Writes `bytes` as the section at `pos`, which moves past it.
+fn write_section(w: &mut impl Write, bytes: &[u8], pos: &mut u64) -> io::Result<Section> {
+    w.write_all(bytes)?;
+    let s = Section {
+        offset: *pos,
+        len: bytes.len() as u64,
+        hash: hash(bytes),
+    };
+    *pos = pos.saturating_add(s.len);
+    Ok(s)
+}
+
+/// Removes a temporary file unless forgotten.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The sidecar of `input` for `format`: at `explicit`, or beside the trace, when the
+/// input is an uncompressed file in memory (what a seek index is for); `Err` says why
+/// it is not used (`Unusable::Missing`: there is none).
+///
+/// # Errors
+///
+/// Why there is no usable sidecar.
+pub fn open_for(input: &Input, explicit: Option<&Path>, format: &str) -> Result<Sidecar, Unusable> {
+    let Some(trace) = input.path().filter(|_| input.compression().is_none()) else {
+        return Err(Unusable::Missing);
+    };
+    let path = explicit.map_or_else(|| default_path(trace), Path::to_owned);
+    Sidecar::open(&path, trace, format)
+}
+
+/// The seek index kept in the sidecar of `input` (see [`open_for`]), if there is a
+/// usable one; a stale or damaged one is reported through `ctx` and ignored. For the
+/// handlers' `steps`.
+pub fn load_seek_index(input: &mut Input, ctx: &mut Ctx<'_>, format: &str) -> Option<Vec<u8>> {
+    if input.is_stream() {
+        return None;
+    }
+    let explicit = ctx.options.index.clone();
+    let found = open_for(input, explicit.as_deref(), format)
+        .and_then(|mut s| s.seek_index().map_err(Unusable::Damaged));
+    match found {
+        Ok(bytes) => Some(bytes),
+        Err(why) => {
+            note_unusable(input, ctx, &why);
+            None
+        }
+    }
+}
+
+/// Reports through `ctx` why the sidecar of `input` (see [`open_for`]) is not used, when
+/// there is something to say.
+pub fn note_unusable(input: &Input, ctx: &mut Ctx<'_>, why: &Unusable) {
+    let explicit = ctx.options.index.clone();
+    let path = explicit.clone().or_else(|| input.path().map(default_path));
+    if let Some(note) = path.and_then(|p| why.note(&p, explicit.is_some())) {
+        ctx.diagnostic(&note);
+    }
+}
+
+/// Whether a diagnostic line is one of [`note_unusable`]'s.
+#[must_use]
+pub fn is_sidecar_note(line: &str) -> bool {
+    line.starts_with("note: ignoring the index")
+        || line.starts_with("note: ignoring the sidecar")
+        || line.starts_with("note: there is no index")
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use std::io::Cursor;
+
+    use quickcheck::{QuickCheck, TestResult};
+    use trac_x64dbg::testgen::{self, Options as GenOptions};
+    use trac_x64dbg::{Arch, RecorderOptions};
+
+    use super::*;
+    use crate::analyses::xref::{XrefQuery, xref};
+    use crate::{HANDLERS, Options};
+
+    /// A fresh temporary directory for one test.
+    fn temp_dir(name: &str) -> PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tk-index-{name}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn x64dbg() -> &'static dyn Handler {
+        HANDLERS[0]
+    }
+
+    /// `xref` lines for `query` on the trace at `path`, with the sidecar at `index` (a
+    /// path that does not exist: none).
+    fn lines(path: &Path, index: &Path, query: &XrefQuery) -> Vec<String> {
+        let options = Options {
+            index: Some(index.to_owned()),
+            ..Options::default()
+        };
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut out = Vec::new();
+        xref(x64dbg(), &mut input, &mut Ctx::new(&options), query, |h| {
+            out.push(h.to_json());
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn build_at(path: &Path, out: &Path, run_pairs: usize) -> Built {
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let options = Options::default();
+        build(
+            x64dbg(),
+            &mut input,
+            &mut Ctx::new(&options),
+            Some(out),
+            BuildOptions { run_pairs },
+        )
+        .unwrap()
+    }
+
+    /// With the sidecar (built in memory or from many spilled runs) `xref` prints what the
+    /// scan prints, for addresses the trace touches, ranges around them and pcs.
+    #[test]
+    fn sidecar_answers_as_the_scan_does() {
+        fn prop(
+            seed: u64,
+            threads: u8,
+            x86: bool,
+            n: u16,
+            run_pairs: u8,
+            pick: Vec<(u16, u8)>,
+        ) -> TestResult {
+            let arch = if x86 { Arch::X86 } else { Arch::X64 };
+            let opts = GenOptions {
+                arch,
+                threads: 1 + u32::from(threads % 4),
+                max_run: 1 + seed % 300,
+                seed,
+            };
+            let bytes = testgen::trace(
+                opts,
+                1 + u64::from(n % 1500),
+                RecorderOptions::default(),
+                "q.exe",
+            );
+            let dir = temp_dir("qc");
+            let path = dir.join("t.trace64");
+            std::fs::write(&path, &bytes).unwrap();
+            let none = dir.join("none.tkidx");
+            let index = dir.join("t.tkidx");
+            let built = build_at(&path, &index, 1 + usize::from(run_pairs));
+            let all: Vec<String> = lines(
+                &path,
+                &none,
+                &XrefQuery {
+                    mem: Some((0, Some(u64::MAX))),
+                    pc: None,
+                },
+            );
+            let mut queries = Vec::new();
+            for (k, len) in pick.iter().take(3) {
+                let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()])
+                else {
+                    break;
+                };
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let hex = |s: &serde_json::Value| {
+                    u64::from_str_radix(s.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+                };
+                let addr = hex(&v["addr"]);
+                let len = u64::from(*len % 40);
+                let start = addr.saturating_sub(len / 2);
+                queries.push(XrefQuery {
+                    mem: Some((start, (len > 0).then_some(len))),
+                    pc: None,
+                });
+                queries.push(XrefQuery {
+                    mem: None,
+                    pc: Some(hex(&v["pc"])),
+                });
+            }
+            queries.push(XrefQuery {
+                mem: Some((0x10, Some(8))),
+                pc: None,
+            });
+            for q in &queries {
+                let scanned = lines(&path, &none, q);
+                let indexed = lines(&path, &index, q);
+                if scanned != indexed {
+                    return TestResult::error(format!(
+                        "{q:?}: {} lines scanned, {} from the index",
+                        scanned.len(),
+                        indexed.len()
+                    ));
+                }
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+            TestResult::from_bool(built.index_bytes <= built.trace_bytes)
+        }
+        QuickCheck::new()
+            .tests(15)
+            .quickcheck(prop as fn(u64, u8, bool, u16, u8, Vec<(u16, u8)>) -> TestResult);
+    }
+
+    /// An index of another trace, or of this one before it changed, is not used: the
+    /// steps say so, and `xref` answers from the trace.
+    #[test]
+    fn stale_and_foreign_indexes_are_ignored_with_a_note() {
+        let dir = temp_dir("stale");
+        let make = |seed| {
+            let opts = GenOptions {
+                arch: Arch::X64,
+                threads: 2,
+                max_run: 50,
+                seed,
+            };
+            testgen::trace(opts, 2000, RecorderOptions::default(), "s.exe")
+        };
+        let path = dir.join("a.trace64");
+        std::fs::write(&path, make(1)).unwrap();
+        let index = default_path(&path);
+        build_at(&path, &index, 1 << 20);
+        assert!(Sidecar::open(&index, &path, "x64dbg").is_ok());
+        assert!(matches!(
+            Sidecar::open(&index, &path, "gdb-tfile"),
+            Err(Unusable::Stale(_))
+        ));
+        // Same size, other content.
+        std::fs::write(&path, make(2)).unwrap();
+        let why = Sidecar::open(&index, &path, "x64dbg").unwrap_err();
+        assert!(matches!(why, Unusable::Stale(_)), "{why:?}");
+        let options = Options::default();
+        let mut notes = Vec::new();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut ctx = Ctx::new(&options).on_diagnostic(|l| notes.push(l.to_owned()));
+        let mut steps = x64dbg().steps(&mut input, &mut ctx).unwrap();
+        steps.seek(1500).unwrap();
+        drop(steps);
+        drop(ctx);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("has changed"), "{notes:?}");
+        // A damaged one is caught by its hashes and ignored too.
+        build_at(&path, &index, 1 << 20);
+        let mut bytes = std::fs::read(&index).unwrap();
+        bytes[HEADER_LEN + 3] ^= 0x40;
+        std::fs::write(&index, &bytes).unwrap();
+        let mut sidecar = Sidecar::open(&index, &path, "x64dbg").unwrap();
+        assert!(sidecar.seek_index().is_err());
+        notes.clear();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let mut ctx = Ctx::new(&options).on_diagnostic(|l| notes.push(l.to_owned()));
+        x64dbg()
+            .steps(&mut input, &mut ctx)
+            .unwrap()
+            .seek(1500)
+            .unwrap();
+        drop(ctx);
+        assert!(
+            notes.len() == 1 && notes[0].contains("damaged"),
+            "{notes:?}"
+        );
+        let len = bytes.len();
+        bytes[len - 1] ^= 1; // the last directory entry
+        std::fs::write(&index, &bytes).unwrap();
+        assert!(matches!(
+            Sidecar::open(&index, &path, "x64dbg"),
+            Err(Unusable::Damaged(_))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The x64dbg steps seek with the sidecar's seek index, and land where a seek with a
+    /// fresh index pass lands.
+    #[test]
+    fn steps_seek_with_the_sidecar() {
+        let dir = temp_dir("seek");
+        let opts = GenOptions {
+            arch: Arch::X64,
+            threads: 3,
+            max_run: 80,
+            seed: 7,
+        };
+        let path = dir.join("a.trace64");
+        std::fs::write(
+            &path,
+            testgen::trace(opts, 5000, RecorderOptions::default(), "s.exe"),
+        )
+        .unwrap();
+        let options = Options::default();
+        let at = |n: u64| {
+            let mut input = Input::open(path.as_os_str()).unwrap();
+            let mut steps = x64dbg().steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            steps.seek(n).unwrap();
+            let step = steps.next_step().unwrap().unwrap().clone();
+            (step, steps.regs().to_vec())
+        };
+        let before: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
+        let built = build_at(&path, &default_path(&path), 1 << 20);
+        assert!(built.seek_bytes > 0);
+        let mut sidecar = Sidecar::open(&default_path(&path), &path, "x64dbg").unwrap();
+        let saved = trac_x64dbg::Index::from_bytes(&sidecar.seek_index().unwrap()).unwrap();
+        assert_eq!(saved.full_dumps(), 10);
+        let after: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
+        assert_eq!(before, after);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Any bytes, and any damage to a real index, give an answer or an error.
+    #[test]
+    fn reading_never_panics() {
+        let dir = temp_dir("fuzz");
+        let path = dir.join("a.trace64");
+        let opts = GenOptions {
+            arch: Arch::X64,
+            threads: 2,
+            max_run: 30,
+            seed: 3,
+        };
+        std::fs::write(
+            &path,
+            testgen::trace(opts, 1500, RecorderOptions::default(), "s.exe"),
+        )
+        .unwrap();
+        let index = dir.join("a.tkidx");
+        build_at(&path, &index, 100);
+        let good = std::fs::read(&index).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        fn probe(bytes: &[u8]) {
+            let Ok(mut s) = Sidecar::read(Path::new("x"), Cursor::new(bytes), bytes.len() as u64)
+            else {
+                return;
+            };
+            let _ = s.seek_index();
+            for k in [0, 1, 0x14_fe00, u64::MAX] {
+                let _ = s.executions(k);
+                let _ = s.accesses(k, k.saturating_add(64));
+            }
+        }
+        probe(&good);
+        static GOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        GOOD.set(good).unwrap();
+        fn raw(b: Vec<u8>) -> bool {
+            probe(&b);
+            true
+        }
+        // Damage anywhere: the header and directories are caught by their hashes, the
+        // entries by the decoder's checks.
+        fn mutated(flips: Vec<(u32, u8)>) -> bool {
+            let mut b = GOOD.get().unwrap().clone();
+            for (at, x) in flips {
+                let i = at as usize % b.len();
+                b[i] ^= x;
+            }
+            probe(&b);
+            true
+        }
+        QuickCheck::new()
+            .tests(300)
+            .quickcheck(raw as fn(Vec<u8>) -> bool);
+        QuickCheck::new()
+            .tests(500)
+            .quickcheck(mutated as fn(Vec<(u32, u8)>) -> bool);
+    }
+}

@@ -1,0 +1,293 @@
+//! `xref`: every memory access that touched an address range, or every execution of a pc,
+//! in instruction order: what x64dbg's "what wrote to this" and its cross-reference
+//! index answer, for any trace with an instruction stream.
+//!
+//! Without a sidecar index it is one pass over the steps ([`Steps::scan`]: for x64dbg a
+//! lean walk that reads only block headers, the `cip` change and the addresses), in
+//! constant memory. With a usable sidecar (`tracekit index`, [`super::index`]) it looks the
+//! candidates up there and reads only their steps; both give the same lines.
+//!
+//! ```
+//! use trace_registry::analyses::xref::{XrefHit, XrefQuery, xref};
+//! use trace_registry::{Ctx, Input, Options};
+//!
+//! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+//! let handler = trace_registry::detect(&input).expect("an x64dbg trace");
+//! let options = Options::default();
+//! // The executions of the push at 0x7ff6a1b21001 (`tracekit dump` shows it at i = 1).
+//! let query = XrefQuery { pc: Some(0x7ff6_a1b2_1001), ..XrefQuery::default() };
+//! let mut hits: Vec<XrefHit> = Vec::new();
+//! xref(handler, &mut input, &mut Ctx::new(&options), &query, |h| {
+//!     hits.push(h.clone());
+//!     Ok(())
+//! })?;
+//! assert_eq!(hits.first().map(|h| h.i), Some(1));
+//! assert!(hits.len() > 1 && hits.iter().all(|h| h.pc == 0x7ff6_a1b2_1001));
+//! # Ok::<(), trace_registry::Error>(())
+//! ```
+
+use std::fmt::Write as _;
+
+use crate::analyses::index::{self, Sidecar};
+use crate::steps::{AccessKind, Isa, ScanQuery, Step, Steps};
+use crate::{Ctx, Error, Handler, Input};
+
+/// What to look for: an address range (`mem`) or a pc.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XrefQuery {
+    /// The first address and the length in bytes (`None`: one word of the target).
+    pub mem: Option<(u64, Option<u64>)>,
+    /// The pc whose executions to list.
+    pub pc: Option<u64>,
+}
+
+/// One line of `xref`: an access in the range (with `addr`), or an execution of the pc.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct XrefHit {
+    /// The instruction (step) number.
+    pub i: u64,
+    /// Its thread.
+    pub thread: u64,
+    /// Its pc.
+    pub pc: u64,
+    /// For an access: its address, and the bytes before and after the instruction where
+    /// recorded (`None` for an execution).
+    pub access: Option<HitAccess>,
+}
+
+/// The access of an [`XrefHit`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HitAccess {
+    /// The first address (of the recorded word; of the part inside the range for a
+    /// snapshot of collected memory).
+    pub addr: u64,
+    /// The value before the instruction, `0x…` (`None` where not recorded).
+    pub old: Option<String>,
+    /// The value after it, where recorded (x64dbg: only when it changed).
+    pub new: Option<String>,
+    /// With `--disasm`: the operand size, where it could be matched.
+    pub size: Option<u32>,
+    /// With `--disasm`: read, write, readwrite or unknown.
+    pub kind: Option<AccessKind>,
+}
+
+impl XrefHit {
+    /// The JSON line: `{"i":…,"thread":…,"pc":"0x…"}`, plus `"addr"`, `"old"`, `"new"`
+    /// for an access (and `"size"`, `"access"` when disassembled).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let mut s = format!(
+            "{{\"i\":{},\"thread\":{},\"pc\":\"{:#x}\"",
+            self.i, self.thread, self.pc
+        );
+        if let Some(a) = &self.access {
+            let value =
+                |v: &Option<String>| v.as_ref().map_or("null".into(), |v| format!("\"{v}\""));
+            let _ = write!(
+                s,
+                ",\"addr\":\"{:#x}\",\"old\":{},\"new\":{}",
+                a.addr,
+                value(&a.old),
+                value(&a.new)
+            );
+            if let Some(kind) = a.kind {
+                let size = a.size.map_or("null".into(), |n| n.to_string());
+                let _ = write!(s, ",\"size\":{size},\"access\":\"{}\"", kind.name());
+            }
+        }
+        s.push('}');
+        s
+    }
+}
+
+/// `0x…` for the bytes of a value in the target's byte order: without leading zeros up
+/// to 8 bytes, every digit beyond.
+fn hex(bytes: &[u8], isa: Isa) -> String {
+    let big = isa == Isa::Ppc32;
+    if bytes.len() <= 8 {
+        let mut word = [0u8; 8];
+        let v = if big {
+            if let Some(low) = word.get_mut(8usize.saturating_sub(bytes.len())..) {
+                low.copy_from_slice(bytes);
+            }
+            u64::from_be_bytes(word)
+        } else {
+            if let Some(low) = word.get_mut(..bytes.len()) {
+                low.copy_from_slice(bytes);
+            }
+            u64::from_le_bytes(word)
+        };
+        return format!("{v:#x}");
+    }
+    let mut s = String::with_capacity(bytes.len().saturating_mul(2).saturating_add(2));
+    s.push_str("0x");
+    let mut digits = |b: &u8| {
+        let _ = write!(s, "{b:02x}");
+    };
+    if big {
+        bytes.iter().for_each(&mut digits);
+    } else {
+        bytes.iter().rev().for_each(&mut digits);
+    }
+    s
+}
+
+/// The lines of one matching step: each access in the range, or the execution.
+struct Emit<'q> {
+    query: &'q ScanQuery,
+    isa: Isa,
+    snapshot: bool,
+    disasm: bool,
+}
+
+impl Emit<'_> {
+    fn step(
+        &self,
+        step: &Step,
+        on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut hit = XrefHit {
+            i: step.i,
+            thread: step.thread,
+            pc: step.pc,
+            access: None,
+        };
+        if self.query.pc.is_some() {
+            if self.query.pc == Some(step.pc) {
+                on_hit(&hit)?;
+            }
+            return Ok(());
+        }
+        let Some(range) = &self.query.mem else {
+            return Ok(());
+        };
+        for a in &step.mem {
+            if !self.query.covers(a.addr, a.len) {
+                continue;
+            }
+            let (mut old, mut new) = (step.old(a), step.new(a));
+            let mut addr = a.addr;
+            if self.snapshot {
+                // A frame's collected block can be long: keep the part in the range.
+                let from = range.start.saturating_sub(a.addr);
+                let to = range.end.saturating_sub(a.addr).min(u64::from(a.len));
+                let part = usize::try_from(from).unwrap_or(usize::MAX)
+                    ..usize::try_from(to).unwrap_or(usize::MAX);
+                old = old.and_then(|b| b.get(part.clone()));
+                new = new.and_then(|b| b.get(part));
+                addr = a.addr.saturating_add(from);
+            }
+            hit.access = Some(HitAccess {
+                addr,
+                old: old.map(|b| hex(b, self.isa)),
+                new: new.map(|b| hex(b, self.isa)),
+                size: (self.disasm && a.sized).then_some(a.len),
+                kind: self.disasm.then_some(a.kind),
+            });
+            on_hit(&hit)?;
+        }
+        Ok(())
+    }
+}
+
+/// Calls `on_hit` with every access to the query's range (or execution of its pc), in
+/// instruction order, answering from the sidecar index when the trace has a usable one.
+///
+/// # Errors
+///
+/// No instruction stream, or a query with neither range nor pc (`Unsupported`); a damaged
+/// trace, after the hits before the damage; `on_hit`'s error.
+pub fn xref(
+    handler: &dyn Handler,
+    input: &mut Input,
+    ctx: &mut Ctx<'_>,
+    query: &XrefQuery,
+    mut on_hit: impl FnMut(&XrefHit) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if query.mem.is_none() == query.pc.is_none() {
+        return Err(Error::Unsupported(
+            "xref takes an address range or --pc, one of the two".into(),
+        ));
+    }
+    let explicit = ctx.options.index.clone();
+    let sidecar = match index::open_for(input, explicit.as_deref(), handler.name()) {
+        Ok(sidecar) => Some(sidecar),
+        Err(why) => {
+            index::note_unusable(input, ctx, &why);
+            None
+        }
+    };
+    let disasm = ctx.options.disasm;
+    // Said once, above: the steps would say the same of the sidecar.
+    let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
+    let steps = handler.steps(
+        input,
+        &mut Ctx::new(ctx.options).on_diagnostic(|line| {
+            if !index::is_sidecar_note(line) {
+                notes(line);
+            }
+        }),
+    );
+    ctx.diagnostics = notes;
+    let mut steps = steps?;
+    let isa = steps.isa();
+    let scan = ScanQuery {
+        all: false,
+        pc: query.pc,
+        mem: query.mem.map(|(addr, len)| {
+            let len = len.unwrap_or_else(|| u64::from(isa.word_size()));
+            addr..addr.saturating_add(len)
+        }),
+    };
+    let emit = Emit {
+        query: &scan,
+        isa,
+        snapshot: steps.memory_is_snapshot(),
+        disasm,
+    };
+    let on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error> = &mut on_hit;
+    match sidecar {
+        Some(sidecar) => from_sidecar(steps.as_mut(), sidecar, &scan, &emit, on_hit),
+        None => steps.scan(&scan, &mut |step| emit.step(step, on_hit)),
+    }
+}
+
+/// How far ahead of the current step a candidate is read to rather than sought.
+const READ_AHEAD: u64 = 4096;
+
+/// [`xref`] from the sidecar: its candidates, each read from the steps (by reading on
+/// when it is near, by a seek when it is far).
+fn from_sidecar(
+    steps: &mut dyn Steps,
+    mut sidecar: Sidecar,
+    query: &ScanQuery,
+    emit: &Emit<'_>,
+    on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let candidates = match (query.pc, &query.mem) {
+        (Some(pc), _) => sidecar.executions(pc)?,
+        (None, Some(r)) => sidecar.accesses(r.start, r.end)?,
+        (None, None) => Vec::new(),
+    };
+    // The step `next_step` gives next, where known.
+    let mut next = Some(0u64);
+    for i in candidates {
+        if next.is_none_or(|n| i < n || i.saturating_sub(n) > READ_AHEAD) {
+            steps.seek(i)?;
+        }
+        loop {
+            let Some(step) = steps.next_step() else {
+                return Err(crate::steps::past_end(i, next.unwrap_or(0)));
+            };
+            let step = step?;
+            if step.i >= i {
+                if step.i == i && query.matches(step) {
+                    emit.step(step, on_hit)?;
+                }
+                next = step.i.checked_add(1);
+                break;
+            }
+        }
+    }
+    Ok(())
+}
