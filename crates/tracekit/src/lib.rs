@@ -1,4 +1,4 @@
-//! `tracekit`: inspect, dump, validate and convert CPU execution traces.
+//! `tracekit`: inspect, query, compare, dump, validate and convert CPU execution traces.
 //!
 //! The binary is a thin layer over `trace-registry`, which opens any trace and walks its
 //! records as typed rows; `info`, `dump` and `validate` are written once, for every format,
@@ -19,6 +19,7 @@
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  amber trace → Dinero IV din
+//! tracekit convert FILE --to tenet -o PREFIX  x64dbg trace → Tenet, one file per thread
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! ```
@@ -58,7 +59,7 @@ fn format_names() -> PossibleValuesParser {
 #[command(
     name = "tracekit",
     version,
-    about = "Inspect, dump, validate and convert CPU execution traces"
+    about = "Inspect, query, compare, dump, validate and convert CPU execution traces"
 )]
 pub struct Cli {
     /// Read the input as this format instead of detecting it.
