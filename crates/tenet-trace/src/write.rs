@@ -18,7 +18,9 @@ use crate::read::{Line, MemRef, ReadOptions, Reader, Registers};
 
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
-/// Every byte as its two lowercase hex digits.
+/// Every byte as its two lowercase hex digits (built at compile time, where a panic would
+/// be a compile error).
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 static BYTE_HEX: [[u8; 2]; 256] = {
     let mut t = [[0u8; 2]; 256];
     let mut i = 0;

@@ -18,8 +18,9 @@ use tenet_trace::{Arch, MemKind, MemRef, Registers, Writer};
 use crate::Error;
 use crate::steps::{AccessKind, Isa, Step, Steps};
 
-/// The most threads (so open files) one conversion writes.
-pub const MAX_THREADS: usize = 1024;
+/// The most threads (so open files) one conversion writes: under the usual limit of 1024
+/// open files a process has.
+pub const MAX_THREADS: usize = 512;
 
 /// One memory item waiting for the thread's next line; its bytes in `Pending::data`.
 #[derive(Clone, Copy)]
@@ -109,7 +110,8 @@ pub fn convert<W: Write>(
                     "more than {MAX_THREADS} threads: one Tenet trace per thread would open too many files"
                 )));
             }
-            let w = open(thread).map_err(|e| Error::io(format!("thread {thread}"), e))?;
+            let w =
+                open(thread).map_err(|e| Error::io(format!("the trace of thread {thread}"), e))?;
             threads.insert(
                 thread,
                 ThreadOut {

@@ -44,7 +44,9 @@ pub fn convert(
     let mut temps: Vec<PathBuf> = Vec::new();
     let result = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
         let path = temp_path(thread);
-        let file = File::create(&path)?;
+        let file = File::create(&path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        })?;
         temps.push(path);
         Ok(BufWriter::new(file))
     });
