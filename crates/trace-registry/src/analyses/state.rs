@@ -186,21 +186,22 @@ pub fn state(
     at: u64,
 ) -> Result<State, Error> {
     let mut steps = handler.steps(input, ctx)?;
-    if steps.reg_names().is_empty() {
-        return Err(Error::Unsupported(format!(
-            "this {} trace has no named registers (the format records none, or the file \
-             does not name them): `state` has nothing to show",
-            handler.name()
-        )));
-    }
     steps.seek(at)?;
     let (i, thread, pc) = match steps.next_step() {
         Some(Ok(step)) => (step.i, step.thread, step.pc),
         Some(Err(e)) => return Err(e),
         None => return Err(crate::steps::past_end(at, at)),
     };
+    // Checked after the first step: a text format (Tenet) knows its registers only then.
     let mut regs = Vec::new();
     steps.named_regs(&mut regs);
+    if regs.is_empty() && steps.reg_names().is_empty() {
+        return Err(Error::Unsupported(format!(
+            "this {} trace has no named registers (the format records none, or the file \
+             does not name them): `state` has nothing to show",
+            handler.name()
+        )));
+    }
     Ok(State {
         i,
         thread,

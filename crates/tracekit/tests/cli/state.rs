@@ -294,3 +294,25 @@ fn edges_exit_2_for_usage_and_1_for_damage() {
     assert!(v["bytes"].as_array().unwrap().iter().all(Value::is_null));
     assert!(stderr(&o).contains("truncated block 5"), "{}", stderr(&o));
 }
+
+/// Tenet names its registers on its lines: the state before instruction N carries each
+/// register's value from the latest line up to N that named it (checked against `dump`).
+#[test]
+fn state_of_a_tenet_trace_carries_the_lines_registers_forward() {
+    let file = path("tenet/basic.log");
+    let records = dumped(&file);
+    for at in 0..records.len() {
+        let out = ok(&["state", &file, "--at", &at.to_string(), "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let regs = v["regs"].as_object().unwrap();
+        let mut expected = std::collections::BTreeMap::new();
+        for r in &records[..=at] {
+            for (name, value) in r["regs"].as_object().unwrap() {
+                expected.insert(name.clone(), hex(value));
+            }
+        }
+        for (name, value) in &expected {
+            assert_eq!(hex(&regs[name.as_str()]), *value, "{name} at {at}");
+        }
+    }
+}
