@@ -14,7 +14,10 @@
 //!
 //! The pass reads the steps up to N (a later write before N changes the answer), then on
 //! only while some byte is still unknown; memory is bounded by the length asked for, at
-//! most [`MAX_LEN`].
+//! most [`MAX_LEN`]. With a usable sidecar index (`tracekit index`, [`super::index`]) of a
+//! format that keeps its seek index there (x64dbg), `mem` reads instead only the
+//! instructions the sidecar lists as accessing the range, nearest N first (a seek of at
+//! most 512 instructions each), and gives the same answer.
 //!
 //! ```
 //! use trace_registry::analyses::mem::{MemQuery, mem};
@@ -325,9 +328,10 @@ impl Memory {
 /// How many runs of one source the text lists.
 pub const TEXT_RUNS: usize = 64;
 
-/// The memory of `input` before instruction `query.at`, in one pass: the answer, and the
-/// read error that cut the search for inferred bytes short, if one did (the bytes a later
-/// access might have told are then unknown; the caller reports the damage).
+/// The memory of `input` before instruction `query.at`, in one pass (or from the sidecar
+/// index, when there is a usable one): the answer, and the read error that cut the search
+/// for inferred bytes short, if one did (the bytes a later access might have told are then
+/// unknown; the caller reports the damage).
 ///
 /// # Errors
 ///
