@@ -458,10 +458,7 @@ impl<R: Read + Seek> Sidecar<R> {
         let mut found = Vec::new();
         let looked = self.lookup(list, &dir, pc, pc, &mut |i| found.push(i));
         self.pcs_dir = dir;
-        looked?;
-        found.sort_unstable();
-        found.dedup();
-        Ok(found)
+        looked.map(|()| sorted(found))
     }
 
     /// The instructions with a memory access that may cover a byte of `start..end`
@@ -474,9 +471,7 @@ impl<R: Read + Seek> Sidecar<R> {
     pub fn accesses(&mut self, start: u64, end: u64) -> Result<Vec<u64>, Error> {
         let mut found = Vec::new();
         self.accesses_each(start, end, &mut |i| found.push(i))?;
-        found.sort_unstable();
-        found.dedup();
-        Ok(found)
+        Ok(sorted(found))
     }
 
     /// Calls `visit` with the instructions [`Sidecar::accesses`] lists, in no particular
@@ -585,6 +580,13 @@ impl<R: Read + Seek> Sidecar<R> {
         }
         Ok(())
     }
+}
+
+/// The instruction numbers a lookup found, in order and each once.
+fn sorted(mut found: Vec<u64>) -> Vec<u64> {
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// How far ahead of the current step a candidate is read to rather than sought.
