@@ -373,10 +373,15 @@ pub fn mem(
     }
     let n = usize::try_from(len).unwrap_or(0);
     let mut memory = Memory::unknown(query.at, query.addr, n);
-    let damage = match sidecar {
-        Some(sidecar) => from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)?,
-        None => read(steps.as_mut(), ctx, query.at, &mut memory)?,
-    };
+    if let Some(sidecar) = sidecar {
+        if let Some(damage) = from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)? {
+            return Ok((memory, damage));
+        }
+        // Too many candidates: the pass, from the start.
+        memory = Memory::unknown(query.at, query.addr, n);
+        steps.seek(0)?;
+    }
+    let damage = read(steps.as_mut(), ctx, query.at, &mut memory)?;
     Ok((memory, damage))
 }
 
@@ -407,13 +412,14 @@ const MAX_WINDOW: usize = 1 << 16;
 /// covers), then earlier windows for the bytes still unknown; then the first ones from
 /// `at` on, for the bytes to infer. A byte that an access covers is found in the first
 /// window that holds it, so the work is that of the few candidates nearest `at` unless
-/// some byte is covered by none of them.
+/// some byte is covered by none of them: past [`MAX_WINDOW`] candidates before `at` it
+/// gives up (`None`), and the caller makes the pass.
 fn from_sidecar(
     steps: &mut dyn Steps,
     mut sidecar: Sidecar,
     at: u64,
     memory: &mut Memory,
-) -> Result<Option<Error>, Error> {
+) -> Result<Option<Option<Error>>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
         return Err(crate::steps::past_end(at, count));
@@ -447,11 +453,14 @@ fn from_sidecar(
         if nearest.len() < window {
             break;
         }
+        if window >= MAX_WINDOW {
+            return Ok(None);
+        }
         below = first;
         window = window.saturating_mul(2).min(MAX_WINDOW);
     }
     if snapshot {
-        return Ok(None);
+        return Ok(Some(None));
     }
     // From `at` on: the first accesses that found each unknown byte.
     let mut from = at;
@@ -473,7 +482,7 @@ fn from_sidecar(
             });
             // Damage past `at`: the answer so far, and the damage.
             if let Err(e) = read {
-                return Ok(Some(e));
+                return Ok(Some(Some(e)));
             }
             if open == 0 {
                 break;
@@ -485,7 +494,7 @@ fn from_sidecar(
         from = last.saturating_add(1);
         window = window.saturating_mul(2).min(MAX_WINDOW);
     }
-    Ok(None)
+    Ok(Some(None))
 }
 
 /// The pass: steps before `at` set bytes, steps from `at` on infer them (not for a
