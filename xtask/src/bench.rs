@@ -5,7 +5,7 @@
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
 //! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, rows for `xref`
 //! (the lean scan and the generic steps), the index pass, the sidecar build, `state` (with
-//! and without the sidecar) and `diff (equal)`. Ratios are what to compare: absolute speeds
+//! and without the sidecar), `mem` (the pass, and with the sidecar) and `diff (equal)`. Ratios are what to compare: absolute speeds
 //! drift on shared machines.
 
 use std::hint::black_box;
@@ -122,6 +122,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
         }
         if f.name == "x64dbg" {
             state_rows(&cases, runs);
+            mem_rows(&cases, runs);
         }
         if f.name == "x64dbg"
             && let Some(row) = diff_case(&cases)
@@ -375,6 +376,86 @@ fn state_rows(cases: &[BenchCase], runs: u64) {
         start * 1e6,
         end * 1e6,
     );
+}
+
+/// The `mem` rows (x64dbg): `mem --at N ADDR 16` near the end of the trace (a file in a
+/// temporary folder), at a word the trace accesses near N, by the pass over every step
+/// before N and then with the sidecar index beside the trace (its nearest candidates, each
+/// a seek of at most 512 instructions); latency of each, as the command runs it.
+fn mem_rows(cases: &[BenchCase], runs: u64) {
+    use trace_registry::analyses::index;
+    use trace_registry::analyses::mem::{MemQuery, mem};
+    let Some(case) = cases.first() else { return };
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-mem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bench.trace64");
+    std::fs::write(&path, case.input.as_slice()).unwrap();
+    let open = || trace_registry::Input::open(path.as_os_str()).unwrap();
+    // A word accessed shortly before N, and how many steps there are.
+    let mut input = open();
+    let mut steps = handler
+        .steps(&mut input, &mut trace_registry::Ctx::new(&options))
+        .unwrap();
+    let count = {
+        let mut n = 0u64;
+        let mut addr = None;
+        while let Some(step) = steps.next_step() {
+            let step = step.unwrap();
+            n = step.i + 1;
+            if let Some(a) = step.mem.first() {
+                addr = Some((step.i, a.addr));
+            }
+        }
+        drop(steps);
+        let Some((last, addr)) = addr else { return };
+        (n, last, addr)
+    };
+    let (n, last, addr) = count;
+    let query = MemQuery {
+        at: last.min(n - 1),
+        addr: addr.saturating_sub(4),
+        len: Some(16),
+    };
+    let ask = || {
+        let mut input = open();
+        let (m, _) = mem(
+            handler,
+            &mut input,
+            &mut trace_registry::Ctx::new(&options),
+            &query,
+        )
+        .unwrap();
+        m
+    };
+    let scanned = median_secs(runs, || {
+        black_box(ask());
+    });
+    let without = ask();
+    index::build(
+        handler,
+        &mut open(),
+        &mut trace_registry::Ctx::new(&options),
+        None,
+        index::BuildOptions::default(),
+    )
+    .unwrap();
+    let indexed = median_secs(runs.max(5) * 4, || {
+        black_box(ask());
+    });
+    assert_eq!(ask(), without, "mem with the sidecar differs from the pass");
+    println!(
+        "{:<34} {:>9} mem --at {} {:#x} 16: {:.1} ms by the pass, {:.2} ms with the sidecar ({:.0}x)",
+        "x64dbg mem (pass | sidecar)",
+        "",
+        query.at,
+        query.addr,
+        scanned * 1e3,
+        indexed * 1e3,
+        scanned / indexed,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The `diff (equal)` row: `tracekit diff` of the x64dbg input against a copy of itself

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use trace_core::Offset;
 
-use crate::steps::ScanQuery;
+use crate::steps::{ScanQuery, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
 /// The first bytes of a sidecar index (the last byte is the version).
@@ -455,9 +455,10 @@ impl<R: Read + Seek> Sidecar<R> {
     /// The section cannot be read or is damaged.
     pub fn executions(&mut self, pc: u64) -> Result<Vec<u64>, Error> {
         let (list, dir) = (self.header.pcs, std::mem::take(&mut self.pcs_dir));
-        let found = self.lookup(list, &dir, pc, pc);
+        let mut found = Vec::new();
+        let looked = self.lookup(list, &dir, pc, pc, &mut |i| found.push(i));
         self.pcs_dir = dir;
-        found
+        looked.map(|()| sorted(found))
     }
 
     /// The instructions with a memory access that may cover a byte of `start..end`
@@ -468,29 +469,56 @@ impl<R: Read + Seek> Sidecar<R> {
     ///
     /// The section cannot be read or is damaged.
     pub fn accesses(&mut self, start: u64, end: u64) -> Result<Vec<u64>, Error> {
+        let mut found = Vec::new();
+        self.accesses_each(start, end, &mut |i| found.push(i))?;
+        Ok(sorted(found))
+    }
+
+    /// Calls `visit` with the instructions [`Sidecar::accesses`] lists, in no particular
+    /// order and possibly more than once, holding none of them: for a caller that keeps
+    /// only a few of a long list (`mem`: the ones nearest an instruction).
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn accesses_each(
+        &mut self,
+        start: u64,
+        end: u64,
+        visit: &mut dyn FnMut(u64),
+    ) -> Result<(), Error> {
         if start >= end {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let lo = start.saturating_sub(self.header.max_len.saturating_sub(1)) >> 3;
         let hi = end.saturating_sub(1) >> 3;
         let (list, dir) = (self.header.mem, std::mem::take(&mut self.mem_dir));
-        let found = self.lookup(list, &dir, lo, hi);
+        let found = self.lookup(list, &dir, lo, hi, visit);
         self.mem_dir = dir;
         found
     }
 
-    /// The instruction numbers of the keys `lo..=hi`, sorted and without repeats.
+    /// Whether the sidecar keeps the format's seek index, so that
+    /// [`Steps::seek`](crate::steps::Steps::seek) goes straight to a step rather than
+    /// reading up to it.
+    #[must_use]
+    pub fn has_seek_index(&self) -> bool {
+        self.header.seek.len > 0
+    }
+
+    /// Calls `visit` with the instruction numbers of the keys `lo..=hi` (in key order).
     fn lookup(
         &mut self,
         list: ListSection,
         dir: &[(u64, u64)],
         lo: u64,
         hi: u64,
-    ) -> Result<Vec<u64>, Error> {
+        visit: &mut dyn FnMut(u64),
+    ) -> Result<(), Error> {
         // The last group that starts below `lo` may end with `lo`'s first entries.
         let g = dir.partition_point(|&(k, _)| k < lo).saturating_sub(1);
         let Some(&(_, start)) = dir.get(g) else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let end = dir
             .get(g.saturating_add(1)..)
@@ -509,7 +537,6 @@ impl<R: Read + Seek> Sidecar<R> {
             at: base,
         };
         let bad = |at: u64| damaged(&path, "an entry is damaged", Some(at));
-        let mut found = Vec::new();
         let mut key = 0u64;
         let mut entry = 0u64;
         let mut buf = Vec::new();
@@ -548,12 +575,74 @@ impl<R: Read + Seek> Sidecar<R> {
                 if i >= self.header.steps {
                     return Err(bad(at));
                 }
-                found.push(i);
+                visit(i);
             }
         }
-        found.sort_unstable();
-        found.dedup();
-        Ok(found)
+        Ok(())
+    }
+}
+
+/// The instruction numbers a lookup found, in order and each once.
+fn sorted(mut found: Vec<u64>) -> Vec<u64> {
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// How far ahead of the current step a candidate is read to rather than sought.
+const READ_AHEAD: u64 = 4096;
+
+/// Reads chosen steps of a stream, in increasing order, as a sidecar lookup lists them:
+/// by reading on when the next is near, by a seek when it is far (or behind).
+#[derive(Clone, Copy, Debug)]
+pub struct Visit {
+    /// The step `next_step` gives next, where known.
+    next: Option<u64>,
+}
+
+impl Visit {
+    /// A visit of steps that are at their start.
+    #[must_use]
+    pub fn new() -> Visit {
+        Visit { next: Some(0) }
+    }
+
+    /// Calls `on_step` with step `i`.
+    ///
+    /// # Errors
+    ///
+    /// `i` is past the end, a read error on the way, or `on_step`'s error.
+    pub fn step(
+        &mut self,
+        steps: &mut dyn Steps,
+        i: u64,
+        on_step: &mut dyn FnMut(&Step) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self
+            .next
+            .is_none_or(|n| i < n || i.saturating_sub(n) > READ_AHEAD)
+        {
+            // Unknown until the seek lands.
+            self.next = None;
+            steps.seek(i)?;
+            self.next = Some(i);
+        }
+        loop {
+            let Some(step) = steps.next_step() else {
+                return Err(crate::steps::past_end(i, self.next.unwrap_or(0)));
+            };
+            let step = step?;
+            self.next = step.i.checked_add(1);
+            if step.i >= i {
+                return if step.i == i { on_step(step) } else { Ok(()) };
+            }
+        }
+    }
+}
+
+impl Default for Visit {
+    fn default() -> Visit {
+        Visit::new()
     }
 }
 

@@ -28,7 +28,7 @@
 
 use std::fmt::Write as _;
 
-use crate::analyses::index::{self, Sidecar};
+use crate::analyses::index::{self, Sidecar, Visit};
 use crate::steps::{AccessKind, Isa, ScanQuery, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
@@ -252,9 +252,6 @@ pub fn xref(
     }
 }
 
-/// How far ahead of the current step a candidate is read to rather than sought.
-const READ_AHEAD: u64 = 4096;
-
 /// [`xref`] from the sidecar: its candidates, each read from the steps (by reading on
 /// when it is near, by a seek when it is far).
 fn from_sidecar(
@@ -269,25 +266,14 @@ fn from_sidecar(
         (None, Some(r)) => sidecar.accesses(r.start, r.end)?,
         (None, None) => Vec::new(),
     };
-    // The step `next_step` gives next, where known.
-    let mut next = Some(0u64);
+    let mut visit = Visit::new();
     for i in candidates {
-        if next.is_none_or(|n| i < n || i.saturating_sub(n) > READ_AHEAD) {
-            steps.seek(i)?;
-        }
-        loop {
-            let Some(step) = steps.next_step() else {
-                return Err(crate::steps::past_end(i, next.unwrap_or(0)));
-            };
-            let step = step?;
-            if step.i >= i {
-                if step.i == i && query.matches(step) {
-                    emit.step(step, on_hit)?;
-                }
-                next = step.i.checked_add(1);
-                break;
+        visit.step(steps, i, &mut |step| {
+            if query.matches(step) {
+                emit.step(step, on_hit)?;
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(())
 }

@@ -315,4 +315,60 @@ fn state_of_a_tenet_trace_carries_the_lines_registers_forward() {
             assert_eq!(hex(&regs[name.as_str()]), *value, "{name} at {at}");
         }
     }
+
+/// `mem` with a sidecar index beside the trace (copied to a temporary folder, where
+/// `tracekit index` writes it) prints what it prints without, text and `--json`, with and
+/// without `--disasm`, at instructions and addresses the dump shows accessed (and around
+/// them), on the fixture and the real sample.
+#[test]
+fn mem_with_a_sidecar_prints_what_it_prints_without() {
+    let dir = std::env::temp_dir().join(format!("tk-cli-mem-sidecar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = vec![testdata(BASIC)];
+    files.extend(realdata("x64dbg/d-ornen_DBGLogParser_test1.trace64"));
+    for (n, src) in files.iter().enumerate() {
+        let file = dir.join(format!("{n}.trace64"));
+        std::fs::copy(src, &file).unwrap();
+        let file = file.to_str().unwrap();
+        let records = dumped(file);
+        let count = records.len();
+        let mut asks: Vec<Vec<String>> = Vec::new();
+        let accesses = records
+            .iter()
+            .flat_map(|v| v["mem"].as_array().unwrap().iter().map(|m| hex(&m["addr"])));
+        for (k, addr) in accesses.step_by(37).take(12).enumerate() {
+            for at in [0, count / 3, count / 2 + k, count - 1] {
+                for (start, len) in [(addr, 8), (addr - 5, 24)] {
+                    for extra in [&[][..], &["--json"], &["--disasm", "--json"]] {
+                        let mut args = vec![
+                            "mem".to_owned(),
+                            file.to_owned(),
+                            "--at".to_owned(),
+                            at.to_string(),
+                            format!("{start:#x}"),
+                            len.to_string(),
+                        ];
+                        args.extend(extra.iter().map(|s| (*s).to_owned()));
+                        asks.push(args);
+                    }
+                }
+            }
+        }
+        assert!(asks.len() >= 24);
+        let run = |args: &Vec<String>| {
+            let o = tracekit(args);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+            (stdout(&o), stderr(&o))
+        };
+        let scanned: Vec<_> = asks.iter().map(run).collect();
+        let o = tracekit(["-q", "index", file]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(std::path::Path::new(&format!("{file}.tkidx")).exists());
+        for (args, want) in asks.iter().zip(&scanned) {
+            assert_eq!(&run(args), want, "{args:?}");
+        }
+        // Known bytes on both sides, so the comparison is not of empty answers.
+        assert!(scanned.iter().any(|(out, _)| out.contains("instruction")));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
