@@ -315,6 +315,7 @@ fn state_of_a_tenet_trace_carries_the_lines_registers_forward() {
             assert_eq!(hex(&regs[name.as_str()]), *value, "{name} at {at}");
         }
     }
+}
 
 /// `mem` with a sidecar index beside the trace (copied to a temporary folder, where
 /// `tracekit index` writes it) prints what it prints without, text and `--json`, with and
