@@ -253,6 +253,17 @@ pub trait Steps {
         let _ = len;
     }
 
+    /// Passes over the longest run of whole records of one thread at the start of the
+    /// first `len` bytes of [`Steps::raw_rest`] without decoding them (as
+    /// [`Steps::pass_raw`] does; x64dbg: the block headers are only measured), and returns
+    /// how many steps, bytes and which thread it passed. `None` when no record fits or
+    /// the stream has no records (the default). With it, `diff` goes over the equal
+    /// stretch of two traces at memory speed, decoding neither side.
+    fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
+        let _ = len;
+        None
+    }
+
     /// Advances like [`Steps::next_step`] but hands out the step's thread and its encoded
     /// bytes since the previous step (x64dbg: any user blocks, then the instruction's
     /// block) without decoding the step; [`Steps::regs`] is then current, and
