@@ -2,12 +2,12 @@
 //! replayed register states (thread-id recovery included), truncation, and never panicking.
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
-use trace_core::Offset;
 use trac_x64dbg::{
     Arch, Block, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
     RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
     write_records,
 };
+use trace_core::Offset;
 
 use crate::common::{
     replay_all, slice_records, slice_records_with, slice_replay, stream_records, stream_replay,
