@@ -238,9 +238,9 @@ pub trait Steps {
     /// The encoded records of the steps not read yet, when the stream holds them in
     /// memory and a step is determined by its record and the state before it (x64dbg
     /// traces in memory: the blocks to come); `None` by default. With
-    /// [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares the equal stretches
-    /// of two traces at memory speed, decoding one side only: equal records read from equal
-    /// register states give equal steps and equal states.
+    /// [`Steps::pass_run`], [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares
+    /// the equal stretches of two traces at memory speed without decoding them: equal
+    /// records read from equal register states give equal steps and equal states.
     fn raw_rest(&self) -> Option<&[u8]> {
         None
     }

@@ -790,8 +790,10 @@ impl<'s, 'o> Differ<'s, 'o> {
             && self.b.steps.raw_rest().is_some()
     }
 
-    /// Compares A's records with B's bytes while they are equal (B is not even decoded);
-    /// the first unequal pair is decoded and compared as usual. Before the first
+    /// Compares the two sides' records while they are equal: the equal bytes by slice
+    /// comparison, the records inside them passed by [`Steps::pass_run`] (neither side
+    /// decoded), the record where they part (or one that does not fit a run) by
+    /// [`Steps::next_record`]; the first unequal pair is decoded and compared as usual. Before the first
     /// divergence, rewinds both sides a few instructions (an index seek) to read them
     /// decoded, as context.
     fn fast(&mut self) -> Result<(), DiffError> {
