@@ -246,11 +246,12 @@ pub trait Steps {
     }
 
     /// Passes over the first `len` bytes of [`Steps::raw_rest`], which must end with a
-    /// record, as if their steps were read (lazily: the next read catches up). Until then
+    /// record and hold `steps` steps, as if their steps were read (lazily: the next read
+    /// catches up, through the index when the stretch is long). Until then
     /// [`Steps::regs`] and [`Steps::named_regs`] still describe the last step read. The
     /// default (no records) does nothing.
-    fn pass_raw(&mut self, len: usize) {
-        let _ = len;
+    fn pass_raw(&mut self, len: usize, steps: u64) {
+        let _ = (len, steps);
     }
 
     /// Passes over the longest run of whole records of one thread at the start of the

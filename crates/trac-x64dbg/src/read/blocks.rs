@@ -519,6 +519,12 @@ impl<'a> Blocks<'a> {
     pub fn pass_to(&mut self, until: Offset) -> u64 {
         let mut n = 0u64;
         while self.offset() < until {
+            if let Some(&fl) = self.ahead.get(3) {
+                let block = self.ahead;
+                self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0);
+                n = n.saturating_add(1);
+                continue;
+            }
             let save = self.clone();
             match self.next() {
                 Some(Ok(Block::Instruction(_))) => n = n.saturating_add(1),

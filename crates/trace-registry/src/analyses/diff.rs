@@ -821,7 +821,7 @@ impl<'s, 'o> Differ<'s, 'o> {
                 }
             }
             if let Some((n, len, t)) = ran {
-                self.b.steps.pass_raw(len);
+                self.b.steps.pass_raw(len, n);
                 equal = equal.saturating_sub(len);
                 fresh = false;
                 run = run.saturating_add(n);
@@ -880,7 +880,7 @@ impl<'s, 'o> Differ<'s, 'o> {
                     sa.is_some() && sa == sb
                 });
             if same {
-                self.b.steps.pass_raw(len);
+                self.b.steps.pass_raw(len, 1);
                 equal = equal.saturating_sub(len);
                 fresh = false;
                 run = run.saturating_add(1);

@@ -394,6 +394,7 @@ impl<'a> X64Steps<'a> {
             replayed: 0,
             passed: None,
             walker: None,
+            lazy: None,
         })
     }
 }
@@ -430,6 +431,9 @@ struct X64Steps<'a> {
     /// After `pass_raw` / `pass_run`: the blocks at the position passed to (walked, not
     /// replayed), which the next read catches up to.
     walker: Option<trac_x64dbg::Blocks<'a>>,
+    /// After `pass_raw` without a walker: the offset passed to and the steps passed (not
+    /// even walked), which the next read catches up to.
+    lazy: Option<(u64, u64)>,
 }
 
 impl<'a> X64Steps<'a> {
@@ -439,7 +443,7 @@ impl<'a> X64Steps<'a> {
         let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
             return None;
         };
-        if self.pending || self.done {
+        if self.pending || self.done || self.lazy.is_some() {
             return None;
         }
         Some(self.walker.get_or_insert_with(|| r.blocks()))
@@ -449,17 +453,20 @@ impl<'a> X64Steps<'a> {
     /// them, or, for a long stretch, seeks to its last instruction through the index (one
     /// index pass, then at most one full-dump interval of replay).
     fn caught_up(&mut self) -> Result<(), Error> {
-        let (Some(walker), Some(trace), Blocks::Slice(r)) =
-            (self.walker.take(), &self.trace, &mut self.blocks)
-        else {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
             return Ok(());
         };
-        let to = walker.offset().0;
+        // The offset passed to and the number of the next instruction there.
+        let (to, next) = match (self.walker.take(), self.lazy.take()) {
+            (Some(w), _) => (w.offset().0, w.instructions()),
+            (None, Some((to, steps))) => (to, r.blocks().instructions().saturating_add(steps)),
+            (None, None) => return Ok(()),
+        };
         let gap = to.saturating_sub(r.offset().0);
         // Replaying runs at about a tenth of the index pass's speed (per byte): seek once
         // the gap is a sixteenth of the trace, or whenever the index is already built.
         let far = self.index.is_some() || gap > trace.data().len() as u64 / 16;
-        if far && let Some(last) = walker.instructions().checked_sub(1) {
+        if far && let Some(last) = next.checked_sub(1) {
             let index = self
                 .index
                 .get_or_insert_with(|| trace.build_index_partial().0);
@@ -589,6 +596,7 @@ impl Steps for X64Steps<'_> {
         self.passed = None;
         // The seek sets the position: what was passed over needs no catching up.
         self.walker = None;
+        self.lazy = None;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -620,9 +628,11 @@ impl Steps for X64Steps<'_> {
     }
 
     fn position(&self) -> u64 {
-        self.walker
-            .as_ref()
-            .map_or_else(|| self.blocks.offset(), |w| w.offset().0)
+        match (&self.walker, self.lazy) {
+            (Some(w), _) => w.offset().0,
+            (None, Some((to, _))) => to,
+            (None, None) => self.blocks.offset(),
+        }
     }
 
     /// In memory (not pending a seek's step): the blocks after the replay's position.
@@ -633,15 +643,24 @@ impl Steps for X64Steps<'_> {
         if self.pending || self.done {
             return None;
         }
-        let at = self.walker.as_ref().map_or(r.offset(), |w| w.offset()).0;
+        let at = match (&self.walker, self.lazy) {
+            (Some(w), _) => w.offset().0,
+            (None, Some((to, _))) => to,
+            (None, None) => r.offset().0,
+        };
         trace.data().get(usize::try_from(at).ok()?..)
     }
 
-    /// Walks the blocks' headers only (the replay catches up when a step is read next).
-    fn pass_raw(&mut self, len: usize) {
-        if let Some(w) = self.walker() {
+    /// Notes the offset and the steps passed, without reading the blocks (the replay
+    /// catches up when a step is read next); after [`Steps::pass_run`], walks their
+    /// headers.
+    fn pass_raw(&mut self, len: usize, steps: u64) {
+        if let Some(w) = self.walker.as_mut() {
             let to = w.offset().0.saturating_add(len as u64);
             w.pass_to(trace_core::Offset(to));
+        } else if let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) {
+            let (at, passed) = self.lazy.unwrap_or((r.offset().0, 0));
+            self.lazy = Some((at.saturating_add(len as u64), passed.saturating_add(steps)));
         }
     }
 
