@@ -238,19 +238,31 @@ pub trait Steps {
     /// The encoded records of the steps not read yet, when the stream holds them in
     /// memory and a step is determined by its record and the state before it (x64dbg
     /// traces in memory: the blocks to come); `None` by default. With
-    /// [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares the equal stretches
-    /// of two traces at memory speed, decoding one side only: equal records read from equal
-    /// register states give equal steps and equal states.
+    /// [`Steps::pass_run`], [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares
+    /// the equal stretches of two traces at memory speed without decoding them: equal
+    /// records read from equal register states give equal steps and equal states.
     fn raw_rest(&self) -> Option<&[u8]> {
         None
     }
 
     /// Passes over the first `len` bytes of [`Steps::raw_rest`], which must end with a
-    /// record, as if their steps were read (lazily: the next read catches up). Until then
+    /// record and hold `steps` steps, as if their steps were read (lazily: the next read
+    /// catches up, through the index when the stretch is long). Until then
     /// [`Steps::regs`] and [`Steps::named_regs`] still describe the last step read. The
     /// default (no records) does nothing.
-    fn pass_raw(&mut self, len: usize) {
+    fn pass_raw(&mut self, len: usize, steps: u64) {
+        let _ = (len, steps);
+    }
+
+    /// Passes over the longest run of whole records of one thread at the start of the
+    /// first `len` bytes of [`Steps::raw_rest`] without decoding them (as
+    /// [`Steps::pass_raw`] does; x64dbg: the block headers are only measured), and returns
+    /// how many steps, bytes and which thread it passed. `None` when no record fits or
+    /// the stream has no records (the default). With it, `diff` goes over the equal
+    /// stretch of two traces at memory speed, decoding neither side.
+    fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
         let _ = len;
+        None
     }
 
     /// Advances like [`Steps::next_step`] but hands out the step's thread and its encoded

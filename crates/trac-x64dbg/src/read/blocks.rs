@@ -463,6 +463,80 @@ impl<'a> Blocks<'a> {
     pub fn instructions(&self) -> u64 {
         self.state.instructions
     }
+
+    /// Passes over the instruction blocks that end at or before offset `until` and are of
+    /// one thread (the first one's), without decoding their registers or memory: each
+    /// block is only measured, as [`Iterator::next`] does. Stops before a user block, a
+    /// block of another thread, a block that ends past `until`, and an error (which the
+    /// next [`Iterator::next`] then returns). Returns the instructions passed and their
+    /// thread (`None`: none passed).
+    ///
+    /// With [`Blocks::pass_to`], what `diff` uses to go over equal stretches of two traces
+    /// without replaying them.
+    pub fn walk_run(&mut self, until: Offset) -> (u64, Option<u32>) {
+        let mut n = 0u64;
+        let mut thread = None;
+        loop {
+            // The usual block, measured ahead: its end and whether it names a thread are
+            // known without taking it.
+            if let Some(&fl) = self.ahead.get(3) {
+                let end = self.offset().0.saturating_add(self.ahead.len() as u64);
+                if end > until.0 {
+                    break;
+                }
+                if thread.is_none() || fl & raw::FLAG_THREAD_ID == 0 {
+                    let block = self.ahead;
+                    let ins = self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0);
+                    if let Block::Instruction(ins) = ins {
+                        thread = Some(ins.thread());
+                    }
+                    n = n.saturating_add(1);
+                    continue;
+                }
+            }
+            // Anything else is taken on trial and given back if it ends the run.
+            let save = self.clone();
+            match self.next() {
+                Some(Ok(Block::Instruction(ins)))
+                    if ins.offset().0.saturating_add(ins.bytes.len() as u64) <= until.0
+                        && thread.is_none_or(|t| t == ins.thread()) =>
+                {
+                    thread = Some(ins.thread());
+                    n = n.saturating_add(1);
+                }
+                _ => {
+                    *self = save;
+                    break;
+                }
+            }
+        }
+        (n, thread)
+    }
+
+    /// Passes over every block that starts before offset `until` (which should be a block
+    /// boundary), measuring them only; stops at an error, which the next
+    /// [`Iterator::next`] returns. Returns the instructions passed.
+    pub fn pass_to(&mut self, until: Offset) -> u64 {
+        let mut n = 0u64;
+        while self.offset() < until {
+            if let Some(&fl) = self.ahead.get(3) {
+                let block = self.ahead;
+                self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0);
+                n = n.saturating_add(1);
+                continue;
+            }
+            let save = self.clone();
+            match self.next() {
+                Some(Ok(Block::Instruction(_))) => n = n.saturating_add(1),
+                Some(Ok(Block::User(_))) => {}
+                _ => {
+                    *self = save;
+                    break;
+                }
+            }
+        }
+        n
+    }
 }
 
 impl<'a> Iterator for Blocks<'a> {

@@ -266,6 +266,13 @@ impl<'a> Replay<'a> {
         self.blocks.offset()
     }
 
+    /// The blocks from where the replay is, with their decoder state (a copy): to walk
+    /// ahead without replaying ([`Blocks::walk_run`], [`Blocks::pass_to`]).
+    #[must_use]
+    pub fn blocks(&self) -> Blocks<'a> {
+        self.blocks.clone()
+    }
+
     /// The register state before the last instruction returned.
     #[must_use]
     pub fn regs(&self) -> &RegDump {

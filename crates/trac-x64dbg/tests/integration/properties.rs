@@ -3,10 +3,11 @@
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use trac_x64dbg::{
-    Arch, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
+    Arch, Block, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
     RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
     write_records,
 };
+use trace_core::Offset;
 
 use crate::common::{
     replay_all, slice_records, slice_records_with, slice_replay, stream_records, stream_replay,
@@ -309,6 +310,70 @@ fn scans_follow_the_replay() {
     QuickCheck::new()
         .tests(300)
         .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
+}
+
+/// The header-only block walks pass what the replay reads: at random cut points, a run of
+/// one thread's instructions that end by the cut ([`Blocks::walk_run`]), or every block
+/// that starts before it ([`Blocks::pass_to`]), with the replay's instruction count.
+#[test]
+fn block_walks_count_as_the_replay_does() {
+    fn prop(s: Steps, mut cuts: Vec<u16>) -> TestResult {
+        cuts.sort_unstable();
+        let bytes = record(&s);
+        let trace = Trace::parse(&bytes).unwrap();
+        // Every block's end and thread (`None`: a user block), as the replay reads them.
+        let mut ends = Vec::new();
+        let mut replay = trace.replay();
+        while let Some(b) = replay.next_block() {
+            let b = b.unwrap();
+            let thread = match b {
+                Block::Instruction(i) => Some(i.thread()),
+                Block::User(_) => None,
+            };
+            ends.push((b.offset().0 + b.len() as u64, thread));
+        }
+        let first = trace.first_block_offset().0;
+        let span = bytes.len() as u64 - first + 1;
+        let mut walk = trace.blocks();
+        let (mut k, mut instructions) = (0usize, 0u64);
+        for (j, c) in cuts.iter().enumerate() {
+            let until = first + u64::from(*c) * span / 0x1_0000;
+            let mut n = 0u64;
+            if j % 2 == 0 {
+                let mut thread = None;
+                while let Some(&(end, Some(t))) = ends.get(k) {
+                    if end > until || thread.is_some_and(|x| x != t) {
+                        break;
+                    }
+                    thread = Some(t);
+                    (n, k) = (n + 1, k + 1);
+                }
+                let got = walk.walk_run(Offset(until));
+                if got != (n, thread) {
+                    return TestResult::error(format!("walk to {until}: {got:?}, not {n}"));
+                }
+            } else {
+                let start = |k: usize| k.checked_sub(1).map_or(first, |p| ends[p].0);
+                while k < ends.len() && start(k) < until {
+                    n += u64::from(ends[k].1.is_some());
+                    k += 1;
+                }
+                let got = walk.pass_to(Offset(until));
+                if got != n {
+                    return TestResult::error(format!("pass to {until}: {got}, not {n}"));
+                }
+            }
+            instructions += n;
+            let at = k.checked_sub(1).map_or(first, |p| ends[p].0);
+            if walk.offset().0 != at || walk.instructions() != instructions {
+                return TestResult::error(format!("after cut {j}: at {:?}", walk.offset()));
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, Vec<u16>) -> TestResult);
 }
 
 /// The generator's x86 blocks that change only eip and touch no memory are shorter than

@@ -50,6 +50,13 @@ pub const DEFAULT_WINDOW: u64 = 1_000_000;
 /// The default size of a [`Rebase`] range.
 pub const DEFAULT_REBASE_SIZE: u64 = 0x100_0000;
 
+/// The most bytes of the two traces compared at once for an equal stretch: large enough
+/// that measuring again is rare, small enough that a difference soon after is found soon.
+const EQUAL_SPAN: usize = 1 << 20;
+
+/// The chunk of [`EQUAL_SPAN`] compared in one slice comparison.
+const EQUAL_CHUNK: usize = 4096;
+
 /// A shift of B's values for ASLR: every pc, address, register value and memory word of B
 /// inside `b_base .. b_base + size` is moved by `a_base - b_base` before comparing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -783,14 +790,59 @@ impl<'s, 'o> Differ<'s, 'o> {
             && self.b.steps.raw_rest().is_some()
     }
 
-    /// Compares A's records with B's bytes while they are equal (B is not even decoded);
-    /// the first unequal pair is decoded and compared as usual. Before the first
+    /// Compares the two sides' records while they are equal: the equal bytes by slice
+    /// comparison, the records inside them passed by [`Steps::pass_run`] (neither side
+    /// decoded), the record where they part (or one that does not fit a run) by
+    /// [`Steps::next_record`]; the first unequal pair is decoded and compared as usual. Before the first
     /// divergence, rewinds both sides a few instructions (an index seek) to read them
     /// decoded, as context.
     fn fast(&mut self) -> Result<(), DiffError> {
         let mut thread = None;
         let mut run = 0u64;
+        // The bytes at the front of both rests known to be equal, and whether that was
+        // measured at the current position (so measuring again finds no more).
+        let (mut equal, mut fresh) = (0usize, false);
         loop {
+            // Whole runs of one thread's records inside the equal bytes: passed on both
+            // sides without decoding (equal records read from equal states give equal
+            // steps); the equal bytes are measured again when no record fits in them.
+            let mut ran = None;
+            for again in [false, true] {
+                if again {
+                    if fresh {
+                        break;
+                    }
+                    equal = self.equal_prefix();
+                    fresh = true;
+                }
+                ran = (equal > 0).then(|| self.a.steps.pass_run(equal)).flatten();
+                if ran.is_some() {
+                    break;
+                }
+            }
+            if let Some((n, len, t)) = ran {
+                self.b.steps.pass_raw(len, n);
+                equal = equal.saturating_sub(len);
+                fresh = false;
+                run = run.saturating_add(n);
+                if thread != Some(t) {
+                    thread = Some(t);
+                    self.pair_same(t)?;
+                }
+                continue;
+            }
+            if self.a.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
+                // A has ended (found without reading it: reading catches up on what was
+                // passed over).
+                self.counted(run);
+                self.a.ended = true;
+                if self.b.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
+                    self.b.ended = true;
+                    return Ok(());
+                }
+                let b = self.b.read()?;
+                return self.in_step(None, b);
+            }
             let (ta, len, same) = match self.a.steps.next_record() {
                 Some(Ok((ta, xa))) => {
                     let rest = self.b.steps.raw_rest();
@@ -828,7 +880,9 @@ impl<'s, 'o> Differ<'s, 'o> {
                     sa.is_some() && sa == sb
                 });
             if same {
-                self.b.steps.pass_raw(len);
+                self.b.steps.pass_raw(len, 1);
+                equal = equal.saturating_sub(len);
+                fresh = false;
                 run = run.saturating_add(1);
                 continue;
             }
@@ -856,6 +910,44 @@ impl<'s, 'o> Differ<'s, 'o> {
             let a = self.a.decode_passed();
             let b = self.b.read()?;
             return self.in_step(a, b);
+        }
+    }
+
+    /// The length of the equal bytes at the front of both raw rests, measured up to
+    /// [`EQUAL_SPAN`] bytes: compared by chunks (at memory speed), then byte by byte in
+    /// the first unequal chunk.
+    fn equal_prefix(&self) -> usize {
+        let (Some(x), Some(y)) = (self.a.steps.raw_rest(), self.b.steps.raw_rest()) else {
+            return 0;
+        };
+        let n = x.len().min(y.len()).min(EQUAL_SPAN);
+        let (Some(x), Some(y)) = (x.get(..n), y.get(..n)) else {
+            return 0;
+        };
+        let mut at = 0usize;
+        for (cx, cy) in x.chunks(EQUAL_CHUNK).zip(y.chunks(EQUAL_CHUNK)) {
+            if cx != cy {
+                let same = cx.iter().zip(cy).take_while(|(p, q)| p == q).count();
+                return at.saturating_add(same);
+            }
+            at = at.saturating_add(cx.len());
+        }
+        at
+    }
+
+    /// Gives thread `t`, met in equal records on both sides, its slot on both. Both sides
+    /// pair threads in order of appearance (the fast path is off with `--thread`) and have
+    /// met the same threads, so the slots agree.
+    fn pair_same(&mut self, t: u64) -> Result<(), DiffError> {
+        let (sa, sb) = (self.a.slot(t), self.b.slot(t));
+        match sa {
+            Some(s) if sa == sb => {
+                self.grow(s);
+                Ok(())
+            }
+            _ => Err(DiffError::Other(Error::Unsupported(format!(
+                "thread {t:#x} is paired differently in A and B after equal records"
+            )))),
         }
     }
 

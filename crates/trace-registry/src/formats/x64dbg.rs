@@ -393,7 +393,8 @@ impl<'a> X64Steps<'a> {
             done: false,
             replayed: 0,
             passed: None,
-            catch_up: None,
+            walker: None,
+            lazy: None,
         })
     }
 }
@@ -427,16 +428,61 @@ struct X64Steps<'a> {
     replayed: u64,
     /// The instruction `next_record` passed over, until `last_step` decodes it.
     passed: Option<Instruction<'a>>,
-    /// `pass_raw`: the offset to replay up to before the next read.
-    catch_up: Option<u64>,
+    /// After `pass_raw` / `pass_run`: the blocks at the position passed to (walked, not
+    /// replayed), which the next read catches up to.
+    walker: Option<trac_x64dbg::Blocks<'a>>,
+    /// After `pass_raw` without a walker: the offset passed to and the steps passed (not
+    /// even walked), which the next read catches up to.
+    lazy: Option<(u64, u64)>,
 }
 
-impl X64Steps<'_> {
-    /// Replays the blocks `pass_raw` passed over.
+impl<'a> X64Steps<'a> {
+    /// The walker at the position passed to (made at the replay's position), for a trace
+    /// in memory that is not pending a seek's step nor ended.
+    fn walker(&mut self) -> Option<&mut trac_x64dbg::Blocks<'a>> {
+        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done || self.lazy.is_some() {
+            return None;
+        }
+        Some(self.walker.get_or_insert_with(|| r.blocks()))
+    }
+
+    /// Catches the replay up to the blocks `pass_raw` / `pass_run` passed over: replays
+    /// them, or, for a long stretch, seeks to its last instruction through the index (one
+    /// index pass, then at most one full-dump interval of replay).
     fn caught_up(&mut self) -> Result<(), Error> {
-        let (Some(to), Blocks::Slice(r)) = (self.catch_up.take(), &mut self.blocks) else {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
             return Ok(());
         };
+        // The offset passed to and the number of the next instruction there.
+        let (to, next) = match (self.walker.take(), self.lazy.take()) {
+            (Some(w), _) => (w.offset().0, w.instructions()),
+            (None, Some((to, steps))) => (to, r.blocks().instructions().saturating_add(steps)),
+            (None, None) => return Ok(()),
+        };
+        let gap = to.saturating_sub(r.offset().0);
+        // Replaying runs at about a tenth of the index pass's speed (per byte): seek once
+        // the gap is a sixteenth of the trace, or whenever the index is already built.
+        let far = self.index.is_some() || gap > trace.data().len() as u64 / 16;
+        if far && let Some(last) = next.checked_sub(1) {
+            let index = self
+                .index
+                .get_or_insert_with(|| trace.build_index_partial().0);
+            if last < index.instructions() {
+                match trace.seek(index, last) {
+                    Ok((_, replay)) => {
+                        **r = replay;
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Err(err(e));
+                    }
+                }
+            }
+        }
         while r.offset().0 < to {
             match r.next_block() {
                 Some(Ok(_)) => {}
@@ -548,7 +594,9 @@ impl Steps for X64Steps<'_> {
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         self.passed = None;
-        self.caught_up()?;
+        // The seek sets the position: what was passed over needs no catching up.
+        self.walker = None;
+        self.lazy = None;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -580,7 +628,11 @@ impl Steps for X64Steps<'_> {
     }
 
     fn position(&self) -> u64 {
-        self.blocks.offset()
+        match (&self.walker, self.lazy) {
+            (Some(w), _) => w.offset().0,
+            (None, Some((to, _))) => to,
+            (None, None) => self.blocks.offset(),
+        }
     }
 
     /// In memory (not pending a seek's step): the blocks after the replay's position.
@@ -591,15 +643,34 @@ impl Steps for X64Steps<'_> {
         if self.pending || self.done {
             return None;
         }
-        let at = self.catch_up.unwrap_or(r.offset().0);
+        let at = match (&self.walker, self.lazy) {
+            (Some(w), _) => w.offset().0,
+            (None, Some((to, _))) => to,
+            (None, None) => r.offset().0,
+        };
         trace.data().get(usize::try_from(at).ok()?..)
     }
 
-    fn pass_raw(&mut self, len: usize) {
-        if let Blocks::Slice(r) = &self.blocks {
-            let at = self.catch_up.unwrap_or(r.offset().0);
-            self.catch_up = Some(at.saturating_add(len as u64));
+    /// Notes the offset and the steps passed, without reading the blocks (the replay
+    /// catches up when a step is read next); after [`Steps::pass_run`], walks their
+    /// headers.
+    fn pass_raw(&mut self, len: usize, steps: u64) {
+        if let Some(w) = self.walker.as_mut() {
+            let to = w.offset().0.saturating_add(len as u64);
+            w.pass_to(trace_core::Offset(to));
+        } else if let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) {
+            let (at, passed) = self.lazy.unwrap_or((r.offset().0, 0));
+            self.lazy = Some((at.saturating_add(len as u64), passed.saturating_add(steps)));
         }
+    }
+
+    /// [`trac_x64dbg::Blocks::walk_run`] from the position passed to.
+    fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
+        let w = self.walker()?;
+        let from = w.offset().0;
+        let (n, thread) = w.walk_run(trace_core::Offset(from.saturating_add(len as u64)));
+        let bytes = usize::try_from(w.offset().0.saturating_sub(from)).ok()?;
+        Some((n, bytes, u64::from(thread?)))
     }
 
     /// The bytes from the replay's position to the end of the next instruction's block.
