@@ -13,7 +13,7 @@
 //!   number of steps, the longest access, and three sections (seek index, pcs, memory),
 //!   each as offset, length and hash; then a hash of the header itself;
 //! - the seek index: the format's bytes
-//!   ([`Steps::seek_index`](crate::steps::Steps::seek_index)), possibly empty;
+//!   ([`Steps::seek_index`]), possibly empty;
 //! - each list section: entries sorted by key (pc, or address / 8), each entry
 //!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
 //!   numbers as varint deltas (the first absolute); a key with many instructions takes
@@ -499,7 +499,7 @@ impl<R: Read + Seek> Sidecar<R> {
     }
 
     /// Whether the sidecar keeps the format's seek index, so that
-    /// [`Steps::seek`](crate::steps::Steps::seek) goes straight to a step rather than
+    /// [`Steps::seek`] goes straight to a step rather than
     /// reading up to it.
     #[must_use]
     pub fn has_seek_index(&self) -> bool {
