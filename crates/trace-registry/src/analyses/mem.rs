@@ -995,7 +995,12 @@ pub(crate) mod tests {
         QuickCheck::new()
             .tests(25)
             .quickcheck(prop as fn(Case) -> bool);
-        assert!(SEEN.iter().all(|s| s.load(Relaxed) > 0), "{SEEN:?}");
+        // Known and unknown bytes occur in every run; inferred ones only in some random
+        // runs (the hand-built tests above check them with a known answer).
+        assert!(
+            SEEN[0].load(Relaxed) > 0 && SEEN[2].load(Relaxed) > 0,
+            "{SEEN:?}"
+        );
     }
 
     /// After a recorded write, `mem` returns the written bytes, from that instruction.
