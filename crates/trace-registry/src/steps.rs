@@ -381,3 +381,31 @@ pub fn scan_by_steps<S: Steps + ?Sized>(
     }
     Ok(())
 }
+
+/// A recorded memory value as `0x…`: up to 8 bytes, the word they hold in the target's
+/// byte order, without leading zeros; wider values, every digit, most significant first.
+/// (`xref` lines and `diff` regions show values this way.)
+#[must_use]
+pub fn value_hex(bytes: &[u8], big_endian: bool) -> String {
+    use std::fmt::Write;
+    if bytes.len() <= 8 {
+        let fold = |w: u64, b: &u8| (w << 8) | u64::from(*b);
+        let v = if big_endian {
+            bytes.iter().fold(0, fold)
+        } else {
+            bytes.iter().rev().fold(0, fold)
+        };
+        return format!("{v:#x}");
+    }
+    let mut s = String::with_capacity(bytes.len().saturating_mul(2).saturating_add(2));
+    s.push_str("0x");
+    let mut digits = |b: &u8| {
+        let _ = write!(s, "{b:02x}");
+    };
+    if big_endian {
+        bytes.iter().for_each(&mut digits);
+    } else {
+        bytes.iter().rev().for_each(&mut digits);
+    }
+    s
+}

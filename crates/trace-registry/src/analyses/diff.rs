@@ -215,7 +215,8 @@ pub struct RegDiff {
 
 /// The first memory access that differs, the `index`th of the instruction's accesses
 /// (`a_count`, `b_count`: how many each side has). Values are `"0x…"` words (in the
-/// target's byte order) up to 8 bytes, hex bytes beyond; `None` where a side has no such
+/// target's byte order) up to 8 bytes, `0x` and every digit beyond (as
+/// [`value_hex`](crate::steps::value_hex) writes them); `None` where a side has no such
 /// access or did not record the value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MemDiff {
@@ -1423,7 +1424,9 @@ impl<'s, 'o> Differ<'s, 'o> {
                 _ => false,
             };
             if !same {
-                let value = |bytes: Option<&[u8]>| bytes.map(|v| render(v, self.big_endian));
+                let value = |bytes: Option<&[u8]>| {
+                    bytes.map(|v| crate::steps::value_hex(v, self.big_endian))
+                };
                 return Some(MemDiff {
                     index,
                     a_count: a.mem.len(),
@@ -1558,15 +1561,6 @@ fn word(bytes: &[u8], big_endian: bool) -> u64 {
         bytes.iter().take(8).fold(0, fold)
     } else {
         bytes.iter().take(8).rev().fold(0, fold)
-    }
-}
-
-/// A value as `"0x…"` (up to 8 bytes, in the target's byte order) or hex bytes.
-fn render(bytes: &[u8], big_endian: bool) -> String {
-    if bytes.len() <= 8 {
-        format!("{:#x}", word(bytes, big_endian))
-    } else {
-        hex_bytes(bytes)
     }
 }
 

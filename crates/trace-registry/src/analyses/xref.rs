@@ -29,7 +29,7 @@
 use std::fmt::Write as _;
 
 use crate::analyses::index::{self, Sidecar, Visit};
-use crate::steps::{AccessKind, Isa, ScanQuery, Step, Steps};
+use crate::steps::{AccessKind, Isa, ScanQuery, Step, Steps, value_hex};
 use crate::{Ctx, Error, Handler, Input};
 
 /// What to look for: an address range (`mem`) or a pc.
@@ -100,38 +100,6 @@ impl XrefHit {
     }
 }
 
-/// `0x…` for the bytes of a value in the target's byte order: without leading zeros up
-/// to 8 bytes, every digit beyond.
-fn hex(bytes: &[u8], isa: Isa) -> String {
-    let big = isa == Isa::Ppc32;
-    if bytes.len() <= 8 {
-        let mut word = [0u8; 8];
-        let v = if big {
-            if let Some(low) = word.get_mut(8usize.saturating_sub(bytes.len())..) {
-                low.copy_from_slice(bytes);
-            }
-            u64::from_be_bytes(word)
-        } else {
-            if let Some(low) = word.get_mut(..bytes.len()) {
-                low.copy_from_slice(bytes);
-            }
-            u64::from_le_bytes(word)
-        };
-        return format!("{v:#x}");
-    }
-    let mut s = String::with_capacity(bytes.len().saturating_mul(2).saturating_add(2));
-    s.push_str("0x");
-    let mut digits = |b: &u8| {
-        let _ = write!(s, "{b:02x}");
-    };
-    if big {
-        bytes.iter().for_each(&mut digits);
-    } else {
-        bytes.iter().rev().for_each(&mut digits);
-    }
-    s
-}
-
 /// The lines of one matching step: each access in the range, or the execution.
 struct Emit<'q> {
     query: &'q ScanQuery,
@@ -179,8 +147,8 @@ impl Emit<'_> {
             }
             hit.access = Some(HitAccess {
                 addr,
-                old: old.map(|b| hex(b, self.isa)),
-                new: new.map(|b| hex(b, self.isa)),
+                old: old.map(|b| value_hex(b, self.isa == Isa::Ppc32)),
+                new: new.map(|b| value_hex(b, self.isa == Isa::Ppc32)),
                 size: (self.disasm && a.sized).then_some(a.len),
                 kind: self.disasm.then_some(a.kind),
             });
