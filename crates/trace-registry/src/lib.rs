@@ -47,6 +47,7 @@ mod error;
 pub mod formats;
 pub mod info;
 mod input;
+pub mod output;
 pub mod schema;
 pub mod sink;
 pub mod steps;

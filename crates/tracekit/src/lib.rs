@@ -408,22 +408,25 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
     }
 }
 
-/// Runs `f` with `-o FILE` (buffered) or stdout as its output.
+/// Runs `f` with `-o FILE` (buffered) or stdout as its output. The file is written under a
+/// temporary name and renamed when `f` succeeds, so a failed command leaves no partial output.
 fn with_output<F>(path: Option<&PathBuf>, stdout: &mut dyn Write, f: F) -> Result<(), CliError>
 where
     F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
 {
-    match path {
-        None => f(stdout),
-        Some(p) => {
-            let file = std::fs::File::create(p)
-                .map_err(|e| CliError::io(format!("cannot create {}", p.display()), e))?;
-            let mut w = io::BufWriter::new(file);
-            f(&mut w)?;
-            w.flush()
-                .map_err(|e| CliError::io(format!("cannot write {}", p.display()), e))
-        }
-    }
+    let Some(p) = path else {
+        return f(stdout);
+    };
+    let cannot = |what: &str| {
+        let what = format!("cannot {what} {}", p.display());
+        move |e| CliError::io(what, e)
+    };
+    let mut file = trace_registry::output::AtomicFile::create(p).map_err(cannot("create"))?;
+    let mut w = io::BufWriter::new(&mut file);
+    f(&mut w)?;
+    w.flush().map_err(cannot("write"))?;
+    drop(w);
+    file.commit().map_err(cannot("write"))
 }
 
 /// Runs one command over bytes in memory, as `tracekit --format F CMD -` would on them.

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 
 use trace_core::Offset;
 
+use crate::output::AtomicFile;
 use crate::steps::{ScanQuery, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
@@ -980,11 +981,6 @@ pub fn build(
         })?;
     let out = out.map_or_else(|| default_path(&trace), Path::to_owned);
     let identity = Identity::of(&trace)?;
-    let tmp = {
-        let mut name = out.clone().into_os_string();
-        name.push(format!(".tmp{}", std::process::id()));
-        PathBuf::from(name)
-    };
     let writable = |e: io::Error| {
         let dir = out
             .parent()
@@ -1001,8 +997,7 @@ pub fn build(
         Error::io(format!("cannot write the index {}{hint}", out.display()), e)
     };
     // Check that the place is writable before the long pass.
-    File::create(&tmp).map_err(writable)?;
-    let guard = RemoveOnDrop(tmp.clone());
+    let mut file = AtomicFile::create(&out).map_err(writable)?;
     // The old index (its seek index saves a pass) is being replaced: no note about it.
     let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
     let steps = handler.steps(
@@ -1017,7 +1012,7 @@ pub fn build(
     let mut steps = steps?;
     let seek = steps.seek_index()?.unwrap_or_default();
     let stem = |what: &str| {
-        let mut name = tmp.clone().into_os_string();
+        let mut name = file.temp_path().as_os_str().to_owned();
         name.push(what);
         PathBuf::from(name)
     };
@@ -1047,8 +1042,7 @@ pub fn build(
     drop(steps);
     let executions = pcs.total;
     let accesses = mem.total;
-    let file = File::create(&tmp).map_err(writable)?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let mut w = BufWriter::with_capacity(1 << 20, &mut file);
     let mut header = Header {
         identity,
         format: handler.name().to_owned(),
@@ -1076,12 +1070,11 @@ pub fn build(
         }
         w.seek(SeekFrom::Start(0))?;
         w.write_all(&header.to_bytes())?;
-        w.flush()?;
-        w.get_ref().sync_all()
+        w.flush()
     };
     sections().map_err(writable)?;
-    std::fs::rename(&tmp, &out).map_err(writable)?;
-    std::mem::forget(guard);
+    drop(w);
+    file.commit().map_err(writable)?;
     Ok(Built {
         path: out,
         steps: count,
@@ -1103,15 +1096,6 @@ fn write_section(w: &mut impl Write, bytes: &[u8], pos: &mut u64) -> io::Result<
     };
     *pos = pos.saturating_add(s.len);
     Ok(s)
-}
-
-/// Removes a temporary file unless forgotten.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// The sidecar of `input` for `format`: at `explicit`, or beside the trace, when the

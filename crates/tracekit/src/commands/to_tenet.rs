@@ -4,10 +4,10 @@
 //! [`trace_registry::sink::tenet`]. Each file is written under a temporary name and renamed
 //! once the whole input has been read, so a failed conversion leaves no partial trace.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use trace_registry::output::AtomicFile;
 use trace_registry::{Ctx, Handler, Input, Options};
 
 use crate::CliError;
@@ -36,41 +36,26 @@ pub fn convert(
         p.push(format!(".{thread}.log"));
         PathBuf::from(p)
     };
-    let temp_path = |thread: u64| {
-        let mut p = final_path(thread).into_os_string();
-        p.push(format!(".tmp-{}", std::process::id()));
-        PathBuf::from(p)
-    };
-    let mut temps: Vec<PathBuf> = Vec::new();
-    let result = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
-        let path = temp_path(thread);
-        let file = File::create(&path).map_err(|e| {
+    let threads = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
+        let path = final_path(thread);
+        let file = AtomicFile::create(&path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
         })?;
-        temps.push(path);
         Ok(BufWriter::new(file))
-    });
-    let threads = match result {
-        Ok(t) => t,
-        Err(e) => {
-            for t in &temps {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(match e {
-                trace_registry::Error::Unsupported(m) => CliError::Usage(m),
-                e => CliError::Trace(e),
-            });
-        }
-    };
+    })
+    .map_err(|e| match e {
+        trace_registry::Error::Unsupported(m) => CliError::Usage(m),
+        e => CliError::Trace(e),
+    })?;
+    // Every file is renamed only once the whole input has been read.
     for t in threads {
-        drop(t.output);
-        let (from, to) = (temp_path(t.thread), final_path(t.thread));
-        std::fs::rename(&from, &to).map_err(|e| {
-            CliError::io(
-                format!("cannot rename {} to {}", from.display(), to.display()),
-                e,
-            )
-        })?;
+        let file = t
+            .output
+            .into_inner()
+            .map_err(|e| CliError::io("cannot write a Tenet file".to_owned(), e.into_error()))?;
+        let to = file.dest().to_owned();
+        file.commit()
+            .map_err(|e| CliError::io(format!("cannot write {}", to.display()), e))?;
         writeln!(out, "{}: {} lines", to.display(), t.lines)?;
     }
     Ok(())
