@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    amber_tt6::fuzz_roundtrip(data);
+    tracekit::fuzz_target("amber_roundtrip", data);
 });

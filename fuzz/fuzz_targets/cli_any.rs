@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    tracekit::fuzz_cli(data);
+    tracekit::fuzz_target("cli_any", data);
 });

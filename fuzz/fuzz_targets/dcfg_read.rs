@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    dcfg::fuzz_read(data);
+    tracekit::fuzz_target("dcfg_read", data);
 });

@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    assert!(dcfg::fuzz_roundtrip(data));
+    tracekit::fuzz_target("dcfg_roundtrip", data);
 });

@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    dcfg_trace::fuzz_expand(data);
+    tracekit::fuzz_target("dcfg_trace_expand", data);
 });

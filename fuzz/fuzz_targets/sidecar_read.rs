@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    tracekit::fuzz_sidecar(data);
+    tracekit::fuzz_target("sidecar_read", data);
 });

@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    gdb_tfile::fuzz_frames(data);
+    tracekit::fuzz_target("tfile_read", data);
 });

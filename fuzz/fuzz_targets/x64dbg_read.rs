@@ -2,5 +2,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    trac_x64dbg::fuzz_read(data);
+    tracekit::fuzz_target("x64dbg_read", data);
 });

@@ -169,6 +169,10 @@ pub fn fuzz_read(data: &[u8]) {
             assert_eq!(scan.pc(), replay.regs().ip(), "scan and replay pcs differ");
             let _ = ins.touches(0, u64::MAX);
         }
+        // The scan may stop before blocks the replay has not read yet (user blocks after
+        // the last instruction, or where the scan stopped early): read them, so the state
+        // and counters below are those of the whole input.
+        while let Some(Ok(_)) = replay.next_instruction() {}
         assert_eq!(Index::from_bytes(&index.to_bytes()), Some(index));
         let _ = Index::from_bytes(data);
         if let Ok(mut stream) = StreamReader::with_options(data, opts) {

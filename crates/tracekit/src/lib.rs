@@ -491,6 +491,36 @@ where
     }
 }
 
+/// The fuzz targets of `fuzz/`, by name: each runs one crate's fuzzing entry point.
+#[cfg(feature = "fuzzing")]
+pub const FUZZ_TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("cli_any", fuzz_cli),
+    ("amber_read", amber_tt6::fuzz_read),
+    ("amber_roundtrip", amber_tt6::fuzz_roundtrip),
+    ("tfile_read", gdb_tfile::fuzz_frames),
+    ("tfile_desc", gdb_tfile::fuzz_description),
+    ("dcfg_read", dcfg::fuzz_read),
+    ("dcfg_roundtrip", |data| assert!(dcfg::fuzz_roundtrip(data))),
+    ("x64dbg_read", trac_x64dbg::fuzz_read),
+    ("dcfg_trace_read", dcfg_trace::fuzz_read),
+    ("dcfg_trace_expand", dcfg_trace::fuzz_expand),
+    ("dcfg_trace_bits", dcfg_trace::fuzz_bits),
+    ("dcfg_trace_roundtrip", dcfg_trace::fuzz_roundtrip),
+    ("tenet", tenet_trace::fuzz_read),
+    ("sidecar_read", fuzz_sidecar),
+];
+
+/// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none
+/// of that name. Panics exactly where the target would.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_target(name: &str, data: &[u8]) -> bool {
+    let Some((_, run)) = FUZZ_TARGETS.iter().find(|(n, _)| *n == name) else {
+        return false;
+    };
+    run(data);
+    true
+}
+
 /// Fuzzing and property-test entry point: runs `info`, `dump` and `validate` on `data` with
 /// detection and with every forced format. Must never panic.
 #[cfg(feature = "fuzzing")]

@@ -106,7 +106,8 @@ fn never_panics_on_arbitrary_bytes() {
         .quickcheck(prop as fn(Vec<u8>, u8) -> TestResult);
 }
 
-/// Inputs the fuzzer once crashed on (`cargo xtask fuzz` keeps them) stay fixed.
+/// Inputs the fuzzer once failed on (`cargo xtask fuzz` keeps them in
+/// `testdata/fuzz-crashes/TARGET/`) stay fixed: each is run through its own target.
 #[test]
 fn fuzz_crashes_stay_fixed() {
     let dir = testdata("fuzz-crashes");
@@ -114,10 +115,30 @@ fn fuzz_crashes_stay_fixed() {
         return;
     };
     for target in targets.flatten() {
+        let name = target.file_name().to_string_lossy().into_owned();
         for file in std::fs::read_dir(target.path()).unwrap().flatten() {
-            fuzz_cli(&std::fs::read(file.path()).unwrap());
+            let data = std::fs::read(file.path()).unwrap();
+            assert!(tracekit::fuzz_target(&name, &data), "no fuzz target {name}");
+            fuzz_cli(&data);
         }
     }
+}
+
+/// Every target declared in `fuzz/Cargo.toml` is one of `tracekit::FUZZ_TARGETS`, and the
+/// other way round.
+#[test]
+fn fuzz_targets_are_declared() {
+    let manifest = std::fs::read_to_string(root().join("fuzz/Cargo.toml")).unwrap();
+    let mut declared: Vec<&str> = manifest
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .filter(|n| *n != "trace-fuzz")
+        .collect();
+    let mut known: Vec<&str> = tracekit::FUZZ_TARGETS.iter().map(|(n, _)| *n).collect();
+    declared.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(declared, known);
 }
 
 /// `tracekit dump big | head`: the reader closes the pipe early; tracekit ends quietly with
