@@ -491,9 +491,13 @@ where
     }
 }
 
+/// A fuzzing entry point: runs everything one target covers on `data`; panics on a bug.
+#[cfg(feature = "fuzzing")]
+pub type FuzzFn = fn(&[u8]);
+
 /// The fuzz targets of `fuzz/`, by name: each runs one crate's fuzzing entry point.
 #[cfg(feature = "fuzzing")]
-pub const FUZZ_TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("cli_any", fuzz_cli),
     ("amber_read", amber_tt6::fuzz_read),
     ("amber_roundtrip", amber_tt6::fuzz_roundtrip),
