@@ -567,9 +567,7 @@ impl Trace {
         }
         let opened = self.opened.clone();
         let d = py
-            .detach(move || {
-                opened.with_input(|input, ctx| trace_registry::formats::dcfg::load(input, ctx))
-            })
+            .detach(move || opened.with_input(trace_registry::formats::dcfg::load))
             .map_err(py_err)?;
         Ok(graph::Graph::new(d))
     }

@@ -5,6 +5,8 @@
 //! and runs pytest. Without python3, maturin, pytest or pyarrow the test prints "skipped"
 //! and passes, unless `TRACEKIT_REQUIRE_PYTHON=1` (CI), where it fails instead.
 
+#![allow(clippy::panic, clippy::unwrap_used)] // test code outside #[test] functions
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -345,3 +345,43 @@ def test_pandas_and_polars():
         assert df.height == t.to_arrow("memory").read_all().num_rows
     if pandas is None and polars is None:
         pytest.skip("neither pandas nor polars installed")
+
+
+def test_dcfg_graph_matches_tables():
+    """The graph objects against the same DCFG's tables (a separate reader path)."""
+    t = tracekit.open(TESTDATA / "dcfg/sample.dcfg.json")
+    g = t.graph
+    blocks = t.to_arrow("basic_blocks").read_all().to_pylist()
+    edges = t.to_arrow("edges").read_all().to_pylist()
+    routines = t.to_arrow("routines").read_all().to_pylist()
+    loops = t.to_arrow("loops").read_all().to_pylist()
+    assert [p.id for p in g.processes] == sorted({b["pid"] for b in blocks} | {e["pid"] for e in edges})
+    for p in g.processes:
+        assert g.process(p.id).id == p.id
+        mine = sorted(b.id for i in p.images for b in i.blocks)
+        assert mine == sorted(b["id"] for b in blocks if b["pid"] == p.id)
+        pe = [e for e in edges if e["pid"] == p.id]
+        assert sorted((e.id, e.source, e.target, e.count, e.type) for e in p.edges) == sorted(
+            (e["id"], e["source"], e["target"], e["count"], e["type"]) for e in pe
+        )
+        for i in p.images:
+            for b in i.blocks:
+                assert sorted(e.id for e in b.out_edges) == sorted(e["id"] for e in pe if e["source"] == b.id)
+                assert sorted(e.id for e in b.in_edges) == sorted(e["id"] for e in pe if e["target"] == b.id)
+                ids = {x.id for x in b.successors}
+                assert ids <= {e["target"] for e in pe if e["source"] == b.id}
+                assert p.block(b.id).addr == b.addr
+        mine_r = sorted((r.entry, len(r.loops)) for i in p.images for r in i.routines)
+        assert mine_r == sorted((r["entry"], r["loops"]) for r in routines if r["pid"] == p.id)
+        mine_l = sorted(
+            (lp.head, lp.parent, sorted(x.id for x in lp.blocks))
+            for i in p.images
+            for r in i.routines
+            for lp in r.loops
+        )
+        assert mine_l == sorted(
+            (lp["head"], lp["parent"] or None, sorted(lp["nodes"])) for lp in loops if lp["pid"] == p.id
+        )
+    assert p.block(2**63) is None
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64").graph
