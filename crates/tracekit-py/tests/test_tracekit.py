@@ -385,3 +385,18 @@ def test_dcfg_graph_matches_tables():
     assert p.block(2**63) is None
     with pytest.raises(ValueError):
         tracekit.open(TESTDATA / "x64dbg/basic.trace64").graph
+
+
+def test_stubs_and_docstrings_cover_the_api():
+    stub = (ROOT / "crates/tracekit-py/tracekit.pyi").read_text()
+    for name in dir(tracekit):
+        if name.startswith("_"):
+            continue
+        assert f"{name}" in stub, name
+        obj = getattr(tracekit, name)
+        if callable(obj):
+            assert obj.__doc__, name
+    for name in dir(tracekit.Trace):
+        if not name.startswith("_"):
+            assert f"def {name}(" in stub, name
+            assert getattr(tracekit.Trace, name).__doc__, name
