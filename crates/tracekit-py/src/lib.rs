@@ -1,9 +1,9 @@
 //! `tracekit` for Python: any trace the registry reads, as dicts or as Arrow.
 //!
-//! A thin layer over `trace-registry`: [`open`] detects the format ([`trace_registry::detect`])
-//! and checks that its records open; iterating a [`Trace`] walks the records as trees of
+//! A thin layer over `trace-registry`: `open` detects the format ([`trace_registry::detect`])
+//! and checks that its records open; iterating a `Trace` walks the records as trees of
 //! native values in `tracekit dump`'s shape ([`trace_registry::sink::native`]), turned into
-//! `dict`s; [`Trace::to_arrow`] streams the record batches of one Parquet-export table
+//! `dict`s; `Trace.to_arrow` streams the record batches of one Parquet-export table
 //! ([`trace_registry::sink::parquet::Batches`]) to pyarrow through the Arrow C stream
 //! interface. No code here knows a format.
 //!
