@@ -230,6 +230,13 @@ pub trait Handler: Send + Sync {
     /// How the format is recognised, for messages (`magic "TRAC"`).
     fn recognised_by(&self) -> &'static str;
 
+    /// The output table (as a Parquet export names its folders) most users mean by the
+    /// records: the Python package's `to_arrow()` default. Empty (the default): the first
+    /// record table.
+    fn main_table(&self) -> &'static str {
+        ""
+    }
+
     /// Whether `head` (the first bytes, decompressed) and `file_name` (without a compression
     /// extension) look like this format.
     fn detect(&self, head: &[u8], file_name: &str) -> Option<Confidence>;

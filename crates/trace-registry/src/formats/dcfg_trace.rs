@@ -111,6 +111,11 @@ impl Handler for DcfgTrace {
         "JSON whose PROCESSES table has TRANSITION_TABLE/THREAD_DATA"
     }
 
+    /// The edge sequence, rather than the chunks that carry it.
+    fn main_table(&self) -> &'static str {
+        "edges"
+    }
+
     fn detect(&self, head: &[u8], file_name: &str) -> Option<Confidence> {
         if head.trim_ascii_start().first() != Some(&b'{') {
             return None;

@@ -1,6 +1,7 @@
 //! Outputs over typed rows: each works for every format.
 
 mod jsonl;
+pub mod native;
 pub mod tenet;
 
 pub use jsonl::JsonLines;

@@ -443,6 +443,12 @@ pub(crate) struct Tables {
     out: Option<Writer>,
     /// The first error of `out`, reported by [`Tables::check`].
     error: Option<Error>,
+    /// Instead of a writer: full batches are kept here, for the caller to take (Arrow
+    /// record batches rather than files).
+    pub(crate) queue: Option<std::collections::VecDeque<Batch>>,
+    /// Per table: its rows are not wanted (no columns filled for a child table, no batches
+    /// kept), when only some tables are asked for.
+    pub(crate) skip: Vec<bool>,
     batch_rows: usize,
     batch_bytes: usize,
 }
@@ -457,6 +463,8 @@ impl Tables {
             stack: Vec::new(),
             out: None,
             error: None,
+            queue: None,
+            skip: Vec::new(),
             batch_rows: batch_rows.max(1),
             batch_bytes,
         };
@@ -592,6 +600,28 @@ impl Tables {
         }
     }
 
+    /// Whether output table `table` is `wanted` or holds it as a child table (at any depth).
+    pub(crate) fn reaches(&self, table: usize, wanted: usize) -> bool {
+        let mut todo = vec![table];
+        let mut seen = vec![false; self.tables.len()];
+        while let Some(t) = todo.pop() {
+            if t == wanted {
+                return true;
+            }
+            match seen.get_mut(t) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            if let Some(t) = self.tables.get(t) {
+                todo.extend(t.slots.iter().filter_map(|s| match s {
+                    Slot::Child { table } => Some(*table),
+                    _ => None,
+                }));
+            }
+        }
+        false
+    }
+
     /// The output table of the record reader's table `table`.
     pub(crate) fn top(&self, table: usize) -> Option<usize> {
         self.top.get(table).copied()
@@ -651,7 +681,7 @@ impl Tables {
         }
         let rows = std::mem::take(&mut t.rows);
         let columns: Vec<ArrayRef> = t.columns.iter_mut().map(Column::finish).collect();
-        if t.carrier {
+        if t.carrier || self.skip.get(table).copied().unwrap_or(false) {
             return;
         }
         let batch = Batch {
@@ -659,6 +689,10 @@ impl Tables {
             columns,
             rows,
         };
+        if let Some(q) = self.queue.as_mut() {
+            q.push_back(batch);
+            return;
+        }
         if self.error.is_some() {
             return;
         }
@@ -832,6 +866,10 @@ impl Visitor for Tables {
         *slot = slot.saturating_add(1);
         match s {
             Some(Slot::List { col }) => self.stack.push(Frame::List { table, col }),
+            // An unwanted child table: its rows go nowhere (as for a list the schema lacks).
+            Some(Slot::Child { table }) if self.skip.get(table).copied().unwrap_or(false) => {
+                self.stack.push(Frame::Child { table: usize::MAX });
+            }
             Some(Slot::Child { table }) => self.stack.push(Frame::Child { table }),
             // A list the schema does not have: its values are dropped.
             _ => self.stack.push(Frame::Child { table: usize::MAX }),

@@ -311,6 +311,137 @@ impl Drop for Dataset {
     }
 }
 
+/// Rows into Arrow record batches of one output table: the same tables, columns and types
+/// as a [`Dataset`]'s files, handed to the caller instead of written (the Python package's
+/// `to_arrow`). Only the asked table's columns are filled: the rows of other child tables
+/// are dropped as they are visited. Memory is the batch being filled plus the batches not
+/// taken yet.
+///
+/// ```
+/// use trace_registry::sink::parquet::Batches;
+/// use trace_registry::{Ctx, Input, Options};
+///
+/// let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+/// let handler = trace_registry::detect(&input).expect("an x64dbg trace");
+/// let options = Options::default();
+/// let mut records = handler.records(&mut input, &mut Ctx::new(&options))?;
+/// let mut batches = Batches::new(records.tables(), "memory", 1 << 16)?;
+/// let mut rows = 0;
+/// while let Some(record) = records.next_record() {
+///     let record = record?;
+///     batches.write(record.table, record.row());
+///     while let Some(b) = batches.take() {
+///         rows += b.num_rows();
+///     }
+/// }
+/// batches.finish();
+/// while let Some(b) = batches.take() {
+///     rows += b.num_rows();
+/// }
+/// assert_eq!(batches.schema().field(0).name(), "i"); // the key of the parent instruction
+/// assert!(rows > 0);
+/// # Ok::<(), trace_registry::Error>(())
+/// ```
+pub struct Batches {
+    tables: Tables,
+    table: usize,
+    /// Per record table: whether its rows reach the wanted table.
+    visit: Vec<bool>,
+}
+
+impl std::fmt::Debug for Batches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batches")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Batches {
+    /// The output table names of a record reader's schemas, in a [`Dataset`]'s folder order.
+    #[must_use]
+    pub fn table_names(schemas: &[Arc<Schema>]) -> Vec<String> {
+        Tables::new(schemas, 1, 0)
+            .tables
+            .iter()
+            .filter(|t| !t.carrier)
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// Batches of the output table `table` (one of [`Batches::table_names`]) of records of
+    /// these tables, cut every `batch_rows` rows (and at 32 MiB of variable-length values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when the records have no such output table.
+    pub fn new(schemas: &[Arc<Schema>], table: &str, batch_rows: usize) -> Result<Batches, Error> {
+        let mut tables = Tables::new(schemas, batch_rows, ParquetOptions::default().batch_bytes);
+        let Some(wanted) = tables
+            .tables
+            .iter()
+            .position(|t| t.name == table && !t.carrier)
+        else {
+            return Err(Error::Unsupported(format!(
+                "no table {table:?}; the tables are: {}",
+                Batches::table_names(schemas).join(", ")
+            )));
+        };
+        let skip: Vec<bool> = (0..tables.tables.len())
+            .map(|t| !tables.reaches(t, wanted))
+            .collect();
+        let visit = (0..schemas.len())
+            .map(|t| {
+                tables
+                    .top(t)
+                    .is_some_and(|o| !skip.get(o).copied().unwrap_or(true))
+            })
+            .collect();
+        tables.skip = skip;
+        tables.queue = Some(std::collections::VecDeque::new());
+        Ok(Batches {
+            tables,
+            table: wanted,
+            visit,
+        })
+    }
+
+    /// The Arrow schema of the batches.
+    #[must_use]
+    pub fn schema(&self) -> Arc<arrow_schema::Schema> {
+        self.tables.tables.get(self.table).map_or_else(
+            || Arc::new(arrow_schema::Schema::empty()),
+            |t| Arc::clone(&t.schema),
+        )
+    }
+
+    /// Adds one record of the reader's table `table` (records of tables that do not lead to
+    /// the wanted one are ignored).
+    #[inline]
+    pub fn write(&mut self, table: usize, row: &dyn Row) {
+        if !self.visit.get(table).copied().unwrap_or(false) {
+            return;
+        }
+        if let Some(t) = self.tables.top(table) {
+            self.tables.append(t, row);
+        }
+    }
+
+    /// Ends the input: the rows buffered become a last batch.
+    pub fn finish(&mut self) {
+        self.tables.flush(self.table);
+    }
+
+    /// The next full batch, if one is ready.
+    pub fn take(&mut self) -> Option<arrow_array::RecordBatch> {
+        let batch = self.tables.queue.as_mut()?.pop_front()?;
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.rows));
+        // The columns were built for this schema, so this does not fail; a batch that did
+        // would be dropped rather than handed out malformed.
+        arrow_array::RecordBatch::try_new_with_options(self.schema(), batch.columns, &options).ok()
+    }
+}
+
 /// `_tracekit.json`, fields in the order they are written.
 #[derive(serde::Serialize)]
 struct Manifest<'a> {

@@ -1,0 +1,871 @@
+//! `tracekit` for Python: any trace the registry reads, as dicts or as Arrow.
+//!
+//! A thin layer over `trace-registry`: `open` detects the format ([`trace_registry::detect`])
+//! and checks that its records open; iterating a `Trace` walks the records as trees of
+//! native values in `tracekit dump`'s shape ([`trace_registry::sink::native`]), turned into
+//! `dict`s; `Trace.to_arrow` streams the record batches of one Parquet-export table
+//! ([`trace_registry::sink::parquet::Batches`]) to pyarrow through the Arrow C stream
+//! interface. No code here knows a format.
+//!
+//! Each pass reads the input afresh in a reader thread of its own (which owns the input and
+//! its record reader, so an iterator outlives its `Trace` safely): the parsing, the trees and
+//! the Arrow batches are built there, without the GIL, and handed over through a bounded
+//! channel (memory: a few chunks or batches). Python waits for them with the GIL released.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_pyarrow::IntoPyArrow;
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::create_exception;
+use pyo3::exceptions::{
+    PyException, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyPermissionError,
+    PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use trace_core::Located;
+use trace_registry::sink::native::{Native, Node};
+use trace_registry::sink::parquet::{
+    Batches, Compression, Dataset, Origin, ParquetOptions, TableSummary,
+};
+use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
+
+mod graph;
+
+create_exception!(
+    tracekit,
+    TraceError,
+    PyException,
+    "A trace that cannot be read: `offset` (byte offset or None), `path` (the JSON path for \
+     the JSON formats, else None), `record` (record index or None)."
+);
+create_exception!(
+    tracekit,
+    FormatError,
+    TraceError,
+    "Input of no known format (pass format=NAME to choose one)."
+);
+
+/// Records per chunk handed from the reader thread to Python.
+const CHUNK: usize = 512;
+/// Chunks (or Arrow batches) waiting in the channel at most.
+const QUEUE: usize = 4;
+/// Rows per Arrow batch.
+const BATCH_ROWS: usize = 1 << 16;
+
+/// A registry error as a Python exception: files that cannot be opened or made as `OSError`s,
+/// unsupported operations as `ValueError`, undetectable input as [`FormatError`], the rest
+/// (the trace is damaged) as [`TraceError`] with where.
+fn py_err(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match &e {
+        Error::Io { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => return PyFileNotFoundError::new_err(msg),
+            std::io::ErrorKind::PermissionDenied => return PyPermissionError::new_err(msg),
+            std::io::ErrorKind::AlreadyExists => return PyFileExistsError::new_err(msg),
+            _ => {}
+        },
+        Error::Unsupported(_) => return PyValueError::new_err(msg),
+        _ => {}
+    }
+    let err = match &e {
+        Error::Detect(_) => FormatError::new_err(msg),
+        _ => TraceError::new_err(msg),
+    };
+    Python::attach(|py| {
+        let v = err.value(py);
+        let set = || -> PyResult<()> {
+            v.setattr("offset", e.offset().map(|o| o.0))?;
+            v.setattr("path", e.path())?;
+            v.setattr("record", e.record())?;
+            Ok(())
+        };
+        // Attributes on a fresh exception object cannot fail in practice; the exception
+        // is raised either way.
+        let _ = set();
+    });
+    err
+}
+
+/// Where a trace comes from, so that every pass can open it again.
+#[derive(Clone, Debug)]
+enum Source {
+    Path(PathBuf),
+    Bytes { name: String, bytes: Arc<Vec<u8>> },
+}
+
+impl Source {
+    fn input(&self) -> Result<Input, Error> {
+        match self {
+            Source::Path(p) => Input::open(p.as_os_str()),
+            Source::Bytes { name, bytes } => Input::from_bytes(name.clone(), bytes.to_vec()),
+        }
+    }
+}
+
+/// A trace as opened: where, its handler, its options.
+#[derive(Clone)]
+struct Opened {
+    source: Source,
+    handler: &'static dyn Handler,
+    options: Options,
+}
+
+impl Opened {
+    /// Runs `body` over the records in a reader thread; its items (and the error that
+    /// ends them) arrive through the returned channel.
+    fn spawn<T, F>(&self, body: F) -> Receiver<Result<T, Error>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Records, &SyncSender<Result<T, Error>>) -> Result<(), Error>
+            + Send
+            + 'static,
+    {
+        let (tx, rx) = sync_channel(QUEUE);
+        let me = self.clone();
+        let send = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tracekit-reader".into())
+            .spawn(move || {
+                let run = std::panic::AssertUnwindSafe(|| -> Result<(), Error> {
+                    let mut input = me.source.input()?;
+                    let mut ctx = Ctx::new(&me.options);
+                    let mut records = me.handler.records(&mut input, &mut ctx)?;
+                    body(records.as_mut(), &send)
+                });
+                // The readers do not panic on any input; should one, Python gets an error
+                // rather than a truncated result.
+                let result = std::panic::catch_unwind(run)
+                    .unwrap_or_else(|_| Err(internal("the reader thread panicked")));
+                if let Err(e) = result {
+                    let _ = send.send(Err(e));
+                }
+            });
+        if let Err(e) = spawned {
+            let _ = tx.send(Err(Error::io("cannot start a reader thread", e)));
+        }
+        rx
+    }
+
+    /// Opens the input afresh and runs `f` on it (in this thread).
+    fn with_input<T>(
+        &self,
+        f: impl FnOnce(&mut Input, &mut Ctx<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut input = self.source.input()?;
+        let mut ctx = Ctx::new(&self.options);
+        f(&mut input, &mut ctx)
+    }
+}
+
+fn internal(what: &str) -> Error {
+    Error::io("tracekit", std::io::Error::other(what.to_owned()))
+}
+
+/// The source of `open`'s first argument: bytes-like objects are copied, anything else
+/// is a path (`str` or `os.PathLike`).
+fn source_of(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
+    let py = obj.py();
+    let bytes = if obj.is_instance_of::<PyBytes>() {
+        Some(obj.clone())
+    } else if obj.is_instance_of::<pyo3::types::PyByteArray>()
+        || obj.is_instance_of::<pyo3::types::PyMemoryView>()
+    {
+        // `bytes(x)`: the buffer protocol is not in the stable ABI before 3.11.
+        Some(py.get_type::<PyBytes>().call1((obj,))?)
+    } else {
+        None
+    };
+    if let Some(b) = bytes {
+        let b = b.cast_into::<PyBytes>()?;
+        return Ok(Source::Bytes {
+            name: "<bytes>".into(),
+            bytes: Arc::new(b.as_bytes().to_vec()),
+        });
+    }
+    let path: PathBuf = obj.extract().map_err(|_| {
+        PyTypeError::new_err("open() takes a path (str or os.PathLike) or bytes-like data")
+    })?;
+    if path.as_os_str() == "-" {
+        return Err(PyValueError::new_err(
+            "open('-') would read stdin: pass sys.stdin.buffer.read() instead",
+        ));
+    }
+    Ok(Source::Path(path))
+}
+
+/// Builds the registry's options from `open`'s keyword arguments.
+fn options_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut o = Options::default();
+    let Some(kwargs) = kwargs else {
+        return Ok(o);
+    };
+    for (k, v) in kwargs.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "big_endian" => o.big_endian = v.extract()?,
+            "lenient" => o.lenient = v.extract()?,
+            "disasm" => o.disasm = v.extract()?,
+            "dcfg" => o.dcfg = v.extract()?,
+            "record_size" => o.record_size = v.extract()?,
+            "arch" => o.arch = v.extract()?,
+            "index" => o.index = v.extract()?,
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "unknown option {other:?}; options: big_endian, lenient, disasm, dcfg, \
+                     record_size, arch, index"
+                )));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// Opens a trace: a path (str or os.PathLike; .gz and .bz2 are decompressed) or bytes-like
+/// data, of the format `format` names or the one detected from its content.
+///
+/// Options (as the command line's): `big_endian` (gdb-tfile), `lenient` (dcfg-trace),
+/// `dcfg` (dcfg-trace: the DCFG of the run), `record_size` (amber FULL), `arch` (tenet),
+/// `disasm` (x64dbg, tfile and amber records get `asm`), `index` (a sidecar index path).
+///
+/// Raises FormatError for input of no known format, TraceError when its records cannot be
+/// opened (a damaged header), FileNotFoundError, ValueError for an unknown format name.
+#[pyfunction]
+#[pyo3(signature = (source, format=None, **options))]
+fn open(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Trace> {
+    let source = source_of(source)?;
+    let options = options_of(options)?;
+    let format = format.map(str::to_owned);
+    let opened = py.detach(move || -> Result<(Opened, Vec<String>), Error> {
+        let mut input = source.input()?;
+        let handler = match format.as_deref() {
+            Some(name) => trace_registry::by_name(name)
+                .ok_or_else(|| Error::Unsupported(format!("unknown format {name:?}")))?,
+            None => trace_registry::detect(&input)
+                .ok_or_else(|| trace_registry::detection_error(input.name()))?,
+        };
+        // The records must open: a damaged header is an error of `open`, not of the first
+        // iteration.
+        let tables = {
+            let mut ctx = Ctx::new(&options);
+            let records = handler.records(&mut input, &mut ctx)?;
+            Batches::table_names(records.tables())
+        };
+        Ok((
+            Opened {
+                source,
+                handler,
+                options,
+            },
+            tables,
+        ))
+    });
+    let (opened, tables) = opened.map_err(py_err)?;
+    Ok(Trace { opened, tables })
+}
+
+/// Checks a whole trace: returns None, or raises the first problem (TraceError with its
+/// offset and path; FormatError for input of no known format).
+#[pyfunction]
+#[pyo3(signature = (source, format=None, **options))]
+fn validate(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let source = source_of(source)?;
+    let options = options_of(options)?;
+    let format = format.map(str::to_owned);
+    py.detach(move || -> Result<(), Error> {
+        let mut input = source.input()?;
+        let handler = match format.as_deref() {
+            Some(name) => trace_registry::by_name(name)
+                .ok_or_else(|| Error::Unsupported(format!("unknown format {name:?}")))?,
+            None => trace_registry::detect(&input)
+                .ok_or_else(|| trace_registry::detection_error(input.name()))?,
+        };
+        handler.validate(&mut input, &mut Ctx::new(&options))?;
+        Ok(())
+    })
+    .map_err(py_err)
+}
+
+/// An opened trace. Iterating it yields one dict per record (the keys of `tracekit
+/// dump`'s lines, integers as int, byte strings as bytes); each iteration reads the file
+/// afresh.
+#[pyclass(module = "tracekit", frozen)]
+struct Trace {
+    opened: Opened,
+    tables: Vec<String>,
+}
+
+#[pymethods]
+impl Trace {
+    /// The format's name (`x64dbg`, `gdb-tfile`, `dcfg`, `dcfg-trace`, `tt6`, `tt6e`,
+    /// `amber-full`, `tenet`).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.opened.handler.name()
+    }
+
+    fn __repr__(&self) -> String {
+        let what = match &self.opened.source {
+            Source::Path(p) => format!("{:?}", p.display().to_string()),
+            Source::Bytes { bytes, .. } => format!("<{} bytes>", bytes.len()),
+        };
+        format!(
+            "<tracekit.Trace {what} format={:?}>",
+            self.opened.handler.name()
+        )
+    }
+
+    /// The summary of the trace (`tracekit info --json`'s content; addresses as int).
+    fn info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let opened = self.opened.clone();
+        let info = py
+            .detach(move || opened.with_input(|input, ctx| opened.handler.info(input, ctx)))
+            .map_err(py_err)?;
+        info_to_py(py, &info)
+    }
+
+    /// The output tables of the records, as `export_parquet` names its folders.
+    fn tables(&self) -> Vec<String> {
+        self.tables.clone()
+    }
+
+    fn __iter__(&self) -> RecordIter {
+        RecordIter::new(&self.opened, 0)
+    }
+
+    /// The records from record `i` on (for traces of instructions, instruction `i`): an
+    /// iterator of dicts as `iter(trace)` yields.
+    fn seek(&self, i: u64) -> RecordIter {
+        RecordIter::new(&self.opened, i)
+    }
+
+    /// The records of one output table (`tables()`; default: the format's main table) as
+    /// a pyarrow.RecordBatchReader, streamed through the Arrow C stream interface: the
+    /// same columns and types as the Parquet export's files.
+    #[pyo3(signature = (table=None))]
+    fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let table = self.table_name(table)?;
+        let rx = self.opened.spawn(move |records, tx| {
+            let mut batches = Batches::new(records.tables(), &table, BATCH_ROWS)?;
+            if tx.send(Ok(Chunk::Schema(batches.schema()))).is_err() {
+                return Ok(());
+            }
+            let send = |batches: &mut Batches| -> bool {
+                while let Some(b) = batches.take() {
+                    if tx.send(Ok(Chunk::Batch(b))).is_err() {
+                        return false;
+                    }
+                }
+                true
+            };
+            while let Some(record) = records.next_record() {
+                let record = record?;
+                batches.write(record.table, record.row());
+                if !send(&mut batches) {
+                    return Ok(());
+                }
+            }
+            batches.finish();
+            send(&mut batches);
+            Ok(())
+        });
+        // The receiver moves to the detached closure and back (`&Receiver` is not `Send`).
+        let (rx, first) = py.detach(move || {
+            let first = rx.recv();
+            (rx, first)
+        });
+        let schema = match first {
+            Ok(Ok(Chunk::Schema(s))) => s,
+            Ok(Err(e)) => return Err(py_err(e)),
+            _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
+        };
+        let reader: Box<dyn RecordBatchReader + Send> = Box::new(Stream {
+            schema,
+            rx: Some(rx),
+        });
+        reader.into_pyarrow(py)
+    }
+
+    /// `to_arrow(table).read_all().to_pandas()`: a pandas.DataFrame (needs pandas).
+    #[pyo3(signature = (table=None))]
+    fn to_pandas<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        self.to_arrow(py, table)?
+            .call_method0("read_all")?
+            .call_method0("to_pandas")
+    }
+
+    /// `polars.from_arrow(to_arrow(table).read_all())`: a polars.DataFrame (needs polars).
+    #[pyo3(signature = (table=None))]
+    fn to_polars<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let all = self.to_arrow(py, table)?.call_method0("read_all")?;
+        py.import("polars")?.call_method1("from_arrow", (all,))
+    }
+
+    /// Writes every record as a Parquet dataset at `dir` (as `tracekit export`): one folder
+    /// per table and `_tracekit.json`. Options: `compression` ("zstd", "snappy", "none"),
+    /// `rows_per_file`, `row_group_rows`, `threads`, `force` (replace `dir`), `partial`
+    /// (keep the records before an error, marked incomplete; the error is still raised).
+    /// Returns {table: rows}.
+    #[pyo3(signature = (dir, compression="zstd", rows_per_file=None, row_group_rows=1<<20, threads=1, force=false, partial=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn export_parquet(
+        &self,
+        py: Python<'_>,
+        dir: PathBuf,
+        compression: &str,
+        rows_per_file: Option<u64>,
+        row_group_rows: usize,
+        threads: usize,
+        force: bool,
+        partial: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let compression = match compression {
+            "zstd" => Compression::Zstd,
+            "snappy" => Compression::Snappy,
+            "none" => Compression::None,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "compression {other:?}: zstd, snappy or none"
+                )));
+            }
+        };
+        let options = ParquetOptions {
+            compression,
+            rows_per_file,
+            row_group_rows: row_group_rows.max(1),
+            threads: threads.max(1),
+            ..ParquetOptions::default()
+        };
+        let opened = self.opened.clone();
+        let summaries = py
+            .detach(move || export(&opened, &dir, &options, force, partial))
+            .map_err(py_err)?;
+        let out = PyDict::new(py);
+        for t in summaries {
+            out.set_item(t.name, t.rows)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
+    /// The named registers before instruction `i` (x64dbg, gdb-tfile, amber FULL, tenet):
+    /// {"i": i, "thread": t, "regs": {"rax": int, …}}. An x64dbg trace seeks through its
+    /// full register dumps (with the sidecar index when there is one).
+    fn state(&self, py: Python<'_>, i: u64) -> PyResult<Py<PyAny>> {
+        let opened = self.opened.clone();
+        let s = py
+            .detach(move || {
+                opened.with_input(|input, ctx| {
+                    trace_registry::analyses::state::state(opened.handler, input, ctx, i)
+                })
+            })
+            .map_err(|e| match e {
+                // `steps::past_end`'s message.
+                Error::Unsupported(m) if m.contains("is past the end") => PyIndexError::new_err(m),
+                e => py_err(e),
+            })?;
+        let regs = PyDict::new(py);
+        for r in &s.regs {
+            let v = match &r.value {
+                trace_registry::steps::RegValue::Word(w) => w.into_pyobject(py)?.into_any(),
+                trace_registry::steps::RegValue::Wide(b) => {
+                    let b: Vec<u8> = b.iter().rev().copied().collect();
+                    big_int(py, &b)?
+                }
+            };
+            regs.set_item(&*r.name, v)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("i", s.i)?;
+        out.set_item("thread", s.thread)?;
+        out.set_item("pc", s.pc)?;
+        out.set_item("regs", regs)?;
+        Ok(out.into_any().unbind())
+    }
+
+    /// Frames of a GDB tracepoint file (GDB's tfind, all at once): every frame with this
+    /// `pc` and/or `tracepoint` (and within `range=(lo, hi)`, outside `outside=(lo, hi)`,
+    /// touching memory `mem=addr` or `mem=(addr, len)`), as
+    /// [{"frame": n, "tracepoint": t, "pc": int or None}, …].
+    #[pyo3(signature = (pc=None, tracepoint=None, range=None, outside=None, mem=None))]
+    fn find(
+        &self,
+        py: Python<'_>,
+        pc: Option<u64>,
+        tracepoint: Option<u64>,
+        range: Option<(u64, u64)>,
+        outside: Option<(u64, u64)>,
+        mem: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        use trace_registry::analyses::find::{FindQuery, MemQuery, find};
+        let mem = match mem {
+            None => None,
+            Some(m) => Some(match m.extract::<(u64, u64)>() {
+                Ok((addr, len)) => MemQuery {
+                    addr,
+                    len: Some(len),
+                },
+                Err(_) => MemQuery {
+                    addr: m.extract()?,
+                    len: None,
+                },
+            }),
+        };
+        let query = FindQuery {
+            pc,
+            tracepoint,
+            range: range.map(|(a, b)| a..b),
+            outside: outside.map(|(a, b)| a..b),
+            mem,
+        };
+        let opened = self.opened.clone();
+        let found = py
+            .detach(move || {
+                let mut found = Vec::new();
+                opened.with_input(|input, ctx| {
+                    find(opened.handler, input, ctx, &query, |m| {
+                        found.push(*m);
+                        Ok(())
+                    })
+                })?;
+                Ok::<_, Error>(found)
+            })
+            .map_err(py_err)?;
+        let out = PyList::empty(py);
+        for m in found {
+            let d = PyDict::new(py);
+            d.set_item("frame", m.frame)?;
+            d.set_item("tracepoint", m.tracepoint)?;
+            d.set_item("pc", m.pc)?;
+            out.append(d)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
+    /// A DCFG's graph (dcfg traces): processes → images → routines → loops → blocks →
+    /// edges, as lightweight objects (see `tracekit.Graph`).
+    #[getter]
+    fn graph(&self, py: Python<'_>) -> PyResult<graph::Graph> {
+        if self.opened.handler.name() != "dcfg" {
+            return Err(PyValueError::new_err(format!(
+                "graph is for dcfg traces, not {}",
+                self.opened.handler.name()
+            )));
+        }
+        let opened = self.opened.clone();
+        let d = py
+            .detach(move || opened.with_input(trace_registry::formats::dcfg::load))
+            .map_err(py_err)?;
+        Ok(graph::Graph::new(d))
+    }
+}
+
+impl Trace {
+    /// The output table `table` names, or the format's main one; ValueError for a name
+    /// the records do not have.
+    fn table_name(&self, table: Option<&str>) -> PyResult<String> {
+        let main = self.opened.handler.main_table();
+        let name = match table {
+            Some(t) => t,
+            None if !main.is_empty() => main,
+            None => self.tables.first().map_or("", String::as_str),
+        };
+        if self.tables.iter().any(|t| t == name) {
+            Ok(name.to_owned())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "no table {name:?}; the tables are: {}",
+                self.tables.join(", ")
+            )))
+        }
+    }
+}
+
+/// `tracekit export` over the registry's Parquet sink.
+fn export(
+    opened: &Opened,
+    dir: &std::path::Path,
+    options: &ParquetOptions,
+    force: bool,
+    partial: bool,
+) -> Result<Vec<TableSummary>, Error> {
+    let mut input = opened.source.input()?;
+    let origin = Origin {
+        file: input.logical_name(),
+        size: input.file_len(),
+        format: opened.handler.name().to_owned(),
+    };
+    let mut ctx = Ctx::new(&opened.options);
+    let mut records = opened.handler.records(&mut input, &mut ctx)?;
+    let mut dataset = Dataset::create(dir, records.tables(), options, force)?;
+    let failure = loop {
+        match records.next_record() {
+            None => break None,
+            Some(Err(e)) => break Some(e),
+            Some(Ok(r)) => dataset.write(r.table, r.row())?,
+        }
+    };
+    let notes = records.finish();
+    match failure {
+        // Dropping the unfinished dataset removes its temporary folder.
+        Some(e) if !partial => Err(e),
+        Some(e) => {
+            dataset.finish(&origin, Some(&e), &notes)?;
+            Err(e)
+        }
+        None => dataset.finish(&origin, None, &notes),
+    }
+}
+
+/// What a `to_arrow` reader thread sends: the schema first, then the batches.
+enum Chunk {
+    Schema(SchemaRef),
+    Batch(RecordBatch),
+}
+
+/// The Arrow stream pyarrow pulls from (through the C stream interface): batches as the
+/// reader thread makes them; an error ends it.
+struct Stream {
+    schema: SchemaRef,
+    rx: Option<Receiver<Result<Chunk, Error>>>,
+}
+
+impl Iterator for Stream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let msg = self.rx.as_ref()?.recv();
+            match msg {
+                Ok(Ok(Chunk::Batch(b))) => return Some(Ok(b)),
+                Ok(Ok(Chunk::Schema(_))) => {}
+                Ok(Err(e)) => {
+                    self.rx = None;
+                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                }
+                Err(_) => {
+                    self.rx = None;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for Stream {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+/// The state of a record iterator.
+struct IterState {
+    /// `None` once the reader is done.
+    rx: Option<Receiver<Result<Vec<Node>, Error>>>,
+    ready: VecDeque<Node>,
+    /// Field names as Python strings, made once (keyed by the name's allocation, which the
+    /// kept `Arc` holds alive).
+    keys: HashMap<usize, (Arc<str>, Py<PyString>)>,
+}
+
+/// An iterator over a trace's records as dicts. It owns its reader (a thread with its own
+/// handle on the input), so it stays valid after its Trace is gone.
+#[pyclass(module = "tracekit")]
+struct RecordIter {
+    state: Mutex<IterState>,
+}
+
+impl RecordIter {
+    fn new(opened: &Opened, skip: u64) -> RecordIter {
+        let rx = opened.spawn(move |records, tx| {
+            let mut sink = Native::new(records.tables());
+            let mut chunk = Vec::with_capacity(CHUNK);
+            let mut n = 0u64;
+            let failure = loop {
+                let record = match records.next_record() {
+                    None => break None,
+                    Some(Err(e)) => break Some(e),
+                    Some(Ok(r)) => r,
+                };
+                n = n.saturating_add(1);
+                if n <= skip {
+                    continue;
+                }
+                chunk.push(sink.record(record.table, record.row()));
+                if chunk.len() >= CHUNK && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
+                    return Ok(());
+                }
+            };
+            if !chunk.is_empty() && tx.send(Ok(chunk)).is_err() {
+                return Ok(());
+            }
+            failure.map_or(Ok(()), Err)
+        });
+        RecordIter {
+            state: Mutex::new(IterState {
+                rx: Some(rx),
+                ready: VecDeque::new(),
+                keys: HashMap::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> PyResult<MutexGuard<'_, IterState>> {
+        match self.state.try_lock() {
+            Ok(g) => Ok(g),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            // Waiting here while holding the GIL could deadlock with the thread that holds
+            // the lock and waits for the GIL; Python's generators refuse the same way.
+            Err(TryLockError::WouldBlock) => Err(PyValueError::new_err(
+                "record iterator already executing in another thread",
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl RecordIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut guard = self.lock()?;
+        let st = &mut *guard;
+        loop {
+            if let Some(node) = st.ready.pop_front() {
+                return Ok(Some(node_to_py(py, &node, &mut st.keys)?.unbind()));
+            }
+            let Some(rx) = st.rx.take() else {
+                return Ok(None);
+            };
+            // The receiver moves to the detached closure and back (`&Receiver` is not
+            // `Send`); it is dropped when the reader is done, which fuses the iterator.
+            let (rx, msg) = py.detach(move || {
+                let msg = rx.recv();
+                (rx, msg)
+            });
+            match msg {
+                Ok(Ok(chunk)) => {
+                    st.ready.extend(chunk);
+                    st.rx = Some(rx);
+                }
+                Ok(Err(e)) => return Err(py_err(e)),
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// `int.from_bytes(b, "big")`.
+fn big_int<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    py.get_type::<pyo3::types::PyInt>()
+        .call_method1("from_bytes", (PyBytes::new(py, b), "big"))
+}
+
+/// A record tree as Python values.
+fn node_to_py<'py>(
+    py: Python<'py>,
+    node: &Node,
+    keys: &mut HashMap<usize, (Arc<str>, Py<PyString>)>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match node {
+        Node::UInt(v) => v.into_pyobject(py)?.into_any(),
+        Node::Map(entries) => {
+            let d = PyDict::new(py);
+            for (k, v) in entries {
+                d.set_item(node_to_py(py, k, keys)?, node_to_py(py, v, keys)?)?;
+            }
+            d.into_any()
+        }
+        Node::Key(k) => {
+            let id = Arc::as_ptr(k).cast::<u8>() as usize;
+            match keys.get(&id) {
+                Some((_, s)) => s.bind(py).clone().into_any(),
+                None => {
+                    let s = PyString::intern(py, k);
+                    keys.insert(id, (Arc::clone(k), s.clone().unbind()));
+                    s.into_any()
+                }
+            }
+        }
+        Node::Null => py.None().into_bound(py),
+        Node::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        Node::Int(v) => v.into_pyobject(py)?.into_any(),
+        Node::Bytes(b) => PyBytes::new(py, b).into_any(),
+        Node::BigUInt(b) => big_int(py, b)?,
+        Node::Str(s) => PyString::new(py, s).into_any(),
+        Node::List(items) => {
+            let l = PyList::empty(py);
+            for v in items {
+                l.append(node_to_py(py, v, keys)?)?;
+            }
+            l.into_any()
+        }
+        _ => py.None().into_bound(py),
+    })
+}
+
+/// An `info` value as Python values (addresses as int).
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        Value::UInt(n) | Value::Hex(n) => n.into_pyobject(py)?.into_any(),
+        Value::Int(n) => n.into_pyobject(py)?.into_any(),
+        Value::Str(s) => PyString::new(py, s).into_any(),
+        Value::List(items) => {
+            let l = PyList::empty(py);
+            for i in items {
+                l.append(value_to_py(py, i)?)?;
+            }
+            l.into_any()
+        }
+        Value::Map(m) => info_to_py(py, m)?.into_bound(py),
+        _ => py.None().into_bound(py),
+    })
+}
+
+fn info_to_py(py: Python<'_>, info: &Info) -> PyResult<Py<PyAny>> {
+    let d = PyDict::new(py);
+    for (k, v) in info.iter() {
+        d.set_item(k, value_to_py(py, v)?)?;
+    }
+    Ok(d.into_any().unbind())
+}
+
+/// The `tracekit` module.
+#[pymodule]
+#[pyo3(name = "tracekit")]
+fn tracekit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_class::<Trace>()?;
+    m.add_class::<RecordIter>()?;
+    graph::register(m)?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("FormatError", py.get_type::<FormatError>())?;
+    m.add(
+        "formats",
+        trace_registry::HANDLERS
+            .iter()
+            .map(|h| h.name())
+            .collect::<Vec<_>>(),
+    )?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,400 @@
+"""The Python package against the command line: every fixture in testdata/ reads to the
+same records as `tracekit dump`, the same summary as `tracekit info --json`, the same Arrow
+tables as `tracekit export` read back with pyarrow, and the same errors as `tracekit validate
+--json`. Run by `cargo test` (crates/tracekit-py/tests/python.rs), which builds the package
+and passes the CLI's path in TRACEKIT_BIN."""
+
+import gc
+import json
+import os
+import pathlib
+import random
+import subprocess
+import tempfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tracekit
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TESTDATA = ROOT / "testdata"
+TRACEKIT = os.environ.get("TRACEKIT_BIN", str(ROOT / "target" / "debug" / "tracekit"))
+
+# Every readable fixture: (path relative to testdata/, forced format or None).
+GOOD = [
+    ("x64dbg/basic.trace64", None),
+    ("x64dbg/basic.trace32", None),
+    ("x64dbg/legacy-tid.trace64", None),
+    ("x64dbg/sessions.trace64", None),
+    ("gdb-tfile/amd64.tf", None),
+    ("gdb-tfile/no-tdesc.tf", None),
+    ("gdb-tfile/quirks.tf", None),
+    ("gdb-tfile/tfile-basic.tf", None),
+    ("dcfg/sample.dcfg.json", None),
+    ("dcfg/sample.dcfg.json.gz", None),
+    ("dcfg/sample.dcfg.json.bz2", None),
+    ("dcfg/dialect-hex.dcfg.json", None),
+    ("dcfg/dialect-qemu.dcfg.json", None),
+    ("dcfg/no-cfg.dcfg.json", None),
+    ("dcfg-trace/basic.trace.json", None),
+    ("dcfg-trace/multi.trace.json", None),
+    ("dcfg-trace/compressed.trace.json", None),
+    ("amber/example.tt6", None),
+    ("amber/escapes.tt6e", None),
+    ("amber/all-opcodes.tt6", None),
+    ("amber/full-1004.full", None),
+    ("amber/full-1008.full", None),
+    ("amber/threads", None),
+    ("tenet/basic.log", None),
+    ("tenet/qemu-x86.log", None),
+]
+
+ERRORS = sorted(
+    str(p.relative_to(TESTDATA))
+    for p in TESTDATA.rglob("err-*")
+    if not p.name.endswith(".expected") and not p.name.endswith(".oracle")
+)
+
+
+def cli(*args, check=True):
+    r = subprocess.run([TRACEKIT, *args], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"tracekit {' '.join(args)}: {r.stderr}")
+    return r
+
+
+def cli_args(path, fmt):
+    return (["--format", fmt] if fmt else []) + [str(TESTDATA / path)]
+
+
+def hexnum(s):
+    """`dump`'s "0x…" strings as int, on both sides (the only difference allowed)."""
+    if isinstance(s, str) and s.startswith("0x") and len(s) > 2:
+        try:
+            return int(s, 16)
+        except ValueError:
+            return s
+    return s
+
+
+def norm(v):
+    """A value as comparable JSON: hex strings as int, bytes as dump's hex digits, map
+    keys as strings."""
+    if isinstance(v, dict):
+        return {str(k): norm(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [norm(x) for x in v]
+    if isinstance(v, bytes):
+        return v.hex()
+    return hexnum(v)
+
+
+def dump(path, fmt):
+    out = cli("dump", *cli_args(path, fmt)).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("path,fmt", GOOD)
+def test_records_equal_dump(path, fmt):
+    t = tracekit.open(TESTDATA / path, format=fmt)
+    mine = list(t)
+    assert mine, "fixtures have records"
+    for r in mine:
+        assert all(isinstance(k, str) for k in r)
+    assert [norm(r) for r in mine] == [norm(r) for r in dump(path, fmt)]
+
+
+def test_native_types():
+    first = next(iter(tracekit.open(TESTDATA / "x64dbg/basic.trace64")))
+    assert isinstance(first["pc"], int) and isinstance(first["opcode"], bytes)
+    assert all(isinstance(v, int) for v in first["regs"].values())
+    frame = next(iter(tracekit.open(TESTDATA / "gdb-tfile/amd64.tf")))
+    assert isinstance(frame["pc"], int)
+
+
+@pytest.mark.parametrize("path,fmt", GOOD)
+def test_info_equals_info_json(path, fmt):
+    t = tracekit.open(TESTDATA / path, format=fmt)
+    expected = json.loads(cli("info", "--json", *cli_args(path, fmt)).stdout)
+    assert norm(t.info()) == norm(expected)
+    assert t.format == expected.get("format", t.format)
+
+
+@pytest.mark.parametrize("path,fmt", GOOD)
+def test_arrow_equals_parquet_export(path, fmt):
+    t = tracekit.open(TESTDATA / path, format=fmt)
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "ds"
+        cli("export", *cli_args(path, fmt), "-o", str(out), "--threads", "1")
+        manifest = json.loads((out / "_tracekit.json").read_text())
+        assert t.tables() == [m["name"] for m in manifest["tables"]]
+        for name in t.tables():
+            reader = t.to_arrow(name)
+            assert isinstance(reader, pa.RecordBatchReader)
+            mine = reader.read_all()
+            theirs = pq.read_table(out / name)
+            assert mine.schema.equals(theirs.schema, check_metadata=False), name
+            assert mine.num_rows == theirs.num_rows, name
+            assert mine.to_pylist() == theirs.to_pylist(), name
+
+
+def test_default_tables():
+    main = {
+        "x64dbg/basic.trace64": "instructions",
+        "gdb-tfile/amd64.tf": "frames",
+        "dcfg/sample.dcfg.json": "basic_blocks",
+        "dcfg-trace/basic.trace.json": "edges",
+        "amber/example.tt6": "instructions",
+    }
+    for path, table in main.items():
+        t = tracekit.open(TESTDATA / path)
+        assert t.to_arrow().schema.equals(t.to_arrow(table).schema), path
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64").to_arrow("nope")
+
+
+def test_export_parquet_matches_cli(tmp_path):
+    t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
+    rows = t.export_parquet(tmp_path / "mine")
+    cli("export", str(TESTDATA / "x64dbg/basic.trace64"), "-o", str(tmp_path / "cli"))
+    for name, n in rows.items():
+        a = pq.read_table(tmp_path / "mine" / name)
+        b = pq.read_table(tmp_path / "cli" / name)
+        assert a.num_rows == n and a.to_pylist() == b.to_pylist()
+    with pytest.raises(OSError):
+        t.export_parquet(tmp_path / "mine")  # exists, no force
+    t.export_parquet(tmp_path / "mine", force=True, compression="snappy")
+
+
+@pytest.mark.parametrize("path", ERRORS)
+def test_errors_carry_offsets(path):
+    """Every damaged fixture raises where `tracekit validate --json` says (offset, JSON
+    path), and iteration stops with `dump`'s error after the same records."""
+    expected = json.loads(cli("validate", "--json", str(TESTDATA / path), check=False).stdout)
+    assert expected["ok"] is False
+    with pytest.raises((tracekit.TraceError, OSError)) as e:
+        tracekit.validate(TESTDATA / path)
+    if isinstance(e.value, tracekit.TraceError):
+        assert e.value.offset == expected["offset"], str(e.value)
+        assert e.value.path == expected["path"]
+        assert str(e.value) == expected["error"]
+    d = cli("dump", str(TESTDATA / path), check=False)
+    assert d.returncode != 0
+    got = []
+    try:
+        for r in tracekit.open(TESTDATA / path):
+            got.append(r)
+    except tracekit.TraceError as err:
+        assert f"error: {err}" in d.stderr
+        if isinstance(err, tracekit.FormatError):
+            return
+        if err.offset is not None:
+            assert f"0x{err.offset:x}" in str(err)
+    # (Iteration may also end without an error: validate checks more than the reader.)
+    lines = [json.loads(x) for x in d.stdout.splitlines()]
+    assert [norm(r) for r in got] == [norm(r) for r in lines]
+
+
+def test_error_attributes():
+    with pytest.raises(tracekit.FormatError) as e:
+        tracekit.open(b"not a trace at all")
+    assert isinstance(e.value, tracekit.TraceError)
+    assert e.value.offset is None and e.value.path is None
+    data = (TESTDATA / "x64dbg/err-truncated-block.bin").read_bytes()
+    t = tracekit.open(data)
+    with pytest.raises(tracekit.TraceError) as e:
+        list(t)
+    assert e.value.offset == 0x8FA and e.value.record == 5 and e.value.path is None
+    with pytest.raises(tracekit.TraceError) as e:
+        list(tracekit.open(TESTDATA / "dcfg/err-short-row.dcfg.json"))
+    assert e.value.path == "PROCESSES[0].IMAGES[0].BASIC_BLOCKS[0].SIZE"
+    assert e.value.offset == 0x968
+    with pytest.raises(FileNotFoundError):
+        tracekit.open(TESTDATA / "no-such-file")
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64", format="nope")
+    with pytest.raises(TypeError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64", bogus=1)
+
+
+def test_bytes_and_memoryview():
+    data = (TESTDATA / "x64dbg/basic.trace64").read_bytes()
+    expected = list(tracekit.open(TESTDATA / "x64dbg/basic.trace64"))
+    assert list(tracekit.open(data)) == expected
+    assert list(tracekit.open(memoryview(data))) == expected
+    assert list(tracekit.open(bytearray(data))) == expected
+    tt6 = (TESTDATA / "amber/example.tt6").read_bytes()
+    assert list(tracekit.open(tt6, format="tt6")) == list(tracekit.open(TESTDATA / "amber/example.tt6"))
+
+
+def test_iterator_outlives_trace():
+    t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
+    expected = list(t)
+    it = iter(t)
+    first = next(it)
+    del t
+    gc.collect()
+    assert [first, *it] == expected
+    assert next(it, None) is None  # fused
+    # An abandoned iterator stops its reader.
+    for _ in range(20):
+        it = iter(tracekit.open(TESTDATA / "x64dbg/basic.trace64"))
+        next(it)
+        del it
+    reader = tracekit.open(TESTDATA / "x64dbg/basic.trace64").to_arrow()
+    gc.collect()
+    assert reader.read_all().num_rows == 1100
+
+
+def test_seek():
+    t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
+    assert list(t.seek(700)) == list(t)[700:]
+    assert list(t.seek(5000)) == []
+
+
+def test_random_bytes_never_crash():
+    """Random and mutated inputs through every format and every entry point: errors,
+    never a crash of the interpreter."""
+    rng = random.Random(16)
+    seeds = [
+        (TESTDATA / p).read_bytes()
+        for p, _ in GOOD
+        if (TESTDATA / p).is_file()
+    ]
+    inputs = [bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 300))) for _ in range(30)]
+    for s in seeds:
+        for _ in range(4):
+            b = bytearray(s[: rng.randrange(0, len(s) + 1)])
+            for _ in range(rng.randrange(1, 8)):
+                if b:
+                    b[rng.randrange(len(b))] = rng.getrandbits(8)
+            inputs.append(bytes(b))
+    expected = (tracekit.TraceError, ValueError, OSError)
+    for data in inputs:
+        for fmt in [None, *tracekit.formats]:
+            try:
+                t = tracekit.open(data, format=fmt)
+            except expected:
+                continue
+            for op in (
+                lambda: list(t),
+                t.info,
+                lambda: [t.to_arrow(n).read_all() for n in t.tables()],
+            ):
+                try:
+                    op()
+                except (*expected, pa.ArrowException):
+                    pass
+            try:
+                tracekit.validate(data, format=fmt)
+            except expected:
+                pass
+
+
+def test_state_equals_cli():
+    path = TESTDATA / "x64dbg/basic.trace64"
+    t = tracekit.open(path)
+    for at in (0, 700, 1099):
+        expected = json.loads(cli("state", str(path), "--at", str(at), "--json").stdout)
+        s = t.state(at)
+        assert s["i"] == expected["i"] and s["thread"] == expected["thread"]
+        assert norm(s["regs"]) == norm(expected["regs"])
+    with pytest.raises(IndexError):
+        t.state(1100)
+    tf = TESTDATA / "gdb-tfile/amd64.tf"
+    expected = json.loads(cli("state", str(tf), "--at", "1", "--json").stdout)
+    assert norm(tracekit.open(tf).state(1)["regs"]) == norm(expected["regs"])
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "dcfg/sample.dcfg.json").state(0)
+
+
+def test_find_equals_cli():
+    tf = TESTDATA / "gdb-tfile/amd64.tf"
+    frames = list(tracekit.open(tf))
+    pc = frames[1]["pc"]
+    for kwargs, args in (
+        ({"pc": pc}, ["--pc", hex(pc)]),
+        ({"tracepoint": frames[0]["tracepoint"]}, ["--tracepoint", str(frames[0]["tracepoint"])]),
+    ):
+        expected = [json.loads(x) for x in cli("find", str(tf), "--json", *args).stdout.splitlines()]
+        assert norm(tracekit.open(tf).find(**kwargs)) == norm(expected)
+        assert expected
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64").find(pc=1)
+
+
+def test_pandas_and_polars():
+    t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        pandas = None
+    if pandas is not None:
+        df = t.to_pandas()
+        assert len(df) == 1100 and list(df["pc"][:2]) == [r["pc"] for r in list(t)[:2]]
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        polars = None
+    if polars is not None:
+        df = t.to_polars("memory")
+        assert df.height == t.to_arrow("memory").read_all().num_rows
+    if pandas is None and polars is None:
+        pytest.skip("neither pandas nor polars installed")
+
+
+def test_dcfg_graph_matches_tables():
+    """The graph objects against the same DCFG's tables (a separate reader path)."""
+    t = tracekit.open(TESTDATA / "dcfg/sample.dcfg.json")
+    g = t.graph
+    blocks = t.to_arrow("basic_blocks").read_all().to_pylist()
+    edges = t.to_arrow("edges").read_all().to_pylist()
+    routines = t.to_arrow("routines").read_all().to_pylist()
+    loops = t.to_arrow("loops").read_all().to_pylist()
+    assert [p.id for p in g.processes] == sorted({b["pid"] for b in blocks} | {e["pid"] for e in edges})
+    for p in g.processes:
+        assert g.process(p.id).id == p.id
+        mine = sorted(b.id for i in p.images for b in i.blocks)
+        assert mine == sorted(b["id"] for b in blocks if b["pid"] == p.id)
+        pe = [e for e in edges if e["pid"] == p.id]
+        assert sorted((e.id, e.source, e.target, e.count, e.type) for e in p.edges) == sorted(
+            (e["id"], e["source"], e["target"], e["count"], e["type"]) for e in pe
+        )
+        for i in p.images:
+            for b in i.blocks:
+                assert sorted(e.id for e in b.out_edges) == sorted(e["id"] for e in pe if e["source"] == b.id)
+                assert sorted(e.id for e in b.in_edges) == sorted(e["id"] for e in pe if e["target"] == b.id)
+                ids = {x.id for x in b.successors}
+                assert ids <= {e["target"] for e in pe if e["source"] == b.id}
+                assert p.block(b.id).addr == b.addr
+        mine_r = sorted((r.entry, len(r.loops)) for i in p.images for r in i.routines)
+        assert mine_r == sorted((r["entry"], r["loops"]) for r in routines if r["pid"] == p.id)
+        mine_l = sorted(
+            (lp.head, lp.parent, sorted(x.id for x in lp.blocks))
+            for i in p.images
+            for r in i.routines
+            for lp in r.loops
+        )
+        assert mine_l == sorted(
+            (lp["head"], lp["parent"] or None, sorted(lp["nodes"])) for lp in loops if lp["pid"] == p.id
+        )
+    assert p.block(2**63) is None
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64").graph
+
+
+def test_stubs_and_docstrings_cover_the_api():
+    stub = (ROOT / "crates/tracekit-py/tracekit.pyi").read_text()
+    for name in dir(tracekit):
+        if name.startswith("_"):
+            continue
+        assert f"{name}" in stub, name
+        obj = getattr(tracekit, name)
+        if callable(obj):
+            assert obj.__doc__, name
+    for name in dir(tracekit.Trace):
+        if not name.startswith("_"):
+            assert f"def {name}(" in stub, name
+            assert getattr(tracekit.Trace, name).__doc__, name

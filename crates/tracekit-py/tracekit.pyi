@@ -1,0 +1,188 @@
+"""Read CPU execution traces (x64dbg, GDB tracepoint files, Intel DCFG and DCFG-Trace,
+Apple amber TT6/TT6E/FULL, Tenet) as dicts or Arrow, through tracekit's Rust readers.
+
+    import tracekit
+    t = tracekit.open("run.trace64")
+    for r in t:                      # one dict per record, as `tracekit dump` shows it
+        ...
+    t.to_arrow().read_all()          # the Parquet export's `instructions` table, as Arrow
+"""
+
+import os
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import pyarrow
+
+__version__: str
+formats: List[str]
+"""Every format name `open(format=...)` accepts."""
+
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[PathLike, bytes, bytearray, memoryview]
+
+class TraceError(Exception):
+    """A trace that cannot be read, and where."""
+
+    offset: Optional[int]
+    """The absolute byte offset of the problem, when known."""
+    path: Optional[str]
+    """The JSON path of the problem (DCFG, DCFG-Trace), else None."""
+    record: Optional[int]
+    """The index of the record being read, when known."""
+
+class FormatError(TraceError):
+    """Input of no known format (pass format=NAME)."""
+
+def open(
+    source: Source,
+    format: Optional[str] = None,
+    *,
+    big_endian: bool = False,
+    lenient: bool = False,
+    dcfg: Optional[PathLike] = None,
+    record_size: Optional[int] = None,
+    arch: Optional[str] = None,
+    disasm: bool = False,
+    index: Optional[PathLike] = None,
+) -> Trace:
+    """Opens a trace: a path (`.gz`/`.bz2` decompressed on the fly; a directory of amber
+    thread files) or bytes-like data, of the format `format` names (see `formats`) or the
+    one detected from the content.
+
+    Options as the command line's: `big_endian` (gdb-tfile), `lenient` and `dcfg`
+    (dcfg-trace), `record_size` (amber FULL), `arch` (tenet), `disasm` (records get
+    `asm`), `index` (sidecar index path).
+
+    Raises FormatError (unknown format), TraceError (damaged start), FileNotFoundError,
+    ValueError (unknown format name), TypeError (unknown option)."""
+
+def validate(source: Source, format: Optional[str] = None, **options: Any) -> None:
+    """Checks the whole trace: returns None or raises the first problem (TraceError with
+    `offset` and `path`)."""
+
+class Trace:
+    """An opened trace. Each pass (iteration, to_arrow, info, …) reads the input afresh."""
+
+    @property
+    def format(self) -> str:
+        """The format's name: x64dbg, gdb-tfile, dcfg, dcfg-trace, tt6, tt6e, amber-full,
+        tenet."""
+
+    def info(self) -> Dict[str, Any]:
+        """The summary, `tracekit info --json`'s content (addresses as int)."""
+
+    def tables(self) -> List[str]:
+        """The output tables, as the Parquet export names them (x64dbg: instructions,
+        registers, memory)."""
+
+    def __iter__(self) -> RecordIter:
+        """One dict per record with `tracekit dump`'s keys: integers as int, byte strings as
+        bytes. Raises TraceError where the input is damaged, after every complete record."""
+
+    def seek(self, i: int) -> RecordIter:
+        """The records from record (instruction) `i` on."""
+
+    def to_arrow(self, table: Optional[str] = None) -> pyarrow.RecordBatchReader:
+        """One output table as Arrow record batches, streamed through the Arrow C stream
+        interface: the same columns and types as the Parquet export. Default table: the
+        format's main one (instructions, frames, basic_blocks, edges)."""
+
+    def to_pandas(self, table: Optional[str] = None) -> Any:
+        """`to_arrow(table).read_all().to_pandas()` (needs pandas)."""
+
+    def to_polars(self, table: Optional[str] = None) -> Any:
+        """`polars.from_arrow(to_arrow(table).read_all())` (needs polars)."""
+
+    def export_parquet(
+        self,
+        dir: PathLike,
+        compression: str = "zstd",
+        rows_per_file: Optional[int] = None,
+        row_group_rows: int = 1 << 20,
+        threads: int = 1,
+        force: bool = False,
+        partial: bool = False,
+    ) -> Dict[str, int]:
+        """Writes the records as a Parquet dataset at `dir`, as `tracekit export` does;
+        returns the rows written per table. FileExistsError if `dir` exists and not
+        `force`."""
+
+    def state(self, i: int) -> Dict[str, Any]:
+        """The named registers before instruction `i`: {"i", "thread", "pc", "regs":
+        {name: int}} (x64dbg, gdb-tfile, amber-full, tenet). IndexError past the end,
+        ValueError for formats without registers."""
+
+    def find(
+        self,
+        pc: Optional[int] = None,
+        tracepoint: Optional[int] = None,
+        range: Optional[Tuple[int, int]] = None,
+        outside: Optional[Tuple[int, int]] = None,
+        mem: Union[None, int, Tuple[int, int]] = None,
+    ) -> List[Dict[str, Any]]:
+        """GDB tracepoint files: the frames matching every criterion given, as
+        [{"frame", "tracepoint", "pc"}] (GDB's tfind)."""
+
+    @property
+    def graph(self) -> Graph:
+        """A DCFG's graph (dcfg only): processes → images → routines → loops → blocks →
+        edges."""
+
+class RecordIter(Iterator[Dict[str, Any]]):
+    """Records as dicts. Owns its reader: it stays valid after its Trace is gone."""
+
+    def __iter__(self) -> RecordIter: ...
+    def __next__(self) -> Dict[str, Any]: ...
+
+class Graph:
+    @property
+    def processes(self) -> List[Process]: ...
+    def process(self, pid: int) -> Optional[Process]: ...
+
+class Process:
+    id: int
+    instr_count: Optional[int]
+    images: List[Image]
+    edges: List[Edge]
+    def block(self, id: int) -> Optional[Block]: ...
+    def edge(self, id: int) -> Optional[Edge]: ...
+
+class Image:
+    id: int
+    load_addr: int
+    size: int
+    file_name: Optional[str]
+    routines: List[Routine]
+    blocks: List[Block]
+
+class Routine:
+    entry: int
+    exits: List[int]
+    loops: List[Loop]
+    blocks: List[Block]
+    def idom(self, id: int) -> Optional[int]: ...
+
+class Loop:
+    head: int
+    parent: Optional[int]
+    back_edge_sources: List[int]
+    blocks: List[Block]
+
+class Block:
+    id: int
+    addr: int
+    size: int
+    num_instrs: int
+    count: Optional[int]
+    out_edges: List[Edge]
+    in_edges: List[Edge]
+    successors: List[Block]
+    predecessors: List[Block]
+
+class Edge:
+    id: int
+    source: int
+    target: int
+    type: Optional[str]
+    count: int
+    counts: List[int]
