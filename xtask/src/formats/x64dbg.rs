@@ -340,20 +340,5 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             unit: "seeks",
             run: Box::new(run_state_with_sidecar),
         },
-        row("x64dbg -> din (convert)", run_to_din),
     ]
-}
-
-/// `convert --to din` without the file: the lean scan through the din sink into a writer
-/// that discards; units: instructions.
-fn run_to_din(bytes: &[u8]) -> u64 {
-    // The copy into an owned input is part of the cost (a memcpy).
-    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
-    let options = trace_registry::Options::default();
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let mut steps = handler
-        .steps(&mut input, &mut trace_registry::Ctx::new(&options))
-        .unwrap();
-    let counts = trace_registry::sink::din::convert(&mut *steps, &mut std::io::sink()).unwrap();
-    counts.fetches
 }
