@@ -31,20 +31,24 @@ static BYTE_HEX: [[u8; 2]; 256] = {
     t
 };
 
-/// Appends `v` as `0x` and lowercase hex without leading zeros (built on the stack and
-/// appended at once: the writer's hot path).
+/// Appends `v` as `0x` and lowercase hex without leading zeros: the significant digits
+/// shifted to the top, all sixteen built from the byte table, appended as one fixed-size
+/// piece and cut to length (no call to a variable-length copy: the writer's hot path).
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u64) {
-    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1) as usize;
+    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1);
+    let top = v
+        .checked_shl(16u32.saturating_sub(digits).saturating_mul(4))
+        .unwrap_or(0);
     let mut tmp = *b"0x0000000000000000";
-    let end = digits.saturating_add(2).min(tmp.len());
-    if let Some(slots) = tmp.get_mut(2..end) {
-        for (k, slot) in slots.iter_mut().rev().enumerate() {
-            let nibble = v.checked_shr((k as u32).saturating_mul(4)).unwrap_or(0) & 0xf;
-            *slot = DIGITS.get(nibble as usize).copied().unwrap_or(b'0');
+    if let Some(body) = tmp.get_mut(2..) {
+        for (pair, b) in body.chunks_exact_mut(2).zip(top.to_be_bytes()) {
+            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
         }
     }
-    out.extend_from_slice(tmp.get(..end).unwrap_or_default());
+    let len = out.len().saturating_add(2).saturating_add(digits as usize);
+    out.extend_from_slice(&tmp);
+    out.truncate(len);
 }
 
 /// Appends two lowercase hex digits per byte.
@@ -56,7 +60,11 @@ fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
-/// Writes a trace in canonical form, one line at a time, through a reused buffer.
+/// The buffered lines are handed to the output once they hold this many bytes.
+const FLUSH_AT: usize = 1 << 15;
+
+/// Writes a trace in canonical form, one line at a time, into a buffer that is handed to
+/// the output in large pieces (so a `BufWriter` around a file copies nothing more).
 #[derive(Debug)]
 pub struct Writer<W: Write> {
     out: W,
@@ -66,15 +74,25 @@ pub struct Writer<W: Write> {
 }
 
 impl<W: Write> Writer<W> {
-    /// A writer of `arch` registers to `out` (which it does not buffer: wrap a file in a
-    /// `BufWriter`).
+    /// A writer of `arch` registers to `out`. The lines are buffered (up to 32 KiB): call
+    /// [`Writer::finish`] to write the last of them.
     pub fn new(out: W, arch: Arch) -> Writer<W> {
         Writer {
             out,
             arch,
-            buf: Vec::with_capacity(512),
+            buf: Vec::with_capacity(FLUSH_AT.saturating_add(1024)),
             index: 0,
         }
+    }
+
+    /// Hands the buffered lines to the output once there are enough of them.
+    #[inline]
+    fn line_done(&mut self) -> Result<(), WriteError> {
+        if self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     /// Writes a comment line: `text` as given (a `#` is put first if it lacks one).
@@ -88,14 +106,12 @@ impl<W: Write> Writer<W> {
         if text.contains(&b'\n') || text.last() == Some(&b'\r') {
             return Err(WriteError::CommentLineBreak);
         }
-        self.buf.clear();
         if text.first() != Some(&crate::raw::COMMENT) {
             self.buf.push(crate::raw::COMMENT);
         }
         self.buf.extend_from_slice(text);
         self.buf.push(b'\n');
-        self.out.write_all(&self.buf)?;
-        Ok(())
+        self.line_done()
     }
 
     /// Writes an instruction line: the registers `regs` sets, then `mem`.
@@ -119,7 +135,6 @@ impl<W: Write> Writer<W> {
         if regs.pc().is_none() {
             return Err(WriteError::MissingPc { index: self.index });
         }
-        self.buf.clear();
         let mut first = true;
         for (name, value) in regs.iter() {
             if !first {
@@ -139,17 +154,18 @@ impl<W: Write> Writer<W> {
             push_bytes(&mut self.buf, m.data);
         }
         self.buf.push(b'\n');
-        self.out.write_all(&self.buf)?;
         self.index = self.index.saturating_add(1);
-        Ok(())
+        self.line_done()
     }
 
-    /// Flushes and returns the output.
+    /// Writes the buffered lines, flushes and returns the output.
     ///
     /// # Errors
     ///
-    /// The flush fails.
+    /// The write or the flush fails.
     pub fn finish(mut self) -> Result<W, WriteError> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()?;
         Ok(self.out)
     }

@@ -18,7 +18,7 @@
 //! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
-//! tracekit convert FILE --to din  amber trace → Dinero IV din
+//! tracekit convert FILE --to din  any trace with instructions → Dinero IV din
 //! tracekit convert FILE --to tenet -o PREFIX  x64dbg trace → Tenet, one file per thread
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
@@ -142,8 +142,9 @@ pub enum Cmd {
         /// The DCFG file, or - for stdin.
         file: OsString,
     },
-    /// Convert a trace to another format: an amber trace to `din`; an x64dbg trace (or any
-    /// x86/x64 instruction stream) to `tenet`, one file per thread `PREFIX.<thread>.log`.
+    /// Convert a trace to another format: any trace with an instruction stream (amber,
+    /// x64dbg, Tenet, gdb-tfile) to `din`; an x64dbg trace (or any x86/x64 instruction
+    /// stream) to `tenet`, one file per thread `PREFIX.<thread>.log`.
     Convert {
         /// The trace file, or - for stdin.
         file: OsString,
@@ -358,7 +359,6 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                 };
                 return commands::to_tenet::convert(h, input, &options, prefix, out);
             }
-            expect_format(h, &["tt6", "tt6e", "amber-full"], "convert")?;
             if to != "din" {
                 return Err(CliError::Usage(format!(
                     "cannot convert {} to {to:?}; supported: din",

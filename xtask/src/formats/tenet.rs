@@ -1,6 +1,7 @@
 //! xtask hooks for Tenet text traces: fixtures written by hand-built register states through
 //! the crate's writer (plus hand-typed non-canonical and negative files), the synthetic
-//! generator, and the reader's benchmark row.
+//! generator, the reader's benchmark row, and the rows of the x64dbg conversions
+//! (`convert --to tenet` and `--to din`, next to the x64dbg stream they read).
 
 use std::sync::Arc;
 
@@ -173,6 +174,21 @@ fn x64dbg_to_tenet(bytes: &[u8]) -> u64 {
     written.get()
 }
 
+/// `convert --to din` without the file: the x64dbg stream (its lean scan) through the din
+/// sink into a writer that discards; returns the bytes of din text written.
+fn x64dbg_to_din(bytes: &[u8]) -> u64 {
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    // The copy into an owned input is part of the cost (a memcpy).
+    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
+    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
+    let written = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let mut out = Count(written.clone());
+    trace_registry::sink::din::convert(&mut *steps, &mut out).unwrap();
+    written.get()
+}
+
 /// The x64dbg instruction stream alone (what the conversion reads), touching the pc, the
 /// registers and the accesses: the conversion's own baseline.
 fn x64dbg_steps(bytes: &[u8]) -> u64 {
@@ -228,9 +244,15 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         },
         BenchCase {
             name: "x64dbg -> tenet (convert)".into(),
-            input: x64dbg,
+            input: x64dbg.clone(),
             unit: "out bytes",
             run: Box::new(x64dbg_to_tenet),
+        },
+        BenchCase {
+            name: "x64dbg -> din (convert)".into(),
+            input: x64dbg,
+            unit: "out bytes",
+            run: Box::new(x64dbg_to_din),
         },
     ]
 }

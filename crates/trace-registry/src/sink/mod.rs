@@ -1,5 +1,6 @@
 //! Outputs over typed rows: each works for every format.
 
+pub mod din;
 mod jsonl;
 pub mod native;
 pub mod tenet;

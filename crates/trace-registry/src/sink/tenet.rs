@@ -10,7 +10,6 @@
 //! vector and other registers are never written (Tenet refuses them); the accesses of each
 //! thread's last instruction are not written either (as the Pin tracer does).
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use tenet_trace::{Arch, MemKind, MemRef, Registers, Writer};
@@ -58,9 +57,11 @@ impl Pending {
 
 /// One thread's output.
 struct ThreadOut<W: Write> {
+    thread: u64,
     writer: Writer<W>,
-    /// The registers as its lines so far left them (meaningful once `lines > 0`).
-    last: Registers,
+    /// The words of [`RegMap`]'s span as its lines so far left them (meaningful once
+    /// `lines > 0`).
+    last: Vec<u64>,
     pending: Pending,
     lines: u64,
 }
@@ -87,9 +88,14 @@ pub fn convert<W: Write>(
     steps: &mut dyn Steps,
     mut open: impl FnMut(u64) -> std::io::Result<W>,
 ) -> Result<Vec<ThreadTrace<W>>, Error> {
-    let mut threads: BTreeMap<u64, ThreadOut<W>> = BTreeMap::new();
+    // In order of first appearance; `at` is the thread of the previous step (threads run
+    // in long stretches, so the search is rare).
+    let mut threads: Vec<ThreadOut<W>> = Vec::new();
+    let mut at = 0usize;
     let mut current = Pending::default();
-    let mut map: Option<(Arch, Vec<(usize, usize)>)> = None;
+    let mut map: Option<RegMap> = None;
+    // The span's words when the stream gives fewer (read as 0).
+    let mut padded: Vec<u64> = Vec::new();
     // The registers of the line being written, reused.
     let mut line = Registers::new(Arch::Amd64);
     while let Some(step) = steps.next_step() {
@@ -99,39 +105,60 @@ pub fn convert<W: Write>(
         if map.is_none() {
             map = Some(register_map(steps)?);
         }
-        let Some((arch, slots)) = &map else { break };
-        let arch = *arch;
+        let Some(RegMap { arch, lo, tenet }) = &map else {
+            break;
+        };
+        let (arch, lo) = (*arch, *lo);
         if line.arch() != arch {
             line = Registers::new(arch);
         }
-        if !threads.contains_key(&thread) {
-            if threads.len() >= MAX_THREADS {
-                return Err(Error::Unsupported(format!(
-                    "more than {MAX_THREADS} threads: one Tenet trace per thread would open too many files"
-                )));
-            }
-            let w =
-                open(thread).map_err(|e| Error::io(format!("the trace of thread {thread}"), e))?;
-            threads.insert(
-                thread,
-                ThreadOut {
-                    writer: Writer::new(w, arch),
-                    last: Registers::new(arch),
-                    pending: Pending::default(),
-                    lines: 0,
-                },
-            );
+        if threads.get(at).is_none_or(|t| t.thread != thread) {
+            at = match threads.iter().position(|t| t.thread == thread) {
+                Some(k) => k,
+                None => {
+                    if threads.len() >= MAX_THREADS {
+                        return Err(Error::Unsupported(format!(
+                            "more than {MAX_THREADS} threads: one Tenet trace per thread would open too many files"
+                        )));
+                    }
+                    let w = open(thread)
+                        .map_err(|e| Error::io(format!("the trace of thread {thread}"), e))?;
+                    threads.push(ThreadOut {
+                        thread,
+                        writer: Writer::new(w, arch),
+                        last: vec![0; tenet.len()],
+                        pending: Pending::default(),
+                        lines: 0,
+                    });
+                    threads.len().saturating_sub(1)
+                }
+            };
         }
-        let Some(out) = threads.get_mut(&thread) else {
+        let Some(out) = threads.get_mut(at) else {
             break;
         };
         let regs = steps.regs();
+        let now = match regs.get(lo..lo.saturating_add(tenet.len())) {
+            Some(now) => now,
+            None => {
+                padded.clear();
+                padded.extend(
+                    (0..tenet.len()).map(|k| regs.get(lo.saturating_add(k)).copied().unwrap_or(0)),
+                );
+                &padded
+            }
+        };
+        let max = arch.max_value();
+        let first = out.lines == 0;
         line.clear();
-        for &(index, slot) in slots {
-            let value = regs.get(slot).copied().unwrap_or(0) & arch.max_value();
-            if out.lines == 0 || out.last.get(index) != Some(value) {
-                line.set(index, value);
-                out.last.set(index, value);
+        // Mostly equal: one well-predicted compare per word.
+        for ((last, &value), index) in out.last.iter_mut().zip(now).zip(tenet) {
+            let value = value & max;
+            if first || *last != value {
+                *last = value;
+                if let Some(i) = *index {
+                    line.set(i, value);
+                }
             }
         }
         line.set(arch.pc(), pc);
@@ -141,11 +168,12 @@ pub fn convert<W: Write>(
         out.lines = out.lines.saturating_add(1);
         std::mem::swap(&mut out.pending, &mut current);
     }
+    threads.sort_by_key(|t| t.thread);
     threads
         .into_iter()
-        .map(|(thread, out)| {
+        .map(|out| {
             Ok(ThreadTrace {
-                thread,
+                thread: out.thread,
                 lines: out.lines,
                 output: out.writer.finish().map_err(write_err)?,
             })
@@ -186,9 +214,18 @@ fn take_accesses(step: &Step, out: &mut Pending) {
     }
 }
 
-/// The architecture of a stream, and for each Tenet register but the pc its position in
-/// [`Steps::reg_names`] (registers the stream does not name are left out).
-fn register_map(steps: &dyn Steps) -> Result<(Arch, Vec<(usize, usize)>), Error> {
+/// Where a stream's [`Steps::regs`] hold the Tenet registers: the words `lo..lo + n`
+/// hold every one of them but the pc, word `lo + k` being Tenet register `tenet[k]` (or
+/// none); registers the stream does not name are left out. One pass over a short slice
+/// of words per step, rather than a lookup per register.
+struct RegMap {
+    arch: Arch,
+    lo: usize,
+    tenet: Vec<Option<usize>>,
+}
+
+/// The architecture of a stream and where its registers are.
+fn register_map(steps: &dyn Steps) -> Result<RegMap, Error> {
     let arch = match steps.isa() {
         Isa::X64 => Arch::Amd64,
         Isa::X86 => Arch::X86,
@@ -199,14 +236,26 @@ fn register_map(steps: &dyn Steps) -> Result<(Arch, Vec<(usize, usize)>), Error>
         }
     };
     let names = steps.reg_names();
-    let slots = arch
+    let slots: Vec<(usize, usize)> = arch
         .registers()
         .iter()
         .enumerate()
         .filter(|&(i, _)| i != arch.pc())
         .filter_map(|(i, name)| Some((i, names.iter().position(|n| n == name)?)))
         .collect();
-    Ok((arch, slots))
+    let lo = slots.iter().map(|&(_, s)| s).min().unwrap_or(0);
+    let hi = slots
+        .iter()
+        .map(|&(_, s)| s)
+        .max()
+        .map_or(lo, |s| s.saturating_add(1));
+    let mut tenet = vec![None; hi.saturating_sub(lo)];
+    for (i, slot) in slots {
+        if let Some(t) = tenet.get_mut(slot.saturating_sub(lo)) {
+            *t = Some(i);
+        }
+    }
+    Ok(RegMap { arch, lo, tenet })
 }
 
 #[cfg(test)]

@@ -312,12 +312,15 @@ pub fn loops(mut input: Input, options: &Options, out: &mut dyn Write) -> Result
     Ok(())
 }
 
-/// `tracekit convert FILE --to din`: an amber trace as Dinero IV `din` lines (0 read,
-/// 1 write, 2 fetch).
+/// `tracekit convert FILE --to din`: a trace as Dinero IV `din` lines (0 read, 1 write,
+/// 2 fetch). Amber traces by their own rules (`amber_tt6::din`: the opcode says which
+/// cache-block operations move data); every other format with an instruction stream
+/// through [`trace_registry::sink::din`].
 ///
 /// # Errors
 ///
-/// The trace cannot be read, or is damaged (after the lines of every complete record).
+/// The format has no instruction stream (usage), the trace cannot be read, or is damaged
+/// (after the lines of every complete record).
 pub fn convert_din(
     handler: &dyn Handler,
     mut input: Input,
@@ -326,10 +329,16 @@ pub fn convert_din(
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let Some(format) = amber::Amber::by_name(handler.name()) else {
-        return Err(CliError::Usage(format!(
-            "cannot convert {} to din",
-            handler.name()
-        )));
+        let mut steps = handler
+            .steps(&mut input, &mut Ctx::new(options))
+            .map_err(|e| match e {
+                trace_registry::Error::Unsupported(m) => {
+                    CliError::Usage(format!("cannot convert {} to din: {m}", handler.name()))
+                }
+                e => CliError::Trace(e),
+            })?;
+        trace_registry::sink::din::convert(&mut *steps, out)?;
+        return Ok(());
     };
     let format_err = |e: amber_tt6::Error| CliError::from(format.err(e));
     let mut din = amber_tt6::din::DinWriter::new(out);

@@ -230,7 +230,6 @@ fn format_specific_commands_name_what_they_take() {
     for (cmd, takes) in [
         (&["loops"][..], "dcfg"),
         (&["dot"][..], "dcfg"),
-        (&["convert", "--to", "din"][..], "tt6/tt6e/amber-full"),
         (&["merge"][..], "amber threads directory"),
     ] {
         let mut args: Vec<&std::ffi::OsStr> = vec![cmd[0].as_ref(), x64.as_os_str()];

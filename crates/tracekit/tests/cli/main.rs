@@ -13,6 +13,7 @@ mod common;
 mod dcfg;
 mod dcfg_trace;
 mod diff;
+mod din;
 mod disasm;
 mod export;
 mod find;

@@ -1,0 +1,96 @@
+//! The conversions of an x64dbg trace (`convert --to din`, `--to tenet`) on a synthetic
+//! trace of four threads, next to the memory scan of the same input (read every byte) and
+//! the instruction stream alone (what the Tenet conversion reads); trace bytes per second.
+
+#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use trace_registry::{Ctx, Input, Options};
+
+const INSTRUCTIONS: u64 = 200_000;
+
+fn x64dbg_input() -> Vec<u8> {
+    use trac_x64dbg::testgen::{self, Options};
+    let opts = Options {
+        arch: trac_x64dbg::Arch::X64,
+        threads: 4,
+        max_run: 200,
+        seed: 1,
+    };
+    testgen::trace(
+        opts,
+        INSTRUCTIONS,
+        trac_x64dbg::RecorderOptions::default(),
+        "bench.exe",
+    )
+}
+
+/// A writer that counts the bytes and drops them.
+#[derive(Default)]
+struct Count(u64);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let bytes = x64dbg_input();
+    let options = Options::default();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let mut input = Input::from_bytes("bench.trace64", bytes.clone()).unwrap();
+
+    let mut g = c.benchmark_group("x64dbg convert");
+    g.throughput(Throughput::Bytes(bytes.len() as u64));
+    g.bench_function("memory scan (baseline)", |b| {
+        b.iter(|| {
+            let sum = black_box(&bytes[..]).chunks_exact(8).fold(0u64, |s, c| {
+                s.wrapping_add(u64::from_le_bytes(c.try_into().unwrap()))
+            });
+            black_box(sum)
+        });
+    });
+    g.bench_function("steps (replay)", |b| {
+        b.iter(|| {
+            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let mut acc = 0u64;
+            while let Some(step) = steps.next_step() {
+                acc ^= step.unwrap().pc;
+                acc ^= steps.regs().iter().fold(0, |a, &r| a ^ r);
+            }
+            black_box(acc)
+        });
+    });
+    g.bench_function("to din", |b| {
+        b.iter(|| {
+            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let mut out = Count::default();
+            trace_registry::sink::din::convert(&mut *steps, &mut out).unwrap();
+            black_box(out.0)
+        });
+    });
+    g.bench_function("to tenet", |b| {
+        b.iter(|| {
+            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let written =
+                trace_registry::sink::tenet::convert(&mut *steps, |_| Ok(Count::default()))
+                    .unwrap();
+            black_box(written.len())
+        });
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);

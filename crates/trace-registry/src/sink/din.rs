@@ -1,0 +1,254 @@
+//! An instruction stream ([`Steps`]) as Dinero IV `din` lines (`tracekit convert --to din`),
+//! so that recordings of any format with an instruction stream feed cache simulators.
+//!
+//! One `label address` line per reference, the address in lowercase hex without `0x` or
+//! leading zeros (as `amber_tt6::din::DinWriter` writes them): for each step in file order
+//! (all threads interleaved), label 2 (instruction fetch) at its pc, then one line per
+//! memory access of the step in the recorded order: label 0 (read) or 1 (write). An access
+//! whose kind is known (Tenet's `mr`/`mw`/`mrw`; x64dbg with `--disasm`) gives that kind,
+//! a read-write a read line then a write line; an access of unknown kind (x64dbg without
+//! `--disasm`, or an entry disassembly could not match) is a write where the stream
+//! recorded a new value, else a read, the rule of the Tenet conversion's `mr`/`mw`. Streams
+//! whose memory blocks are snapshots rather than accesses (GDB tracepoint frames) give
+//! fetches only.
+//!
+//! The steps are read with [`Steps::scan`] (x64dbg in memory: the lean walk, without
+//! replaying registers), and the lines go out through one reused buffer: constant memory.
+
+use std::io::Write;
+
+use crate::Error;
+use crate::steps::{Access, AccessKind, ScanQuery, Step, Steps};
+
+/// The din label of an instruction fetch.
+pub const FETCH: u8 = 2;
+/// The din label of a data read.
+pub const READ: u8 = 0;
+/// The din label of a data write.
+pub const WRITE: u8 = 1;
+
+/// The buffer is handed to the output once it holds this many bytes.
+const FLUSH_AT: usize = 1 << 16;
+
+/// The longest line: a label, a space, 16 hex digits and the line end.
+const MAX_LINE: usize = 19;
+
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// What a conversion wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DinCounts {
+    /// Instructions, so fetch lines (label 2).
+    pub fetches: u64,
+    /// Read lines (label 0).
+    pub reads: u64,
+    /// Write lines (label 1).
+    pub writes: u64,
+}
+
+impl DinCounts {
+    /// Every line written.
+    #[must_use]
+    pub fn lines(&self) -> u64 {
+        self.fetches
+            .saturating_add(self.reads)
+            .saturating_add(self.writes)
+    }
+}
+
+/// The data labels of access `a`, in the order they are written (see the module docs).
+#[must_use]
+pub fn access_labels(a: &Access) -> &'static [u8] {
+    match a.kind {
+        AccessKind::Read => &[READ],
+        AccessKind::Write => &[WRITE],
+        AccessKind::ReadWrite => &[READ, WRITE],
+        AccessKind::Unknown if a.new.is_some() => &[WRITE],
+        AccessKind::Unknown => &[READ],
+    }
+}
+
+/// Appends the line `label address` (label a single digit).
+#[inline]
+fn push_line(buf: &mut Vec<u8>, label: u8, addr: u64) {
+    let nibbles = 64u32
+        .saturating_sub(addr.leading_zeros())
+        .div_ceil(4)
+        .max(1) as usize;
+    // Built on the stack, digits right-aligned, and appended at once.
+    let mut line = [0u8; MAX_LINE];
+    let start = MAX_LINE.saturating_sub(nibbles.saturating_add(3));
+    let mut at = MAX_LINE;
+    let mut put = |b: u8| {
+        at = at.saturating_sub(1);
+        if let Some(slot) = line.get_mut(at) {
+            *slot = b;
+        }
+    };
+    put(b'\n');
+    let mut v = addr;
+    for _ in 0..nibbles {
+        put(DIGITS.get((v & 0xf) as usize).copied().unwrap_or(b'0'));
+        v >>= 4;
+    }
+    put(b' ');
+    put(b'0'.saturating_add(label));
+    buf.extend_from_slice(line.get(start..).unwrap_or_default());
+}
+
+/// Appends the lines of one step; counts them in `counts`.
+fn push_step(buf: &mut Vec<u8>, step: &Step, accesses: bool, counts: &mut DinCounts) {
+    push_line(buf, FETCH, step.pc);
+    counts.fetches = counts.fetches.saturating_add(1);
+    if !accesses {
+        return;
+    }
+    for a in &step.mem {
+        for &label in access_labels(a) {
+            push_line(buf, label, a.addr);
+            let n = if label == WRITE {
+                &mut counts.writes
+            } else {
+                &mut counts.reads
+            };
+            *n = n.saturating_add(1);
+        }
+    }
+}
+
+/// Writes every step from here to the end of `steps` as din lines to `out` (see the module
+/// docs), and flushes it.
+///
+/// # Errors
+///
+/// A read error of the stream, after the lines of every step before it have been written
+/// to `out`; an output that fails ([`Error::Io`]).
+pub fn convert(steps: &mut dyn Steps, out: &mut dyn Write) -> Result<DinCounts, Error> {
+    let accesses = !steps.memory_is_snapshot();
+    let mut counts = DinCounts::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT.saturating_add(1024));
+    let write_err = |e| Error::io("cannot write the din lines", e);
+    let query = ScanQuery {
+        all: true,
+        ..ScanQuery::default()
+    };
+    let read = steps.scan(&query, &mut |step| {
+        push_step(&mut buf, step, accesses, &mut counts);
+        if buf.len() >= FLUSH_AT {
+            out.write_all(&buf).map_err(write_err)?;
+            buf.clear();
+        }
+        Ok(())
+    });
+    // The lines before a damaged record are written too.
+    let written = out
+        .write_all(&buf)
+        .and_then(|()| out.flush())
+        .map_err(write_err);
+    read?;
+    written?;
+    Ok(counts)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use quickcheck::{QuickCheck, TestResult};
+    use trac_x64dbg::testgen;
+
+    use super::*;
+    use crate::formats::x64dbg::X64dbg;
+    use crate::{Ctx, Handler, Input, Options};
+
+    fn x64dbg(x86: bool, threads: u32, n: u64, seed: u64) -> Input {
+        let arch = if x86 {
+            trac_x64dbg::Arch::X86
+        } else {
+            trac_x64dbg::Arch::X64
+        };
+        let opts = testgen::Options {
+            arch,
+            threads,
+            max_run: 7,
+            seed,
+        };
+        let rec = trac_x64dbg::RecorderOptions::default();
+        let name = if x86 { "t.trace32" } else { "t.trace64" };
+        Input::from_bytes(name, testgen::trace(opts, n, rec, "a.exe")).unwrap()
+    }
+
+    /// Over synthetic x64dbg traces of several threads: one line per instruction and per
+    /// access; the fetch lines are the pcs of the replay's steps (`next_step`, not the scan
+    /// the sink reads) in file order, each followed by its accesses' addresses, a write
+    /// exactly where a new value was recorded.
+    #[test]
+    fn lines_are_the_steps_and_their_accesses() {
+        fn prop(seed: u64, threads: u8, n: u16, x86: bool) -> TestResult {
+            let threads = u32::from(threads % 4) + 1;
+            let n = u64::from(n % 600) + 1;
+            let options = Options::default();
+            let mut want = Vec::new();
+            let mut input = x64dbg(x86, threads, n, seed);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let (mut instructions, mut accesses) = (0u64, 0u64);
+            while let Some(step) = steps.next_step() {
+                let step = step.unwrap();
+                instructions += 1;
+                want.push(format!("2 {:x}", step.pc));
+                for a in &step.mem {
+                    accesses += 1;
+                    let label = if a.new.is_some() { 1 } else { 0 };
+                    want.push(format!("{label} {:x}", a.addr));
+                }
+            }
+            let mut input = x64dbg(x86, threads, n, seed);
+            let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let mut out = Vec::new();
+            let counts = convert(&mut *steps, &mut out).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let got: Vec<&str> = text.lines().collect();
+            assert_eq!(got.len() as u64, instructions + accesses);
+            assert_eq!(counts.lines(), instructions + accesses);
+            assert_eq!(counts.fetches, instructions);
+            assert_eq!(got, want);
+            TestResult::passed()
+        }
+        QuickCheck::new()
+            .tests(40)
+            .quickcheck(prop as fn(u64, u8, u16, bool) -> TestResult);
+    }
+
+    #[test]
+    fn lines_are_label_space_hex() {
+        for (label, addr, want) in [
+            (2u8, 0u64, "2 0\n"),
+            (0, 0xf, "0 f\n"),
+            (1, 0x10, "1 10\n"),
+            (2, 0x1400_0419c, "2 14000419c\n"),
+            (0, 1 << 63, "0 8000000000000000\n"),
+            (1, u64::MAX, "1 ffffffffffffffff\n"),
+        ] {
+            let mut buf = b"x".to_vec();
+            push_line(&mut buf, label, addr);
+            assert_eq!(buf, format!("x{label} {addr:x}\n").as_bytes());
+            assert_eq!(&buf[1..], want.as_bytes());
+        }
+    }
+
+    #[test]
+    fn access_kinds_give_labels() {
+        let with = |kind, new| Access {
+            kind,
+            new,
+            ..Access::default()
+        };
+        assert_eq!(access_labels(&with(AccessKind::Read, Some(0))), [READ]);
+        assert_eq!(access_labels(&with(AccessKind::Write, None)), [WRITE]);
+        assert_eq!(
+            access_labels(&with(AccessKind::ReadWrite, None)),
+            [READ, WRITE]
+        );
+        assert_eq!(access_labels(&with(AccessKind::Unknown, Some(8))), [WRITE]);
+        assert_eq!(access_labels(&with(AccessKind::Unknown, None)), [READ]);
+    }
+}
