@@ -743,7 +743,9 @@ fn step_equal(
             return None;
         }
         match st.step(seen, pos, 0, false) {
-            Ok(step) => return Some(st.commit(data, pos, 0, step)),
+            // The data cut after the block: `commit` then loads nothing ahead (the
+            // comparison brings the bytes in).
+            Ok(step) => return Some(st.commit(data.get(..pos + step.len)?, pos, 0, step)),
             Err(Fail::NeedMore(need)) if !eq.ended && need > seen.len() => {
                 eq.extend(need - base + COMPARE_LEAD);
             }
