@@ -4,8 +4,8 @@
 use trace_core::Offset;
 
 use super::decode::{
-    DecoderState, Fail, InstrMeta, Meta, LOW_BYTES, bit0_count, sum_of_bytes, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION, MARK_UNFLAGGED,
-    MARK_WORD8, prefetch,
+    DecoderState, Fail, InstrMeta, LOW_BYTES, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION,
+    MARK_UNFLAGGED, MARK_WORD8, Meta, bit0_count, prefetch, sum_of_bytes,
 };
 use crate::Error;
 use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
@@ -545,7 +545,9 @@ impl<'a> Blocks<'a> {
                 if at + block.len() > eq.known {
                     break;
                 }
-                let flagged = block.get(3).is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
+                let flagged = block
+                    .get(3)
+                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
                 st.commit_instruction(block, (base + at) as u64, flagged);
                 passed(&mut at, block.len(), 1, st.thread());
             } else {
@@ -586,7 +588,13 @@ struct Plain {
 /// one, and every other branch goes the same way nearly always, so the CPU runs ahead
 /// along the chain of block lengths while the comparison's loads complete.
 #[inline(never)]
-fn pass_plain<const W: usize>(x: &[u8], y: &[u8], mut at: usize, mut known: usize, words: u16) -> Plain {
+fn pass_plain<const W: usize>(
+    x: &[u8],
+    y: &[u8],
+    mut at: usize,
+    mut known: usize,
+    words: u16,
+) -> Plain {
     // The comparison stays within `COMPARE_LEAD + COMPARE_CHUNK` of `at`: it does not
     // reach past the end.
     let limit = x
@@ -597,8 +605,10 @@ fn pass_plain<const W: usize>(x: &[u8], y: &[u8], mut at: usize, mut known: usiz
     let mut count = 0u64;
     while at < limit {
         let (Some(cx), Some(cy)) = (
-            x.get(known..).and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
-            y.get(known..).and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
+            x.get(known..)
+                .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
+            y.get(known..)
+                .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
         ) else {
             break;
         };
@@ -661,12 +671,9 @@ const USUAL_WINDOW: usize = 128;
 fn words_differ(x: &[u8; COMPARE_CHUNK], y: &[u8; COMPARE_CHUNK]) -> bool {
     let (xs, _) = x.as_chunks::<8>();
     let (ys, _) = y.as_chunks::<8>();
-    xs.iter()
-        .zip(ys)
-        .fold(0u64, |d, (a, b)| {
-            d | (u64::from_ne_bytes(*a) ^ u64::from_ne_bytes(*b))
-        })
-        != 0
+    xs.iter().zip(ys).fold(0u64, |d, (a, b)| {
+        d | (u64::from_ne_bytes(*a) ^ u64::from_ne_bytes(*b))
+    }) != 0
 }
 
 /// How far [`Blocks::pass_equal`] compares ahead of the block it measures: far enough

@@ -25,9 +25,7 @@ use trac_x64dbg::{
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::{
-    self, Access, Isa, NamedReg, OnStep, Passed, RegValue, ScanQuery, Step, Steps,
-};
+use crate::steps::{self, Access, Isa, NamedReg, OnStep, Passed, RegValue, ScanQuery, Step, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -456,9 +454,7 @@ impl<'a> X64Steps<'a> {
         // The offset passed to and the number of the next instruction there.
         let (to, next) = match std::mem::replace(&mut self.ahead, Ahead::No) {
             Ahead::Walked(w) => (w.offset().0, w.instructions()),
-            Ahead::Told { to, steps, .. } => {
-                (to, r.blocks().instructions().saturating_add(steps))
-            }
+            Ahead::Told { to, steps, .. } => (to, r.blocks().instructions().saturating_add(steps)),
             Ahead::No => return Ok(()),
         };
         let gap = to.saturating_sub(r.offset().0);
@@ -649,30 +645,25 @@ impl Steps for X64Steps<'_> {
         Some(steps::Records { bytes, key })
     }
 
-    /// [`trac_x64dbg::Blocks::pass_equal`] from the position passed to (after catching
-    /// up if it was told of one).
-    fn pass_equal(
-        &mut self,
-        other: steps::Records<'_>,
-        on_thread: &mut dyn FnMut(u64)) -> Passed {
+    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
+    /// to before; nothing after [`Steps::pass_records`] (no walk to go on from there:
+    /// `diff` never asks that), nor when the keys differ.
+    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
         let none = Passed::default();
         if self.records().is_none_or(|own| own.key != other.key) {
             return none;
         }
-        let walker = match std::mem::replace(&mut self.ahead, Ahead::No) {
+        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
             Ahead::Walked(w) => w,
             Ahead::No => match &self.blocks {
                 Blocks::Slice(r) => r.blocks(),
                 Blocks::Stream(_) => return none,
             },
             told @ Ahead::Told { .. } => {
-                // Told by the other side: nothing walked here to go on from (`diff`
-                // never asks this); the next read catches up.
                 self.ahead = told;
                 return none;
             }
         };
-        let mut w = walker;
         let from = w.offset().0;
         let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
         let passed = Passed {
@@ -696,8 +687,7 @@ impl Steps for X64Steps<'_> {
             Ahead::Told { to, steps, .. } => (*to, *steps),
             Ahead::Walked(w) => (
                 w.offset().0,
-                w.instructions()
-                    .saturating_sub(r.blocks().instructions()),
+                w.instructions().saturating_sub(r.blocks().instructions()),
             ),
         };
         self.ahead = Ahead::Told {
