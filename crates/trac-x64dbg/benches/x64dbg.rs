@@ -2,7 +2,12 @@
 //! iteration, block iteration reading every field, full decode with register-state
 //! replay, the cross-reference scan, the index build, and the equal-blocks pass of `diff`
 //! next to a plain comparison of the same bytes.
-#![allow(missing_docs, clippy::unwrap_used, clippy::arithmetic_side_effects)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing
+)]
 
 use std::hint::black_box;
 
