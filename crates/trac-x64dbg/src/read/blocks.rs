@@ -469,8 +469,9 @@ impl<'a> Blocks<'a> {
     /// a flag-clear block carries thread-id bytes (not the counters). Two iterators with
     /// equal keys read equal bytes as equal blocks (but for their numbers and offsets);
     /// [`Blocks::pass_equal`] relies on it. Exact while the flag alone decides the
-    /// thread-id bytes (every file of x64dbg with PR #3920, and [`ThreadIdMode::Flag`](crate::ThreadIdMode::Flag));
-    /// a 64-bit hash of the decision's inputs otherwise.
+    /// thread-id bytes (files of x64dbg with PR #3920, and
+    /// [`ThreadIdMode::Flag`](crate::ThreadIdMode::Flag)); a 64-bit hash of the
+    /// decision's inputs otherwise.
     #[must_use]
     pub fn key(&self) -> u64 {
         self.state.key()
