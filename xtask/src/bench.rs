@@ -4,9 +4,10 @@
 //! (JSON Lines), `export` rows (Parquet on one and two threads, the release binary end to
 //! end) and, for x64dbg and DCFG-Trace, the `dump | duckdb` pipeline users run without
 //! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, rows for `xref`
-//! (the lean scan and the generic steps), the index pass, the sidecar build, `state` (with
-//! and without the sidecar), `mem` (the pass, and with the sidecar) and `diff (equal)`. Ratios are what to compare: absolute speeds
-//! drift on shared machines.
+//! (the lean scan and the generic steps), the index pass, the sidecar build, `state`
+//! (without the sidecar, and with it on a trace of `--state-gib` GiB, default 1), `mem`
+//! (the pass, and with the sidecar) and `diff (equal)`. Ratios are what to compare:
+//! absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -76,11 +77,13 @@ pub fn task(args: &[String]) -> Result<(), String> {
         .args(args);
         return crate::run(&mut cmd);
     }
-    let flags = Flags::parse(args, &["mib", "runs"])?;
+    let flags = Flags::parse(args, &["mib", "runs", "state-gib"])?;
     let config = BenchConfig {
         mib: flags.number("mib", 256)?,
     };
     let runs = flags.number("runs", 5)?.max(1);
+    // The size of the trace of the `state` row with the sidecar (0: no row).
+    let state_gib = flags.number("state-gib", 1)?;
     let chosen: Vec<_> = if flags.positional.is_empty() {
         formats::ALL.to_vec()
     } else {
@@ -122,6 +125,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
         }
         if f.name == "x64dbg" {
             state_rows(&cases, runs);
+            state_sidecar_row(&cases, runs, state_gib);
             mem_rows(&cases, runs);
         }
         if f.name == "x64dbg"
@@ -378,6 +382,71 @@ fn state_rows(cases: &[BenchCase], runs: u64) {
     );
 }
 
+/// The `state` row with the sidecar (x64dbg): `state --at N` as the command runs it
+/// (open the file, find and check the sidecar, load its seek index, seek, read every
+/// register) on a trace of `gib` GiB, at instructions near its start, middle and end;
+/// the latency of each (the goal: under 50 ms at any N of a 1 GiB trace). The
+/// trace is the x64dbg input's blocks repeated after its header (each copy a recording
+/// session appended, as x64dbg appends them) in a temporary file.
+fn state_sidecar_row(cases: &[BenchCase], runs: u64, gib: u64) {
+    use trace_registry::analyses::{index, state::state};
+    let Some(case) = cases.first() else { return };
+    if gib == 0 {
+        return;
+    }
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let options = trace_registry::Options::default();
+    let trace = trac_x64dbg::Trace::parse(&case.input).unwrap();
+    let first = trace.first_block_offset().0 as usize;
+    let blocks = &case.input[first..];
+    let target = (gib << 30) as usize;
+    let copies = target.saturating_sub(first).div_ceil(blocks.len()).max(1);
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-state-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.trace64");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        f.write_all(&case.input[..first]).unwrap();
+        for _ in 0..copies {
+            f.write_all(blocks).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    let size = std::fs::metadata(&path).unwrap().len();
+    let open = || trace_registry::Input::open(path.as_os_str()).unwrap();
+    let built = Instant::now();
+    index::build(
+        handler,
+        &mut open(),
+        &mut trace_registry::Ctx::new(&options),
+        None,
+        index::BuildOptions::default(),
+    )
+    .unwrap();
+    let built = built.elapsed().as_secs_f64();
+    let count = trace.build_index().unwrap().instructions() * copies as u64;
+    let mut row = Vec::new();
+    for at in [700, count / 2 + 300, count - 300] {
+        let secs = median_secs(runs.max(5), || {
+            let mut notes = 0;
+            let mut ctx = trace_registry::Ctx::new(&options).on_diagnostic(|_| notes += 1);
+            let s = state(handler, &mut open(), &mut ctx, at).unwrap();
+            drop(ctx);
+            assert_eq!(notes, 0, "the sidecar was not used");
+            black_box(s.regs.len());
+        });
+        row.push(format!("{:.1} ms at {at}", secs * 1e3));
+    }
+    println!(
+        "{:<34} {:>9.1} state --at N with the sidecar ({count} instructions; sidecar built in {built:.1} s): {}",
+        "x64dbg state (sidecar)",
+        size as f64 / (1u64 << 20) as f64,
+        row.join(", "),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The `mem` rows (x64dbg): `mem --at N ADDR 16` near the end of the trace (a file in a
 /// temporary folder), at a word the trace accesses near N, by the pass over every step
 /// before N and then with the sidecar index beside the trace (its nearest candidates, each
@@ -460,27 +529,32 @@ fn mem_rows(cases: &[BenchCase], runs: u64) {
 
 /// The `diff (equal)` row: `tracekit diff` of the x64dbg input against a copy of itself
 /// (the registry's `analyses::diff`, both in memory as memory-mapped files are);
-/// instructions compared per second. The copies into owned inputs are part of the cost (two
-/// memcpy: a few percent of it).
+/// instructions compared per second. The two inputs are made once, before the timing (a
+/// copy of 2 × the input per run, page faults included, would cost more than the diff).
 fn diff_case(cases: &[BenchCase]) -> Option<BenchCase> {
+    use std::cell::RefCell;
     let case = cases.iter().find(|c| {
         trace_registry::detect_bytes(&c.input, "bench").is_some_and(|h| h.name() == "x64dbg")
     })?;
+    let inputs = RefCell::new([
+        trace_registry::Input::from_bytes("a", case.input.to_vec()).unwrap(),
+        trace_registry::Input::from_bytes("b", case.input.to_vec()).unwrap(),
+    ]);
     Some(BenchCase {
         name: "x64dbg diff (equal)".into(),
         input: case.input.clone(),
         unit: "instrs",
-        run: Box::new(|bytes| {
+        run: Box::new(move |_| {
             use trace_registry::analyses::diff::{DiffOptions, diff};
             let handler = trace_registry::by_name("x64dbg").unwrap();
             let options = trace_registry::Options::default();
-            let mut a = trace_registry::Input::from_bytes("a", bytes.to_vec()).unwrap();
-            let mut b = trace_registry::Input::from_bytes("b", bytes.to_vec()).unwrap();
+            let mut inputs = inputs.borrow_mut();
+            let [a, b] = &mut *inputs;
             let mut sa = handler
-                .steps(&mut a, &mut trace_registry::Ctx::new(&options))
+                .steps(a, &mut trace_registry::Ctx::new(&options))
                 .unwrap();
             let mut sb = handler
-                .steps(&mut b, &mut trace_registry::Ctx::new(&options))
+                .steps(b, &mut trace_registry::Ctx::new(&options))
                 .unwrap();
             let summary =
                 diff(&mut *sa, &mut *sb, &DiffOptions::default(), &mut |_| Ok(())).unwrap();

@@ -1,7 +1,13 @@
 //! Criterion benchmarks of the x64dbg reader on a synthetic 3-thread x64 trace: block
 //! iteration, block iteration reading every field, full decode with register-state
-//! replay, the cross-reference scan and the index build.
-#![allow(missing_docs, clippy::unwrap_used, clippy::arithmetic_side_effects)]
+//! replay, the cross-reference scan, the index build, and the equal-blocks pass of `diff`
+//! next to a plain comparison of the same bytes.
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing
+)]
 
 use std::hint::black_box;
 
@@ -77,6 +83,22 @@ fn benches(c: &mut Criterion) {
             let trace = Trace::parse(black_box(&data)).unwrap();
             trace.build_index().unwrap().instructions()
         });
+    });
+    // diff's equal stretches: the blocks passed against a copy, next to comparing the
+    // copies' bytes (the floor).
+    let copy = data.clone();
+    g.bench_function("pass_equal (copy)", |b| {
+        b.iter(|| {
+            let trace = Trace::parse(black_box(&data)).unwrap();
+            let mut blocks = trace.blocks();
+            let at = blocks.offset().0 as usize;
+            blocks.pass_equal(black_box(&copy[at..]), |t| {
+                black_box(t);
+            })
+        });
+    });
+    g.bench_function("memcmp (copy)", |b| {
+        b.iter(|| black_box(&data[..]) == black_box(&copy[..]));
     });
     g.finish();
     let trace = Trace::parse(&data).unwrap();

@@ -236,48 +236,33 @@ pub trait Steps {
     }
 
     /// The encoded records of the steps not read yet, when the stream holds them in
-    /// memory and a step is determined by its record and the state before it (x64dbg
-    /// traces in memory: the blocks to come); `None` by default. With
-    /// [`Steps::pass_run`], [`Steps::next_record`] and [`Steps::pass_raw`], `diff` compares
-    /// the equal stretches of two traces at memory speed without decoding them: equal
-    /// records read from equal register states give equal steps and equal states.
-    fn raw_rest(&self) -> Option<&[u8]> {
+    /// memory and a step is determined by its record, the state before it and
+    /// [`Records::key`] (x64dbg traces in memory: the blocks to come); `None` by default.
+    /// With [`Steps::pass_equal`] and [`Steps::pass_records`], `diff` goes over the equal
+    /// stretches of two traces at memory speed without decoding them: equal records read
+    /// from equal register states give equal steps and equal states.
+    fn records(&self) -> Option<Records<'_>> {
         None
     }
 
-    /// Passes over the first `len` bytes of [`Steps::raw_rest`], which must end with a
-    /// record and hold `steps` steps, as if their steps were read (lazily: the next read
-    /// catches up, through the index when the stretch is long). Until then
-    /// [`Steps::regs`] and [`Steps::named_regs`] still describe the last step read. The
-    /// default (no records) does nothing.
-    fn pass_raw(&mut self, len: usize, steps: u64) {
-        let _ = (len, steps);
+    /// Passes over the steps whose records equal those at the start of `other` (another
+    /// stream's [`Steps::records`], of the same format), without decoding them, and says
+    /// what it passed: nothing when the keys differ or the stream has no records (the
+    /// default). Calls `on_thread` with the thread of the first step passed and with
+    /// each thread switched to after it. The steps passed are read lazily: until the
+    /// next step is read, [`Steps::regs`] and [`Steps::named_regs`] still describe the
+    /// last step read.
+    fn pass_equal(&mut self, other: Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
+        let _ = (other, on_thread);
+        Passed::default()
     }
 
-    /// Passes over the longest run of whole records of one thread at the start of the
-    /// first `len` bytes of [`Steps::raw_rest`] without decoding them (as
-    /// [`Steps::pass_raw`] does; x64dbg: the block headers are only measured), and returns
-    /// how many steps, bytes and which thread it passed. `None` when no record fits or
-    /// the stream has no records (the default). With it, `diff` goes over the equal
-    /// stretch of two traces at memory speed, decoding neither side.
-    fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
-        let _ = len;
-        None
-    }
-
-    /// Advances like [`Steps::next_step`] but hands out the step's thread and its encoded
-    /// bytes since the previous step (x64dbg: any user blocks, then the instruction's
-    /// block) without decoding the step; [`Steps::regs`] is then current, and
-    /// [`Steps::last_step`] decodes the step. `None` at the end, and by default (no
-    /// records, see [`Steps::raw_rest`]).
-    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
-        None
-    }
-
-    /// The step [`Steps::next_record`] passed over, decoded as [`Steps::next_step`] would
-    /// have returned it; `None` by default.
-    fn last_step(&mut self) -> Option<&Step> {
-        None
+    /// Passes over the records another stream passed over with [`Steps::pass_equal`]
+    /// against this one's: `passed.bytes` bytes of [`Steps::records`] holding
+    /// `passed.steps` steps, lazily (the next read catches up, through the index when the
+    /// stretch is long). The default (no records) does nothing.
+    fn pass_records(&mut self, passed: Passed) {
+        let _ = passed;
     }
 
     /// Calls `on_step` with every step from here to the end that `query` matches, in
@@ -303,6 +288,28 @@ pub trait Steps {
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
         Ok(None)
     }
+}
+
+/// The encoded records of a stream's steps not read yet: see [`Steps::records`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Records<'r> {
+    /// The records, from the next step's on.
+    pub bytes: &'r [u8],
+    /// What reading them depends on besides their bytes (x64dbg: the thread-id state of
+    /// its block decoder), as a key: streams with equal keys read equal records as equal
+    /// steps.
+    pub key: u64,
+}
+
+/// What [`Steps::pass_equal`] passed over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Passed {
+    /// The steps passed.
+    pub steps: u64,
+    /// The bytes of records passed.
+    pub bytes: usize,
+    /// The [`Records::key`] after them.
+    pub key: u64,
 }
 
 /// [`Steps::seek`] by reading, for formats without an index: reads steps up to and

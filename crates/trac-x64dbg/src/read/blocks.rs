@@ -4,8 +4,8 @@
 use trace_core::Offset;
 
 use super::decode::{
-    DecoderState, Fail, InstrMeta, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION, MARK_UNFLAGGED,
-    MARK_WORD8, prefetch,
+    DecoderState, Fail, InstrMeta, LOW_BYTES, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION,
+    MARK_UNFLAGGED, MARK_WORD8, Meta, bit0_count, prefetch, sum_of_bytes,
 };
 use crate::Error;
 use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
@@ -464,78 +464,301 @@ impl<'a> Blocks<'a> {
         self.state.instructions
     }
 
-    /// Passes over the instruction blocks that end at or before offset `until` and are of
-    /// one thread (the first one's), without decoding their registers or memory: each
-    /// block is only measured, as [`Iterator::next`] does. Stops before a user block, a
-    /// block of another thread, a block that ends past `until`, and an error (which the
-    /// next [`Iterator::next`] then returns). Returns the instructions passed and their
-    /// thread (`None`: none passed).
-    ///
-    /// With [`Blocks::pass_to`], what `diff` uses to go over equal stretches of two traces
-    /// without replaying them.
-    pub fn walk_run(&mut self, until: Offset) -> (u64, Option<u32>) {
-        let mut n = 0u64;
-        let mut thread = None;
-        loop {
-            // The usual block, measured ahead: its end and whether it names a thread are
-            // known without taking it.
-            if let Some(&fl) = self.ahead.get(3) {
-                let end = self.offset().0.saturating_add(self.ahead.len() as u64);
-                if end > until.0 {
-                    break;
-                }
-                if thread.is_none() || fl & raw::FLAG_THREAD_ID == 0 {
-                    let block = self.ahead;
-                    let ins = self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0);
-                    if let Block::Instruction(ins) = ins {
-                        thread = Some(ins.thread());
-                    }
-                    n = n.saturating_add(1);
-                    continue;
-                }
-            }
-            // Anything else is taken on trial and given back if it ends the run.
-            let save = self.clone();
-            match self.next() {
-                Some(Ok(Block::Instruction(ins)))
-                    if ins.offset().0.saturating_add(ins.bytes.len() as u64) <= until.0
-                        && thread.is_none_or(|t| t == ins.thread()) =>
-                {
-                    thread = Some(ins.thread());
-                    n = n.saturating_add(1);
-                }
-                _ => {
-                    *self = save;
-                    break;
-                }
-            }
-        }
-        (n, thread)
+    /// A key of what decoding the blocks from here depends on besides their bytes: the
+    /// thread carried to blocks without a thread id and the state that decides whether
+    /// a flag-clear block carries thread-id bytes (not the counters). Two iterators with
+    /// equal keys read equal bytes as equal blocks (but for their numbers and offsets);
+    /// [`Blocks::pass_equal`] relies on it. Exact while the flag alone decides the
+    /// thread-id bytes (files of x64dbg with PR #3920, and
+    /// [`ThreadIdMode::Flag`](crate::ThreadIdMode::Flag)); a 64-bit hash of the
+    /// decision's inputs otherwise.
+    #[must_use]
+    pub fn key(&self) -> u64 {
+        self.state.key()
     }
 
-    /// Passes over every block that starts before offset `until` (which should be a block
-    /// boundary), measuring them only; stops at an error, which the next
-    /// [`Iterator::next`] returns. Returns the instructions passed.
-    pub fn pass_to(&mut self, until: Offset) -> u64 {
-        let mut n = 0u64;
-        while self.offset() < until {
-            if let Some(&fl) = self.ahead.get(3) {
-                let block = self.ahead;
-                self.hand_out(block, fl & raw::FLAG_THREAD_ID != 0);
-                n = n.saturating_add(1);
-                continue;
+    /// Passes over the blocks from here whose bytes equal `other`'s, without decoding
+    /// their registers or memory (each block is only measured), and returns the
+    /// instructions passed. `other` is another trace's bytes from its own position, read
+    /// by an iterator with the same [`Blocks::key`]: the blocks passed are then the ones
+    /// that iterator reads there too, so both traces have the same steps up to here.
+    ///
+    /// Stops before the first block that is not equal in both or runs past the end of
+    /// either, and before an error (which the next [`Iterator::next`] returns). A block
+    /// whose reading depends on the blocks after it (the thread-id decision of files
+    /// written before x64dbg PR #3920) passes only when the blocks it looks at are equal
+    /// too. Calls `on_thread` with the thread of the first instruction passed and with
+    /// each thread switched to after it.
+    ///
+    /// The bytes are compared a little ahead of the block being measured, in the same
+    /// loop: measuring is a serial chain of loads (a block's length comes from its own
+    /// bytes) that leaves the CPU idle between them, and the comparison fills that time.
+    /// With it, `diff` goes over the equal stretches of two traces at about memory speed.
+    pub fn pass_equal(&mut self, other: &[u8], mut on_thread: impl FnMut(u32)) -> u64 {
+        if self.done {
+            return 0;
+        }
+        let data = self.data;
+        let base = self.offset().0 as usize;
+        let x = self.rest;
+        let mut eq = EqualPrefix {
+            x,
+            y: other,
+            known: 0,
+            ended: false,
+        };
+        // A copy in registers: the loop calls out (the slow path, `on_thread`).
+        let mut st = self.state;
+        let (mut at, mut instructions) = (0usize, 0u64);
+        let mut told: Option<u32> = None;
+        let mut passed = |at: &mut usize, len: usize, count: u64, thread: u32| {
+            *at += len;
+            instructions += count;
+            if count > 0 && told != Some(thread) {
+                told = Some(thread);
+                on_thread(thread);
             }
-            let save = self.clone();
-            match self.next() {
-                Some(Ok(Block::Instruction(_))) => n = n.saturating_add(1),
-                Some(Ok(Block::User(_))) => {}
-                _ => {
-                    *self = save;
+        };
+        loop {
+            if !eq.ended && st.plain_next() {
+                let hot = if st.word() == 8 {
+                    pass_plain::<8>(x, other, at, eq.known, st.words)
+                } else {
+                    pass_plain::<4>(x, other, at, eq.known, st.words)
+                };
+                eq.known = hot.known;
+                if hot.differs {
+                    // Where exactly: the blocks before it still pass, one at a time.
+                    eq.extend(hot.known + COMPARE_CHUNK);
+                }
+                st.pass_plain(hot.count);
+                let len = hot.at - at;
+                passed(&mut at, len, hot.count, st.thread());
+            }
+            // Any other block (a thread switch, a full dump, a user block, a thread-id
+            // decision, an error, the end), or a usual one near the end of the bytes
+            // known equal: one at a time.
+            if eq.known < at + COMPARE_LEAD {
+                eq.extend(at + COMPARE_LEAD);
+            }
+            let rest = x.get(at..).unwrap_or(&[]);
+            if let Some(block) = st.quick_step(rest) {
+                if at + block.len() > eq.known {
                     break;
+                }
+                let flagged = block
+                    .get(3)
+                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
+                st.commit_instruction(block, (base + at) as u64, flagged);
+                passed(&mut at, block.len(), 1, st.thread());
+            } else {
+                match step_equal(&mut st, data, base, at, &mut eq) {
+                    Some(Meta::Instr(m)) => passed(&mut at, m.len as usize, 1, st.thread()),
+                    Some(user) => at += user.len(),
+                    None => break,
                 }
             }
         }
-        n
+        self.state = st;
+        self.rest = x.get(at..).unwrap_or(&[]);
+        self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+        instructions
+    }
+}
+
+/// What [`pass_plain`] passed.
+struct Plain {
+    /// Where it stopped (the bytes passed from the start).
+    at: usize,
+    /// The bytes known equal.
+    known: usize,
+    /// The instructions passed.
+    count: u64,
+    /// It stopped at a difference in the [`COMPARE_CHUNK`] at `known`.
+    differs: bool,
+}
+
+/// The hot loop of [`Blocks::pass_equal`]: from `at`, passes the usual instruction blocks
+/// (as [`DecoderState::quick_step`] takes them, with words of `W` bytes) that carry no
+/// thread id, while they are well inside both `x` and `y`, comparing a chunk of the two
+/// a little ahead each time (the first `known` bytes are known equal). Stops before any
+/// other block and at a difference in the chunk compared.
+///
+/// Lean on purpose, in its own function so that its values stay in registers: the length
+/// is measured without a branch on the memory flags, the comparison moves on without
+/// one, and every other branch goes the same way nearly always, so the CPU runs ahead
+/// along the chain of block lengths while the comparison's loads complete.
+#[inline(never)]
+fn pass_plain<const W: usize>(
+    x: &[u8],
+    y: &[u8],
+    mut at: usize,
+    mut known: usize,
+    words: u16,
+) -> Plain {
+    // The comparison stays within `COMPARE_LEAD + COMPARE_CHUNK` of `at`: it does not
+    // reach past the end.
+    let limit = x
+        .len()
+        .min(y.len())
+        .saturating_sub(COMPARE_LEAD + COMPARE_CHUNK);
+    let words = u32::from(words);
+    let mut count = 0u64;
+    while at < limit {
+        let (Some(cx), Some(cy)) = (
+            x.get(known..)
+                .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
+            y.get(known..)
+                .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
+        ) else {
+            break;
+        };
+        if words_differ(cx, cy) {
+            return Plain {
+                at,
+                known,
+                count,
+                differs: true,
+            };
+        }
+        known += COMPARE_CHUNK * usize::from(known < at + COMPARE_LEAD);
+        // The block's bytes as one window of fixed size: a usual block is shorter, and
+        // its fields are read at offsets below it without a bounds check each.
+        let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
+            break;
+        };
+        let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
+        let (n, m) = (usize::from(n), usize::from(m));
+        // At most 8 changes and 8 accesses: their positions and flags are one word each.
+        if n > 8 || m > 8 {
+            break;
+        }
+        let op = usize::from(fl & raw::OPCODE_LEN_MASK);
+        let pos = 4 + op;
+        let mf = pos + n * (1 + W);
+        let word = |at: usize, n: usize| {
+            let bytes = w.get(at..).and_then(<[u8]>::first_chunk::<8>);
+            let keep = LOW_BYTES.get(n).copied().unwrap_or(0);
+            bytes.map_or(0, |b| u64::from_le_bytes(*b)) & keep
+        };
+        let (positions, flags) = (word(pos, n), word(mf, m));
+        let end = at + mf + m * (1 + 2 * W) + (m - bit0_count(flags)) * W;
+        let usual = ty == raw::BLOCK_INSTRUCTION
+            && fl & raw::FLAG_THREAD_ID == 0
+            && op != 0
+            && sum_of_bytes(positions) + n as u32 <= words
+            && end <= known;
+        if !usual {
+            break;
+        }
+        at = end;
+        count += 1;
+    }
+    Plain {
+        at,
+        known,
+        count,
+        differs: false,
+    }
+}
+
+/// The bytes [`pass_plain`] reads a block's fields from: those of a usual block without a
+/// thread id end within 4 + 15 + 8 × 9 + 8 = 99 (its memory flags read as one word).
+const USUAL_WINDOW: usize = 128;
+
+/// Whether two chunks differ, compared word by word without a branch (array equality
+/// would call `memcmp`).
+#[inline(always)]
+fn words_differ(x: &[u8; COMPARE_CHUNK], y: &[u8; COMPARE_CHUNK]) -> bool {
+    let (xs, _) = x.as_chunks::<8>();
+    let (ys, _) = y.as_chunks::<8>();
+    xs.iter().zip(ys).fold(0u64, |d, (a, b)| {
+        d | (u64::from_ne_bytes(*a) ^ u64::from_ne_bytes(*b))
+    }) != 0
+}
+
+/// How far [`Blocks::pass_equal`] compares ahead of the block it measures: far enough
+/// that the usual block is known equal when it is measured, near enough to be in the
+/// first-level cache then.
+const COMPARE_LEAD: usize = 1024;
+
+/// The bytes [`EqualPrefix::chunk`] compares at once.
+const COMPARE_CHUNK: usize = 64;
+
+/// The equal prefix of two byte strings, measured as far as asked.
+struct EqualPrefix<'x> {
+    x: &'x [u8],
+    y: &'x [u8],
+    /// The first `known` bytes are equal.
+    known: usize,
+    /// `known` is where they differ, or the end of the shorter.
+    ended: bool,
+}
+
+impl EqualPrefix<'_> {
+    /// Compares on to `to` (or the first difference, or the end); returns `known`.
+    #[inline(never)]
+    fn extend(&mut self, to: usize) -> usize {
+        if self.ended || to <= self.known {
+            return self.known;
+        }
+        let end = to.min(self.x.len()).min(self.y.len());
+        let k = self.known;
+        let (x, y) = (
+            self.x.get(k..end).unwrap_or(&[]),
+            self.y.get(k..end).unwrap_or(&[]),
+        );
+        if x == y {
+            self.known = end;
+            self.ended = end < to;
+        } else {
+            let mut same = 0;
+            for (cx, cy) in x.chunks(COMPARE_CHUNK).zip(y.chunks(COMPARE_CHUNK)) {
+                if cx != cy {
+                    same += cx.iter().zip(cy).take_while(|(p, q)| p == q).count();
+                    break;
+                }
+                same += cx.len();
+            }
+            self.known = k + same;
+            self.ended = true;
+        }
+        self.known
+    }
+}
+
+/// Decodes the block at `data[base + at..]` for [`Blocks::pass_equal`] when it is not the
+/// usual one (a full dump, a user block, a thread-id decision, an error, the end): with
+/// [`DecoderState::step`] over the equal bytes only, as a stream would with them in its
+/// buffer. A stream waits for more rather than decide without the bytes a decision looks
+/// at, so the block passes only when all it looks at is equal on both sides; the
+/// comparison goes on as far as that needs. `None`: the block does not pass.
+#[inline(never)]
+fn step_equal(
+    st: &mut DecoderState,
+    data: &[u8],
+    base: usize,
+    at: usize,
+    eq: &mut EqualPrefix<'_>,
+) -> Option<Meta> {
+    let pos = base + at;
+    loop {
+        if eq.known <= at {
+            eq.extend(at + COMPARE_LEAD);
+        }
+        let seen = data.get(..base + eq.known)?;
+        if pos >= seen.len() {
+            return None;
+        }
+        match st.step(seen, pos, 0, false) {
+            // The data cut after the block: `commit` then loads nothing ahead (the
+            // comparison brings the bytes in).
+            Ok(step) => return Some(st.commit(data.get(..pos + step.len)?, pos, 0, step)),
+            Err(Fail::NeedMore(need)) if !eq.ended && need > seen.len() => {
+                eq.extend(need - base + COMPARE_LEAD);
+            }
+            Err(_) => return None,
+        }
     }
 }
 

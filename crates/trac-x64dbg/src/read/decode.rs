@@ -116,29 +116,30 @@ impl Meta {
     }
 }
 
+/// `LOW_BYTES[n]` keeps the low `n` bytes of a word.
+pub(super) const LOW_BYTES: [u64; 9] = [
+    0,
+    0xff,
+    0xffff,
+    0xff_ffff,
+    0xffff_ffff,
+    0xff_ffff_ffff,
+    0xffff_ffff_ffff,
+    0xff_ffff_ffff_ffff,
+    u64::MAX,
+];
+
 /// The low `n` bytes of the 8 bytes at `rest[start..]`, as a little-endian word, when
 /// `n` is at most 8 and 8 bytes are there.
 #[inline(always)]
 fn low_bytes(rest: &[u8], start: usize, n: usize) -> Option<u64> {
-    /// `LOW_BYTES[n]` keeps the low `n` bytes of a word.
-    const LOW_BYTES: [u64; 9] = [
-        0,
-        0xff,
-        0xffff,
-        0xff_ffff,
-        0xffff_ffff,
-        0xff_ffff_ffff,
-        0xffff_ffff_ffff,
-        0xff_ffff_ffff_ffff,
-        u64::MAX,
-    ];
     let keep = *LOW_BYTES.get(n)?;
     Some(u64::from_le_bytes(*rest.get(start..)?.first_chunk::<8>()?) & keep)
 }
 
 /// The sum of the bytes of `x`.
 #[inline(always)]
-fn sum_of_bytes(x: u64) -> u32 {
+pub(super) fn sum_of_bytes(x: u64) -> u32 {
     const LOW: u64 = 0x00ff_00ff_00ff_00ff;
     let pairs = (x & LOW) + ((x >> 8) & LOW);
     (pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48) as u32
@@ -146,7 +147,7 @@ fn sum_of_bytes(x: u64) -> u32 {
 
 /// How many bytes of `x` have bit 0 set.
 #[inline(always)]
-fn bit0_count(x: u64) -> usize {
+pub(super) fn bit0_count(x: u64) -> usize {
     // At most 8: the sum fits the top byte of the product.
     ((x & 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
@@ -385,6 +386,49 @@ impl DecoderState {
         self.mode == ThreadIdMode::Flag || self.dialect == Dialect::Fixed
     }
 
+    /// What decoding the next blocks depends on besides their bytes and the counters, as
+    /// a key (see [`Blocks::key`](super::Blocks::key)): the thread carried to blocks
+    /// without thread-id bytes, the word size and whether the flag alone decides the
+    /// thread-id bytes; when it does not, also what the decision looks at (the previous
+    /// block's flag and kind, the dialect, the recent threads), hashed.
+    pub(super) fn key(&self) -> u64 {
+        let trust = self.trust_flag();
+        let exact = u64::from(self.thread) | u64::from(self.word) << 32 | u64::from(trust) << 40;
+        if trust {
+            return exact;
+        }
+        let dialect = match self.dialect {
+            Dialect::Unknown => 0u64,
+            Dialect::Fixed => 1,
+            Dialect::Legacy => 2,
+        };
+        let mode = match self.mode {
+            ThreadIdMode::Recover => 0u64,
+            ThreadIdMode::Flag => 1,
+        };
+        let fields = [
+            exact,
+            u64::from(self.prev_flag) | u64::from(self.prev_full) << 1 | dialect << 2 | mode << 4,
+            u64::from(self.recent[0]) | u64::from(self.recent[1]) << 32,
+            u64::from(self.recent[2]) | u64::from(self.recent[3]) << 32,
+        ];
+        // SplitMix64's finaliser over the fields; bit 40 stays clear, so no such key
+        // equals a trusting one.
+        let mixed = fields.iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, &f| {
+            let mut z = (h ^ f).wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        });
+        mixed & !(1 << 40)
+    }
+
+    /// The thread of the last instruction block (0 before the first thread id).
+    #[inline(always)]
+    pub(super) fn thread(&self) -> u32 {
+        self.thread
+    }
+
     /// Whether an instruction block came before.
     #[inline(always)]
     fn have_prev(&self) -> bool {
@@ -441,6 +485,30 @@ impl DecoderState {
             return rest.get(..fixed);
         }
         with_new_values::<W>(rest, fixed, changed)
+    }
+
+    /// The word size in bytes.
+    #[inline(always)]
+    pub(super) fn word(&self) -> u8 {
+        self.word
+    }
+
+    /// Whether [`DecoderState::quick_step`] would take a usual block without a thread id
+    /// next: no thread-id decision is due.
+    #[inline(always)]
+    pub(super) fn plain_next(&self) -> bool {
+        !self.prev_flag || self.trust_flag()
+    }
+
+    /// Moves the state past `count` usual instruction blocks without a thread id (what
+    /// [`DecoderState::commit_instruction`] does for each).
+    #[inline(always)]
+    pub(super) fn pass_plain(&mut self, count: u64) {
+        if count > 0 {
+            self.prev_flag = false;
+            self.prev_full = false;
+            self.instructions += count;
+        }
     }
 
     /// Measures the instruction block at the start of `rest` (file offset `at`), or says

@@ -267,7 +267,7 @@ impl<'a> Replay<'a> {
     }
 
     /// The blocks from where the replay is, with their decoder state (a copy): to walk
-    /// ahead without replaying ([`Blocks::walk_run`], [`Blocks::pass_to`]).
+    /// ahead without replaying ([`Blocks::pass_equal`]).
     #[must_use]
     pub fn blocks(&self) -> Blocks<'a> {
         self.blocks.clone()

@@ -7,7 +7,6 @@ use trac_x64dbg::{
     RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
     write_records,
 };
-use trace_core::Offset;
 
 use crate::common::{
     replay_all, slice_records, slice_records_with, slice_replay, stream_records, stream_replay,
@@ -312,15 +311,29 @@ fn scans_follow_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
 }
 
-/// The header-only block walks pass what the replay reads: at random cut points, a run of
-/// one thread's instructions that end by the cut ([`Blocks::walk_run`]), or every block
-/// that starts before it ([`Blocks::pass_to`]), with the replay's instruction count.
+/// [`Blocks::pass_equal`] against a copy changed at random places passes the blocks the
+/// replay reads, up to the first change: exactly the blocks that end by it when the flag
+/// decides the thread-id bytes, else possibly fewer (a thread-id decision that would look
+/// past the change stops it); it reports the threads of the instructions passed as they
+/// switch, and the blocks after it read as the replay reads them.
 #[test]
-fn block_walks_count_as_the_replay_does() {
-    fn prop(s: Steps, mut cuts: Vec<u16>) -> TestResult {
+fn pass_equal_passes_the_blocks_before_a_change() {
+    fn prop(mut s: Steps, mut cuts: Vec<(u16, u8)>, flag_mode: bool) -> TestResult {
+        // The flag read alone misreads legacy files: none in that mode.
+        if flag_mode {
+            s.opts.legacy_thread_ids = false;
+        }
+        let exact = flag_mode;
         cuts.sort_unstable();
         let bytes = record(&s);
-        let trace = Trace::parse(&bytes).unwrap();
+        let options = ReadOptions {
+            thread_ids: if flag_mode {
+                ThreadIdMode::Flag
+            } else {
+                ThreadIdMode::Recover
+            },
+        };
+        let trace = Trace::with_options(&bytes, options).unwrap();
         // Every block's end and thread (`None`: a user block), as the replay reads them.
         let mut ends = Vec::new();
         let mut replay = trace.replay();
@@ -330,50 +343,81 @@ fn block_walks_count_as_the_replay_does() {
                 Block::Instruction(i) => Some(i.thread()),
                 Block::User(_) => None,
             };
-            ends.push((b.offset().0 + b.len() as u64, thread));
+            ends.push((b.offset().0 as usize + b.len(), thread));
         }
-        let first = trace.first_block_offset().0;
-        let span = bytes.len() as u64 - first + 1;
+        let first = trace.first_block_offset().0 as usize;
+        let span = bytes.len() - first + 1;
         let mut walk = trace.blocks();
         let (mut k, mut instructions) = (0usize, 0u64);
-        for (j, c) in cuts.iter().enumerate() {
-            let until = first + u64::from(*c) * span / 0x1_0000;
-            let mut n = 0u64;
-            if j % 2 == 0 {
-                let mut thread = None;
-                while let Some(&(end, Some(t))) = ends.get(k) {
-                    if end > until || thread.is_some_and(|x| x != t) {
-                        break;
-                    }
-                    thread = Some(t);
-                    (n, k) = (n + 1, k + 1);
-                }
-                let got = walk.walk_run(Offset(until));
-                if got != (n, thread) {
-                    return TestResult::error(format!("walk to {until}: {got:?}, not {n}"));
-                }
+        let mut copy = bytes.clone();
+        // The last cut runs against an equal copy, to the end.
+        cuts.push((u16::MAX, 1));
+        for (j, &(c, x)) in cuts.iter().enumerate() {
+            let last = j + 1 == cuts.len();
+            let change = (first + usize::from(c) * span / 0x1_0000).min(bytes.len());
+            // A byte changed, or the copy cut short there.
+            let (equal_to, len) = if last {
+                (bytes.len(), bytes.len())
+            } else if x % 4 == 0 || change == bytes.len() {
+                (change, change)
             } else {
-                let start = |k: usize| k.checked_sub(1).map_or(first, |p| ends[p].0);
-                while k < ends.len() && start(k) < until {
-                    n += u64::from(ends[k].1.is_some());
-                    k += 1;
-                }
-                let got = walk.pass_to(Offset(until));
-                if got != n {
-                    return TestResult::error(format!("pass to {until}: {got}, not {n}"));
+                copy[change] ^= x | 1;
+                (change, bytes.len())
+            };
+            let other = &copy[..len];
+            let at = walk.offset().0 as usize;
+            let mut threads = Vec::new();
+            let got = walk.pass_equal(&other[at.min(other.len())..], |t| threads.push(t));
+            let to = walk.offset().0 as usize;
+            // The blocks passed, and the ones that end by the change.
+            let start = |k: usize| k.checked_sub(1).map_or(first, |p| ends[p].0);
+            let mut fit = k;
+            while fit < ends.len() && ends[fit].0 <= equal_to {
+                fit += 1;
+            }
+            let Some(passed) = (k..=fit).find(|&m| start(m) == to) else {
+                return TestResult::error(format!("cut {j}: stopped at {to}, not a block end"));
+            };
+            if exact && passed != fit {
+                return TestResult::error(format!("cut {j}: stopped at {to}, not {}", start(fit)));
+            }
+            let mut want_threads: Vec<u32> = Vec::new();
+            for &(_, t) in &ends[k..passed] {
+                if let Some(t) = t
+                    && want_threads.last() != Some(&t)
+                {
+                    want_threads.push(t);
                 }
             }
+            let n = ends[k..passed].iter().filter(|e| e.1.is_some()).count() as u64;
+            if got != n || threads != want_threads {
+                return TestResult::error(format!(
+                    "cut {j}: {got} instructions, threads {threads:?}, not {n}, {want_threads:?}"
+                ));
+            }
             instructions += n;
-            let at = k.checked_sub(1).map_or(first, |p| ends[p].0);
-            if walk.offset().0 != at || walk.instructions() != instructions {
-                return TestResult::error(format!("after cut {j}: at {:?}", walk.offset()));
+            if walk.instructions() != instructions {
+                return TestResult::error(format!("cut {j}: count {}", walk.instructions()));
+            }
+            k = passed;
+            copy[..].copy_from_slice(&bytes);
+        }
+        // The rest reads as the replay reads it.
+        for (m, b) in walk.by_ref().enumerate() {
+            let b = b.unwrap();
+            let thread = match b {
+                Block::Instruction(i) => Some(i.thread()),
+                Block::User(_) => None,
+            };
+            if ends.get(k + m) != Some(&(b.offset().0 as usize + b.len(), thread)) {
+                return TestResult::error(format!("block {} after the passes differs", k + m));
             }
         }
         TestResult::passed()
     }
     QuickCheck::new()
-        .tests(300)
-        .quickcheck(prop as fn(Steps, Vec<u16>) -> TestResult);
+        .tests(500)
+        .quickcheck(prop as fn(Steps, Vec<(u16, u8)>, bool) -> TestResult);
 }
 
 /// The generator's x86 blocks that change only eip and touch no memory are shorter than

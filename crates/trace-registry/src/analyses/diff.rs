@@ -50,13 +50,6 @@ pub const DEFAULT_WINDOW: u64 = 1_000_000;
 /// The default size of a [`Rebase`] range.
 pub const DEFAULT_REBASE_SIZE: u64 = 0x100_0000;
 
-/// The most bytes of the two traces compared at once for an equal stretch: large enough
-/// that measuring again is rare, small enough that a difference soon after is found soon.
-const EQUAL_SPAN: usize = 1 << 20;
-
-/// The chunk of [`EQUAL_SPAN`] compared in one slice comparison.
-const EQUAL_CHUNK: usize = 4096;
-
 /// A shift of B's values for ASLR: every pc, address, register value and memory word of B
 /// inside `b_base .. b_base + size` is moved by `a_base - b_base` before comparing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -551,18 +544,6 @@ impl<'s> Input<'s> {
         }
     }
 
-    /// The step [`Steps::next_record`] just passed, decoded, with its slot (`None`: not a
-    /// compared thread, which cannot happen in the fast path, or no step).
-    fn decode_passed(&mut self) -> Option<(usize, Held)> {
-        let mut held = self.pool.pop().unwrap_or_default();
-        copy_step(&mut held.step, self.steps.last_step()?);
-        held.regs.clear();
-        held.regs.extend_from_slice(self.steps.regs());
-        self.count = self.count.saturating_add(1);
-        let slot = self.slot(held.step.thread)?;
-        Some((slot, held))
-    }
-
     fn queue(&self, slot: usize) -> Option<&VecDeque<Held>> {
         self.queues.get(slot)
     }
@@ -640,6 +621,8 @@ struct Differ<'s, 'o> {
     last_equal: bool,
     /// Pairs to read decoded before comparing records again (after a rewind for context).
     slow_for: u64,
+    /// The threads [`Steps::pass_equal`] met (kept for its buffer).
+    met: Vec<u64>,
 }
 
 impl<'s, 'o> Differ<'s, 'o> {
@@ -717,6 +700,7 @@ impl<'s, 'o> Differ<'s, 'o> {
             records: options.threads.is_empty() && options.rebase.is_none(),
             last_equal: true,
             slow_for: 0,
+            met: Vec::new(),
         })
     }
 
@@ -787,153 +771,64 @@ impl<'s, 'o> Differ<'s, 'o> {
             && self.a.threads == self.b.threads
             && self.open.iter().all(Option::is_none)
             && self.swallow.iter().all(Option::is_none)
-            && self.a.steps.raw_rest().is_some()
-            && self.b.steps.raw_rest().is_some()
+            && self.a.steps.records().is_some()
+            && self.b.steps.records().is_some()
     }
 
-    /// Compares the two sides' records while they are equal: the equal bytes by slice
-    /// comparison, the records inside them passed by [`Steps::pass_run`] (neither side
-    /// decoded), the record where they part (or one that does not fit a run) by
-    /// [`Steps::next_record`]; the first unequal pair is decoded and compared as usual. Before the first
-    /// divergence, rewinds both sides a few instructions (an index seek) to read them
-    /// decoded, as context.
+    /// Passes the records both sides have equal, decoding neither side there:
+    /// [`Steps::pass_equal`] on A against B's records, [`Steps::pass_records`] on B. Then
+    /// reads the pair where they part decoded and compares it as usual; before the first
+    /// divergence, both sides first rewind a few instructions (an index seek) to read
+    /// them decoded, as context.
     fn fast(&mut self) -> Result<(), DiffError> {
-        let mut thread = None;
-        let mut run = 0u64;
-        // The bytes at the front of both rests known to be equal, and whether that was
-        // measured at the current position (so measuring again finds no more).
-        let (mut equal, mut fresh) = (0usize, false);
-        loop {
-            // Whole runs of one thread's records inside the equal bytes: passed on both
-            // sides without decoding (equal records read from equal states give equal
-            // steps); the equal bytes are measured again when no record fits in them.
-            let mut ran = None;
-            for again in [false, true] {
-                if again {
-                    if fresh {
-                        break;
-                    }
-                    equal = self.equal_prefix();
-                    fresh = true;
-                }
-                ran = (equal > 0).then(|| self.a.steps.pass_run(equal)).flatten();
-                if ran.is_some() {
-                    break;
-                }
-            }
-            if let Some((n, len, t)) = ran {
-                self.b.steps.pass_raw(len, n);
-                equal = equal.saturating_sub(len);
-                fresh = false;
-                run = run.saturating_add(n);
-                if thread != Some(t) {
-                    thread = Some(t);
-                    self.pair_same(t)?;
-                }
-                continue;
-            }
-            if self.a.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
-                // A has ended (found without reading it: reading catches up on what was
-                // passed over).
-                self.counted(run);
-                self.a.ended = true;
-                if self.b.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
-                    self.b.ended = true;
-                    return Ok(());
-                }
-                let b = self.b.read()?;
-                return self.in_step(None, b);
-            }
-            let (ta, len, same) = match self.a.steps.next_record() {
-                Some(Ok((ta, xa))) => {
-                    let rest = self.b.steps.raw_rest();
-                    (ta, xa.len(), rest.is_some_and(|r| r.starts_with(xa)))
-                }
-                Some(Err(source)) => {
-                    self.counted(run);
-                    self.a.ended = true;
-                    return Err(DiffError::Read {
-                        side: Side::A,
-                        source,
-                    });
-                }
-                None => {
-                    // A has ended; B may go on (read it only then: reading replays what
-                    // B passed over).
-                    self.counted(run);
-                    self.a.ended = true;
-                    if self.b.steps.raw_rest().is_some_and(<[u8]>::is_empty) {
-                        self.b.ended = true;
-                        return Ok(());
-                    }
-                    let b = self.b.read()?;
-                    return self.in_step(None, b);
-                }
-            };
-            // Equal bytes name the same thread: it must be paired with itself.
-            let same = same
-                && (thread == Some(ta) || {
-                    thread = Some(ta);
-                    let (sa, sb) = (self.a.slot(ta), self.b.slot(ta));
-                    if let Some(s) = sa {
-                        self.grow(s);
-                    }
-                    sa.is_some() && sa == sb
-                });
-            if same {
-                self.b.steps.pass_raw(len, 1);
-                equal = equal.saturating_sub(len);
-                fresh = false;
-                run = run.saturating_add(1);
-                continue;
-            }
-            self.counted(run);
-            let back = if self.diverged {
-                0
-            } else {
-                run.min(self.options.context as u64)
-            };
-            if back > 0 {
-                // Read the last equal instructions again, decoded, for the context.
-                self.counted(back.wrapping_neg());
-                for input in [&mut self.a, &mut self.b] {
-                    input
-                        .steps
-                        .seek(input.count)
-                        .map_err(|source| DiffError::Read {
-                            side: input.side,
-                            source,
-                        })?;
-                }
-                self.slow_for = back.saturating_add(1);
+        let Some(records) = self.b.steps.records() else {
+            return Ok(());
+        };
+        let mut met = std::mem::take(&mut self.met);
+        met.clear();
+        let passed = self.a.steps.pass_equal(records, &mut |t| met.push(t));
+        if passed.bytes > 0 {
+            self.b.steps.pass_records(passed);
+        }
+        self.counted(passed.steps);
+        for &t in &met {
+            self.pair_same(t)?;
+        }
+        self.met = met;
+        if self.a.steps.records().is_some_and(|r| r.bytes.is_empty()) {
+            // A has ended (found without reading it: reading catches up on what was
+            // passed over); B may go on.
+            self.a.ended = true;
+            if self.b.steps.records().is_some_and(|r| r.bytes.is_empty()) {
+                self.b.ended = true;
                 return Ok(());
             }
-            let a = self.a.decode_passed();
             let b = self.b.read()?;
-            return self.in_step(a, b);
+            return self.in_step(None, b);
         }
-    }
-
-    /// The length of the equal bytes at the front of both raw rests, measured up to
-    /// [`EQUAL_SPAN`] bytes: compared by chunks (at memory speed), then byte by byte in
-    /// the first unequal chunk.
-    fn equal_prefix(&self) -> usize {
-        let (Some(x), Some(y)) = (self.a.steps.raw_rest(), self.b.steps.raw_rest()) else {
-            return 0;
+        let back = if self.diverged {
+            0
+        } else {
+            passed.steps.min(self.options.context as u64)
         };
-        let n = x.len().min(y.len()).min(EQUAL_SPAN);
-        let (Some(x), Some(y)) = (x.get(..n), y.get(..n)) else {
-            return 0;
-        };
-        let mut at = 0usize;
-        for (cx, cy) in x.chunks(EQUAL_CHUNK).zip(y.chunks(EQUAL_CHUNK)) {
-            if cx != cy {
-                let same = cx.iter().zip(cy).take_while(|(p, q)| p == q).count();
-                return at.saturating_add(same);
+        if back > 0 {
+            // Read the last equal instructions again, decoded, for the context.
+            self.counted(back.wrapping_neg());
+            for input in [&mut self.a, &mut self.b] {
+                input
+                    .steps
+                    .seek(input.count)
+                    .map_err(|source| DiffError::Read {
+                        side: input.side,
+                        source,
+                    })?;
             }
-            at = at.saturating_add(cx.len());
+            self.slow_for = back.saturating_add(1);
+            return Ok(());
         }
-        at
+        let a = self.a.read()?;
+        let b = self.b.read()?;
+        self.in_step(a, b)
     }
 
     /// Gives thread `t`, met in equal records on both sides, its slot on both. Both sides

@@ -25,7 +25,7 @@ use trac_x64dbg::{
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::{self, Access, Isa, NamedReg, OnStep, RegValue, ScanQuery, Step, Steps};
+use crate::steps::{self, Access, Isa, NamedReg, OnStep, Passed, RegValue, ScanQuery, Step, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -392,9 +392,7 @@ impl<'a> X64Steps<'a> {
             pending: false,
             done: false,
             replayed: 0,
-            passed: None,
-            walker: None,
-            lazy: None,
+            ahead: Ahead::No,
         })
     }
 }
@@ -426,41 +424,38 @@ struct X64Steps<'a> {
     done: bool,
     /// The blocks the last seek replayed after the index (its work past the binary search).
     replayed: u64,
-    /// The instruction `next_record` passed over, until `last_step` decodes it.
-    passed: Option<Instruction<'a>>,
-    /// After `pass_raw` / `pass_run`: the blocks at the position passed to (walked, not
-    /// replayed), which the next read catches up to.
-    walker: Option<trac_x64dbg::Blocks<'a>>,
-    /// After `pass_raw` without a walker: the offset passed to and the steps passed (not
-    /// even walked), which the next read catches up to.
-    lazy: Option<(u64, u64)>,
+    /// Where [`Steps::pass_equal`] or [`Steps::pass_records`] left the stream, ahead of
+    /// the replay, which the next read catches up to.
+    ahead: Ahead<'a>,
+}
+
+/// Where an [`X64Steps`] is ahead of its replay after passing records without reading
+/// them.
+enum Ahead<'a> {
+    /// Not ahead.
+    No,
+    /// [`Steps::pass_equal`] walked the blocks to here: their iterator, with its decoder
+    /// state.
+    Walked(trac_x64dbg::Blocks<'a>),
+    /// [`Steps::pass_records`] was told of the records to here (not even walked): the
+    /// offset, the steps since the replay's position and the key there.
+    Told { to: u64, steps: u64, key: u64 },
 }
 
 impl<'a> X64Steps<'a> {
-    /// The walker at the position passed to (made at the replay's position), for a trace
-    /// in memory that is not pending a seek's step nor ended.
-    fn walker(&mut self) -> Option<&mut trac_x64dbg::Blocks<'a>> {
-        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
-            return None;
-        };
-        if self.pending || self.done || self.lazy.is_some() {
-            return None;
-        }
-        Some(self.walker.get_or_insert_with(|| r.blocks()))
-    }
-
-    /// Catches the replay up to the blocks `pass_raw` / `pass_run` passed over: replays
-    /// them, or, for a long stretch, seeks to its last instruction through the index (one
-    /// index pass, then at most one full-dump interval of replay).
+    /// Catches the replay up to the blocks [`Steps::pass_equal`] or
+    /// [`Steps::pass_records`] passed over: replays them, or, for a long stretch, seeks
+    /// to its last instruction through the index (one index pass, then at most one
+    /// full-dump interval of replay).
     fn caught_up(&mut self) -> Result<(), Error> {
         let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
             return Ok(());
         };
         // The offset passed to and the number of the next instruction there.
-        let (to, next) = match (self.walker.take(), self.lazy.take()) {
-            (Some(w), _) => (w.offset().0, w.instructions()),
-            (None, Some((to, steps))) => (to, r.blocks().instructions().saturating_add(steps)),
-            (None, None) => return Ok(()),
+        let (to, next) = match std::mem::replace(&mut self.ahead, Ahead::No) {
+            Ahead::Walked(w) => (w.offset().0, w.instructions()),
+            Ahead::Told { to, steps, .. } => (to, r.blocks().instructions().saturating_add(steps)),
+            Ahead::No => return Ok(()),
         };
         let gap = to.saturating_sub(r.offset().0);
         // Replaying runs at about a tenth of the index pass's speed (per byte): seek once
@@ -536,7 +531,6 @@ impl Steps for X64Steps<'_> {
     }
 
     fn next_step(&mut self) -> Option<Result<&Step, Error>> {
-        self.passed = None;
         if let Err(e) = self.caught_up() {
             return Some(Err(e));
         }
@@ -593,10 +587,8 @@ impl Steps for X64Steps<'_> {
     }
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
-        self.passed = None;
         // The seek sets the position: what was passed over needs no catching up.
-        self.walker = None;
-        self.lazy = None;
+        self.ahead = Ahead::No;
         let Some(trace) = &self.trace else {
             steps::seek_by_scan(self, n)?;
             self.pending = true;
@@ -628,90 +620,81 @@ impl Steps for X64Steps<'_> {
     }
 
     fn position(&self) -> u64 {
-        match (&self.walker, self.lazy) {
-            (Some(w), _) => w.offset().0,
-            (None, Some((to, _))) => to,
-            (None, None) => self.blocks.offset(),
+        match &self.ahead {
+            Ahead::Walked(w) => w.offset().0,
+            Ahead::Told { to, .. } => *to,
+            Ahead::No => self.blocks.offset(),
         }
     }
 
-    /// In memory (not pending a seek's step): the blocks after the replay's position.
-    fn raw_rest(&self) -> Option<&[u8]> {
+    /// In memory (not pending a seek's step): the blocks from the position passed to, or
+    /// the replay's.
+    fn records(&self) -> Option<steps::Records<'_>> {
         let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
             return None;
         };
         if self.pending || self.done {
             return None;
         }
-        let at = match (&self.walker, self.lazy) {
-            (Some(w), _) => w.offset().0,
-            (None, Some((to, _))) => to,
-            (None, None) => r.offset().0,
+        let (at, key) = match &self.ahead {
+            Ahead::Walked(w) => (w.offset().0, w.key()),
+            Ahead::Told { to, key, .. } => (*to, *key),
+            Ahead::No => (r.offset().0, r.blocks().key()),
         };
-        trace.data().get(usize::try_from(at).ok()?..)
+        let bytes = trace.data().get(usize::try_from(at).ok()?..)?;
+        Some(steps::Records { bytes, key })
+    }
+
+    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
+    /// to before; nothing after [`Steps::pass_records`] (no walk to go on from there:
+    /// `diff` never asks that), nor when the keys differ.
+    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
+        let none = Passed::default();
+        if self.records().is_none_or(|own| own.key != other.key) {
+            return none;
+        }
+        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
+            Ahead::Walked(w) => w,
+            Ahead::No => match &self.blocks {
+                Blocks::Slice(r) => r.blocks(),
+                Blocks::Stream(_) => return none,
+            },
+            told @ Ahead::Told { .. } => {
+                self.ahead = told;
+                return none;
+            }
+        };
+        let from = w.offset().0;
+        let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
+        let passed = Passed {
+            steps,
+            bytes: usize::try_from(w.offset().0.saturating_sub(from)).unwrap_or(0),
+            key: w.key(),
+        };
+        self.ahead = Ahead::Walked(w);
+        passed
     }
 
     /// Notes the offset and the steps passed, without reading the blocks (the replay
-    /// catches up when a step is read next); after [`Steps::pass_run`], walks their
-    /// headers.
-    fn pass_raw(&mut self, len: usize, steps: u64) {
-        if let Some(w) = self.walker.as_mut() {
-            let to = w.offset().0.saturating_add(len as u64);
-            w.pass_to(trace_core::Offset(to));
-        } else if let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) {
-            let (at, passed) = self.lazy.unwrap_or((r.offset().0, 0));
-            self.lazy = Some((at.saturating_add(len as u64), passed.saturating_add(steps)));
-        }
-    }
-
-    /// [`trac_x64dbg::Blocks::walk_run`] from the position passed to.
-    fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
-        let w = self.walker()?;
-        let from = w.offset().0;
-        let (n, thread) = w.walk_run(trace_core::Offset(from.saturating_add(len as u64)));
-        let bytes = usize::try_from(w.offset().0.saturating_sub(from)).ok()?;
-        Some((n, bytes, u64::from(thread?)))
-    }
-
-    /// The bytes from the replay's position to the end of the next instruction's block.
-    fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
-        if let Err(e) = self.caught_up() {
-            return Some(Err(e));
-        }
-        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &mut self.blocks) else {
-            return None;
+    /// catches up when a step is read next).
+    fn pass_records(&mut self, passed: Passed) {
+        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return;
         };
-        if self.pending || self.done {
-            return None;
-        }
-        let from = r.offset().0;
-        match fuse(&mut self.done, r.next_instruction())? {
-            Ok(ins) => {
-                self.passed = Some(ins);
-                let to = r.offset().0;
-                let bytes = usize::try_from(from)
-                    .ok()
-                    .zip(usize::try_from(to).ok())
-                    .and_then(|(f, t)| trace.data().get(f..t))
-                    .unwrap_or_else(|| ins.bytes());
-                Some(Ok((u64::from(ins.thread()), bytes)))
-            }
-            Err(e) => Some(Err(e)),
-        }
-    }
-
-    fn last_step(&mut self) -> Option<&Step> {
-        let ins = self.passed.take()?;
-        let disasm = self.disasm.as_mut();
-        Self::fill(
-            &mut self.step,
-            self.word,
-            &ins,
-            self.blocks.regs(),
-            disasm,
-            self.names.len(),
-        );
-        Some(&self.step)
+        let bytes = passed.bytes as u64;
+        let (to, steps) = match &self.ahead {
+            Ahead::No => (r.offset().0, 0),
+            Ahead::Told { to, steps, .. } => (*to, *steps),
+            Ahead::Walked(w) => (
+                w.offset().0,
+                w.instructions().saturating_sub(r.blocks().instructions()),
+            ),
+        };
+        self.ahead = Ahead::Told {
+            to: to.saturating_add(bytes),
+            steps: steps.saturating_add(passed.steps),
+            key: passed.key,
+        };
     }
 
     /// The lean walk of [`trac_x64dbg::Scan`] for a trace in memory without `--disasm`
