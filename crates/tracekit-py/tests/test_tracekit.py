@@ -398,3 +398,16 @@ def test_stubs_and_docstrings_cover_the_api():
         if not name.startswith("_"):
             assert f"def {name}(" in stub, name
             assert getattr(tracekit.Trace, name).__doc__, name
+
+
+def test_readme_example(capsys, monkeypatch):
+    """The README's Python example runs as written, from the repository root."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "x64dbg ['instructions', 'registers', 'memory']" in out
+    assert "\n1100\n" in out
+    assert "damaged at offset" in out
