@@ -197,6 +197,50 @@ pub struct NamedReg {
     pub value: RegValue,
 }
 
+/// Where a stream finds a named register, for [`Steps::copy_regs`]: found once by
+/// [`Steps::reg_source`], then read at every step without a lookup by name. `at` is the
+/// stream's own locator (x64dbg: the byte offset in the `REGDUMP`; by default: the
+/// register's position in [`Steps::named_regs`]), `len` the register's size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegSource {
+    /// Where the register is, in the stream's own terms.
+    pub at: usize,
+    /// Its size in bytes.
+    pub len: usize,
+}
+
+/// One register copy of a [`Steps::copy_regs`] plan: bytes `skip..skip + len` of the
+/// register at `src` (little-endian; zeros past its end) to `dst..dst + len` of the buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegCopy {
+    /// The register.
+    pub src: RegSource,
+    /// The first byte of the register to copy (a part of a wider one: an x87 register in
+    /// x64dbg's `RegisterArea`).
+    pub skip: usize,
+    /// Where the bytes go in the buffer.
+    pub dst: usize,
+    /// How many bytes.
+    pub len: usize,
+}
+
+/// Copies `value`'s little-endian bytes from `skip` into `dst`, zero-filling the rest.
+fn copy_value(value: &RegValue, skip: usize, dst: &mut [u8]) {
+    let word;
+    let bytes: &[u8] = match value {
+        RegValue::Word(w) => {
+            word = w.to_le_bytes();
+            &word
+        }
+        RegValue::Wide(b) => b,
+    };
+    let src = bytes.get(skip..).unwrap_or_default();
+    let n = src.len().min(dst.len());
+    let (head, tail) = dst.split_at_mut(n);
+    head.copy_from_slice(src.get(..n).unwrap_or_default());
+    tail.fill(0);
+}
+
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
 /// the last step returned.
 pub trait Steps {
@@ -215,6 +259,43 @@ pub trait Steps {
 
     /// Every named register before the last step returned, for `state`.
     fn named_regs(&self, out: &mut Vec<NamedReg>);
+
+    /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
+    /// [`Steps::copy_regs`], or `None` where the stream has no such register. Call it after
+    /// a step has been read. The default finds the name in [`Steps::named_regs`] (so its
+    /// positions must not change from step to step).
+    fn reg_source(&self, name: &str) -> Option<RegSource> {
+        let mut regs = Vec::new();
+        self.named_regs(&mut regs);
+        let at = regs.iter().position(|r| r.name == name)?;
+        let len = match &regs.get(at)?.value {
+            RegValue::Word(_) => 8,
+            RegValue::Wide(b) => b.len(),
+        };
+        Some(RegSource { at, len })
+    }
+
+    /// Copies registers before the last step returned into `out`, as `plan` says (sources
+    /// from [`Steps::reg_source`]; copies outside `out` are skipped): what a sink that
+    /// writes the whole register state at every step uses (the tfile writer). The default
+    /// reads [`Steps::named_regs`] once per call; a format holding its registers as bytes
+    /// copies them directly.
+    fn copy_regs(&self, plan: &[RegCopy], out: &mut [u8]) {
+        if plan.is_empty() {
+            return;
+        }
+        let mut regs = Vec::new();
+        self.named_regs(&mut regs);
+        for c in plan {
+            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+                continue;
+            };
+            match regs.get(c.src.at) {
+                Some(r) => copy_value(&r.value, c.skip, dst),
+                None => dst.fill(0),
+            }
+        }
+    }
 
     /// Whether a step's memory accesses are snapshots taken before the instruction ran
     /// (tfile frames), rather than what the instruction itself read and wrote.

@@ -25,7 +25,9 @@ use trac_x64dbg::{
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::{self, Access, Isa, NamedReg, OnStep, RegValue, ScanQuery, Step, Steps};
+use crate::steps::{
+    self, Access, Isa, NamedReg, OnStep, RegCopy, RegSource, RegValue, ScanQuery, Step, Steps,
+};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -750,6 +752,54 @@ impl Steps for X64Steps<'_> {
             None => self.index.insert(trace.build_index().map_err(err)?),
         };
         Ok(Some(index.to_bytes()))
+    }
+
+    /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
+    /// its byte offset and size.
+    fn reg_source(&self, name: &str) -> Option<RegSource> {
+        let f = self.fields.iter().find(|f| f.name == name)?;
+        Some(RegSource {
+            at: f.offset,
+            len: f.size,
+        })
+    }
+
+    /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time.
+    fn copy_regs(&self, plan: &[RegCopy], out: &mut [u8]) {
+        let words = self.blocks.regs().words();
+        let w = self.word as usize;
+        for c in plan {
+            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+                continue;
+            };
+            let n = c.src.len.saturating_sub(c.skip).min(dst.len());
+            let (head, tail) = dst.split_at_mut(n);
+            dump_bytes(words, w, c.src.at.saturating_add(c.skip), head);
+            tail.fill(0);
+        }
+    }
+}
+
+/// Fills `dst` with the `REGDUMP` bytes from byte offset `at`: the dump is `words` of `w`
+/// bytes each (in the low bytes of each `u64`), little-endian; zeros past its end.
+fn dump_bytes(words: &[u64], w: usize, mut at: usize, dst: &mut [u8]) {
+    let w = w.clamp(1, 8);
+    let mut rest = dst;
+    while !rest.is_empty() {
+        let (index, within) = (
+            at.checked_div(w).unwrap_or(0),
+            at.checked_rem(w).unwrap_or(0),
+        );
+        let word = words.get(index).copied().unwrap_or(0).to_le_bytes();
+        let from = word.get(within..w).unwrap_or_default();
+        let n = from.len().min(rest.len()).max(1);
+        let (head, tail) = rest.split_at_mut(n);
+        match from.get(..n) {
+            Some(src) => head.copy_from_slice(src),
+            None => head.fill(0),
+        }
+        rest = tail;
+        at = at.saturating_add(n);
     }
 }
 

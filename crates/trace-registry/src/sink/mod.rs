@@ -2,6 +2,7 @@
 
 mod jsonl;
 pub mod tenet;
+pub mod tfile;
 
 pub use jsonl::JsonLines;
 #[cfg(feature = "parquet")]
