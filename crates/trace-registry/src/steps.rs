@@ -297,6 +297,16 @@ pub trait Steps {
         }
     }
 
+    /// Whether registers other than the words of [`Steps::regs`] may differ before the last
+    /// step returned from before the step returned ahead of it (always by default). A sink
+    /// copying the whole register state at every step ([`Steps::copy_regs`]) copies those
+    /// only when some step since its last copy says so; x64dbg answers from the block's
+    /// register changes, so the XMM, x87 and segment registers are copied only when an
+    /// instruction changed them.
+    fn other_regs_changed(&self) -> bool {
+        true
+    }
+
     /// Whether a step's memory accesses are snapshots taken before the instruction ran
     /// (tfile frames), rather than what the instruction itself read and wrote.
     fn memory_is_snapshot(&self) -> bool {

@@ -397,6 +397,8 @@ impl<'a> X64Steps<'a> {
             passed: None,
             walker: None,
             lazy: None,
+            moved: true,
+            others_changed: true,
         })
     }
 }
@@ -436,6 +438,11 @@ struct X64Steps<'a> {
     /// After `pass_raw` without a walker: the offset passed to and the steps passed (not
     /// even walked), which the next read catches up to.
     lazy: Option<(u64, u64)>,
+    /// The stream moved other than by `next_step` (a seek, a pass, `next_record`) since
+    /// the last step: any register may have changed.
+    moved: bool,
+    /// [`Steps::other_regs_changed`] of the last step.
+    others_changed: bool,
 }
 
 impl<'a> X64Steps<'a> {
@@ -543,6 +550,7 @@ impl Steps for X64Steps<'_> {
             return Some(Err(e));
         }
         if std::mem::take(&mut self.pending) {
+            self.others_changed = true;
             return Some(Ok(&self.step));
         }
         if self.done {
@@ -554,15 +562,12 @@ impl Steps for X64Steps<'_> {
         };
         match fuse(&mut self.done, next)? {
             Ok((ins, regs)) => {
+                let general = self.names.len();
+                self.others_changed = std::mem::take(&mut self.moved)
+                    || ins.is_full_dump()
+                    || ins.regs().any(|c| usize::from(c.index) >= general);
                 let disasm = self.disasm.as_mut();
-                Self::fill(
-                    &mut self.step,
-                    self.word,
-                    &ins,
-                    regs,
-                    disasm,
-                    self.names.len(),
-                );
+                Self::fill(&mut self.step, self.word, &ins, regs, disasm, general);
                 Some(Ok(&self.step))
             }
             Err(e) => Some(Err(e)),
@@ -596,6 +601,7 @@ impl Steps for X64Steps<'_> {
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         self.passed = None;
+        self.moved = true;
         // The seek sets the position: what was passed over needs no catching up.
         self.walker = None;
         self.lazy = None;
@@ -657,6 +663,7 @@ impl Steps for X64Steps<'_> {
     /// catches up when a step is read next); after [`Steps::pass_run`], walks their
     /// headers.
     fn pass_raw(&mut self, len: usize, steps: u64) {
+        self.moved = true;
         if let Some(w) = self.walker.as_mut() {
             let to = w.offset().0.saturating_add(len as u64);
             w.pass_to(trace_core::Offset(to));
@@ -668,6 +675,7 @@ impl Steps for X64Steps<'_> {
 
     /// [`trac_x64dbg::Blocks::walk_run`] from the position passed to.
     fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
+        self.moved = true;
         let w = self.walker()?;
         let from = w.offset().0;
         let (n, thread) = w.walk_run(trace_core::Offset(from.saturating_add(len as u64)));
@@ -677,6 +685,7 @@ impl Steps for X64Steps<'_> {
 
     /// The bytes from the replay's position to the end of the next instruction's block.
     fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
+        self.moved = true;
         if let Err(e) = self.caught_up() {
             return Some(Err(e));
         }
@@ -762,6 +771,12 @@ impl Steps for X64Steps<'_> {
             at: f.offset,
             len: f.size,
         })
+    }
+
+    /// Whether the block of the last step changed a word past the general registers (or
+    /// was a full dump, or the stream moved otherwise since the step before).
+    fn other_regs_changed(&self) -> bool {
+        self.others_changed
     }
 
     /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time.
