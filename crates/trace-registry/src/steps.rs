@@ -198,9 +198,11 @@ pub struct NamedReg {
 }
 
 /// Where a stream finds a named register, for [`Steps::copy_regs`]: found once by
-/// [`Steps::reg_source`], then read at every step without a lookup by name. `at` is the
-/// stream's own locator (x64dbg: the byte offset in the `REGDUMP`; by default: the
-/// register's position in [`Steps::named_regs`]), `len` the register's size in bytes.
+/// [`Steps::reg_source`], then read at every step without a lookup by name. The stream's
+/// registers are seen as one little-endian byte string (x64dbg: the `REGDUMP`; by default:
+/// the values of [`Steps::named_regs`] one after the other, a word as 8 bytes), `at` is the
+/// register's offset in it and `len` its size, so registers next to each other there can
+/// be copied at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegSource {
     /// Where the register is, in the stream's own terms.
@@ -224,21 +226,12 @@ pub struct RegCopy {
     pub len: usize,
 }
 
-/// Copies `value`'s little-endian bytes from `skip` into `dst`, zero-filling the rest.
-fn copy_value(value: &RegValue, skip: usize, dst: &mut [u8]) {
-    let word;
-    let bytes: &[u8] = match value {
-        RegValue::Word(w) => {
-            word = w.to_le_bytes();
-            &word
-        }
-        RegValue::Wide(b) => b,
-    };
-    let src = bytes.get(skip..).unwrap_or_default();
-    let n = src.len().min(dst.len());
-    let (head, tail) = dst.split_at_mut(n);
-    head.copy_from_slice(src.get(..n).unwrap_or_default());
-    tail.fill(0);
+/// The bytes of a register value in the default byte string of [`RegSource`].
+fn value_len(value: &RegValue) -> usize {
+    match value {
+        RegValue::Word(_) => 8,
+        RegValue::Wide(b) => b.len(),
+    }
 }
 
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
@@ -262,17 +255,20 @@ pub trait Steps {
 
     /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
     /// [`Steps::copy_regs`], or `None` where the stream has no such register. Call it after
-    /// a step has been read. The default finds the name in [`Steps::named_regs`] (so its
-    /// positions must not change from step to step).
+    /// a step has been read. The default finds the name in [`Steps::named_regs`] (whose
+    /// registers and their sizes must then not change from step to step).
     fn reg_source(&self, name: &str) -> Option<RegSource> {
         let mut regs = Vec::new();
         self.named_regs(&mut regs);
-        let at = regs.iter().position(|r| r.name == name)?;
-        let len = match &regs.get(at)?.value {
-            RegValue::Word(_) => 8,
-            RegValue::Wide(b) => b.len(),
-        };
-        Some(RegSource { at, len })
+        let mut at = 0usize;
+        for r in &regs {
+            let len = value_len(&r.value);
+            if r.name == name {
+                return Some(RegSource { at, len });
+            }
+            at = at.saturating_add(len);
+        }
+        None
     }
 
     /// Copies registers before the last step returned into `out`, as `plan` says (sources
@@ -286,14 +282,24 @@ pub trait Steps {
         }
         let mut regs = Vec::new();
         self.named_regs(&mut regs);
+        let mut bytes: Vec<u8> = Vec::new();
+        for r in &regs {
+            match &r.value {
+                RegValue::Word(w) => bytes.extend_from_slice(&w.to_le_bytes()),
+                RegValue::Wide(b) => bytes.extend_from_slice(b),
+            }
+        }
         for c in plan {
             let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
                 continue;
             };
-            match regs.get(c.src.at) {
-                Some(r) => copy_value(&r.value, c.skip, dst),
-                None => dst.fill(0),
-            }
+            let from = c.src.at.saturating_add(c.skip);
+            let end = c.src.at.saturating_add(c.src.len).min(bytes.len());
+            let src = bytes.get(from..end).unwrap_or_default();
+            let n = src.len().min(dst.len());
+            let (head, tail) = dst.split_at_mut(n);
+            head.copy_from_slice(src.get(..n).unwrap_or_default());
+            tail.fill(0);
         }
     }
 

@@ -790,31 +790,51 @@ impl Steps for X64Steps<'_> {
             let n = c.src.len.saturating_sub(c.skip).min(dst.len());
             let (head, tail) = dst.split_at_mut(n);
             dump_bytes(words, w, c.src.at.saturating_add(c.skip), head);
-            tail.fill(0);
+            for b in tail {
+                *b = 0;
+            }
         }
     }
 }
 
 /// Fills `dst` with the `REGDUMP` bytes from byte offset `at`: the dump is `words` of `w`
-/// bytes each (in the low bytes of each `u64`), little-endian; zeros past its end.
-fn dump_bytes(words: &[u64], w: usize, mut at: usize, dst: &mut [u8]) {
-    let w = w.clamp(1, 8);
+/// bytes each (8 or 4, in the low bytes of each `u64`), little-endian; zeros past its end.
+/// Whole words are copied with constant sizes and the odd bytes one by one, since the
+/// copies are small and many (no call to memcpy).
+fn dump_bytes(words: &[u64], w: usize, at: usize, dst: &mut [u8]) {
+    let word = |i: usize| words.get(i).copied().unwrap_or(0).to_le_bytes();
+    let (Some(mut i), Some(within)) = (at.checked_div(w), at.checked_rem(w)) else {
+        return;
+    };
     let mut rest = dst;
-    while !rest.is_empty() {
-        let (index, within) = (
-            at.checked_div(w).unwrap_or(0),
-            at.checked_rem(w).unwrap_or(0),
-        );
-        let word = words.get(index).copied().unwrap_or(0).to_le_bytes();
-        let from = word.get(within..w).unwrap_or_default();
-        let n = from.len().min(rest.len()).max(1);
-        let (head, tail) = rest.split_at_mut(n);
-        match from.get(..n) {
-            Some(src) => head.copy_from_slice(src),
-            None => head.fill(0),
+    if within > 0 {
+        let head = word(i);
+        let n = w.saturating_sub(within).min(rest.len());
+        let (d, tail) = rest.split_at_mut(n);
+        for (d, s) in d.iter_mut().zip(head.iter().skip(within)) {
+            *d = *s;
         }
         rest = tail;
-        at = at.saturating_add(n);
+        i = i.saturating_add(1);
+    }
+    let tail = if w == 8 {
+        let mut chunks = rest.chunks_exact_mut(8);
+        for c in &mut chunks {
+            c.copy_from_slice(&word(i));
+            i = i.saturating_add(1);
+        }
+        chunks.into_remainder()
+    } else {
+        let mut chunks = rest.chunks_exact_mut(4);
+        for c in &mut chunks {
+            let [a, b, c2, d, ..] = word(i);
+            c.copy_from_slice(&[a, b, c2, d]);
+            i = i.saturating_add(1);
+        }
+        chunks.into_remainder()
+    };
+    for (d, s) in tail.iter_mut().zip(word(i)) {
+        *d = s;
     }
 }
 
