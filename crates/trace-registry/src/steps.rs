@@ -197,7 +197,7 @@ pub struct NamedReg {
     pub value: RegValue,
 }
 
-/// Where a stream finds a named register, for [`Steps::copy_regs`]: found once by
+/// Where a stream finds a named register, for [`Steps::update_regs`]: found once by
 /// [`Steps::reg_source`], then read at every step without a lookup by name. The stream's
 /// registers are seen as one little-endian byte string (x64dbg: the `REGDUMP`; by default:
 /// the values of [`Steps::named_regs`] one after the other, a word as 8 bytes), `at` is the
@@ -211,7 +211,7 @@ pub struct RegSource {
     pub len: usize,
 }
 
-/// One register copy of a [`Steps::copy_regs`] plan: bytes `skip..skip + len` of the
+/// One register copy of a [`Steps::update_regs`] plan: bytes `skip..skip + len` of the
 /// register at `src` (little-endian; zeros past its end) to `dst..dst + len` of the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegCopy {
@@ -254,7 +254,7 @@ pub trait Steps {
     fn named_regs(&self, out: &mut Vec<NamedReg>);
 
     /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
-    /// [`Steps::copy_regs`], or `None` where the stream has no such register. Call it after
+    /// [`Steps::update_regs`], or `None` where the stream has no such register. Call it after
     /// a step has been read. The default finds the name in [`Steps::named_regs`] (whose
     /// registers and their sizes must then not change from step to step).
     fn reg_source(&self, name: &str) -> Option<RegSource> {
@@ -271,12 +271,14 @@ pub trait Steps {
         None
     }
 
-    /// Copies registers before the last step returned into `out`, as `plan` says (sources
-    /// from [`Steps::reg_source`]; copies outside `out` are skipped): what a sink that
-    /// writes the whole register state at every step uses (the tfile writer). The default
-    /// reads [`Steps::named_regs`] once per call; a format holding its registers as bytes
-    /// copies them directly.
-    fn copy_regs(&self, plan: &[RegCopy], out: &mut [u8]) {
+    /// Brings `out` up to date with the registers before the last step returned, as `plan`
+    /// says (sources from [`Steps::reg_source`]; copies outside `out` are skipped): what a
+    /// sink that writes the whole register state at every step uses (the tfile writer).
+    /// The first call copies every register of the plan; later ones may copy only those
+    /// changed since the previous call, so `out` must hold what the previous call (with
+    /// the same plan) left there. The default copies them all, from
+    /// [`Steps::named_regs`]; x64dbg copies only the `REGDUMP` words the blocks changed.
+    fn update_regs(&mut self, plan: &[RegCopy], out: &mut [u8]) {
         if plan.is_empty() {
             return;
         }
@@ -301,16 +303,6 @@ pub trait Steps {
             head.copy_from_slice(src.get(..n).unwrap_or_default());
             tail.fill(0);
         }
-    }
-
-    /// Whether registers other than the words of [`Steps::regs`] may differ before the last
-    /// step returned from before the step returned ahead of it (always by default). A sink
-    /// copying the whole register state at every step ([`Steps::copy_regs`]) copies those
-    /// only when some step since its last copy says so; x64dbg answers from the block's
-    /// register changes, so the XMM, x87 and segment registers are copied only when an
-    /// instruction changed them.
-    fn other_regs_changed(&self) -> bool {
-        true
     }
 
     /// Whether a step's memory accesses are snapshots taken before the instruction ran

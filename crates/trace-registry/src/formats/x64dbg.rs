@@ -397,8 +397,8 @@ impl<'a> X64Steps<'a> {
             passed: None,
             walker: None,
             lazy: None,
-            moved: true,
-            others_changed: true,
+            dirty: [0; 4],
+            all_dirty: true,
         })
     }
 }
@@ -438,11 +438,12 @@ struct X64Steps<'a> {
     /// After `pass_raw` without a walker: the offset passed to and the steps passed (not
     /// even walked), which the next read catches up to.
     lazy: Option<(u64, u64)>,
-    /// The stream moved other than by `next_step` (a seek, a pass, `next_record`) since
-    /// the last step: any register may have changed.
-    moved: bool,
-    /// [`Steps::other_regs_changed`] of the last step.
-    others_changed: bool,
+    /// The `REGDUMP` words changed since the last [`Steps::update_regs`], one bit each
+    /// (216 words at most).
+    dirty: [u64; 4],
+    /// Every word may have changed (a full dump, or the stream moved other than by
+    /// `next_step`: a seek, a pass, `next_record`).
+    all_dirty: bool,
 }
 
 impl<'a> X64Steps<'a> {
@@ -550,7 +551,6 @@ impl Steps for X64Steps<'_> {
             return Some(Err(e));
         }
         if std::mem::take(&mut self.pending) {
-            self.others_changed = true;
             return Some(Ok(&self.step));
         }
         if self.done {
@@ -562,12 +562,25 @@ impl Steps for X64Steps<'_> {
         };
         match fuse(&mut self.done, next)? {
             Ok((ins, regs)) => {
-                let general = self.names.len();
-                self.others_changed = std::mem::take(&mut self.moved)
-                    || ins.is_full_dump()
-                    || ins.regs().any(|c| usize::from(c.index) >= general);
+                if ins.is_full_dump() {
+                    self.all_dirty = true;
+                } else {
+                    for c in ins.regs() {
+                        let i = usize::from(c.index);
+                        if let Some(bits) = self.dirty.get_mut(i >> 6) {
+                            *bits |= 1 << (i & 63);
+                        }
+                    }
+                }
                 let disasm = self.disasm.as_mut();
-                Self::fill(&mut self.step, self.word, &ins, regs, disasm, general);
+                Self::fill(
+                    &mut self.step,
+                    self.word,
+                    &ins,
+                    regs,
+                    disasm,
+                    self.names.len(),
+                );
                 Some(Ok(&self.step))
             }
             Err(e) => Some(Err(e)),
@@ -601,7 +614,7 @@ impl Steps for X64Steps<'_> {
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         self.passed = None;
-        self.moved = true;
+        self.all_dirty = true;
         // The seek sets the position: what was passed over needs no catching up.
         self.walker = None;
         self.lazy = None;
@@ -663,7 +676,7 @@ impl Steps for X64Steps<'_> {
     /// catches up when a step is read next); after [`Steps::pass_run`], walks their
     /// headers.
     fn pass_raw(&mut self, len: usize, steps: u64) {
-        self.moved = true;
+        self.all_dirty = true;
         if let Some(w) = self.walker.as_mut() {
             let to = w.offset().0.saturating_add(len as u64);
             w.pass_to(trace_core::Offset(to));
@@ -675,7 +688,7 @@ impl Steps for X64Steps<'_> {
 
     /// [`trac_x64dbg::Blocks::walk_run`] from the position passed to.
     fn pass_run(&mut self, len: usize) -> Option<(u64, usize, u64)> {
-        self.moved = true;
+        self.all_dirty = true;
         let w = self.walker()?;
         let from = w.offset().0;
         let (n, thread) = w.walk_run(trace_core::Offset(from.saturating_add(len as u64)));
@@ -685,7 +698,7 @@ impl Steps for X64Steps<'_> {
 
     /// The bytes from the replay's position to the end of the next instruction's block.
     fn next_record(&mut self) -> Option<Result<(u64, &[u8]), Error>> {
-        self.moved = true;
+        self.all_dirty = true;
         if let Err(e) = self.caught_up() {
             return Some(Err(e));
         }
@@ -773,28 +786,45 @@ impl Steps for X64Steps<'_> {
         })
     }
 
-    /// Whether the block of the last step changed a word past the general registers (or
-    /// was a full dump, or the stream moved otherwise since the step before).
-    fn other_regs_changed(&self) -> bool {
-        self.others_changed
-    }
-
-    /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time.
-    fn copy_regs(&self, plan: &[RegCopy], out: &mut [u8]) {
+    /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time,
+    /// and only those whose words a block changed since the last call.
+    fn update_regs(&mut self, plan: &[RegCopy], out: &mut [u8]) {
         let words = self.blocks.regs().words();
         let w = self.word as usize;
+        let shift = if w == 8 { 3 } else { 2 };
+        let all = std::mem::take(&mut self.all_dirty);
+        let dirty = std::mem::take(&mut self.dirty);
         for c in plan {
+            let from = c.src.at.saturating_add(c.skip);
+            let n = c.src.len.saturating_sub(c.skip).min(c.len);
+            let last = from.saturating_add(n.max(1)).saturating_sub(1);
+            if !all && !any_bit(&dirty, from >> shift, last >> shift) {
+                continue;
+            }
             let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
                 continue;
             };
-            let n = c.src.len.saturating_sub(c.skip).min(dst.len());
-            let (head, tail) = dst.split_at_mut(n);
-            dump_bytes(words, w, c.src.at.saturating_add(c.skip), head);
+            let (head, tail) = dst.split_at_mut(n.min(dst.len()));
+            dump_bytes(words, w, from, head);
             for b in tail {
                 *b = 0;
             }
         }
     }
+}
+
+/// Whether a bit of `bits` from `lo` to `hi` (inclusive) is set.
+fn any_bit(bits: &[u64; 4], lo: usize, hi: usize) -> bool {
+    (lo >> 6..=hi >> 6).any(|k| {
+        let Some(&word) = bits.get(k) else {
+            return false;
+        };
+        let from = if k == lo >> 6 { lo & 63 } else { 0 };
+        let to = if k == hi >> 6 { hi & 63 } else { 63 };
+        // Bits from..=to: all ones shifted into place.
+        let mask = (u64::MAX >> 63usize.saturating_sub(to.saturating_sub(from))) << from;
+        word & mask != 0
+    })
 }
 
 /// Fills `dst` with the `REGDUMP` bytes from byte offset `at`: the dump is `words` of `w`
@@ -803,9 +833,9 @@ impl Steps for X64Steps<'_> {
 /// copies are small and many (no call to memcpy).
 fn dump_bytes(words: &[u64], w: usize, at: usize, dst: &mut [u8]) {
     let word = |i: usize| words.get(i).copied().unwrap_or(0).to_le_bytes();
-    let (Some(mut i), Some(within)) = (at.checked_div(w), at.checked_rem(w)) else {
-        return;
-    };
+    // Shifts, not a division: this runs for every copy of every step.
+    let (w, shift, mask): (usize, u32, usize) = if w == 8 { (8, 3, 7) } else { (4, 2, 3) };
+    let (mut i, within) = (at >> shift, at & mask);
     let mut rest = dst;
     if within > 0 {
         let head = word(i);

@@ -25,7 +25,7 @@
 //!
 //! Registers are found by name ([`Steps::reg_names`] for the words [`Steps::regs`] gives,
 //! else [`Steps::reg_source`]), once; every frame then copies them into one reused block
-//! ([`Steps::copy_regs`]). Memory use is bounded by one frame and a 256 KiB buffer.
+//! ([`Steps::update_regs`]). Memory use is bounded by one frame and a 256 KiB buffer.
 
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -111,19 +111,22 @@ struct Setup {
     first_pc: u64,
 }
 
-/// Where a register of the description comes from: a word of [`Steps::regs`], or a
-/// [`Steps::copy_regs`] copy.
+/// Where a register of the description comes from: a [`Steps::update_regs`] copy, or
+/// else a word of [`Steps::regs`].
 #[derive(Default)]
 struct Plan {
+    copies: Vec<RegCopy>,
     /// (position in `regs()`, offset in the block, bytes).
     words: Vec<(usize, usize, usize)>,
-    copies: Vec<RegCopy>,
 }
 
 impl Plan {
-    /// Fills `block` with the registers before the last step of `steps`: the words, and
-    /// the others when `others` (they may have changed since the block was last filled).
-    fn fill(&self, steps: &dyn Steps, block: &mut [u8], others: bool) {
+    /// Brings `block` up to date with the registers before the last step of `steps`.
+    fn fill(&self, steps: &mut dyn Steps, block: &mut [u8]) {
+        steps.update_regs(&self.copies, block);
+        if self.words.is_empty() {
+            return;
+        }
         let regs = steps.regs();
         for &(slot, at, len) in &self.words {
             let v = regs.get(slot).copied().unwrap_or(0).to_le_bytes();
@@ -137,9 +140,6 @@ impl Plan {
             {
                 dst.copy_from_slice(src);
             }
-        }
-        if others {
-            steps.copy_regs(&self.copies, block);
         }
     }
 }
@@ -180,13 +180,16 @@ fn plan(steps: &dyn Steps, td: &TargetDescription) -> Plan {
         let size = r.size();
         for (name, skip, most) in sources(&r.name) {
             let len = most.map_or(size, |m| m.min(size));
-            if skip == 0
-                && let Some(slot) = names.iter().position(|n| *n == name)
+            let Some(src) = steps.reg_source(&name) else {
+                if skip == 0
+                    && let Some(slot) = names.iter().position(|n| *n == name)
+                {
+                    plan.words.push((slot, r.offset, len.min(8)));
+                    break;
+                }
+                continue;
+            };
             {
-                plan.words.push((slot, r.offset, len.min(8)));
-                break;
-            }
-            if let Some(src) = steps.reg_source(&name) {
                 let copy = RegCopy {
                     src: RegSource {
                         at: src.at.saturating_add(skip),
@@ -281,8 +284,6 @@ pub fn convert<W: Write + Seek>(
     let mut accesses: Vec<(u64, usize, usize)> = Vec::new();
     let mut mem: Vec<u8> = Vec::new();
     let mut written = 0u64;
-    // Whether registers outside `regs()` changed since the block was last filled.
-    let mut others = true;
     while let Some(step) = steps.next_step() {
         let step = step?;
         let (t, pc) = (step.thread, step.pc);
@@ -297,7 +298,6 @@ pub fn convert<W: Write + Seek>(
                 }
             }
         }
-        others |= steps.other_regs_changed();
         if !selected {
             // Kept only for the error of a thread that never runs.
             if setup.is_none() && !seen.contains(&t) {
@@ -344,7 +344,7 @@ pub fn convert<W: Write + Seek>(
         else {
             break;
         };
-        plan.fill(steps, block, std::mem::take(&mut others));
+        plan.fill(steps, block);
         frames.begin(&mut buf, TRACEPOINT)?;
         frames.registers(&mut buf, block)?;
         for &(addr, at, len) in &accesses {
@@ -404,7 +404,12 @@ pub fn convert<W: Write + Seek>(
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
 mod tests {
     use std::io::Cursor;
 
@@ -688,7 +693,9 @@ mod tests {
         let mut input = Input::from_bytes("basic.log", bytes.clone()).unwrap();
         let handler = crate::detect(&input).unwrap();
         assert_eq!(handler.name(), "tenet");
-        let mut want: Vec<(u64, Vec<(String, u64)>, Vec<(u64, Vec<u8>)>)> = Vec::new();
+        // Per step: pc, the named general registers, the reads (address, bytes).
+        type Seen = (u64, Vec<(String, u64)>, Vec<(u64, Vec<u8>)>);
+        let mut want: Vec<Seen> = Vec::new();
         {
             let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
             while let Some(step) = steps.next_step() {
