@@ -26,7 +26,8 @@ use trac_x64dbg::{
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{
-    self, Access, Isa, NamedReg, OnStep, RegCopy, RegSource, RegValue, ScanQuery, Step, Steps,
+    self, Access, Isa, NamedReg, OnStep, RegCopy, RegPlan, RegSource, RegValue, ScanQuery, Step,
+    Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
@@ -787,44 +788,46 @@ impl Steps for X64Steps<'_> {
     }
 
     /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time,
-    /// and only those whose words a block changed since the last call.
-    fn update_regs(&mut self, plan: &[RegCopy], out: &mut [u8]) {
+    /// and only those reading words a block changed since the last call (found from the
+    /// changed words through the plan's index, so the cost follows the changes).
+    fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
         let words = self.blocks.regs().words();
         let w = self.word as usize;
         let shift = if w == 8 { 3 } else { 2 };
-        let all = std::mem::take(&mut self.all_dirty);
-        let dirty = std::mem::take(&mut self.dirty);
-        for c in plan {
-            let from = c.src.at.saturating_add(c.skip);
-            let n = c.src.len.saturating_sub(c.skip).min(c.len);
-            let last = from.saturating_add(n.max(1)).saturating_sub(1);
-            if !all && !any_bit(&dirty, from >> shift, last >> shift) {
-                continue;
-            }
+        let span = |c: &RegCopy| {
+            let last = c.src.at.saturating_add(c.src.len.max(1)).saturating_sub(1);
+            (c.src.at >> shift, last >> shift)
+        };
+        if !plan.is_indexed() {
+            plan.index(trac_x64dbg::MAX_WORDS, span);
+            self.all_dirty = true;
+        }
+        let copy = |c: &RegCopy, out: &mut [u8]| {
             let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
-                continue;
+                return;
             };
-            let (head, tail) = dst.split_at_mut(n.min(dst.len()));
-            dump_bytes(words, w, from, head);
+            let (head, tail) = dst.split_at_mut(c.src.len.min(dst.len()));
+            dump_bytes(words, w, c.src.at, head);
             for b in tail {
                 *b = 0;
             }
+        };
+        let dirty = std::mem::take(&mut self.dirty);
+        if std::mem::take(&mut self.all_dirty) {
+            plan.copies().iter().for_each(|c| copy(c, out));
+            return;
+        }
+        // A copy fed by several changed words is made once per word: a few bytes again,
+        // cheaper than remembering which were made.
+        for (k, &bits) in dirty.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let unit = (k << 6) | bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                plan.readers(unit).for_each(|c| copy(c, out));
+            }
         }
     }
-}
-
-/// Whether a bit of `bits` from `lo` to `hi` (inclusive) is set.
-fn any_bit(bits: &[u64; 4], lo: usize, hi: usize) -> bool {
-    (lo >> 6..=hi >> 6).any(|k| {
-        let Some(&word) = bits.get(k) else {
-            return false;
-        };
-        let from = if k == lo >> 6 { lo & 63 } else { 0 };
-        let to = if k == hi >> 6 { hi & 63 } else { 63 };
-        // Bits from..=to: all ones shifted into place.
-        let mask = (u64::MAX >> 63usize.saturating_sub(to.saturating_sub(from))) << from;
-        word & mask != 0
-    })
 }
 
 /// Fills `dst` with the `REGDUMP` bytes from byte offset `at`: the dump is `words` of `w`

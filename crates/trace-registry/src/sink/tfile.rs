@@ -35,7 +35,7 @@ use gdb_tfile::{Description, Endian, Status, StopReason, TargetDescription, Trac
 use gdb_tfile::{SourceKind, SourceString, X86Target};
 
 use crate::Error;
-use crate::steps::{Isa, RegCopy, RegSource, Steps};
+use crate::steps::{Isa, RegCopy, RegPlan, RegSource, Steps};
 
 /// The tracepoint every frame belongs to.
 const TRACEPOINT: i16 = 1;
@@ -115,15 +115,15 @@ struct Setup {
 /// else a word of [`Steps::regs`].
 #[derive(Default)]
 struct Plan {
-    copies: Vec<RegCopy>,
+    copies: RegPlan,
     /// (position in `regs()`, offset in the block, bytes).
     words: Vec<(usize, usize, usize)>,
 }
 
 impl Plan {
     /// Brings `block` up to date with the registers before the last step of `steps`.
-    fn fill(&self, steps: &mut dyn Steps, block: &mut [u8]) {
-        steps.update_regs(&self.copies, block);
+    fn fill(&mut self, steps: &mut dyn Steps, block: &mut [u8]) {
+        steps.update_regs(&mut self.copies, block);
         if self.words.is_empty() {
             return;
         }
@@ -175,42 +175,42 @@ fn sources(gdb: &str) -> Vec<(String, usize, Option<usize>)> {
 /// Builds the plan for the registers of `td` from what `steps` names.
 fn plan(steps: &dyn Steps, td: &TargetDescription) -> Plan {
     let names = steps.reg_names();
-    let mut plan = Plan::default();
+    let mut copies: Vec<RegCopy> = Vec::new();
+    let mut words = Vec::new();
     for r in &td.registers {
         let size = r.size();
         for (name, skip, most) in sources(&r.name) {
             let len = most.map_or(size, |m| m.min(size));
-            let Some(src) = steps.reg_source(&name) else {
-                if skip == 0
-                    && let Some(slot) = names.iter().position(|n| *n == name)
-                {
-                    plan.words.push((slot, r.offset, len.min(8)));
-                    break;
-                }
-                continue;
-            };
-            {
+            if let Some(src) = steps.reg_source(&name) {
                 let copy = RegCopy {
                     src: RegSource {
                         at: src.at.saturating_add(skip),
                         len: src.len.saturating_sub(skip).min(len),
                     },
-                    skip: 0,
                     dst: r.offset,
                     len: size,
                 };
-                match plan.copies.last_mut() {
+                match copies.last_mut() {
                     Some(last) if follows(last, &copy) => {
                         last.src.len = last.src.len.saturating_add(copy.src.len);
                         last.len = last.len.saturating_add(copy.len);
                     }
-                    _ => plan.copies.push(copy),
+                    _ => copies.push(copy),
                 }
+                break;
+            }
+            if skip == 0
+                && let Some(slot) = names.iter().position(|n| *n == name)
+            {
+                words.push((slot, r.offset, len.min(8)));
                 break;
             }
         }
     }
-    plan
+    Plan {
+        copies: RegPlan::new(copies),
+        words,
+    }
 }
 
 /// Whether `next` continues `last` in both the stream's bytes and the block, with no
