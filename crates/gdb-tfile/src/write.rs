@@ -327,6 +327,7 @@ impl FrameWriter {
     ///
     /// [`WriteError::ZeroTracepoint`] for tracepoint 0 (it marks the end of the frames);
     /// the errors of [`FrameWriter::end`] for the frame still open.
+    #[inline]
     pub fn begin(&mut self, out: &mut Vec<u8>, tracepoint: i16) -> Result<(), WriteError> {
         self.end(out)?;
         if tracepoint == 0 {
@@ -338,6 +339,7 @@ impl FrameWriter {
         Ok(())
     }
 
+    #[inline]
     fn header(&self, tracepoint: i16, size: u32) -> [u8; crate::raw::FRAME_HEADER_LEN] {
         fn bytes<O: ByteOrder>(tracepoint: i16, size: u32) -> [u8; crate::raw::FRAME_HEADER_LEN] {
             zerocopy::transmute!(FrameHeader::<O> {
@@ -356,6 +358,7 @@ impl FrameWriter {
     /// # Errors
     ///
     /// [`WriteError::RegisterSize`] when `regs` is not the `R` size.
+    #[inline]
     pub fn registers(&mut self, out: &mut Vec<u8>, regs: &[u8]) -> Result<(), WriteError> {
         if regs.len() != self.register_size as usize {
             return Err(WriteError::RegisterSize {
@@ -374,6 +377,7 @@ impl FrameWriter {
     /// # Errors
     ///
     /// [`WriteError::MemoryTooLong`] when `data` is over 65535 bytes.
+    #[inline]
     pub fn memory(
         &mut self,
         out: &mut Vec<u8>,
@@ -432,6 +436,7 @@ impl FrameWriter {
     /// # Errors
     ///
     /// [`WriteError::FrameTooLarge`] when the frame's blocks exceed 4 GiB.
+    #[inline]
     pub fn end(&mut self, out: &mut [u8]) -> Result<(), WriteError> {
         let Some((at, tracepoint)) = self.open.take() else {
             return Ok(());
