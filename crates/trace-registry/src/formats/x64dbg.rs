@@ -806,6 +806,18 @@ impl Steps for X64Steps<'_> {
             let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
                 return;
             };
+            // The most common copy: one whole word into a slot of its size.
+            if c.len == w && c.src.len == w && (c.src.at >> shift) << shift == c.src.at {
+                let word = words
+                    .get(c.src.at >> shift)
+                    .copied()
+                    .unwrap_or(0)
+                    .to_le_bytes();
+                if let Some(src) = word.get(..w) {
+                    dst.copy_from_slice(src);
+                }
+                return;
+            }
             let (head, tail) = dst.split_at_mut(c.src.len.min(dst.len()));
             dump_bytes(words, w, c.src.at, head);
             for b in tail {
@@ -817,8 +829,8 @@ impl Steps for X64Steps<'_> {
             plan.copies().iter().for_each(|c| copy(c, out));
             return;
         }
-        // A copy fed by several changed words is made once per word: a few bytes again,
-        // cheaper than remembering which were made.
+        // A copy fed by several changed words (an XMM register) is made once per word: a
+        // few bytes again, cheaper than remembering which were made.
         for (k, &bits) in dirty.iter().enumerate() {
             let mut bits = bits;
             while bits != 0 {

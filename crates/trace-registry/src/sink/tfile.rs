@@ -182,21 +182,14 @@ fn plan(steps: &dyn Steps, td: &TargetDescription) -> Plan {
         for (name, skip, most) in sources(&r.name) {
             let len = most.map_or(size, |m| m.min(size));
             if let Some(src) = steps.reg_source(&name) {
-                let copy = RegCopy {
+                copies.push(RegCopy {
                     src: RegSource {
                         at: src.at.saturating_add(skip),
                         len: src.len.saturating_sub(skip).min(len),
                     },
                     dst: r.offset,
                     len: size,
-                };
-                match copies.last_mut() {
-                    Some(last) if follows(last, &copy) => {
-                        last.src.len = last.src.len.saturating_add(copy.src.len);
-                        last.len = last.len.saturating_add(copy.len);
-                    }
-                    _ => copies.push(copy),
-                }
+                });
                 break;
             }
             if skip == 0
@@ -211,15 +204,6 @@ fn plan(steps: &dyn Steps, td: &TargetDescription) -> Plan {
         copies: RegPlan::new(copies),
         words,
     }
-}
-
-/// Whether `next` continues `last` in both the stream's bytes and the block, with no
-/// zeros at the end of `last`: then one copy does both (XMM0–15 in one, the x87 stack in
-/// one).
-fn follows(last: &RegCopy, next: &RegCopy) -> bool {
-    last.src.len == last.len
-        && last.src.at.checked_add(last.len) == Some(next.src.at)
-        && last.dst.checked_add(last.len) == Some(next.dst)
 }
 
 /// The description of the file: `R`, the target description, the status (frame counts
