@@ -303,9 +303,12 @@ fn state_and_mem_agree_with_gdb() {
     assert!(from_earlier > 0 && unavailable_to_gdb > 0);
 }
 
-/// What `tracekit state`/`dump` give for instruction `k` of the first thread of an x64dbg
-/// trace: pc, stack pointer, flags, and the first access (address, old value).
-fn x64dbg_views(bytes: &[u8], name: &str) -> Vec<(u64, u64, u64, Option<(u64, u64)>)> {
+/// Pc, stack pointer, flags, and the first access (address, old value) of an instruction.
+type X64dbgView = (u64, u64, u64, Option<(u64, u64)>);
+
+/// What `tracekit state`/`dump` give for each instruction of the first thread of an
+/// x64dbg trace.
+fn x64dbg_views(bytes: &[u8], name: &str) -> Vec<X64dbgView> {
     let mut input = trace_registry::Input::from_bytes(name, bytes.to_vec()).unwrap();
     let handler = trace_registry::detect(&input).unwrap();
     let options = Options::default();
