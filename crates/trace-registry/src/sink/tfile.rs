@@ -23,9 +23,10 @@
 //! and `st0`–`st7` are x87 `RegisterArea` in stack order; from Tenet, only the general
 //! registers and the pc (the rest zero, and writes without their old value left out).
 //!
-//! Registers are found by name ([`Steps::reg_names`] for the words [`Steps::regs`] gives,
-//! else [`Steps::reg_source`]), once; every frame then copies them into one reused block
-//! ([`Steps::update_regs`]). Memory use is bounded by one frame and a 256 KiB buffer.
+//! Registers are found by name once ([`Steps::reg_source`], else a word of
+//! [`Steps::regs`] named in [`Steps::reg_names`]); every frame then brings one reused block
+//! up to date ([`Steps::update_regs`]: x64dbg copies only the registers its blocks
+//! changed). Memory use is bounded by one frame and a 256 KiB buffer.
 
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
