@@ -86,7 +86,9 @@ pub use model::{
 };
 pub use read::{Block, Blocks, Frame, FrameLayout, Frames, ReadOptions, RegisterValue, TraceFile};
 pub use stream::StreamReader;
-pub use tdesc::{Endian, Register, TargetDescription, endian_of_architecture};
+pub use tdesc::{
+    Endian, Register, TargetDescription, X86Target, endian_of_architecture, x86_tdesc_xml,
+};
 
 /// Fuzz entry point: parses the description section of arbitrary bytes (with and without
 /// the header prepended). Must never panic.

@@ -188,6 +188,173 @@ impl TargetDescription {
     }
 }
 
+/// The x86 targets [`x86_tdesc_xml`] describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum X86Target {
+    /// x86-64: architecture `i386:x86-64`, 16 general registers, 16 XMM registers.
+    Amd64,
+    /// 32-bit x86: architecture `i386`, 8 general registers, 8 XMM registers.
+    I386,
+}
+
+/// The `eflags` flag bits gdbserver's descriptions name (`i386_eflags`).
+const EFLAGS_BITS: [(&str, u8); 17] = [
+    ("CF", 0),
+    ("", 1),
+    ("PF", 2),
+    ("AF", 4),
+    ("ZF", 6),
+    ("SF", 7),
+    ("TF", 8),
+    ("IF", 9),
+    ("DF", 10),
+    ("OF", 11),
+    ("NT", 14),
+    ("RF", 16),
+    ("VM", 17),
+    ("AC", 18),
+    ("VIF", 19),
+    ("VIP", 20),
+    ("ID", 21),
+];
+
+/// The `mxcsr` flag bits (`i386_mxcsr`).
+const MXCSR_BITS: [(&str, u8); 14] = [
+    ("IE", 0),
+    ("DE", 1),
+    ("ZE", 2),
+    ("OE", 3),
+    ("UE", 4),
+    ("PE", 5),
+    ("DAZ", 6),
+    ("IM", 7),
+    ("DM", 8),
+    ("ZM", 9),
+    ("OM", 10),
+    ("UM", 11),
+    ("PM", 12),
+    ("FZ", 15),
+];
+
+fn flags_xml(xml: &mut String, id: &str, bits: &[(&str, u8)]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(xml, "    <flags id=\"{id}\" size=\"4\">");
+    for (name, bit) in bits {
+        let _ = writeln!(
+            xml,
+            "      <field name=\"{name}\" start=\"{bit}\" end=\"{bit}\" type=\"bool\"/>"
+        );
+    }
+    xml.push_str("    </flags>\n");
+}
+
+/// A target description of an x86 target that GDB accepts with no executable loaded, in
+/// the shape gdbserver sends (notes §5): the features `org.gnu.gdb.i386.core` (general
+/// registers, the pc, `eflags`, the segment registers, x87 `st0`–`st7` and its control
+/// registers), `org.gnu.gdb.i386.sse` (`xmm*`, `mxcsr`) and, with `avx`,
+/// `org.gnu.gdb.i386.avx` (the upper halves `ymm*h`), with the types they use
+/// (`i386_eflags`, `vec128`, `i386_mxcsr`). `regnum`s follow GDB's own numbering, so the
+/// register block (the `g` packet) is the registers in that order, back to back:
+/// [`TargetDescription::parse`] of the result gives the offsets, and its
+/// [`TargetDescription::block_size`] the `R` size. No OS ABI is named.
+#[must_use]
+pub fn x86_tdesc_xml(target: X86Target, avx: bool) -> String {
+    use std::fmt::Write as _;
+    let (arch, gprs, ptrs, pc, bits, xmms): (_, &[&str], &[&str], _, _, _) = match target {
+        X86Target::Amd64 => (
+            "i386:x86-64",
+            &[
+                "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+                "r12", "r13", "r14", "r15",
+            ],
+            &["rbp", "rsp"],
+            "rip",
+            64,
+            16,
+        ),
+        X86Target::I386 => (
+            "i386",
+            &["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"],
+            &["esp", "ebp"],
+            "eip",
+            32,
+            8,
+        ),
+    };
+    let mut xml = String::with_capacity(8192);
+    let _ = write!(
+        xml,
+        "\n<!DOCTYPE target SYSTEM \"gdb-target.dtd\">\n<target>\n  <architecture>{arch}</architecture>\n  <feature name=\"org.gnu.gdb.i386.core\">\n"
+    );
+    flags_xml(&mut xml, "i386_eflags", &EFLAGS_BITS);
+    let mut regnum = 0u32;
+    let mut reg = |xml: &mut String, name: &str, bitsize: u32, ty: &str, group: &str| {
+        let _ = writeln!(
+            xml,
+            "    <reg name=\"{name}\" bitsize=\"{bitsize}\" type=\"{ty}\" regnum=\"{regnum}\"{group}/>"
+        );
+        regnum = regnum.saturating_add(1);
+    };
+    let int = if bits == 64 { "int64" } else { "int32" };
+    for r in gprs {
+        let ty = if ptrs.contains(r) { "data_ptr" } else { int };
+        reg(&mut xml, r, bits, ty, "");
+    }
+    reg(&mut xml, pc, bits, "code_ptr", "");
+    reg(&mut xml, "eflags", 32, "i386_eflags", "");
+    for r in ["cs", "ss", "ds", "es", "fs", "gs"] {
+        reg(&mut xml, r, 32, "int32", "");
+    }
+    for i in 0..8 {
+        reg(&mut xml, &format!("st{i}"), 80, "i387_ext", "");
+    }
+    for r in [
+        "fctrl", "fstat", "ftag", "fiseg", "fioff", "foseg", "fooff", "fop",
+    ] {
+        reg(&mut xml, r, 32, "int", " group=\"float\"");
+    }
+    xml.push_str("  </feature>\n  <feature name=\"org.gnu.gdb.i386.sse\">\n");
+    for (id, ty, n) in [
+        ("v4f", "ieee_single", 4),
+        ("v2d", "ieee_double", 2),
+        ("v16i8", "int8", 16),
+        ("v8i16", "int16", 8),
+        ("v4i32", "int32", 4),
+        ("v2i64", "int64", 2),
+    ] {
+        let _ = writeln!(xml, "    <vector id=\"{id}\" type=\"{ty}\" count=\"{n}\"/>");
+    }
+    xml.push_str("    <union id=\"vec128\">\n");
+    for (name, ty) in [
+        ("v4_float", "v4f"),
+        ("v2_double", "v2d"),
+        ("v16_int8", "v16i8"),
+        ("v8_int16", "v8i16"),
+        ("v4_int32", "v4i32"),
+        ("v2_int64", "v2i64"),
+        ("uint128", "uint128"),
+    ] {
+        let _ = writeln!(xml, "      <field name=\"{name}\" type=\"{ty}\"/>");
+    }
+    xml.push_str("    </union>\n");
+    flags_xml(&mut xml, "i386_mxcsr", &MXCSR_BITS);
+    for i in 0..xmms {
+        reg(&mut xml, &format!("xmm{i}"), 128, "vec128", "");
+    }
+    reg(&mut xml, "mxcsr", 32, "i386_mxcsr", " group=\"vector\"");
+    xml.push_str("  </feature>\n");
+    if avx {
+        xml.push_str("  <feature name=\"org.gnu.gdb.i386.avx\">\n");
+        for i in 0..xmms {
+            reg(&mut xml, &format!("ymm{i}h"), 128, "uint128", "");
+        }
+        xml.push_str("  </feature>\n");
+    }
+    xml.push_str("</target>\n");
+    xml
+}
+
 /// Byte order of a GDB architecture name, where it is fixed.
 #[must_use]
 pub fn endian_of_architecture(arch: &str) -> Option<Endian> {
@@ -263,6 +430,41 @@ mod tests {
         assert!(td.check_size(38).is_ok());
         let msg = td.check_size(0x970).unwrap_err();
         assert!(msg.contains("38 bytes") && msg.contains("2416"), "{msg}");
+    }
+
+    /// The x86 descriptions parse, in GDB's register order, with the sizes of GDB's own
+    /// `g` packets for these feature sets (amd64 core + SSE: 24 words of 8 and 4 bytes,
+    /// 8 x87 registers of 10, 8 control words, 16 XMM, MXCSR).
+    #[test]
+    fn x86_descriptions() {
+        let td = TargetDescription::parse(&x86_tdesc_xml(X86Target::Amd64, false), 0).unwrap();
+        assert_eq!(td.architecture.as_deref(), Some("i386:x86-64"));
+        assert_eq!(
+            td.block_size(),
+            17 * 8 + 7 * 4 + 8 * 10 + 8 * 4 + 16 * 16 + 4
+        );
+        let names: Vec<_> = td.registers.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(&names[..4], ["rax", "rbx", "rcx", "rdx"]);
+        assert_eq!(td.register("rip").unwrap().offset, 128);
+        assert_eq!(td.register("eflags").unwrap().offset, 136);
+        assert_eq!(td.register("st0").unwrap().offset, 164);
+        assert_eq!(td.register("xmm0").unwrap().regnum, 40);
+        assert_eq!(td.register("mxcsr").unwrap().regnum, 56);
+        assert_eq!(td.pc_register().unwrap().name, "rip");
+        let avx = TargetDescription::parse(&x86_tdesc_xml(X86Target::Amd64, true), 0).unwrap();
+        assert_eq!(avx.block_size(), td.block_size() + 16 * 16);
+        assert_eq!(avx.register("ymm15h").unwrap().regnum, 72);
+        let td = TargetDescription::parse(&x86_tdesc_xml(X86Target::I386, false), 0).unwrap();
+        assert_eq!(td.architecture.as_deref(), Some("i386"));
+        assert_eq!(td.block_size(), 16 * 4 + 8 * 10 + 8 * 4 + 8 * 16 + 4);
+        let names: Vec<_> = td.registers.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            &names[..10],
+            [
+                "eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip", "eflags"
+            ]
+        );
+        assert_eq!(td.register("mxcsr").unwrap().regnum, 40);
     }
 
     #[test]

@@ -262,66 +262,216 @@ pub fn write_description(desc: &Description, out: &mut Vec<u8>) -> Result<(), Wr
     Ok(())
 }
 
-fn frame_into<O: ByteOrder>(
-    frame: &FrameData,
-    index: usize,
+/// Appends frames to a buffer one block at a time, without building a [`FrameData`]: what
+/// a converter streaming millions of frames uses (no allocation per frame; the caller
+/// reuses the buffer and drains it to its output between frames).
+///
+/// ```
+/// use gdb_tfile::write::FrameWriter;
+/// use gdb_tfile::{Endian, ReadOptions, TraceFile};
+///
+/// let description = gdb_tfile::Description {
+///     register_size: Some(8),
+///     ..Default::default()
+/// };
+/// let mut out = Vec::new();
+/// gdb_tfile::write::write_description(&description, &mut out)?;
+/// let mut w = FrameWriter::new(8, Endian::Little);
+/// w.begin(&mut out, 1)?;
+/// w.registers(&mut out, &0x401000u64.to_le_bytes())?;
+/// w.memory(&mut out, 0x404028, &[1, 2, 3, 4])?;
+/// w.end(&mut out)?;
+/// FrameWriter::terminate(&mut out);
+/// let file = TraceFile::parse(&out, ReadOptions::default())?;
+/// let frame = file.frames().next().unwrap()?;
+/// assert_eq!(frame.memory(0x404028, 4)?, [Some(1), Some(2), Some(3), Some(4)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct FrameWriter {
     register_size: u32,
-    out: &mut Vec<u8>,
-) -> Result<(), WriteError> {
-    if frame.tracepoint == 0 {
-        return Err(WriteError::ZeroTracepoint { frame: index });
-    }
-    let header_at = out.len();
-    out.extend_from_slice(&[0; crate::raw::FRAME_HEADER_LEN]);
-    for b in &frame.blocks {
-        match b {
-            BlockData::Registers(r) => {
-                if r.len() != register_size as usize {
-                    return Err(WriteError::RegisterSize {
-                        frame: index,
-                        len: r.len(),
-                        expected: register_size,
-                    });
-                }
-                out.push(BLOCK_REGISTERS);
-                out.extend_from_slice(r);
-            }
-            BlockData::Memory { address, data } => {
-                let len = u16::try_from(data.len()).map_err(|_| WriteError::MemoryTooLong {
-                    frame: index,
-                    len: data.len(),
-                })?;
-                out.push(BLOCK_MEMORY);
-                let h = MemoryBlockHeader::<O> {
-                    address: U64::new(*address),
-                    length: U16::new(len),
-                };
-                out.extend_from_slice(h.as_bytes());
-                out.extend_from_slice(data);
-            }
-            BlockData::Tsv { number, value } => {
-                out.push(BLOCK_TSV);
-                let v = TsvBlock::<O> {
-                    number: I32::new(*number),
-                    value: I64::new(*value),
-                };
-                out.extend_from_slice(v.as_bytes());
-            }
+    endian: Endian,
+    /// Where the open frame's header starts in the buffer and its tracepoint, if a frame
+    /// is open.
+    open: Option<(usize, i16)>,
+    /// The number of frames begun so far (the open frame's index is one less).
+    frames: usize,
+}
+
+impl FrameWriter {
+    /// A writer of frames whose `R` blocks are `register_size` bytes, in `endian` order.
+    #[must_use]
+    pub fn new(register_size: u32, endian: Endian) -> Self {
+        Self {
+            register_size,
+            endian,
+            open: None,
+            frames: 0,
         }
     }
-    let size = out
-        .len()
-        .saturating_sub(header_at)
-        .saturating_sub(crate::raw::FRAME_HEADER_LEN);
-    let size = u32::try_from(size).map_err(|_| WriteError::FrameTooLarge { frame: index })?;
-    let h = FrameHeader::<O> {
-        tracepoint: I16::new(frame.tracepoint),
-        data_size: U32::new(size),
-    };
-    if let Some(dst) = out.get_mut(header_at..header_at.saturating_add(6)) {
-        dst.copy_from_slice(h.as_bytes());
+
+    /// The number of frames begun so far.
+    #[must_use]
+    pub fn frames(&self) -> usize {
+        self.frames
     }
-    Ok(())
+
+    fn index(&self) -> usize {
+        self.frames.saturating_sub(1)
+    }
+
+    /// Starts a frame of `tracepoint` at the end of `out` (a frame still open is ended
+    /// first). The header's size is filled in by [`FrameWriter::end`].
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::ZeroTracepoint`] for tracepoint 0 (it marks the end of the frames);
+    /// the errors of [`FrameWriter::end`] for the frame still open.
+    #[inline]
+    pub fn begin(&mut self, out: &mut Vec<u8>, tracepoint: i16) -> Result<(), WriteError> {
+        self.end(out)?;
+        if tracepoint == 0 {
+            return Err(WriteError::ZeroTracepoint { frame: self.frames });
+        }
+        self.open = Some((out.len(), tracepoint));
+        out.extend_from_slice(&self.header(tracepoint, 0));
+        self.frames = self.frames.saturating_add(1);
+        Ok(())
+    }
+
+    #[inline]
+    fn header(&self, tracepoint: i16, size: u32) -> [u8; crate::raw::FRAME_HEADER_LEN] {
+        fn bytes<O: ByteOrder>(tracepoint: i16, size: u32) -> [u8; crate::raw::FRAME_HEADER_LEN] {
+            zerocopy::transmute!(FrameHeader::<O> {
+                tracepoint: I16::new(tracepoint),
+                data_size: U32::new(size),
+            })
+        }
+        match self.endian {
+            Endian::Little => bytes::<LittleEndian>(tracepoint, size),
+            Endian::Big => bytes::<BigEndian>(tracepoint, size),
+        }
+    }
+
+    /// Appends an `R` block: `regs` in the target's byte order, the `R` size long.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::RegisterSize`] when `regs` is not the `R` size.
+    #[inline]
+    pub fn registers(&mut self, out: &mut Vec<u8>, regs: &[u8]) -> Result<(), WriteError> {
+        if regs.len() != self.register_size as usize {
+            return Err(WriteError::RegisterSize {
+                frame: self.index(),
+                len: regs.len(),
+                expected: self.register_size,
+            });
+        }
+        out.push(BLOCK_REGISTERS);
+        out.extend_from_slice(regs);
+        Ok(())
+    }
+
+    /// Appends an `M` block: `data` collected at `address`.
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::MemoryTooLong`] when `data` is over 65535 bytes.
+    #[inline]
+    pub fn memory(
+        &mut self,
+        out: &mut Vec<u8>,
+        address: u64,
+        data: &[u8],
+    ) -> Result<(), WriteError> {
+        let len = u16::try_from(data.len()).map_err(|_| WriteError::MemoryTooLong {
+            frame: self.index(),
+            len: data.len(),
+        })?;
+        out.push(BLOCK_MEMORY);
+        match self.endian {
+            Endian::Little => out.extend_from_slice(
+                MemoryBlockHeader::<LittleEndian> {
+                    address: U64::new(address),
+                    length: U16::new(len),
+                }
+                .as_bytes(),
+            ),
+            Endian::Big => out.extend_from_slice(
+                MemoryBlockHeader::<BigEndian> {
+                    address: U64::new(address),
+                    length: U16::new(len),
+                }
+                .as_bytes(),
+            ),
+        }
+        out.extend_from_slice(data);
+        Ok(())
+    }
+
+    /// Appends a `V` block: trace state variable `number` has `value`.
+    pub fn tsv(&mut self, out: &mut Vec<u8>, number: i32, value: i64) {
+        out.push(BLOCK_TSV);
+        match self.endian {
+            Endian::Little => out.extend_from_slice(
+                TsvBlock::<LittleEndian> {
+                    number: I32::new(number),
+                    value: I64::new(value),
+                }
+                .as_bytes(),
+            ),
+            Endian::Big => out.extend_from_slice(
+                TsvBlock::<BigEndian> {
+                    number: I32::new(number),
+                    value: I64::new(value),
+                }
+                .as_bytes(),
+            ),
+        }
+    }
+
+    /// Ends the open frame (if any): fills in its header's data size. The frame's bytes
+    /// must still be in `out` (drain `out` only between frames).
+    ///
+    /// # Errors
+    ///
+    /// [`WriteError::FrameTooLarge`] when the frame's blocks exceed 4 GiB.
+    #[inline]
+    pub fn end(&mut self, out: &mut [u8]) -> Result<(), WriteError> {
+        let Some((at, tracepoint)) = self.open.take() else {
+            return Ok(());
+        };
+        let size = out
+            .len()
+            .saturating_sub(at)
+            .saturating_sub(crate::raw::FRAME_HEADER_LEN);
+        let size = u32::try_from(size).map_err(|_| WriteError::FrameTooLarge {
+            frame: self.index(),
+        })?;
+        let header = self.header(tracepoint, size);
+        if let Some(h) = out.get_mut(at..at.saturating_add(header.len())) {
+            h.copy_from_slice(&header);
+        }
+        Ok(())
+    }
+
+    /// Appends what `tsave` writes after the last frame: a `u32` zero
+    /// ([`GDB_TERMINATOR`](crate::raw::GDB_TERMINATOR)). End the last frame first.
+    pub fn terminate(out: &mut Vec<u8>) {
+        out.extend_from_slice(&crate::raw::GDB_TERMINATOR);
+    }
+}
+
+fn frame_into(w: &mut FrameWriter, frame: &FrameData, out: &mut Vec<u8>) -> Result<(), WriteError> {
+    w.begin(out, frame.tracepoint)?;
+    for b in &frame.blocks {
+        match b {
+            BlockData::Registers(r) => w.registers(out, r)?,
+            BlockData::Memory { address, data } => w.memory(out, *address, data)?,
+            BlockData::Tsv { number, value } => w.tsv(out, *number, *value),
+        }
+    }
+    w.end(out)
 }
 
 /// Appends one frame (header and blocks) in the given byte order.
@@ -337,10 +487,9 @@ pub fn write_frame(
     endian: Endian,
     out: &mut Vec<u8>,
 ) -> Result<(), WriteError> {
-    match endian {
-        Endian::Little => frame_into::<LittleEndian>(frame, index, register_size, out),
-        Endian::Big => frame_into::<BigEndian>(frame, index, register_size, out),
-    }
+    let mut w = FrameWriter::new(register_size, endian);
+    w.frames = index;
+    frame_into(&mut w, frame, out)
 }
 
 /// Serialises a whole file.
@@ -352,8 +501,9 @@ pub fn to_bytes(file: &TraceFileData, endian: Endian) -> Result<Vec<u8>, WriteEr
     let mut out = Vec::new();
     write_description(&file.description, &mut out)?;
     let rsize = file.description.register_size.unwrap_or(0);
-    for (i, f) in file.frames.iter().enumerate() {
-        write_frame(f, i, rsize, endian, &mut out)?;
+    let mut w = FrameWriter::new(rsize, endian);
+    for f in &file.frames {
+        frame_into(&mut w, f, &mut out)?;
     }
     if !file.end.starts_with(&[0, 0]) {
         return Err(WriteError::BadEnd);

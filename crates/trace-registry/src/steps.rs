@@ -197,6 +197,107 @@ pub struct NamedReg {
     pub value: RegValue,
 }
 
+/// Where a stream finds a named register, for [`Steps::update_regs`]: found once by
+/// [`Steps::reg_source`], then read at every step without a lookup by name. The stream's
+/// registers are seen as one little-endian byte string (x64dbg: the `REGDUMP`; by default:
+/// the values of [`Steps::named_regs`] one after the other, a word as 8 bytes), `at` is the
+/// register's offset in it and `len` its size, so registers next to each other there can
+/// be copied at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegSource {
+    /// Where the register is, in the stream's own terms.
+    pub at: usize,
+    /// Its size in bytes.
+    pub len: usize,
+}
+
+/// One register copy of a [`RegPlan`]: the bytes at `src` (a register, part of one, or
+/// registers next to each other) to `dst..dst + len` of the buffer, zero-filled past
+/// `src.len`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegCopy {
+    /// The bytes in the stream's register byte string.
+    pub src: RegSource,
+    /// Where they go in the buffer.
+    pub dst: usize,
+    /// How many bytes the destination has.
+    pub len: usize,
+}
+
+/// The copies [`Steps::update_regs`] makes into a register buffer, with the index a stream
+/// may build on first use to find the copies a changed register feeds (x64dbg: per
+/// `REGDUMP` word). Made once per buffer layout; its copies cannot change afterwards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegPlan {
+    copies: Vec<RegCopy>,
+    /// For each change unit `u` of the stream, the copies reading it are
+    /// `readers[starts[u]..starts[u + 1]]`; empty until indexed.
+    starts: Vec<u32>,
+    readers: Vec<u32>,
+}
+
+impl RegPlan {
+    /// A plan of these copies.
+    #[must_use]
+    pub fn new(copies: Vec<RegCopy>) -> Self {
+        Self {
+            copies,
+            starts: Vec::new(),
+            readers: Vec::new(),
+        }
+    }
+
+    /// The copies.
+    #[must_use]
+    pub fn copies(&self) -> &[RegCopy] {
+        &self.copies
+    }
+
+    /// Whether [`RegPlan::index`] has been built.
+    pub(crate) fn is_indexed(&self) -> bool {
+        !self.starts.is_empty()
+    }
+
+    /// Indexes the copies by the `units` change units of a stream: `span` gives the first
+    /// and last unit a copy reads (units past `units` are left out).
+    pub(crate) fn index(&mut self, units: usize, span: impl Fn(&RegCopy) -> (usize, usize)) {
+        let mut per: Vec<Vec<u32>> = vec![Vec::new(); units];
+        for (k, c) in self.copies.iter().enumerate() {
+            let (first, last) = span(c);
+            for u in per.iter_mut().take(last.saturating_add(1)).skip(first) {
+                u.push(u32::try_from(k).unwrap_or(u32::MAX));
+            }
+        }
+        self.starts = Vec::with_capacity(units.saturating_add(1));
+        self.readers.clear();
+        for u in per {
+            self.starts
+                .push(u32::try_from(self.readers.len()).unwrap_or(u32::MAX));
+            self.readers.extend(u);
+        }
+        self.starts
+            .push(u32::try_from(self.readers.len()).unwrap_or(u32::MAX));
+    }
+
+    /// The copies that read change unit `unit` (once indexed).
+    pub(crate) fn readers(&self, unit: usize) -> impl Iterator<Item = &RegCopy> {
+        let at = |u: usize| self.starts.get(u).map_or(0, |&s| s as usize);
+        let range = self
+            .readers
+            .get(at(unit)..at(unit.saturating_add(1)))
+            .unwrap_or_default();
+        range.iter().filter_map(|&k| self.copies.get(k as usize))
+    }
+}
+
+/// The bytes of a register value in the default byte string of [`RegSource`].
+fn value_len(value: &RegValue) -> usize {
+    match value {
+        RegValue::Word(_) => 8,
+        RegValue::Wide(b) => b.len(),
+    }
+}
+
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
 /// the last step returned.
 pub trait Steps {
@@ -215,6 +316,58 @@ pub trait Steps {
 
     /// Every named register before the last step returned, for `state`.
     fn named_regs(&self, out: &mut Vec<NamedReg>);
+
+    /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
+    /// [`Steps::update_regs`], or `None` where the stream has no such register. Call it after
+    /// a step has been read. The default finds the name in [`Steps::named_regs`] (whose
+    /// registers and their sizes must then not change from step to step).
+    fn reg_source(&self, name: &str) -> Option<RegSource> {
+        let mut regs = Vec::new();
+        self.named_regs(&mut regs);
+        let mut at = 0usize;
+        for r in &regs {
+            let len = value_len(&r.value);
+            if r.name == name {
+                return Some(RegSource { at, len });
+            }
+            at = at.saturating_add(len);
+        }
+        None
+    }
+
+    /// Brings `out` up to date with the registers before the last step returned, as `plan`
+    /// says (sources from [`Steps::reg_source`]; copies outside `out` are skipped; the
+    /// stream may index the plan on first use): what a
+    /// sink that writes the whole register state at every step uses (the tfile writer).
+    /// The first call copies every register of the plan; later ones may copy only those
+    /// changed since the previous call, so `out` must hold what the previous call (with
+    /// the same plan) left there. The default copies them all, from
+    /// [`Steps::named_regs`]; x64dbg copies only the `REGDUMP` words the blocks changed.
+    fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
+        if plan.copies().is_empty() {
+            return;
+        }
+        let mut regs = Vec::new();
+        self.named_regs(&mut regs);
+        let mut bytes: Vec<u8> = Vec::new();
+        for r in &regs {
+            match &r.value {
+                RegValue::Word(w) => bytes.extend_from_slice(&w.to_le_bytes()),
+                RegValue::Wide(b) => bytes.extend_from_slice(b),
+            }
+        }
+        for c in plan.copies() {
+            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+                continue;
+            };
+            let end = c.src.at.saturating_add(c.src.len).min(bytes.len());
+            let src = bytes.get(c.src.at..end).unwrap_or_default();
+            let n = src.len().min(dst.len());
+            let (head, tail) = dst.split_at_mut(n);
+            head.copy_from_slice(src.get(..n).unwrap_or_default());
+            tail.fill(0);
+        }
+    }
 
     /// Whether a step's memory accesses are snapshots taken before the instruction ran
     /// (tfile frames), rather than what the instruction itself read and wrote.

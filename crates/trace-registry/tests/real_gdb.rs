@@ -302,3 +302,139 @@ fn state_and_mem_agree_with_gdb() {
     // cannot read at all.
     assert!(from_earlier > 0 && unavailable_to_gdb > 0);
 }
+
+/// Pc, stack pointer, flags, and the first access (address, old value) of an instruction.
+type X64dbgView = (u64, u64, u64, Option<(u64, u64)>);
+
+/// What `tracekit state`/`dump` give for each instruction of the first thread of an
+/// x64dbg trace.
+fn x64dbg_views(bytes: &[u8], name: &str) -> Vec<X64dbgView> {
+    let mut input = trace_registry::Input::from_bytes(name, bytes.to_vec()).unwrap();
+    let handler = trace_registry::detect(&input).unwrap();
+    let options = Options::default();
+    let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+    let names: Vec<String> = steps.reg_names().iter().map(|n| n.to_string()).collect();
+    let at = |n: &str| names.iter().position(|x| x == n).unwrap();
+    let (sp, fl) = if names.contains(&"rsp".to_owned()) {
+        (at("rsp"), at("rflags"))
+    } else {
+        (at("esp"), at("eflags"))
+    };
+    let mut first = None;
+    let mut out = Vec::new();
+    while let Some(step) = steps.next_step() {
+        let step = step.unwrap().clone();
+        if *first.get_or_insert(step.thread) != step.thread {
+            continue;
+        }
+        let mem = step.mem.first().map(|a| {
+            let old = step.old(a).unwrap();
+            let mut w = [0u8; 8];
+            w[..old.len()].copy_from_slice(old);
+            (a.addr, u64::from_le_bytes(w))
+        });
+        let regs = steps.regs();
+        out.push((step.pc, regs[sp], regs[fl] & 0xffff_ffff, mem));
+    }
+    out
+}
+
+/// `convert --to tfile` against GDB: `target tfile` with no executable, then for a sample
+/// of frames `tfind N`, `p/x $rip`, `p/x $rsp`, `p/x $eflags` and `x/gx ADDR` (32-bit:
+/// `$eip`, `$esp`, `x/wx`) give what the x64dbg trace says before instruction N: a
+/// synthetic trace of a thousand instructions, the x86 fixture, and the real x64dbg sample
+/// when it is there.
+#[test]
+fn gdb_replays_x64dbg_traces_converted_to_tfiles() {
+    if !gdb::available("gdb_replays_x64dbg_traces_converted_to_tfiles") {
+        return;
+    }
+    let opts = trac_x64dbg::testgen::Options {
+        arch: trac_x64dbg::Arch::X64,
+        threads: 1,
+        max_run: 100,
+        seed: 5,
+    };
+    let synthetic =
+        trac_x64dbg::testgen::trace(opts, 1000, trac_x64dbg::RecorderOptions::default(), "a.exe");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut inputs = vec![
+        ("synthetic.trace64", synthetic),
+        (
+            "basic.trace32",
+            std::fs::read(root.join("testdata/x64dbg/basic.trace32")).unwrap(),
+        ),
+    ];
+    let real = root.join("../shared/realdata/x64dbg/d-ornen_DBGLogParser_test1.trace64");
+    match std::fs::read(&real) {
+        Ok(b) => inputs.push(("real.trace64", b)),
+        Err(_) if std::env::var_os("TRACEKIT_REQUIRE_REALDATA").is_some_and(|v| v == "1") => {
+            panic!("{} missing and TRACEKIT_REQUIRE_REALDATA=1", real.display())
+        }
+        Err(_) => eprintln!("skipped the real x64dbg sample: not found"),
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("x64dbg-to-tfile");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, bytes) in inputs {
+        let want = x64dbg_views(&bytes, name);
+        let x86 = name.ends_with("32");
+        let mut input = trace_registry::Input::from_bytes(name, bytes).unwrap();
+        let handler = trace_registry::detect(&input).unwrap();
+        let options = Options::default();
+        let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+        let path = dir.join(format!("{name}.tf"));
+        let file = std::fs::File::create(&path).unwrap();
+        let (done, _) = trace_registry::sink::tfile::convert(&mut *steps, None, file).unwrap();
+        assert_eq!(done.frames as usize, want.len());
+        let n = want.len();
+        let sample: Vec<usize> = [0, 1, 2, 7, n / 3, n / 2, n - 2, n - 1]
+            .into_iter()
+            .filter(|&k| k < n)
+            .collect();
+        let (pc, sp, x) = if x86 {
+            ("$eip", "$esp", "x/wx")
+        } else {
+            ("$rip", "$rsp", "x/gx")
+        };
+        let mut script = format!(
+            "set pagination off\nset confirm off\ntarget tfile {}\n",
+            path.display()
+        );
+        for &k in &sample {
+            script.push_str(&format!(
+                "tfind {k}\necho ==== {k}\\n\np/x {pc}\np/x {sp}\np/x $eflags\n"
+            ));
+            if let Some((addr, _)) = want[k].3 {
+                script.push_str(&format!("{x} {addr:#x}\n"));
+            }
+        }
+        let out = gdb::gdb_batch(&dir, &script);
+        let mut seen = 0;
+        for chunk in out.split("==== ").skip(1) {
+            let k: usize = chunk.lines().next().unwrap().trim().parse().unwrap();
+            let values: Vec<u64> = chunk
+                .lines()
+                .filter_map(|l| l.split_once(" = 0x").map(|(_, v)| v))
+                .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+                .collect();
+            let (want_pc, want_sp, want_flags, mem) = want[k];
+            assert_eq!(
+                values,
+                vec![want_pc, want_sp, want_flags],
+                "{name} frame {k}: gdb said\n{chunk}"
+            );
+            if let Some((addr, old)) = mem {
+                let line = chunk
+                    .lines()
+                    .find(|l| l.starts_with(&format!("{addr:#x}")))
+                    .unwrap_or_else(|| panic!("{name} frame {k}: no x output\n{chunk}"));
+                let v = line.split_whitespace().nth(1).unwrap();
+                let v = u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap();
+                assert_eq!(v, old, "{name} frame {k}: memory at {addr:#x}");
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, sample.len(), "{name}: gdb said\n{out}");
+    }
+}

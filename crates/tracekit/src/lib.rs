@@ -20,6 +20,7 @@
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  any trace with instructions → Dinero IV din
 //! tracekit convert FILE --to tenet -o PREFIX  x64dbg trace → Tenet, one file per thread
+//! tracekit convert FILE --to tfile -o OUT.tf [--thread T]  one thread → GDB tracepoint file
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! ```
@@ -144,16 +145,22 @@ pub enum Cmd {
     },
     /// Convert a trace to another format: any trace with an instruction stream (amber,
     /// x64dbg, Tenet, gdb-tfile) to `din`; an x64dbg trace (or any x86/x64 instruction
-    /// stream) to `tenet`, one file per thread `PREFIX.<thread>.log`.
+    /// stream) to `tenet`, one file per thread `PREFIX.<thread>.log`, or to `tfile`, one
+    /// thread as a GDB tracepoint file (`-o OUT.tf [--thread T]`).
     Convert {
         /// The trace file, or - for stdin.
         file: OsString,
-        /// The output format: `din` (Dinero IV) or `tenet` (with `-o PREFIX`).
+        /// The output format: `din` (Dinero IV), `tenet` (with `-o PREFIX`) or `tfile` (with
+        /// `-o OUT.tf`).
         #[arg(long, value_name = "FORMAT")]
         to: String,
         /// Write here instead of stdout.
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// `--to tfile`: the thread to convert (its id in decimal, as `dump` prints it);
+        /// default the first thread of the file.
+        #[arg(long, value_name = "T")]
+        thread: Option<u64>,
     },
     /// Encode JSON Lines edge lists into a DCFG-Trace file.
     Encode(EncodeArgs),
@@ -349,8 +356,24 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             expect_format(h, &["dcfg"], "loops")?;
             commands::loops(input, &options, out)
         }
-        Cmd::Convert { file, to, output } => {
+        Cmd::Convert {
+            file,
+            to,
+            output,
+            thread,
+        } => {
             let (input, h) = open(file, forced)?;
+            if to == "tfile" {
+                let Some(path) = output else {
+                    return Err(CliError::Usage(
+                        "convert --to tfile writes a file: give -o OUT.tf".into(),
+                    ));
+                };
+                return commands::to_tfile::convert(h, input, &options, *thread, path, out);
+            }
+            if thread.is_some() {
+                return Err(CliError::Usage("--thread goes with --to tfile".into()));
+            }
             if to == "tenet" {
                 let Some(prefix) = output else {
                     return Err(CliError::Usage(
@@ -361,7 +384,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             }
             if to != "din" {
                 return Err(CliError::Usage(format!(
-                    "cannot convert {} to {to:?}; supported: din",
+                    "cannot convert {} to {to:?}; supported: din, tenet, tfile",
                     h.name()
                 )));
             }

@@ -25,7 +25,10 @@ use trac_x64dbg::{
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::steps::{self, Access, Isa, NamedReg, OnStep, Passed, RegValue, ScanQuery, Step, Steps};
+use crate::steps::{
+    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue,
+    ScanQuery, Step, Steps,
+};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 /// The x64dbg handler.
@@ -393,6 +396,8 @@ impl<'a> X64Steps<'a> {
             done: false,
             replayed: 0,
             ahead: Ahead::No,
+            dirty: [0; 4],
+            all_dirty: true,
         })
     }
 }
@@ -427,6 +432,12 @@ struct X64Steps<'a> {
     /// Where [`Steps::pass_equal`] or [`Steps::pass_records`] left the stream, ahead of
     /// the replay, which the next read catches up to.
     ahead: Ahead<'a>,
+    /// The `REGDUMP` words changed since the last [`Steps::update_regs`], one bit each
+    /// (216 words at most).
+    dirty: [u64; 4],
+    /// Every word may have changed (a full dump, or the stream moved other than by
+    /// `next_step`: a seek or a pass).
+    all_dirty: bool,
 }
 
 /// Where an [`X64Steps`] is ahead of its replay after passing records without reading
@@ -546,6 +557,16 @@ impl Steps for X64Steps<'_> {
         };
         match fuse(&mut self.done, next)? {
             Ok((ins, regs)) => {
+                if ins.is_full_dump() {
+                    self.all_dirty = true;
+                } else {
+                    for c in ins.regs() {
+                        let i = usize::from(c.index);
+                        if let Some(bits) = self.dirty.get_mut(i >> 6) {
+                            *bits |= 1 << (i & 63);
+                        }
+                    }
+                }
                 let disasm = self.disasm.as_mut();
                 Self::fill(
                     &mut self.step,
@@ -587,6 +608,7 @@ impl Steps for X64Steps<'_> {
     }
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
+        self.all_dirty = true;
         // The seek sets the position: what was passed over needs no catching up.
         self.ahead = Ahead::No;
         let Some(trace) = &self.trace else {
@@ -653,6 +675,7 @@ impl Steps for X64Steps<'_> {
         if self.records().is_none_or(|own| own.key != other.key) {
             return none;
         }
+        self.all_dirty = true;
         let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
             Ahead::Walked(w) => w,
             Ahead::No => match &self.blocks {
@@ -678,6 +701,7 @@ impl Steps for X64Steps<'_> {
     /// Notes the offset and the steps passed, without reading the blocks (the replay
     /// catches up when a step is read next).
     fn pass_records(&mut self, passed: Passed) {
+        self.all_dirty = true;
         let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
             return;
         };
@@ -733,6 +757,111 @@ impl Steps for X64Steps<'_> {
             None => self.index.insert(trace.build_index().map_err(err)?),
         };
         Ok(Some(index.to_bytes()))
+    }
+
+    /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
+    /// its byte offset and size.
+    fn reg_source(&self, name: &str) -> Option<RegSource> {
+        let f = self.fields.iter().find(|f| f.name == name)?;
+        Some(RegSource {
+            at: f.offset,
+            len: f.size,
+        })
+    }
+
+    /// Copies the fields straight out of the replay's `REGDUMP` words, a word at a time,
+    /// and only those reading words a block changed since the last call (found from the
+    /// changed words through the plan's index, so the cost follows the changes).
+    fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
+        let words = self.blocks.regs().words();
+        let w = self.word as usize;
+        let shift = if w == 8 { 3 } else { 2 };
+        let span = |c: &RegCopy| {
+            let last = c.src.at.saturating_add(c.src.len.max(1)).saturating_sub(1);
+            (c.src.at >> shift, last >> shift)
+        };
+        if !plan.is_indexed() {
+            plan.index(trac_x64dbg::MAX_WORDS, span);
+            self.all_dirty = true;
+        }
+        let copy = |c: &RegCopy, out: &mut [u8]| {
+            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+                return;
+            };
+            // The most common copy: one whole word into a slot of its size.
+            if c.len == w && c.src.len == w && (c.src.at >> shift) << shift == c.src.at {
+                let word = words
+                    .get(c.src.at >> shift)
+                    .copied()
+                    .unwrap_or(0)
+                    .to_le_bytes();
+                if let Some(src) = word.get(..w) {
+                    dst.copy_from_slice(src);
+                }
+                return;
+            }
+            let (head, tail) = dst.split_at_mut(c.src.len.min(dst.len()));
+            dump_bytes(words, w, c.src.at, head);
+            for b in tail {
+                *b = 0;
+            }
+        };
+        let dirty = std::mem::take(&mut self.dirty);
+        if std::mem::take(&mut self.all_dirty) {
+            plan.copies().iter().for_each(|c| copy(c, out));
+            return;
+        }
+        // A copy fed by several changed words (an XMM register) is made once per word: a
+        // few bytes again, cheaper than remembering which were made.
+        for (k, &bits) in dirty.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let unit = (k << 6) | bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                plan.readers(unit).for_each(|c| copy(c, out));
+            }
+        }
+    }
+}
+
+/// Fills `dst` with the `REGDUMP` bytes from byte offset `at`: the dump is `words` of `w`
+/// bytes each (8 or 4, in the low bytes of each `u64`), little-endian; zeros past its end.
+/// Whole words are copied with constant sizes and the odd bytes one by one, since the
+/// copies are small and many (no call to memcpy).
+fn dump_bytes(words: &[u64], w: usize, at: usize, dst: &mut [u8]) {
+    let word = |i: usize| words.get(i).copied().unwrap_or(0).to_le_bytes();
+    // Shifts, not a division: this runs for every copy of every step.
+    let (w, shift, mask): (usize, u32, usize) = if w == 8 { (8, 3, 7) } else { (4, 2, 3) };
+    let (mut i, within) = (at >> shift, at & mask);
+    let mut rest = dst;
+    if within > 0 {
+        let head = word(i);
+        let n = w.saturating_sub(within).min(rest.len());
+        let (d, tail) = rest.split_at_mut(n);
+        for (d, s) in d.iter_mut().zip(head.iter().skip(within)) {
+            *d = *s;
+        }
+        rest = tail;
+        i = i.saturating_add(1);
+    }
+    let tail = if w == 8 {
+        let mut chunks = rest.chunks_exact_mut(8);
+        for c in &mut chunks {
+            c.copy_from_slice(&word(i));
+            i = i.saturating_add(1);
+        }
+        chunks.into_remainder()
+    } else {
+        let mut chunks = rest.chunks_exact_mut(4);
+        for c in &mut chunks {
+            let [a, b, c2, d, ..] = word(i);
+            c.copy_from_slice(&[a, b, c2, d]);
+            i = i.saturating_add(1);
+        }
+        chunks.into_remainder()
+    };
+    for (d, s) in tail.iter_mut().zip(word(i)) {
+        *d = s;
     }
 }
 

@@ -4,6 +4,7 @@ pub mod din;
 mod jsonl;
 pub mod native;
 pub mod tenet;
+pub mod tfile;
 
 pub use jsonl::JsonLines;
 #[cfg(feature = "parquet")]

@@ -20,6 +20,7 @@ pub mod find;
 pub mod mem;
 pub mod state;
 pub mod to_tenet;
+pub mod to_tfile;
 pub mod xref;
 
 /// The commands every format answers.

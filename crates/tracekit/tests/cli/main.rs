@@ -22,5 +22,6 @@ mod gdb_tfile;
 mod memory;
 mod state;
 mod tenet;
+mod to_tfile;
 mod x64dbg;
 mod xref;
