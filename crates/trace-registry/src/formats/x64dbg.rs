@@ -26,8 +26,8 @@ use trac_x64dbg::{
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{
-    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue,
-    ScanQuery, Step, Steps,
+    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, ScanQuery,
+    Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
