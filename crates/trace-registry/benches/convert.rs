@@ -1,10 +1,11 @@
-//! The conversions of an x64dbg trace (`convert --to din`, `--to tenet`) on a synthetic
-//! trace of four threads, next to the memory scan of the same input (read every byte) and
+//! The conversions of an x64dbg trace (`convert --to din`, `--to tenet`, `--to tfile` of
+//! the first thread) on a synthetic trace of four threads, next to the memory scan of the same input (read every byte) and
 //! the instruction stream alone (what the Tenet conversion reads); trace bytes per second.
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
 use std::hint::black_box;
+use std::io::{Seek, SeekFrom, Write};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trace_registry::{Ctx, Input, Options};
@@ -27,17 +28,32 @@ fn x64dbg_input() -> Vec<u8> {
     )
 }
 
-/// A writer that counts the bytes and drops them.
+/// A writer that counts what it is given and drops it (seeks only move the count's end).
 #[derive(Default)]
-struct Count(u64);
+struct Count {
+    len: u64,
+    pos: u64,
+}
 
-impl std::io::Write for Count {
+impl Write for Count {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
+        self.pos += buf.len() as u64;
+        self.len = self.len.max(self.pos);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+impl Seek for Count {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        self.pos = match to {
+            SeekFrom::Start(p) => p,
+            SeekFrom::End(d) => self.len.saturating_add_signed(d),
+            SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
+        };
+        Ok(self.pos)
     }
 }
 
@@ -73,7 +89,7 @@ fn bench(c: &mut Criterion) {
             let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
             let mut out = Count::default();
             trace_registry::sink::din::convert(&mut *steps, &mut out).unwrap();
-            black_box(out.0)
+            black_box(out.len)
         });
     });
     g.bench_function("to tenet", |b| {
@@ -83,6 +99,15 @@ fn bench(c: &mut Criterion) {
                 trace_registry::sink::tenet::convert(&mut *steps, |_| Ok(Count::default()))
                     .unwrap();
             black_box(written.len())
+        });
+    });
+    g.bench_function("to tfile (first thread)", |b| {
+        b.iter(|| {
+            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let (done, out) =
+                trace_registry::sink::tfile::convert(&mut *steps, None, Count::default()).unwrap();
+            assert!(done.frames > 0);
+            black_box(out.len)
         });
     });
     g.finish();
