@@ -1,7 +1,9 @@
-//! `cargo xtask fuzz [TARGET…] [--secs N] [--no-asan]`: runs the cargo-fuzz targets of `fuzz/`
-//! (installing cargo-fuzz if missing), with nightly and AddressSanitizer when nightly is
+//! `cargo xtask fuzz [TARGET…] [--secs N] [--no-asan] [--dev]`: runs the cargo-fuzz targets of
+//! `fuzz/` (installing cargo-fuzz if missing), with nightly and AddressSanitizer when nightly is
 //! installed (unless `--no-asan`: a quicker build, as CI's smoke run uses, since
-//! `unsafe_code` is forbidden), else on stable with `--sanitizer none`. Crashes found are copied to `testdata/fuzz-crashes/TARGET/`,
+//! `unsafe_code` is forbidden), else on stable with `--sanitizer none`. `--dev` builds the
+//! targets without optimisation (cargo-fuzz otherwise builds with one codegen unit, the
+//! slowest step of CI on two cores): fewer runs per second, fine for a smoke run. Crashes found are copied to `testdata/fuzz-crashes/TARGET/`,
 //! which the tracekit tests replay.
 
 use std::path::Path;
@@ -71,7 +73,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
         }
     }
     if !has("cargo", &["fuzz", "--version"]) {
-        run(Command::new("cargo").args(["install", "--locked", "cargo-fuzz"]))?;
+        run(Command::new("cargo").args(["install", "--locked", "--debug", "cargo-fuzz"]))?;
     }
     let nightly = has("cargo", &["+nightly", "--version"]);
     let mut crashed = Vec::new();
@@ -86,6 +88,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
             }
         } else {
             cmd.args(["fuzz", "run", "--sanitizer", "none"]);
+        }
+        if flags.has("dev") {
+            cmd.arg("--dev");
         }
         cmd.arg(t).arg(&corpus);
         if let Some(seeds) = seed_dir(t) {

@@ -1,0 +1,1 @@
+//! Basic-block vector files (`.bb`): reading and writing.

@@ -1,0 +1,1 @@
+//! SimPoint's clustering method.
