@@ -72,7 +72,7 @@ fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Appends `,` (unless `first`), `key` and `=`, as one fixed-size piece cut to length
 /// (keys are register names and `mr`/`mw`/`mrw`: at most 3 bytes; a longer one is
 /// appended as it is).
-#[inline]
+#[inline(always)]
 fn push_key(out: &mut Vec<u8>, first: bool, key: &str) {
     let key = key.as_bytes();
     if key.len() > 3 {

@@ -539,8 +539,7 @@ impl<'a> X64Steps<'a> {
         step.i = ins.index();
         step.thread = u64::from(ins.thread());
         step.pc = pc;
-        // Byte by byte: a few bytes, cheaper than a call to memcpy.
-        step.opcode.extend(ins.opcode().iter().copied());
+        step.opcode.extend_from_slice(ins.opcode());
         for m in ins.mem() {
             step.push_word(m.address, word, m.old, m.new);
         }
