@@ -841,7 +841,11 @@ pub fn detect(head: &[u8]) -> Option<Arch> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use quickcheck::QuickCheck;
 
