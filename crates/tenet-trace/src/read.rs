@@ -839,3 +839,72 @@ pub fn detect(head: &[u8]) -> Option<Arch> {
         });
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects
+)]
+mod tests {
+    use quickcheck::QuickCheck;
+
+    use super::*;
+
+    /// `number` digit by digit (the reference for its word-at-a-time path): the value and
+    /// end, or the error's column and problem.
+    fn reference(line: &[u8], p: usize) -> Result<(u64, usize), (usize, String)> {
+        let mut q = p;
+        if line.get(q) == Some(&b'0') && matches!(line.get(q + 1), Some(b'x' | b'X')) {
+            q += 2;
+        }
+        let start = q;
+        let mut v = 0u64;
+        while let Some(d) = line.get(q).and_then(|&c| char::from(c).to_digit(16)) {
+            if v >> 60 != 0 {
+                return Err((start, "wide".into()));
+            }
+            v = (v << 4) | u64::from(d);
+            q += 1;
+        }
+        if q == start {
+            return Err((q, "none".into()));
+        }
+        Ok((v, q))
+    }
+
+    /// Hex digits of both cases, with bytes around the ranges' edges and non-ASCII bytes
+    /// mixed in, give what the digit-by-digit reading gives (value and end; an error at
+    /// the same byte).
+    #[test]
+    fn number_matches_the_digit_by_digit_reading() {
+        fn prop(picks: Vec<u8>, at: u8) -> bool {
+            const BYTES: &[u8] = b"0123456789abcdefABCDEF0000fff/:@G`gxX,\x80\xb0\xff";
+            let line: Vec<u8> = picks
+                .iter()
+                .map(|&k| BYTES[usize::from(k) % BYTES.len()])
+                .collect();
+            let p = usize::from(at) % (line.len() + 1);
+            let got = number(&line, p, "test").map_err(|At(at, _)| at);
+            let want = reference(&line, p).map_err(|(at, _)| at);
+            got == want
+        }
+        QuickCheck::new()
+            .tests(20_000)
+            .quickcheck(prop as fn(Vec<u8>, u8) -> bool);
+    }
+
+    /// Every length of digits from 1 to 17, at the end of a line and before more bytes.
+    #[test]
+    fn every_width_reads_right() {
+        for n in 1..=17usize {
+            let digits: String = "fedcba9876543210f".chars().take(n).collect();
+            for tail in ["", ",rip=0x1", ":00112233445566778899"] {
+                let line = format!("0x{digits}{tail}");
+                let got = number(line.as_bytes(), 0, "test").map_err(|At(at, _)| at);
+                let want = reference(line.as_bytes(), 0).map_err(|(at, _)| at);
+                assert_eq!(got, want, "{line}");
+            }
+        }
+    }
+}

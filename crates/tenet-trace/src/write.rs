@@ -51,13 +51,54 @@ fn push_hex(out: &mut Vec<u8>, v: u64) {
     out.truncate(len);
 }
 
-/// Appends two lowercase hex digits per byte.
+/// Appends two lowercase hex digits per byte: eight bytes at a time as one fixed-size
+/// piece (the usual item is one word), the rest pair by pair.
 #[inline]
 fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len().saturating_mul(2));
-    for &b in bytes {
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut tmp = [0u8; 16];
+        for (pair, &b) in tmp.chunks_exact_mut(2).zip(word) {
+            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
+        }
+        out.extend_from_slice(&tmp);
+    }
+    for &b in words.remainder() {
         out.extend_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
     }
+}
+
+/// Appends `,` (unless `first`), `key` and `=`, as one fixed-size piece cut to length
+/// (keys are register names and `mr`/`mw`/`mrw`: at most 3 bytes; a longer one is
+/// appended as it is).
+#[inline(always)]
+fn push_key(out: &mut Vec<u8>, first: bool, key: &str) {
+    let key = key.as_bytes();
+    if key.len() > 3 {
+        if !first {
+            out.push(b',');
+        }
+        out.extend_from_slice(key);
+        out.push(b'=');
+        return;
+    }
+    let mut tmp = [b'='; 5];
+    let at = usize::from(!first);
+    if let (false, Some(comma)) = (first, tmp.first_mut()) {
+        *comma = b',';
+    }
+    for (d, &s) in tmp.iter_mut().skip(at).zip(key) {
+        *d = s;
+    }
+    // The `=` after the key is already there.
+    let len = out
+        .len()
+        .saturating_add(at)
+        .saturating_add(key.len())
+        .saturating_add(1);
+    out.extend_from_slice(&tmp);
+    out.truncate(len);
 }
 
 /// The buffered lines are handed to the output once they hold this many bytes.
@@ -137,18 +178,12 @@ impl<W: Write> Writer<W> {
         }
         let mut first = true;
         for (name, value) in regs.iter() {
-            if !first {
-                self.buf.push(b',');
-            }
+            push_key(&mut self.buf, first, name);
             first = false;
-            self.buf.extend_from_slice(name.as_bytes());
-            self.buf.push(b'=');
             push_hex(&mut self.buf, value);
         }
         for m in mem {
-            self.buf.push(b',');
-            self.buf.extend_from_slice(m.kind.key().as_bytes());
-            self.buf.push(b'=');
+            push_key(&mut self.buf, false, m.kind.key());
             push_hex(&mut self.buf, m.addr);
             self.buf.push(b':');
             push_bytes(&mut self.buf, m.data);

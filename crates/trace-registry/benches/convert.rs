@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
+mod common;
+
 use std::hint::black_box;
 use std::io::{Seek, SeekFrom, Write};
 
@@ -11,22 +13,6 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trace_registry::{Ctx, Input, Options};
 
 const INSTRUCTIONS: u64 = 200_000;
-
-fn x64dbg_input() -> Vec<u8> {
-    use trac_x64dbg::testgen::{self, Options};
-    let opts = Options {
-        arch: trac_x64dbg::Arch::X64,
-        threads: 4,
-        max_run: 200,
-        seed: 1,
-    };
-    testgen::trace(
-        opts,
-        INSTRUCTIONS,
-        trac_x64dbg::RecorderOptions::default(),
-        "bench.exe",
-    )
-}
 
 /// A writer that counts what it is given and drops it (seeks only move the count's end).
 #[derive(Default)]
@@ -58,7 +44,7 @@ impl Seek for Count {
 }
 
 fn bench(c: &mut Criterion) {
-    let bytes = x64dbg_input();
+    let bytes = common::x64dbg_input(INSTRUCTIONS, 4, 200);
     let options = Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let mut input = Input::from_bytes("bench.trace64", bytes.clone()).unwrap();

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -11,22 +13,6 @@ use trace_registry::analyses::diff::{DiffOptions, diff};
 use trace_registry::{Ctx, Input, Options};
 
 const INSTRUCTIONS: u64 = 1_000_000;
-
-fn x64dbg_input() -> Vec<u8> {
-    use trac_x64dbg::testgen::{self, Options};
-    let opts = Options {
-        arch: trac_x64dbg::Arch::X64,
-        threads: 3,
-        max_run: 300,
-        seed: 1,
-    };
-    testgen::trace(
-        opts,
-        INSTRUCTIONS,
-        trac_x64dbg::RecorderOptions::default(),
-        "bench.exe",
-    )
-}
 
 /// Diffs two inputs already in memory (as memory-mapped files are); returns the count.
 fn diff_equal(a: &mut Input, b: &mut Input) -> u64 {
@@ -51,7 +37,7 @@ fn steps(input: &mut Input) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let bytes = x64dbg_input();
+    let bytes = common::x64dbg_input(INSTRUCTIONS, 3, 300);
     let mut a = Input::from_bytes("a", bytes.clone()).unwrap();
     let mut b = Input::from_bytes("b", bytes).unwrap();
     let mut g = c.benchmark_group("x64dbg diff");
@@ -64,7 +50,8 @@ fn bench(c: &mut Criterion) {
         bench.iter(|| steps(black_box(&mut a)))
     });
     // The floor: comparing the two copies' bytes.
-    let (x, y) = (x64dbg_input(), x64dbg_input());
+    let x = common::x64dbg_input(INSTRUCTIONS, 3, 300);
+    let y = x.clone();
     g.bench_function("memcmp of the copies", |bench| {
         bench.iter(|| black_box(&x[..]) == black_box(&y[..]))
     });

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -11,22 +13,6 @@ use trace_registry::sink::JsonLines;
 use trace_registry::{Ctx, Input, Options};
 
 const INSTRUCTIONS: u64 = 200_000;
-
-fn x64dbg_input() -> Vec<u8> {
-    use trac_x64dbg::testgen::{self, Options};
-    let opts = Options {
-        arch: trac_x64dbg::Arch::X64,
-        threads: 3,
-        max_run: 300,
-        seed: 1,
-    };
-    testgen::trace(
-        opts,
-        INSTRUCTIONS,
-        trac_x64dbg::RecorderOptions::default(),
-        "bench.exe",
-    )
-}
 
 fn dump(bytes: &[u8], disasm: bool) -> u64 {
     let options = Options {
@@ -64,7 +50,7 @@ fn steps(bytes: &[u8], disasm: bool) -> u64 {
 }
 
 fn disasm(c: &mut Criterion) {
-    let x64 = x64dbg_input();
+    let x64 = common::x64dbg_input(INSTRUCTIONS, 3, 300);
     let mut g = c.benchmark_group("x64dbg disasm");
     g.throughput(Throughput::Elements(INSTRUCTIONS));
     g.sample_size(10);

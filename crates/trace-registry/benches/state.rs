@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -15,24 +17,8 @@ use trace_registry::{Ctx, Input, Options};
 
 const INSTRUCTIONS: u64 = 200_000;
 
-fn x64dbg_input() -> Vec<u8> {
-    use trac_x64dbg::testgen::{self, Options};
-    let opts = Options {
-        arch: trac_x64dbg::Arch::X64,
-        threads: 3,
-        max_run: 300,
-        seed: 1,
-    };
-    testgen::trace(
-        opts,
-        INSTRUCTIONS,
-        trac_x64dbg::RecorderOptions::default(),
-        "bench.exe",
-    )
-}
-
 fn bench(c: &mut Criterion) {
-    let bytes = x64dbg_input();
+    let bytes = common::x64dbg_input(INSTRUCTIONS, 3, 300);
     let options = Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let mut input = Input::from_bytes("bench", bytes.clone()).unwrap();

@@ -129,7 +129,14 @@ impl Step {
     }
 
     /// Appends an access of one little-endian word of `size` bytes (x64dbg's records).
+    #[inline]
     pub fn push_word(&mut self, addr: u64, size: u32, old: u64, new: Option<u64>) {
+        // The usual sizes as copies of constant size (no call to memcpy per access).
+        match size {
+            8 => return self.push_word_of::<8>(addr, old, new),
+            4 => return self.push_word_of::<4>(addr, old, new),
+            _ => {}
+        }
         let n = usize::try_from(size).unwrap_or(8).min(8);
         let old = old.to_le_bytes();
         let new = new.map(u64::to_le_bytes);
@@ -139,6 +146,34 @@ impl Step {
             new.as_ref().and_then(|b| b.get(..n)),
             size,
         );
+    }
+
+    /// [`Step::push_word`] of a word of `N` bytes (at most 8).
+    #[inline]
+    fn push_word_of<const N: usize>(&mut self, addr: u64, old: u64, new: Option<u64>) {
+        let start = |data: &Vec<u8>| u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let word = |v: u64| {
+            let mut w = [0u8; N];
+            for (d, s) in w.iter_mut().zip(v.to_le_bytes()) {
+                *d = s;
+            }
+            w
+        };
+        let old_at = start(&self.data);
+        self.data.extend_from_slice(&word(old));
+        let new_at = new.map(|v| {
+            let at = start(&self.data);
+            self.data.extend_from_slice(&word(v));
+            at
+        });
+        self.mem.push(Access {
+            addr,
+            len: N as u32,
+            kind: AccessKind::Unknown,
+            sized: false,
+            old: Some(old_at),
+            new: new_at,
+        });
     }
 
     /// The bytes before the instruction of access `a`, if recorded.
@@ -298,6 +333,19 @@ fn value_len(value: &RegValue) -> usize {
     }
 }
 
+/// Which registers the reader of a stream reads: see [`Steps::want_regs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RegsWanted {
+    /// Every register, through [`Steps::regs`], [`Steps::named_regs`] and
+    /// [`Steps::update_regs`] (the default).
+    #[default]
+    All,
+    /// Only [`Steps::regs`]: the general registers, the pc and the flags (what the Tenet
+    /// conversion writes).
+    General,
+}
+
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
 /// the last step returned.
 pub trait Steps {
@@ -367,6 +415,17 @@ pub trait Steps {
             head.copy_from_slice(src.get(..n).unwrap_or_default());
             tail.fill(0);
         }
+    }
+
+    /// Tells the stream which registers its reader reads from the next step on, so that a
+    /// format can replay less: after [`RegsWanted::General`] only [`Steps::regs`] is
+    /// kept up, and [`Steps::named_regs`] and [`Steps::update_regs`] give unspecified
+    /// values (x64dbg then applies only the changes to the words of [`Steps::regs`],
+    /// passing over the x87, vector, debug and segment registers). A stream may stay lean
+    /// until its next [`Steps::seek`] after [`RegsWanted::All`]. The default does nothing
+    /// (every register is kept up).
+    fn want_regs(&mut self, wanted: RegsWanted) {
+        let _ = wanted;
     }
 
     /// Whether a step's memory accesses are snapshots taken before the instruction ran

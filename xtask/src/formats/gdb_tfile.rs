@@ -11,7 +11,7 @@ use gdb_tfile::{
     TraceFileData, TraceStateVariable, Tracepoint, write,
 };
 
-use super::FormatTasks;
+use super::{FormatTasks, x64dbg_convert};
 use crate::bench::{BenchCase, BenchConfig};
 use crate::fixtures::Fixtures;
 
@@ -198,106 +198,22 @@ fn decode(input: &[u8]) -> u64 {
     frames
 }
 
-/// A writer that counts the bytes it is given and drops them; seeks move within the count
-/// (`convert --to tfile` seeks back to fill in the frame count).
-#[derive(Default)]
-struct Count {
-    len: u64,
-    pos: u64,
-}
-
-impl std::io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pos += buf.len() as u64;
-        self.len = self.len.max(self.pos);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl std::io::Seek for Count {
-    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        self.pos = match to {
-            std::io::SeekFrom::Start(p) => p,
-            std::io::SeekFrom::End(d) => self.len.saturating_add_signed(d),
-            std::io::SeekFrom::Current(d) => self.pos.saturating_add_signed(d),
-        };
-        Ok(self.pos)
-    }
-}
-
-/// An x64dbg trace of about `bytes` bytes of one thread (every instruction becomes a frame).
-fn x64dbg_input(bytes: u64) -> Vec<u8> {
-    let make = |n: u64| {
-        let opts = trac_x64dbg::testgen::Options {
-            arch: trac_x64dbg::Arch::X64,
-            threads: 1,
-            max_run: 200,
-            seed: 1,
-        };
-        trac_x64dbg::testgen::trace(opts, n, trac_x64dbg::RecorderOptions::default(), "a.exe")
-    };
-    let per = (make(20_000).len() as u64 / 20_000).max(1);
-    make(bytes / per + 1)
-}
-
-/// The x64dbg instruction stream alone, touching the pc, the registers and the accesses:
-/// what `convert --to tfile` reads.
-fn x64dbg_steps(bytes: &[u8]) -> u64 {
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let options = trace_registry::Options::default();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
-    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
-    let (mut n, mut acc) = (0u64, 0u64);
-    while let Some(step) = steps.next_step() {
-        let step = step.unwrap();
-        acc = acc.wrapping_add(step.pc ^ step.mem.len() as u64);
-        acc = acc.wrapping_add(steps.regs().iter().fold(0, |a, &r| a ^ r));
-        n += 1;
-    }
-    black_box(acc);
-    n
-}
-
-/// `convert --to tfile` without the file: the x64dbg stream through the tfile sink into a
-/// counting writer (units: frames).
-fn x64dbg_to_tfile(bytes: &[u8]) -> u64 {
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let options = trace_registry::Options::default();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    // The copy into an owned input is part of the cost (a memcpy).
-    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
-    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
-    let (done, out) =
-        trace_registry::sink::tfile::convert(&mut *steps, None, Count::default()).unwrap();
-    black_box(out.len);
-    done.frames
-}
-
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
-    let input = Arc::new(testgen::amd64_bytes(config.mib << 20, 1));
-    let x64dbg = Arc::new(x64dbg_input(config.mib << 20));
-    vec![
-        BenchCase {
-            name: "gdb-tfile frames+blocks".into(),
-            input,
-            unit: "frames",
-            run: Box::new(decode),
-        },
-        BenchCase {
-            name: "x64dbg steps (tfile convert's input)".into(),
-            input: x64dbg.clone(),
-            unit: "instrs",
-            run: Box::new(x64dbg_steps),
-        },
-        BenchCase {
-            name: "x64dbg -> tfile (convert)".into(),
-            input: x64dbg,
-            unit: "frames",
-            run: Box::new(x64dbg_to_tfile),
-        },
-    ]
+    let mut rows = vec![BenchCase {
+        name: "gdb-tfile frames+blocks".into(),
+        input: Arc::new(testgen::amd64_bytes(config.mib << 20, 1)),
+        unit: "frames",
+        run: Box::new(decode),
+    }];
+    // One thread: every instruction becomes a frame.
+    rows.extend(x64dbg_convert::rows(
+        x64dbg_convert::input(config.mib << 20, 1),
+        "x64dbg steps (tfile convert's input)",
+        &[(
+            "x64dbg -> tfile (convert)",
+            "frames",
+            x64dbg_convert::to_tfile,
+        )],
+    ));
+    rows
 }

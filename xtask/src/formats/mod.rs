@@ -7,6 +7,7 @@ mod dcfg_trace;
 mod gdb_tfile;
 mod tenet;
 mod x64dbg;
+mod x64dbg_convert;
 
 use crate::bench::{BenchCase, BenchConfig};
 use crate::fixtures::Fixtures;

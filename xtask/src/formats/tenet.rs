@@ -1,13 +1,14 @@
 //! xtask hooks for Tenet text traces: fixtures written by hand-built register states through
 //! the crate's writer (plus hand-typed non-canonical and negative files), the synthetic
 //! generator, the reader's benchmark row, and the rows of the x64dbg conversions
-//! (`convert --to tenet` and `--to din`, next to the x64dbg stream they read).
+//! (`convert --to tenet` and `--to din`, next to the x64dbg stream they read; see
+//! `x64dbg_convert`).
 
 use std::sync::Arc;
 
 use tenet_trace::{Arch, Line, MemKind, MemRef, ReadOptions, Reader, Registers, Writer};
 
-use super::FormatTasks;
+use super::{FormatTasks, x64dbg_convert};
 use crate::bench::{BenchCase, BenchConfig};
 use crate::fixtures::Fixtures;
 
@@ -147,112 +148,30 @@ fn decode(input: &[u8]) -> u64 {
     n
 }
 
-/// A writer that counts the bytes it is given and drops them.
-struct Count(std::rc::Rc<std::cell::Cell<u64>>);
-
-impl std::io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.set(self.0.get() + buf.len() as u64);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// `convert --to tenet` without the files: the x64dbg stream through the Tenet sink into
-/// counting writers; returns the bytes of Tenet text written (units: output bytes).
-fn x64dbg_to_tenet(bytes: &[u8]) -> u64 {
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let options = trace_registry::Options::default();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    // The copy into an owned input is part of the cost (a memcpy).
-    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
-    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
-    let written = std::rc::Rc::new(std::cell::Cell::new(0u64));
-    trace_registry::sink::tenet::convert(&mut *steps, |_| Ok(Count(written.clone()))).unwrap();
-    written.get()
-}
-
-/// `convert --to din` without the file: the x64dbg stream (its lean scan) through the din
-/// sink into a writer that discards; returns the bytes of din text written.
-fn x64dbg_to_din(bytes: &[u8]) -> u64 {
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let options = trace_registry::Options::default();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    // The copy into an owned input is part of the cost (a memcpy).
-    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
-    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
-    let written = std::rc::Rc::new(std::cell::Cell::new(0u64));
-    let mut out = Count(written.clone());
-    trace_registry::sink::din::convert(&mut *steps, &mut out).unwrap();
-    written.get()
-}
-
-/// The x64dbg instruction stream alone (what the conversion reads), touching the pc, the
-/// registers and the accesses: the conversion's own baseline.
-fn x64dbg_steps(bytes: &[u8]) -> u64 {
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let options = trace_registry::Options::default();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    let mut input = trace_registry::Input::from_bytes("bench.trace64", bytes.to_vec()).unwrap();
-    let mut steps = handler.steps(&mut input, &mut ctx).unwrap();
-    let mut n = 0u64;
-    let mut acc = 0u64;
-    while let Some(step) = steps.next_step() {
-        let step = step.unwrap();
-        acc = acc.wrapping_add(step.pc ^ step.mem.len() as u64);
-        acc = acc.wrapping_add(steps.regs().iter().fold(0, |a, &r| a ^ r));
-        n += 1;
-    }
-    std::hint::black_box(acc);
-    n
-}
-
-/// An x64dbg trace of about `bytes` bytes: four threads of the x64dbg generator.
-fn x64dbg_input(bytes: u64) -> Vec<u8> {
-    let make = |n: u64| {
-        let opts = trac_x64dbg::testgen::Options {
-            arch: trac_x64dbg::Arch::X64,
-            threads: 4,
-            max_run: 200,
-            seed: 1,
-        };
-        trac_x64dbg::testgen::trace(opts, n, trac_x64dbg::RecorderOptions::default(), "a.exe")
-    };
-    let per = (make(20_000).len() as u64 / 20_000).max(1);
-    make(bytes / per + 1)
-}
-
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     // About 52 bytes a line in the Pin tracer's shape.
     let lines = (config.mib << 20) / 52;
-    let input = Arc::new(synth(lines, 1));
-    let x64dbg = Arc::new(x64dbg_input(config.mib << 20));
-    vec![
-        BenchCase {
-            name: "tenet lines".into(),
-            input,
-            unit: "lines",
-            run: Box::new(decode),
-        },
-        BenchCase {
-            name: "x64dbg steps (convert's input)".into(),
-            input: x64dbg.clone(),
-            unit: "instrs",
-            run: Box::new(x64dbg_steps),
-        },
-        BenchCase {
-            name: "x64dbg -> tenet (convert)".into(),
-            input: x64dbg.clone(),
-            unit: "out bytes",
-            run: Box::new(x64dbg_to_tenet),
-        },
-        BenchCase {
-            name: "x64dbg -> din (convert)".into(),
-            input: x64dbg,
-            unit: "out bytes",
-            run: Box::new(x64dbg_to_din),
-        },
-    ]
+    let mut rows = vec![BenchCase {
+        name: "tenet lines".into(),
+        input: Arc::new(synth(lines, 1)),
+        unit: "lines",
+        run: Box::new(decode),
+    }];
+    rows.extend(x64dbg_convert::rows(
+        x64dbg_convert::input(config.mib << 20, 4),
+        "x64dbg steps (convert's input)",
+        &[
+            (
+                "x64dbg -> tenet (convert)",
+                "out bytes",
+                x64dbg_convert::to_tenet,
+            ),
+            (
+                "x64dbg -> din (convert)",
+                "out bytes",
+                x64dbg_convert::to_din,
+            ),
+        ],
+    ));
+    rows
 }

@@ -14,7 +14,7 @@ mod scan;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
-pub use replay::{Counters, Index, Replay, States};
+pub use replay::{Counters, GeneralReplay, Index, Replay, States, general_words};
 pub use scan::Scan;
 pub use stream::StreamReader;
 

@@ -501,3 +501,114 @@ impl Index {
             .map(|a| (a.instruction, Offset(a.pos as u64)))
     }
 }
+
+/// The general registers, the pc and the flags: the first REGDUMP words (16 + 2 on x64,
+/// 8 + 2 on x86), all a replay of [`GeneralReplay`] keeps up.
+#[must_use]
+pub const fn general_words(arch: Arch) -> usize {
+    match arch {
+        Arch::X64 => 18,
+        Arch::X86 => 10,
+    }
+}
+
+impl<'a> Replay<'a> {
+    /// A [`GeneralReplay`] that goes on from where this replay is, with its state.
+    #[must_use]
+    pub fn general(&self) -> GeneralReplay<'a> {
+        GeneralReplay {
+            blocks: self.blocks.clone(),
+            regs: self.state.regs.clone(),
+            general: general_words(self.state.regs.arch()),
+        }
+    }
+}
+
+/// A lean replay for readers that look only at the general registers, the pc and the
+/// flags ([`general_words`]): of each block it applies only the register changes to
+/// those words, which come first (a block lists its changes by increasing word), and
+/// passes over the rest (x87, SSE, AVX, debug and segment registers) by their recorded
+/// sizes without reading them; it keeps no counters. Made by [`Replay::general`]; the
+/// words past the general ones keep the values they had then.
+///
+/// A lending loop like [`Replay`]:
+/// `while let Some(ins) = replay.next_instruction() { let ins = ins?; replay.regs()… }`.
+/// Fuses after the first error, which comes after every complete block.
+#[derive(Clone, Debug)]
+pub struct GeneralReplay<'a> {
+    blocks: Blocks<'a>,
+    regs: RegDump,
+    general: usize,
+}
+
+impl<'a> GeneralReplay<'a> {
+    /// The next instruction (user blocks are skipped), with its changes to the general
+    /// registers applied: [`GeneralReplay::regs`] is then the state before it.
+    #[inline]
+    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'a>, Error>> {
+        loop {
+            match self.next_block()? {
+                Ok(Block::Instruction(ins)) => return Some(Ok(ins)),
+                Ok(Block::User(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The next block; an instruction's changes to the general registers are applied
+    /// first.
+    #[inline]
+    pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
+        let block = self.blocks.next()?;
+        if let Ok(Block::Instruction(ins)) = &block {
+            ins.apply_below(self.general, &mut self.regs);
+        }
+        Some(block)
+    }
+
+    /// [`GeneralReplay::next_block`] with the register state before the block.
+    #[inline]
+    pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'a>, &RegDump), Error>> {
+        Some(self.next_block()?.map(|b| (b, &self.regs)))
+    }
+
+    /// [`GeneralReplay::next_instruction`] with the register state before the
+    /// instruction.
+    #[inline]
+    pub fn next_instruction_with_regs(
+        &mut self,
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        Some(self.next_instruction()?.map(|i| (i, &self.regs)))
+    }
+
+    /// The register state before the last instruction returned: its first
+    /// [`general_words`] are up to date, the rest as they were when the lean replay
+    /// began.
+    #[must_use]
+    #[inline]
+    pub fn regs(&self) -> &RegDump {
+        &self.regs
+    }
+
+    /// The offset of the next block to read.
+    #[must_use]
+    pub fn offset(&self) -> Offset {
+        self.blocks.offset()
+    }
+}
+
+impl Instruction<'_> {
+    /// [`Instruction::apply`] of the changes to words `0..words` only: the changes come
+    /// by increasing word, so it stops at the first change past them.
+    #[inline]
+    pub fn apply_below(&self, words: usize, regs: &mut RegDump) {
+        let all = regs.words_mut();
+        let (low, _) = all.split_at_mut(words.min(all.len()));
+        for change in self.regs() {
+            match low.get_mut(usize::from(change.index)) {
+                Some(slot) => *slot = change.value,
+                None => break,
+            }
+        }
+    }
+}

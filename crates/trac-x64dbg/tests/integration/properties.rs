@@ -311,6 +311,40 @@ fn scans_follow_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
 }
 
+/// The lean replay of the general registers, begun at the start or after any instruction
+/// of the full replay, gives the same instructions, and before each the same general
+/// registers, pc and flags (the first `general_words` words) as the full replay; it ends
+/// where the full replay ends, also on a cut trace.
+#[test]
+fn general_replay_follows_the_replay() {
+    fn prop(s: Steps, from: u16, cut: u16) -> TestResult {
+        let mut bytes = record(&s);
+        bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
+        let trace = Trace::parse(&bytes).unwrap();
+        let n = trac_x64dbg::general_words(s.arch);
+        let (got, err) = replay_all(&trace);
+        let from = usize::from(from) % (got.len() + 1);
+        let mut full = trace.replay();
+        for _ in 0..from {
+            full.next_instruction().unwrap().unwrap();
+        }
+        let mut lean = full.general();
+        for d in got.iter().skip(from) {
+            let ins = lean.next_instruction().unwrap().unwrap();
+            if ins.index() != d.index || lean.regs().words()[..n] != d.regs.words()[..n] {
+                return TestResult::error(format!("instruction {} differs", d.index));
+            }
+        }
+        match (lean.next_instruction(), err) {
+            (None, None) | (Some(Err(_)), Some(_)) => TestResult::passed(),
+            _ => TestResult::error("the lean replay ends elsewhere"),
+        }
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, u16, u16) -> TestResult);
+}
+
 /// [`Blocks::pass_equal`] against a copy changed at random places passes the blocks the
 /// replay reads, up to the first change: exactly the blocks that end by it when the flag
 /// decides the thread-id bytes, else possibly fewer (a thread-id decision that would look

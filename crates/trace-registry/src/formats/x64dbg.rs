@@ -19,15 +19,15 @@ use std::sync::{Arc, OnceLock};
 use std::borrow::Cow;
 
 use trac_x64dbg::{
-    Arch, Block, Counters, Header, Index, Instruction, RegDump, RegisterField, Replay,
-    StreamReader, Trace, raw, register_fields, word_names,
+    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, RegDump, RegisterField,
+    Replay, StreamReader, Trace, raw, register_fields, word_names,
 };
 
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{
-    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, ScanQuery,
-    Step, Steps,
+    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, RegsWanted,
+    ScanQuery, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
@@ -119,10 +119,12 @@ struct Summary {
     counters: Counters,
 }
 
-/// Blocks with the register state before each: a replay over bytes or a stream reader.
+/// Blocks with the register state before each: a replay over bytes or a stream reader,
+/// or the lean replay of the general registers over bytes ([`Steps::want_regs`]).
 enum Blocks<'a> {
     Slice(Box<Replay<'a>>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
+    General(Box<GeneralReplay<'a>>),
 }
 
 impl Blocks<'_> {
@@ -132,6 +134,7 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.next_block_with_regs(),
             Blocks::Stream(r) => r.next_block_with_regs(),
+            Blocks::General(r) => r.next_block_with_regs(),
         }
     }
 
@@ -139,6 +142,7 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.regs(),
             Blocks::Stream(r) => r.regs(),
+            Blocks::General(r) => r.regs(),
         }
     }
 
@@ -146,6 +150,7 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.offset().0,
             Blocks::Stream(r) => r.offset().0,
+            Blocks::General(r) => r.offset().0,
         }
     }
 
@@ -153,6 +158,8 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.counters(),
             Blocks::Stream(r) => r.counters(),
+            // The lean replay counts nothing; the summary never reads through one.
+            Blocks::General(_) => Counters::default(),
         }
     }
 }
@@ -398,6 +405,8 @@ impl<'a> X64Steps<'a> {
             ahead: Ahead::No,
             dirty: [0; 4],
             all_dirty: true,
+            tracking: false,
+            lean: false,
         })
     }
 }
@@ -438,6 +447,11 @@ struct X64Steps<'a> {
     /// Every word may have changed (a full dump, or the stream moved other than by
     /// `next_step`: a seek or a pass).
     all_dirty: bool,
+    /// [`Steps::update_regs`] has been called: `dirty` is kept (`all_dirty` covers the
+    /// steps before).
+    tracking: bool,
+    /// [`RegsWanted::General`]: the lean replay when the trace is in memory.
+    lean: bool,
 }
 
 /// Where an [`X64Steps`] is ahead of its replay after passing records without reading
@@ -554,12 +568,13 @@ impl Steps for X64Steps<'_> {
         let next = match &mut self.blocks {
             Blocks::Slice(r) => r.next_instruction_with_regs(),
             Blocks::Stream(r) => r.next_instruction_with_regs(),
+            Blocks::General(r) => r.next_instruction_with_regs(),
         };
         match fuse(&mut self.done, next)? {
             Ok((ins, regs)) => {
                 if ins.is_full_dump() {
                     self.all_dirty = true;
-                } else {
+                } else if self.tracking {
                     for c in ins.regs() {
                         let i = usize::from(c.index);
                         if let Some(bits) = self.dirty.get_mut(i >> 6) {
@@ -635,7 +650,11 @@ impl Steps for X64Steps<'_> {
             disasm,
             self.names.len(),
         );
-        self.blocks = Blocks::Slice(Box::new(replay));
+        self.blocks = if self.lean {
+            Blocks::General(Box::new(replay.general()))
+        } else {
+            Blocks::Slice(Box::new(replay))
+        };
         self.pending = true;
         self.done = false;
         Ok(())
@@ -680,7 +699,7 @@ impl Steps for X64Steps<'_> {
             Ahead::Walked(w) => w,
             Ahead::No => match &self.blocks {
                 Blocks::Slice(r) => r.blocks(),
-                Blocks::Stream(_) => return none,
+                Blocks::Stream(_) | Blocks::General(_) => return none,
             },
             told @ Ahead::Told { .. } => {
                 self.ahead = told;
@@ -748,6 +767,16 @@ impl Steps for X64Steps<'_> {
         Ok(())
     }
 
+    /// [`RegsWanted::General`] switches a replay in memory to
+    /// [`trac_x64dbg::GeneralReplay`] (not while [`Steps::pass_equal`] is ahead of it);
+    /// [`RegsWanted::All`] takes effect at the next seek.
+    fn want_regs(&mut self, wanted: RegsWanted) {
+        self.lean = wanted == RegsWanted::General;
+        if let (true, Blocks::Slice(r), Ahead::No) = (self.lean, &self.blocks, &self.ahead) {
+            self.blocks = Blocks::General(Box::new(r.general()));
+        }
+    }
+
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
         let Some(trace) = &self.trace else {
             return Ok(None);
@@ -773,6 +802,9 @@ impl Steps for X64Steps<'_> {
     /// and only those reading words a block changed since the last call (found from the
     /// changed words through the plan's index, so the cost follows the changes).
     fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
+        // From now on `next_step` notes the words the blocks change (until now every
+        // word counts as changed).
+        self.tracking = true;
         let words = self.blocks.regs().words();
         let w = self.word as usize;
         let shift = if w == 8 { 3 } else { 2 };
@@ -1014,7 +1046,8 @@ impl Records for X64Records<'_> {
         // A stream's instruction borrows the reader's buffer: the row goes in a box.
         let step = match &mut self.blocks {
             Blocks::Stream(r) => r.next_instruction_with_regs(),
-            Blocks::Slice(_) => None,
+            // Records never read through the lean replay.
+            Blocks::Slice(_) | Blocks::General(_) => None,
         };
         let (names, state_words, disasm) = (&self.names, self.state_words, &mut self.disasm);
         Some(fuse(&mut self.done, step)?.map(|(ins, regs)| {
@@ -1036,6 +1069,7 @@ impl Records for X64Records<'_> {
         match &self.blocks {
             Blocks::Slice(_) => self.current.map_or(0, |ins| ins.offset().0),
             Blocks::Stream(r) => r.offset().0,
+            Blocks::General(r) => r.offset().0,
         }
     }
 

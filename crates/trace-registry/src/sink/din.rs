@@ -68,6 +68,21 @@ pub fn access_labels(a: &Access) -> &'static [u8] {
     }
 }
 
+/// Two hex digits of each byte value.
+// Built at compile time: an index out of range fails the build, not a run.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+static BYTE_HEX: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0u8;
+    loop {
+        t[i as usize] = [DIGITS[(i >> 4) as usize], DIGITS[(i & 0xf) as usize]];
+        if i == 255 {
+            break t;
+        }
+        i += 1;
+    }
+};
+
 /// Appends the line `label address` (label a single digit).
 #[inline]
 fn push_line(buf: &mut Vec<u8>, label: u8, addr: u64) {
@@ -75,25 +90,24 @@ fn push_line(buf: &mut Vec<u8>, label: u8, addr: u64) {
         .saturating_sub(addr.leading_zeros())
         .div_ceil(4)
         .max(1) as usize;
-    // Built on the stack, digits right-aligned, and appended at once.
-    let mut line = [0u8; MAX_LINE];
-    let start = MAX_LINE.saturating_sub(nibbles.saturating_add(3));
-    let mut at = MAX_LINE;
-    let mut put = |b: u8| {
-        at = at.saturating_sub(1);
-        if let Some(slot) = line.get_mut(at) {
-            *slot = b;
-        }
-    };
-    put(b'\n');
-    let mut v = addr;
-    for _ in 0..nibbles {
-        put(DIGITS.get((v & 0xf) as usize).copied().unwrap_or(b'0'));
-        v >>= 4;
+    // The digits moved to the top of the word, so they come first in its big-endian bytes.
+    let top = addr
+        .checked_shl(16u32.saturating_sub(nibbles as u32).saturating_mul(4))
+        .unwrap_or(0);
+    // Built on the stack, left-aligned, appended whole (a copy of constant size, not a
+    // call to memcpy) and cut back to its length.
+    let mut line = [b'\n'; MAX_LINE];
+    let (head, digits) = line.split_at_mut(2);
+    head.copy_from_slice(&[b'0'.saturating_add(label), b' ']);
+    for (pair, b) in digits.chunks_exact_mut(2).zip(top.to_be_bytes()) {
+        pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
     }
-    put(b' ');
-    put(b'0'.saturating_add(label));
-    buf.extend_from_slice(line.get(start..).unwrap_or_default());
+    if let Some(end) = digits.get_mut(nibbles) {
+        *end = b'\n';
+    }
+    let len = buf.len().saturating_add(nibbles).saturating_add(3);
+    buf.extend_from_slice(&line);
+    buf.truncate(len);
 }
 
 /// Appends the lines of one step; counts them in `counts`.

@@ -15,7 +15,7 @@ use std::io::Write;
 use tenet_trace::{Arch, MemKind, MemRef, Registers, Writer};
 
 use crate::Error;
-use crate::steps::{AccessKind, Isa, Step, Steps};
+use crate::steps::{AccessKind, Isa, RegsWanted, Step, Steps};
 
 /// The most threads (so open files) one conversion writes: under the usual limit of 1024
 /// open files a process has.
@@ -98,6 +98,8 @@ pub fn convert<W: Write>(
     let mut padded: Vec<u64> = Vec::new();
     // The registers of the line being written, reused.
     let mut line = Registers::new(Arch::Amd64);
+    // Only the general registers are written: the stream may replay only those.
+    steps.want_regs(RegsWanted::General);
     while let Some(step) = steps.next_step() {
         let step = step?;
         let (thread, pc) = (step.thread, step.pc);

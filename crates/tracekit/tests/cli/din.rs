@@ -3,6 +3,7 @@
 //! out by hand below, `--disasm`, `-o`, stdin and compressed input, damaged input, and the
 //! formats without an instruction stream.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Step, Writer};
@@ -83,13 +84,32 @@ fn known_trace() -> Vec<u8> {
     rec.finish().unwrap()
 }
 
-/// The din of [`known_trace`] by the recorded rule.
-const KNOWN_DIN: &str =
-    "2 401000\n1 14fe00\n2 402000\n1 6ff8\n2 401003\n2 402001\n0 2000\n1 3000\n";
+/// The din lines of [`known_trace`] by the recorded rule, as (label, address).
+const KNOWN: [(u8, u64); 8] = [
+    (2, 0x401000),
+    (1, 0x14fe00),
+    (2, 0x402000),
+    (1, 0x6ff8),
+    (2, 0x401003),
+    (2, 0x402001),
+    (0, 0x2000),
+    (1, 0x3000),
+];
 
-/// The din of [`known_trace`] with `--disasm`: `add [rax], rbx` reads and writes.
-const KNOWN_DIN_DISASM: &str =
-    "2 401000\n0 14fe00\n1 14fe00\n2 402000\n1 6ff8\n2 401003\n2 402001\n0 2000\n1 3000\n";
+/// din text: one `LABEL HEXADDRESS` line per pair.
+fn din_text(lines: &[(u8, u64)]) -> String {
+    lines.iter().map(|(l, a)| format!("{l} {a:x}\n")).collect()
+}
+
+/// The din of [`known_trace`], by the recorded rule or with `--disasm` (then `add [rax],
+/// rbx` reads and writes).
+fn known_din(disasm: bool) -> String {
+    let mut lines = KNOWN.to_vec();
+    if disasm {
+        lines.insert(1, (0, 0x14fe00));
+    }
+    din_text(&lines)
+}
 
 /// A Tenet trace: line 0's `mr` belongs to an instruction before the trace (not written);
 /// line 1's `mw` is what instruction 0 did, line 2's `mr` and `mrw` instruction 1's.
@@ -107,54 +127,48 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     path
 }
 
-fn din(args: &[&std::ffi::OsStr]) -> String {
-    let out = tracekit(args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    stdout(&out)
+/// `tracekit [FIRST...] convert PATH --to din [MORE...]`.
+fn convert_din(first: &[&str], path: &Path, more: &[&OsStr]) -> std::process::Output {
+    let mut args: Vec<&OsStr> = first.iter().map(OsStr::new).collect();
+    args.extend([
+        "convert".as_ref(),
+        path.as_os_str(),
+        "--to".as_ref(),
+        "din".as_ref(),
+    ]);
+    args.extend(more);
+    tracekit(args)
+}
+
+/// The stdout of a command that succeeds.
+fn success(out: &std::process::Output) -> String {
+    assert!(out.status.success(), "{}", stderr(out));
+    stdout(out)
 }
 
 #[test]
 fn x64dbg_to_din_by_the_recorded_rule() {
     let dir = temp_dir("x64dbg");
     let path = write(&dir, "known.trace64", &known_trace());
-    let text = din(&[
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
-    assert_eq!(text, KNOWN_DIN);
+    let text = success(&convert_din(&[], &path, &[]));
+    assert_eq!(text, known_din(false));
 }
 
 #[test]
 fn x64dbg_to_din_with_disasm_uses_the_access_kinds() {
     let dir = temp_dir("disasm");
     let path = write(&dir, "known.trace64", &known_trace());
-    let text = din(&[
-        "--disasm".as_ref(),
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
-    assert_eq!(text, KNOWN_DIN_DISASM);
+    let text = success(&convert_din(&["--disasm"], &path, &[]));
+    assert_eq!(text, known_din(true));
 }
 
 #[test]
 fn tenet_to_din() {
     let dir = temp_dir("tenet");
     let path = write(&dir, "t.log", TENET.as_bytes());
-    let args = [
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ];
-    assert_eq!(din(&args), TENET_DIN);
+    assert_eq!(success(&convert_din(&[], &path, &[])), TENET_DIN);
     // The kinds are the file's: --disasm changes nothing.
-    let mut with = vec!["--disasm".as_ref()];
-    with.extend(args);
-    assert_eq!(din(&with), TENET_DIN);
+    assert_eq!(success(&convert_din(&["--disasm"], &path, &[])), TENET_DIN);
 }
 
 /// `-o` writes the same lines to the file and nothing to stdout; stdin and gzip input
@@ -165,21 +179,17 @@ fn output_file_stdin_and_gzip_give_the_same_lines() {
     let trace = known_trace();
     let path = write(&dir, "known.trace64", &trace);
     let out_path = dir.join("known.din");
-    let out = tracekit([
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-        "-o".as_ref(),
-        out_path.as_os_str(),
-    ]);
+    let out = convert_din(&[], &path, &["-o".as_ref(), out_path.as_os_str()]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
-    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), KNOWN_DIN);
+    assert_eq!(
+        std::fs::read_to_string(&out_path).unwrap(),
+        known_din(false)
+    );
 
     let out = tracekit_stdin(["convert", "-", "--to", "din"], &trace);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), KNOWN_DIN);
+    assert_eq!(stdout(&out), known_din(false));
 
     let gz = std::process::Command::new("gzip")
         .args(["-c"])
@@ -189,7 +199,7 @@ fn output_file_stdin_and_gzip_give_the_same_lines() {
     assert!(gz.status.success());
     let out = tracekit_stdin(["convert", "-", "--to", "din"], &gz.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), KNOWN_DIN);
+    assert_eq!(stdout(&out), known_din(false));
 }
 
 /// A trace cut inside its last block: exit 1, no output file with `-o`; on stdout, the
@@ -201,14 +211,7 @@ fn damaged_input_exits_1_without_an_output_file() {
     let cut = &trace[..trace.len() - 3];
     let path = write(&dir, "cut.trace64", cut);
     let out_path = dir.join("cut.din");
-    let out = tracekit([
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-        "-o".as_ref(),
-        out_path.as_os_str(),
-    ]);
+    let out = convert_din(&[], &path, &["-o".as_ref(), out_path.as_os_str()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("error"), "{}", stderr(&out));
     assert!(!out_path.exists());
@@ -218,24 +221,13 @@ fn damaged_input_exits_1_without_an_output_file() {
         "no temporary left"
     );
 
-    let out = tracekit([
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
+    let out = convert_din(&[], &path, &[]);
     assert_eq!(out.status.code(), Some(1));
     // The first three instructions are whole.
-    let before = "2 401000\n1 14fe00\n2 402000\n1 6ff8\n2 401003\n";
-    assert_eq!(stdout(&out), before);
+    assert_eq!(stdout(&out), din_text(&KNOWN[..5]));
 
     let bad = write(&dir, "bad.log", b"rip=0x1\nrip=0x2,zz=0x3\n");
-    let out = tracekit([
-        "convert".as_ref(),
-        bad.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
+    let out = convert_din(&[], &bad, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
@@ -244,13 +236,8 @@ fn damaged_input_exits_1_without_an_output_file() {
 #[test]
 fn tfile_gives_fetches_only() {
     let path = testdata("gdb-tfile/amd64.tf");
-    let text = din(&[
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
-    let dump = din(&["dump".as_ref(), path.as_os_str()]);
+    let text = success(&convert_din(&[], &path, &[]));
+    let dump = success(&tracekit(["dump".as_ref(), path.as_os_str()]));
     let pcs: Vec<String> = dump
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -267,12 +254,7 @@ fn tfile_gives_fetches_only() {
 #[test]
 fn no_instruction_stream_is_a_usage_error() {
     let path = testdata("dcfg/sample.dcfg.json");
-    let out = tracekit([
-        "convert".as_ref(),
-        path.as_os_str(),
-        "--to".as_ref(),
-        "din".as_ref(),
-    ]);
+    let out = convert_din(&[], &path, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("din"), "{}", stderr(&out));
     let dir = temp_dir("usage");
