@@ -88,6 +88,10 @@ pub struct Memory {
     pub source: Vec<Option<u64>>,
     /// Whether each byte was inferred from an access at or after `i` (its `old` value).
     pub inferred: Vec<Option<bool>>,
+    /// What the text calls a step ([`Steps::step_noun`]: "instruction", or "frame" for a
+    /// tfile); not in the JSON.
+    #[serde(skip)]
+    pub noun: &'static str,
 }
 
 fn hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -117,6 +121,7 @@ impl Memory {
             bytes: vec![None; len],
             source: vec![None; len],
             inferred: vec![None; len],
+            noun: "instruction",
         }
     }
 
@@ -228,7 +233,8 @@ impl Memory {
     pub fn to_text(&self) -> String {
         use std::fmt::Write;
         let mut out = format!(
-            "memory before instruction {}: {} byte{} at {:#x}\n",
+            "memory before {} {}: {} byte{} at {:#x}\n",
+            self.noun,
             self.i,
             self.len,
             if self.len == 1 { "" } else { "s" },
@@ -283,8 +289,8 @@ impl Memory {
         if inferred {
             let _ = writeln!(
                 out,
-                "*xx  inferred: no access before instruction {} covers it; the value a later access found",
-                self.i
+                "*xx  inferred: no access before {} {} covers it; the value a later access found",
+                self.noun, self.i
             );
         }
         if unknown {
@@ -313,9 +319,9 @@ impl Memory {
             let to = self.addr.saturating_add(*end as u64);
             let _ = match source {
                 Some(i) if *inferred => {
-                    writeln!(out, "  {from:#x}..{to:#x}  instruction {i} (inferred)")
+                    writeln!(out, "  {from:#x}..{to:#x}  {} {i} (inferred)", self.noun)
                 }
-                Some(i) => writeln!(out, "  {from:#x}..{to:#x}  instruction {i}"),
+                Some(i) => writeln!(out, "  {from:#x}..{to:#x}  {} {i}", self.noun),
                 None => writeln!(out, "  {from:#x}..{to:#x}  unknown"),
             };
         }
@@ -372,13 +378,20 @@ pub fn mem(
         )));
     }
     let n = usize::try_from(len).unwrap_or(0);
-    let mut memory = Memory::unknown(query.at, query.addr, n);
+    let noun = steps.step_noun();
+    let mut memory = Memory {
+        noun,
+        ..Memory::unknown(query.at, query.addr, n)
+    };
     if let Some(sidecar) = sidecar {
         if let Some(damage) = from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)? {
             return Ok((memory, damage));
         }
         // Too many candidates: the pass, from the start.
-        memory = Memory::unknown(query.at, query.addr, n);
+        memory = Memory {
+            noun,
+            ..Memory::unknown(query.at, query.addr, n)
+        };
         steps.seek(0)?;
     }
     let damage = read(steps.as_mut(), ctx, query.at, &mut memory)?;
@@ -422,7 +435,7 @@ fn from_sidecar(
 ) -> Result<Option<Option<Error>>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(crate::steps::past_end(at, count));
+        return Err(crate::steps::past_end_of(steps.step_noun(), at, count));
     }
     let snapshot = steps.memory_is_snapshot();
     let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
@@ -535,7 +548,7 @@ fn read(
         }
     }
     if seen <= at {
-        return Err(crate::steps::past_end(at, seen));
+        return Err(crate::steps::past_end_of(steps.step_noun(), at, seen));
     }
     Ok(None)
 }

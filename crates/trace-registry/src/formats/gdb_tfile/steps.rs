@@ -331,6 +331,10 @@ impl<'a> Steps for TfileSteps<'a> {
         true
     }
 
+    fn step_noun(&self) -> &'static str {
+        "frame"
+    }
+
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         let Frames::Slice(slice) = &self.frames else {
             steps::seek_by_scan(self, n)?;
@@ -356,7 +360,7 @@ impl<'a> Steps for TfileSteps<'a> {
         let frame = usize::try_from(n)
             .ok()
             .and_then(|k| index.frame(k))
-            .ok_or_else(|| steps::past_end(n, count))?;
+            .ok_or_else(|| steps::past_end_of("frame", n, count))?;
         let next = frame
             .data_offset()
             .0
