@@ -834,7 +834,10 @@ pub(crate) mod tests {
                 assert!(damage.is_none());
                 assert_eq!(
                     m,
-                    reference(&steps, true, at, lo, len),
+                    Memory {
+                        noun: "frame",
+                        ..reference(&steps, true, at, lo, len)
+                    },
                     "frame {at} {lo:#x}"
                 );
                 assert!(!m.inferred.contains(&Some(true)));
@@ -958,6 +961,54 @@ pub(crate) mod tests {
         let (m, damage) = mem(handler, &mut input, &mut Ctx::new(&options), &q).unwrap();
         assert!(damage.is_none());
         m
+    }
+
+    /// A tfile with a sidecar index (whose seek index it now has): `mem` reads the
+    /// candidate frames through it and gives what the pass gives, at frames near the
+    /// start, middle and end, at addresses the frames collected and around them.
+    #[test]
+    fn tfile_mem_with_a_sidecar_is_mem_without() {
+        let dir = std::env::temp_dir().join(format!("tk-mem-tfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tf");
+        let file = gdb_tfile::testgen::amd64_file(600, 9);
+        let bytes = gdb_tfile::write::to_bytes(&file, gdb_tfile::Endian::Little).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let index = dir.join("a.tkidx");
+        let options = Options::default();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let built = crate::analyses::index::build(
+            crate::detect(&input).unwrap(),
+            &mut input,
+            &mut Ctx::new(&options),
+            Some(&index),
+            crate::analyses::index::BuildOptions::default(),
+        )
+        .unwrap();
+        assert!(built.seek_bytes > 0);
+        let none = dir.join("none.tkidx");
+        let parsed =
+            gdb_tfile::TraceFile::parse(&bytes, gdb_tfile::ReadOptions::default()).unwrap();
+        let mut known = 0;
+        for (k, f) in parsed.frames().enumerate().step_by(37) {
+            let f = f.unwrap();
+            let Some((addr, len)) = f.blocks().find_map(|b| match b.unwrap() {
+                gdb_tfile::Block::Memory { address, data, .. } => Some((address, data.len())),
+                _ => None,
+            }) else {
+                continue;
+            };
+            for (at, a) in [(k as u64, addr), (k as u64 + 40, addr.saturating_sub(3))] {
+                let q = query(at.min(599), a, len.min(64) as u64 + 6);
+                let scanned = ask_file(&path, &none, false, q);
+                let indexed = ask_file(&path, &index, false, q);
+                assert_eq!(scanned, indexed, "at {at} {a:#x}");
+                assert_eq!(indexed.noun, "frame");
+                known += indexed.bytes.iter().flatten().count();
+            }
+        }
+        assert!(known > 100, "the queries find bytes ({known})");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// With a sidecar index, `mem` gives what the pass gives (the model's answer), for
@@ -1142,6 +1193,7 @@ pub(crate) mod tests {
             bytes: vec![Some(0x41), None, Some(0x01), Some(0x20)],
             source: vec![Some(3), None, Some(12), Some(12)],
             inferred: vec![Some(false), None, Some(true), Some(true)],
+            noun: "instruction",
         };
         let text = m.to_text();
         let lines: Vec<&str> = text.lines().collect();
