@@ -244,14 +244,14 @@ impl<'a> TfileSteps<'a> {
         self.current.pc
     }
 
-    /// [`Steps::seek`] through the sidecar's seek index: from the saved frame at or
-    /// before `n`, at most [`SEEK_STRIDE`] frame headers.
+    /// [`Steps::seek`] through the sidecar's seek index `saved`: from the saved frame at
+    /// or before `n`, at most [`SEEK_STRIDE`] frame headers.
     fn seek_saved(
         &mut self,
         n: u64,
         data: &'a [u8],
         layout: gdb_tfile::FrameLayout,
-        saved: SeekIndex,
+        saved: &SeekIndex,
     ) -> Result<(), Error> {
         let past = || steps::past_end_of("frame", n, saved.frames);
         let start = usize::try_from(n / SEEK_STRIDE)
@@ -261,21 +261,20 @@ impl<'a> TfileSteps<'a> {
             .ok_or_else(past)?;
         let mut frames =
             gdb_tfile::Frames::new(data, usize::try_from(*start).unwrap_or(usize::MAX), layout);
-        self.walked = 0;
-        for _ in 0..=n % SEEK_STRIDE {
+        let skip = n % SEEK_STRIDE;
+        for k in 0..=skip {
             let frame = frames.next().ok_or_else(past)?.map_err(err)?;
-            self.walked = self.walked.saturating_add(1);
-            if self.walked > n % SEEK_STRIDE {
+            self.walked = k.saturating_add(1);
+            if k == skip {
                 let next = frame
                     .data_offset()
                     .0
                     .saturating_add(frame.data.len() as u64);
                 self.current.fill(&frame, n)?;
                 self.resume_after(n, data, next, layout);
-                return Ok(());
             }
         }
-        Err(past())
+        Ok(())
     }
 
     /// Makes the reader go on with the frame after frame `n`, which ends at `next`: the
@@ -465,10 +464,12 @@ impl<'a> Steps for TfileSteps<'a> {
         };
         let file: &TraceFile<'a> = &slice.0;
         if self.index.is_none()
-            && let Some(saved) = &self.saved
+            && let Some(saved) = self.saved.take()
         {
             let (data, layout) = (file.data(), file.layout());
-            return self.seek_saved(n, data, layout, saved.clone());
+            let found = self.seek_saved(n, data, layout, &saved);
+            self.saved = Some(saved);
+            return found;
         }
         let index = match &self.index {
             Some(index) => index,
