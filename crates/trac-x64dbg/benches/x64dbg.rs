@@ -70,10 +70,9 @@ fn benches(c: &mut Criterion) {
             let trace = Trace::parse(black_box(&data)).unwrap();
             let mut scan = trace.scan();
             let mut acc = 0u64;
-            while let Some(i) = scan.next_instruction() {
-                if i.unwrap().touches(0x14_fe00, 0x14_fe08) {
-                    acc = acc.wrapping_add(scan.pc());
-                }
+            while let Some(i) = scan.next_match(None, 0x14_fe00, 0x14_fe08) {
+                i.unwrap();
+                acc = acc.wrapping_add(scan.pc());
             }
             acc
         });

@@ -434,6 +434,12 @@ pub trait Steps {
         false
     }
 
+    /// What a step is called in messages and text output: "instruction", or "frame" for
+    /// a tfile (whose steps are tracepoint frames).
+    fn step_noun(&self) -> &'static str {
+        "instruction"
+    }
+
     /// Positions the stream so that the next step is step `n`. The default reads and drops
     /// steps up to `n` (a scan); formats with an index seek in it.
     ///
@@ -538,7 +544,7 @@ pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Erro
             Some(Ok(_)) if count == n => return Ok(()),
             Some(Ok(_)) => count = count.saturating_add(1),
             Some(Err(e)) => return Err(e),
-            None => return Err(past_end(n, count)),
+            None => return Err(past_end_of(steps.step_noun(), n, count)),
         }
     }
 }
@@ -546,8 +552,14 @@ pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Erro
 /// The error of a step number at or past the end of a stream of `count` steps.
 #[must_use]
 pub fn past_end(n: u64, count: u64) -> Error {
+    past_end_of("instruction", n, count)
+}
+
+/// [`past_end`] for steps called `noun` ([`Steps::step_noun`]).
+#[must_use]
+pub fn past_end_of(noun: &str, n: u64, count: u64) -> Error {
     Error::Unsupported(format!(
-        "instruction {n} is past the end: the trace has {count} instructions"
+        "{noun} {n} is past the end: the trace has {count} {noun}s"
     ))
 }
 

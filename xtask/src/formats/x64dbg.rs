@@ -200,21 +200,18 @@ fn run_index(bytes: &[u8]) -> u64 {
     index.instructions()
 }
 
-/// `xref` without a sidecar: the lean scan for one stack word (a pc from the `cip`
-/// changes, the addresses in place); returns the instructions read.
+/// `xref` without a sidecar: the lean scan for one stack word ([`trac_x64dbg::Scan::next_match`]:
+/// a pc from the `cip` changes, the addresses in place); returns the instructions read.
 fn run_xref_scan(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
     let mut scan = trace.scan();
     let mut acc = 0u64;
-    let mut n = 0u64;
-    while let Some(ins) = scan.next_instruction() {
-        n += 1;
-        if ins.unwrap().touches(0x14_fe00, 0x14_fe08) {
-            acc = acc.wrapping_add(scan.pc());
-        }
+    while let Some(ins) = scan.next_match(None, 0x14_fe00, 0x14_fe08) {
+        ins.unwrap();
+        acc = acc.wrapping_add(scan.pc());
     }
     black_box(acc);
-    n
+    scan.instructions()
 }
 
 /// The same question through the generic instruction stream (every step with the full

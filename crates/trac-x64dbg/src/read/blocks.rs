@@ -464,6 +464,28 @@ impl<'a> Blocks<'a> {
         self.state.instructions
     }
 
+    /// Passes over the usual blocks without a thread id from here (see [`walk_plain`])
+    /// while `on_block` says to go on, and returns the instructions passed; the next
+    /// [`Iterator::next`] returns the block after them. Passes nothing when a thread-id
+    /// decision is due.
+    #[inline(always)]
+    pub(super) fn walk_plain(&mut self, on_block: impl FnMut(&Instruction<'a>) -> bool) -> u64 {
+        if self.done || !self.state.plain_next() {
+            return 0;
+        }
+        let (len, count) = if self.state.word() == 8 {
+            walk_plain::<8>(self.rest, self.state.words, on_block)
+        } else {
+            walk_plain::<4>(self.rest, self.state.words, on_block)
+        };
+        if count > 0 {
+            self.state.pass_plain(count);
+            self.rest = self.rest.get(len..).unwrap_or(&[]);
+            self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+        }
+        count
+    }
+
     /// A key of what decoding the blocks from here depends on besides their bytes: the
     /// thread carried to blocks without a thread id and the state that decides whether
     /// a flag-clear block carries thread-id bytes (not the counters). Two iterators with
@@ -660,6 +682,73 @@ fn pass_plain<const W: usize>(
         count,
         differs: false,
     }
+}
+
+/// Walks the usual instruction blocks without a thread id (as
+/// [`DecoderState::quick_step`] takes them, with words of `W` bytes) from the start of
+/// `x` while they lie well inside it and `on_block` says to go on, and returns the bytes
+/// and the instructions passed. Stops before any other block (a thread switch, a full
+/// dump, a user block, an error), near the end of `x`, and before the first block for
+/// which `on_block` says false. `on_block` sees each block's fields (its numbers, offset
+/// and thread are not filled in: the caller knows them from the count).
+///
+/// [`pass_plain`] without the comparison: the measuring chain, with no branch on a
+/// block's fields but the ones that end the walk, so that it runs at the speed of that
+/// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it.
+#[inline(always)]
+pub(super) fn walk_plain<'a, const W: usize>(
+    x: &'a [u8],
+    words: u16,
+    mut on_block: impl FnMut(&Instruction<'a>) -> bool,
+) -> (usize, u64) {
+    let limit = x.len().saturating_sub(USUAL_WINDOW);
+    let words = u32::from(words);
+    let wide = if W == 8 { MARK_WORD8 } else { 0 };
+    let (mut at, mut count) = (0usize, 0u64);
+    while at < limit {
+        let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
+            break;
+        };
+        let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
+        let (nn, mm) = (usize::from(n), usize::from(m));
+        // At most 8 changes and 8 accesses: their positions and flags are one word each.
+        if nn > 8 || mm > 8 {
+            break;
+        }
+        let op = usize::from(fl & raw::OPCODE_LEN_MASK);
+        let pos = 4 + op;
+        let mf = pos + nn * (1 + W);
+        let word = |at: usize, n: usize| {
+            let bytes = w.get(at..).and_then(<[u8]>::first_chunk::<8>);
+            let keep = LOW_BYTES.get(n).copied().unwrap_or(0);
+            bytes.map_or(0, |b| u64::from_le_bytes(*b)) & keep
+        };
+        let (positions, flags) = (word(pos, nn), word(mf, mm));
+        let len = mf + mm * (1 + 2 * W) + (mm - bit0_count(flags)) * W;
+        let usual = ty == raw::BLOCK_INSTRUCTION
+            && fl & raw::FLAG_THREAD_ID == 0
+            && op != 0
+            && sum_of_bytes(positions) + u32::from(n) <= words;
+        let Some(bytes) = x.get(at..at + len).filter(|_| usual) else {
+            break;
+        };
+        let ins = Instruction {
+            meta: InstrMeta {
+                index: 0,
+                block: 0,
+                offset: 0,
+                len: len as u64,
+                packed: u64::from(n) << 32 | u64::from(m) << 40 | u64::from(fl) << 48 | wide,
+            },
+            bytes,
+        };
+        if !on_block(&ins) {
+            break;
+        }
+        at += len;
+        count += 1;
+    }
+    (at, count)
 }
 
 /// The bytes [`pass_plain`] reads a block's fields from: those of a usual block without a

@@ -3,6 +3,7 @@
 
 use trace_core::Offset;
 
+use super::blocks::walk_plain;
 use super::decode::{DecoderState, Fail, prefetch};
 use super::{Block, Blocks, Instruction, ReadOptions, ThreadIdMode, Trace};
 use crate::Error;
@@ -51,6 +52,12 @@ impl<'a> Trace<'a> {
         let mut anchors = Vec::new();
         let mut error = None;
         loop {
+            // Runs of usual blocks without a thread id: the lean walk.
+            if state.plain_next() {
+                let (len, count) = walk_plain_all(data.get(pos..).unwrap_or(&[]), state);
+                state.pass_plain(count);
+                pos += len;
+            }
             let rest = data.get(pos..).unwrap_or(&[]);
             // The usual block (not a full dump: those have more register changes than the
             // quick path takes) only moves the decoder state on; nothing is kept.
@@ -152,6 +159,17 @@ impl<'a> Trace<'a> {
             Some(anchor) => Blocks::new(self.data, anchor.pos, anchor.state),
             None => self.blocks(),
         })
+    }
+}
+
+/// [`walk_plain`] over every usual block, for the index pass: in its own function, so
+/// that the walk's values stay in registers.
+#[inline(never)]
+fn walk_plain_all(rest: &[u8], state: DecoderState) -> (usize, u64) {
+    if state.word() == 8 {
+        walk_plain::<8>(rest, state.words, |_| true)
+    } else {
+        walk_plain::<4>(rest, state.words, |_| true)
     }
 }
 

@@ -93,11 +93,48 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// The next instruction that executes at `pc` or whose recorded memory words overlap
+    /// the addresses `lo..hi` (see [`Instruction::touches`]); [`Scan::pc`] is then its
+    /// pc. What `xref` asks: the instructions between are passed by a lean walk that
+    /// reads only their pc changes and addresses, with no block handed out.
+    #[inline]
+    pub fn next_match(
+        &mut self,
+        pc: Option<u64>,
+        lo: u64,
+        hi: u64,
+    ) -> Option<Result<Instruction<'a>, Error>> {
+        loop {
+            let (cip, mut now) = (self.cip, self.pc);
+            self.blocks.walk_plain(|ins| {
+                if let Some(p) = ins.word_change(cip) {
+                    now = p;
+                }
+                pc != Some(now) && !(lo < hi && ins.touches(lo, hi))
+            });
+            self.pc = now;
+            match self.next_instruction()? {
+                Ok(ins) => {
+                    if pc == Some(self.pc) || (lo < hi && ins.touches(lo, hi)) {
+                        return Some(Ok(ins));
+                    }
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
     /// The pc of the last instruction returned (0 before the first `cip` change).
     #[must_use]
     #[inline]
     pub fn pc(&self) -> u64 {
         self.pc
+    }
+
+    /// Instructions read so far (passed by [`Scan::next_match`] included).
+    #[must_use]
+    pub fn instructions(&self) -> u64 {
+        self.blocks.instructions()
     }
 
     /// The offset of the next block to read.

@@ -287,7 +287,36 @@ fn scans_follow_the_replay() {
         if scan.next_instruction().is_some() {
             return TestResult::error("the scan goes on past the replay");
         }
+        // `next_match` (the lean walk between matches) stops at exactly the instructions
+        // that touch the range, and at those of one pc, with the replay's pcs.
+        let pc = got
+            .get(usize::from(len) % got.len().max(1))
+            .map(|d| d.regs.ip());
+        for (pc, lo, hi) in [(None, lo, hi), (pc, 1, 0), (pc, lo, hi)] {
+            let want: Vec<(u64, u64)> = got
+                .iter()
+                .filter(|d| {
+                    Some(d.regs.ip()) == pc
+                        || (lo < hi
+                            && d.mem
+                                .iter()
+                                .any(|m| m.address < hi && lo < m.address.saturating_add(w)))
+                })
+                .map(|d| (d.index, d.regs.ip()))
+                .collect();
+            let mut scan = trace.scan();
+            let mut found = Vec::new();
+            while let Some(ins) = scan.next_match(pc, lo, hi) {
+                found.push((ins.unwrap().index(), scan.pc()));
+            }
+            if found != want || scan.instructions() != got.len() as u64 {
+                return TestResult::error(format!("next_match({pc:?}, {lo}, {hi}) differs"));
+            }
+        }
         let index = trace.build_index().unwrap();
+        if index.instructions() != got.len() as u64 {
+            return TestResult::error("the index counts other instructions");
+        }
         let saved = Index::from_bytes(&index.to_bytes());
         if saved.as_ref() != Some(&index) {
             return TestResult::error("the saved index differs");
@@ -650,4 +679,65 @@ fn never_panics_on_arbitrary_bytes() {
     QuickCheck::new()
         .tests(300)
         .quickcheck(mutated as fn(Vec<(u16, u8)>) -> bool);
+}
+
+/// On long synthetic traces (runs of up to 300 instructions per thread, so that the lean
+/// walks are long), `next_match` finds what the plain scan finds, and the index pass
+/// counts what the replay counts and seeks where it does.
+#[test]
+fn lean_walks_agree_on_long_traces() {
+    use trac_x64dbg::testgen::{self, Options};
+    for (arch, seed) in [(Arch::X64, 1), (Arch::X86, 2), (Arch::X64, 3)] {
+        let opts = Options {
+            arch,
+            threads: 3,
+            max_run: 300,
+            seed,
+        };
+        let bytes = testgen::trace(opts, 20_000, RecorderOptions::default(), "t.exe");
+        let trace = Trace::parse(&bytes).unwrap();
+        // A range around an address accessed half-way.
+        let addr = trace
+            .blocks()
+            .filter_map(|b| match b.unwrap() {
+                Block::Instruction(i) if i.index() >= 10_000 => i.mem_addresses().next(),
+                _ => None,
+            })
+            .next()
+            .unwrap();
+        let (lo, hi) = (addr - 4, addr + 12);
+        let mut scan = trace.scan();
+        let (mut plain, mut pcs) = (Vec::new(), Vec::new());
+        while let Some(ins) = scan.next_instruction() {
+            let ins = ins.unwrap();
+            pcs.push(scan.pc());
+            if ins.touches(lo, hi) {
+                plain.push((ins.index(), scan.pc()));
+            }
+        }
+        let mut scan = trace.scan();
+        let mut lean = Vec::new();
+        while let Some(ins) = scan.next_match(None, lo, hi) {
+            lean.push((ins.unwrap().index(), scan.pc()));
+        }
+        assert_eq!(lean, plain);
+        let pc = pcs[pcs.len() / 2];
+        let want: Vec<u64> = (0..pcs.len() as u64)
+            .filter(|&i| pcs[i as usize] == pc)
+            .collect();
+        let mut scan = trace.scan();
+        let mut lean = Vec::new();
+        while let Some(ins) = scan.next_match(Some(pc), 1, 0) {
+            lean.push(ins.unwrap().index());
+        }
+        assert_eq!(lean, want);
+        assert_eq!(scan.instructions(), pcs.len() as u64);
+        let index = trace.build_index().unwrap();
+        assert_eq!(index.instructions(), pcs.len() as u64);
+        assert!(index.full_dumps() >= 20_000 / 512);
+        for i in (0..pcs.len() as u64).step_by(997) {
+            let (_, replay) = trace.seek(&index, i).unwrap();
+            assert_eq!(replay.regs().ip(), pcs[i as usize]);
+        }
+    }
 }

@@ -88,6 +88,10 @@ pub struct Memory {
     pub source: Vec<Option<u64>>,
     /// Whether each byte was inferred from an access at or after `i` (its `old` value).
     pub inferred: Vec<Option<bool>>,
+    /// What the text calls a step ([`Steps::step_noun`]: "instruction", or "frame" for a
+    /// tfile); not in the JSON.
+    #[serde(skip)]
+    pub noun: &'static str,
 }
 
 fn hex<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -117,6 +121,7 @@ impl Memory {
             bytes: vec![None; len],
             source: vec![None; len],
             inferred: vec![None; len],
+            noun: "instruction",
         }
     }
 
@@ -228,7 +233,8 @@ impl Memory {
     pub fn to_text(&self) -> String {
         use std::fmt::Write;
         let mut out = format!(
-            "memory before instruction {}: {} byte{} at {:#x}\n",
+            "memory before {} {}: {} byte{} at {:#x}\n",
+            self.noun,
             self.i,
             self.len,
             if self.len == 1 { "" } else { "s" },
@@ -283,8 +289,8 @@ impl Memory {
         if inferred {
             let _ = writeln!(
                 out,
-                "*xx  inferred: no access before instruction {} covers it; the value a later access found",
-                self.i
+                "*xx  inferred: no access before {} {} covers it; the value a later access found",
+                self.noun, self.i
             );
         }
         if unknown {
@@ -313,9 +319,9 @@ impl Memory {
             let to = self.addr.saturating_add(*end as u64);
             let _ = match source {
                 Some(i) if *inferred => {
-                    writeln!(out, "  {from:#x}..{to:#x}  instruction {i} (inferred)")
+                    writeln!(out, "  {from:#x}..{to:#x}  {} {i} (inferred)", self.noun)
                 }
-                Some(i) => writeln!(out, "  {from:#x}..{to:#x}  instruction {i}"),
+                Some(i) => writeln!(out, "  {from:#x}..{to:#x}  {} {i}", self.noun),
                 None => writeln!(out, "  {from:#x}..{to:#x}  unknown"),
             };
         }
@@ -372,13 +378,20 @@ pub fn mem(
         )));
     }
     let n = usize::try_from(len).unwrap_or(0);
-    let mut memory = Memory::unknown(query.at, query.addr, n);
+    let noun = steps.step_noun();
+    let mut memory = Memory {
+        noun,
+        ..Memory::unknown(query.at, query.addr, n)
+    };
     if let Some(sidecar) = sidecar {
         if let Some(damage) = from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)? {
             return Ok((memory, damage));
         }
         // Too many candidates: the pass, from the start.
-        memory = Memory::unknown(query.at, query.addr, n);
+        memory = Memory {
+            noun,
+            ..Memory::unknown(query.at, query.addr, n)
+        };
         steps.seek(0)?;
     }
     let damage = read(steps.as_mut(), ctx, query.at, &mut memory)?;
@@ -422,7 +435,7 @@ fn from_sidecar(
 ) -> Result<Option<Option<Error>>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(crate::steps::past_end(at, count));
+        return Err(crate::steps::past_end_of(steps.step_noun(), at, count));
     }
     let snapshot = steps.memory_is_snapshot();
     let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
@@ -535,7 +548,7 @@ fn read(
         }
     }
     if seen <= at {
-        return Err(crate::steps::past_end(at, seen));
+        return Err(crate::steps::past_end_of(steps.step_noun(), at, seen));
     }
     Ok(None)
 }
@@ -821,7 +834,10 @@ pub(crate) mod tests {
                 assert!(damage.is_none());
                 assert_eq!(
                     m,
-                    reference(&steps, true, at, lo, len),
+                    Memory {
+                        noun: "frame",
+                        ..reference(&steps, true, at, lo, len)
+                    },
                     "frame {at} {lo:#x}"
                 );
                 assert!(!m.inferred.contains(&Some(true)));
@@ -945,6 +961,54 @@ pub(crate) mod tests {
         let (m, damage) = mem(handler, &mut input, &mut Ctx::new(&options), &q).unwrap();
         assert!(damage.is_none());
         m
+    }
+
+    /// A tfile with a sidecar index (whose seek index it now has): `mem` reads the
+    /// candidate frames through it and gives what the pass gives, at frames near the
+    /// start, middle and end, at addresses the frames collected and around them.
+    #[test]
+    fn tfile_mem_with_a_sidecar_is_mem_without() {
+        let dir = std::env::temp_dir().join(format!("tk-mem-tfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tf");
+        let file = gdb_tfile::testgen::amd64_file(600, 9);
+        let bytes = gdb_tfile::write::to_bytes(&file, gdb_tfile::Endian::Little).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let index = dir.join("a.tkidx");
+        let options = Options::default();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let built = crate::analyses::index::build(
+            crate::detect(&input).unwrap(),
+            &mut input,
+            &mut Ctx::new(&options),
+            Some(&index),
+            crate::analyses::index::BuildOptions::default(),
+        )
+        .unwrap();
+        assert!(built.seek_bytes > 0);
+        let none = dir.join("none.tkidx");
+        let parsed =
+            gdb_tfile::TraceFile::parse(&bytes, gdb_tfile::ReadOptions::default()).unwrap();
+        let mut known = 0;
+        for (k, f) in parsed.frames().enumerate().step_by(37) {
+            let f = f.unwrap();
+            let Some((addr, len)) = f.blocks().find_map(|b| match b.unwrap() {
+                gdb_tfile::Block::Memory { address, data, .. } => Some((address, data.len())),
+                _ => None,
+            }) else {
+                continue;
+            };
+            for (at, a) in [(k as u64, addr), (k as u64 + 40, addr.saturating_sub(3))] {
+                let q = query(at.min(599), a, len.min(64) as u64 + 6);
+                let scanned = ask_file(&path, &none, false, q);
+                let indexed = ask_file(&path, &index, false, q);
+                assert_eq!(scanned, indexed, "at {at} {a:#x}");
+                assert_eq!(indexed.noun, "frame");
+                known += indexed.bytes.iter().flatten().count();
+            }
+        }
+        assert!(known > 100, "the queries find bytes ({known})");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// With a sidecar index, `mem` gives what the pass gives (the model's answer), for
@@ -1129,6 +1193,7 @@ pub(crate) mod tests {
             bytes: vec![Some(0x41), None, Some(0x01), Some(0x20)],
             source: vec![Some(3), None, Some(12), Some(12)],
             inferred: vec![Some(false), None, Some(true), Some(true)],
+            noun: "instruction",
         };
         let text = m.to_text();
         let lines: Vec<&str> = text.lines().collect();

@@ -48,6 +48,10 @@ pub struct State {
     /// Every named register, in the format's order.
     #[serde(serialize_with = "regs_map")]
     pub regs: Vec<NamedReg>,
+    /// What the text calls a step ([`Steps::step_noun`](crate::steps::Steps::step_noun):
+    /// "instruction", or "frame" for a tfile); not in the JSON.
+    #[serde(skip)]
+    pub noun: &'static str,
 }
 
 fn regs_map<S: serde::Serializer>(regs: &[NamedReg], s: S) -> Result<S::Ok, S::Error> {
@@ -78,8 +82,8 @@ impl State {
     #[must_use]
     pub fn to_text(&self) -> String {
         let mut out = format!(
-            "registers before instruction {} (thread {}, pc {:#x})\n",
-            self.i, self.thread, self.pc
+            "registers before {} {} (thread {}, pc {:#x})\n",
+            self.noun, self.i, self.thread, self.pc
         );
         if self.regs.is_empty() {
             out.push_str("(none collected)\n");
@@ -190,7 +194,7 @@ pub fn state(
     let (i, thread, pc) = match steps.next_step() {
         Some(Ok(step)) => (step.i, step.thread, step.pc),
         Some(Err(e)) => return Err(e),
-        None => return Err(crate::steps::past_end(at, at)),
+        None => return Err(crate::steps::past_end_of(steps.step_noun(), at, at)),
     };
     // Checked after the first step: a text format (Tenet) knows its registers only then.
     let mut regs = Vec::new();
@@ -207,6 +211,7 @@ pub fn state(
         thread,
         pc,
         regs,
+        noun: steps.step_noun(),
     })
 }
 
@@ -253,6 +258,7 @@ mod tests {
                 reg("flags.c", RegValue::Word(1)),
                 reg("flags.zz", RegValue::Word(0)),
             ],
+            noun: "instruction",
         };
         let text = s.to_text();
         let lines: Vec<&str> = text.lines().collect();

@@ -757,14 +757,17 @@ impl Steps for X64Steps<'_> {
         // The stream is at its end after the scan, whatever happens.
         self.done = true;
         let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
-        while let Some(ins) = scan.next_instruction() {
+        loop {
+            let next = if query.all {
+                scan.next_instruction()
+            } else {
+                scan.next_match(query.pc, lo, hi)
+            };
+            let Some(ins) = next else { return Ok(()) };
             let ins = ins.map_err(err)?;
-            if query.all || query.pc == Some(scan.pc()) || (lo < hi && ins.touches(lo, hi)) {
-                Self::fill_lean(&mut self.step, self.word, &ins, scan.pc());
-                on_step(&self.step)?;
-            }
+            Self::fill_lean(&mut self.step, self.word, &ins, scan.pc());
+            on_step(&self.step)?;
         }
-        Ok(())
     }
 
     /// [`RegsWanted::General`] switches a replay in memory to

@@ -216,6 +216,27 @@ fn tfile_frames_have_state_and_memory() {
     .unwrap();
     assert!(v["source"].as_array().unwrap().iter().all(|s| s == at));
     assert!(v["inferred"].as_array().unwrap().iter().all(|s| s == false));
+    // The text calls a tfile's steps frames, as GDB does (`tfind N`).
+    let n = at.to_string();
+    let text = ok(&["state", &file, "--at", &n]);
+    assert!(
+        text.starts_with(&format!("registers before frame {at} (thread 0, pc ")),
+        "{text}"
+    );
+    let text = ok(&["mem", &file, "--at", &n, addr, &len.to_string()]);
+    assert!(
+        text.starts_with(&format!(
+            "memory before frame {at}: {len} bytes at {addr}\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&format!("  frame {at}\n")), "{text}");
+    assert!(!text.contains("instruction"), "{text}");
+    let count = records.len();
+    let o = tracekit(["state", &file, "--at", &count.to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    let past = format!("frame {count} is past the end: the trace has {count} frames");
+    assert!(stderr(&o).contains(&past), "{}", stderr(&o));
 }
 
 #[test]

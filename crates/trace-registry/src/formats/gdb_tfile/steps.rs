@@ -12,12 +12,74 @@ use std::collections::HashMap;
 
 use gdb_tfile::{Block, Endian, Frame, FrameIndex, TargetDescription, TraceFile};
 
-use super::{Frames, err};
+use super::{Frames, NAME, err};
 use crate::steps::{self, Isa, NamedReg, RegValue, Step, Steps};
 use crate::{Ctx, Error, Input};
 
 /// The most opcode bytes a step carries (the longest x86 instruction is 15).
 const OPCODE_MAX: u64 = 16;
+
+/// The first bytes of a tfile seek index ([`SeekIndex::to_bytes`]; the version is the
+/// last byte).
+const SEEK_MAGIC: &[u8] = b"tfile-seek\x01";
+
+/// The frames between two offsets a [`SeekIndex`] keeps: a seek through it reads at most
+/// this many frame headers, whatever the frame number.
+const SEEK_STRIDE: u64 = 64;
+
+/// The seek index a tfile keeps in its sidecar (`tracekit index`): the file offset of
+/// every [`SEEK_STRIDE`]th frame and the number of frames, so that `state` and `mem` of
+/// frame N read at most [`SEEK_STRIDE`] frame headers instead of indexing every frame
+/// first (8 bytes per 64 frames: a frame is at least 6 bytes, so it stays under 2% of
+/// the trace).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SeekIndex {
+    frames: u64,
+    offsets: Vec<u64>,
+}
+
+impl SeekIndex {
+    /// The offsets of every [`SEEK_STRIDE`]th frame of `index`.
+    fn of(index: &FrameIndex<'_>) -> SeekIndex {
+        let offsets = (0..index.len())
+            .step_by(SEEK_STRIDE as usize)
+            .filter_map(|k| index.frame(k))
+            .map(|f| f.offset.0)
+            .collect();
+        SeekIndex {
+            frames: index.len() as u64,
+            offsets,
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = SEEK_MAGIC.to_vec();
+        out.extend_from_slice(&self.frames.to_le_bytes());
+        for o in &self.offsets {
+            out.extend_from_slice(&o.to_le_bytes());
+        }
+        out
+    }
+
+    /// A seek index saved by [`SeekIndex::to_bytes`] for a file of `len` bytes, or `None`
+    /// when `bytes` are not one (any bytes: never panics). A wrong one (the sidecar checks
+    /// that it belongs to the trace) makes seeks land wrong or fail, never panic.
+    fn from_bytes(bytes: &[u8], len: usize) -> Option<SeekIndex> {
+        let rest = bytes.strip_prefix(SEEK_MAGIC)?;
+        let (frames, rest) = rest.split_first_chunk::<8>()?;
+        let frames = u64::from_le_bytes(*frames);
+        let (words, tail) = rest.as_chunks::<8>();
+        let ordered = words
+            .windows(2)
+            .all(|w| matches!(w, [a, b] if u64::from_le_bytes(*a) < u64::from_le_bytes(*b)));
+        let offsets: Vec<u64> = words.iter().map(|w| u64::from_le_bytes(*w)).collect();
+        let fits = offsets
+            .last()
+            .is_none_or(|&o| usize::try_from(o).is_ok_and(|o| o < len));
+        (tail.is_empty() && ordered && fits && offsets.len() as u64 == frames.div_ceil(SEEK_STRIDE))
+            .then_some(SeekIndex { frames, offsets })
+    }
+}
 
 /// A register of the target description: its name and its bytes in an `R` block.
 struct Slot {
@@ -58,8 +120,12 @@ pub(crate) struct TfileSteps<'a> {
     frames: Frames<'a>,
     /// The frame number of the first frame `frames` yields (after a seek, not 0).
     base: u64,
-    /// Built on the first seek of a file in memory.
+    /// Built on the first seek of a file in memory without a `saved` one.
     index: Option<FrameIndex<'a>>,
+    /// The seek index of the sidecar index file, when there is a usable one.
+    saved: Option<SeekIndex>,
+    /// Frames the last seek read to reach its frame (the work it did).
+    walked: u64,
     current: Current,
     /// `current` is already read (by a seek) and is what the next `next_step` returns.
     pending: bool,
@@ -92,7 +158,15 @@ impl<'a> TfileSteps<'a> {
     /// Opens the frames of a tfile input (in place, or streamed for stdin and compressed
     /// files).
     pub(crate) fn open(input: &'a mut Input, ctx: &mut Ctx<'_>) -> Result<Self, Error> {
+        // The seek index kept in a sidecar index file, when there is a usable one.
+        let saved = crate::analyses::index::load_seek_index(input, ctx, NAME);
         let frames = Frames::open(input, ctx)?;
+        let saved = match &frames {
+            Frames::Slice(slice) => {
+                saved.and_then(|b| SeekIndex::from_bytes(&b, slice.0.data().len()))
+            }
+            Frames::Stream(_) => None,
+        };
         let td = frames.tdesc();
         let slots: Vec<Slot> = td.map_or_else(Vec::new, |td| {
             td.registers
@@ -151,6 +225,8 @@ impl<'a> TfileSteps<'a> {
             frames,
             base: 0,
             index: None,
+            saved,
+            walked: 0,
             current,
             pending: false,
             done: false,
@@ -166,6 +242,51 @@ impl<'a> TfileSteps<'a> {
     /// tracepoint tell it (the step's `pc` is then 0).
     pub(crate) fn frame_pc(&self) -> Option<u64> {
         self.current.pc
+    }
+
+    /// [`Steps::seek`] through the sidecar's seek index `saved`: from the saved frame at
+    /// or before `n`, at most [`SEEK_STRIDE`] frame headers.
+    fn seek_saved(
+        &mut self,
+        n: u64,
+        data: &'a [u8],
+        layout: gdb_tfile::FrameLayout,
+        saved: &SeekIndex,
+    ) -> Result<(), Error> {
+        let past = || steps::past_end_of("frame", n, saved.frames);
+        let start = usize::try_from(n / SEEK_STRIDE)
+            .ok()
+            .and_then(|k| saved.offsets.get(k))
+            .filter(|_| n < saved.frames)
+            .ok_or_else(past)?;
+        let mut frames =
+            gdb_tfile::Frames::new(data, usize::try_from(*start).unwrap_or(usize::MAX), layout);
+        let skip = n % SEEK_STRIDE;
+        for k in 0..=skip {
+            let frame = frames.next().ok_or_else(past)?.map_err(err)?;
+            self.walked = k.saturating_add(1);
+            if k == skip {
+                let next = frame
+                    .data_offset()
+                    .0
+                    .saturating_add(frame.data.len() as u64);
+                self.current.fill(&frame, n)?;
+                self.resume_after(n, data, next, layout);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the reader go on with the frame after frame `n`, which ends at `next`: the
+    /// step just filled is what the next `next_step` returns.
+    fn resume_after(&mut self, n: u64, data: &'a [u8], next: u64, layout: gdb_tfile::FrameLayout) {
+        if let Frames::Slice(slice) = &mut self.frames {
+            slice.1 =
+                gdb_tfile::Frames::new(data, usize::try_from(next).unwrap_or(usize::MAX), layout);
+        }
+        self.base = n.saturating_add(1);
+        self.pending = true;
+        self.done = false;
     }
 
     /// The next frame from the reader, made the current step.
@@ -331,6 +452,10 @@ impl<'a> Steps for TfileSteps<'a> {
         true
     }
 
+    fn step_noun(&self) -> &'static str {
+        "frame"
+    }
+
     fn seek(&mut self, n: u64) -> Result<(), Error> {
         let Frames::Slice(slice) = &self.frames else {
             steps::seek_by_scan(self, n)?;
@@ -338,6 +463,14 @@ impl<'a> Steps for TfileSteps<'a> {
             return Ok(());
         };
         let file: &TraceFile<'a> = &slice.0;
+        if self.index.is_none()
+            && let Some(saved) = self.saved.take()
+        {
+            let (data, layout) = (file.data(), file.layout());
+            let found = self.seek_saved(n, data, layout, &saved);
+            self.saved = Some(saved);
+            return found;
+        }
         let index = match &self.index {
             Some(index) => index,
             None => {
@@ -356,21 +489,27 @@ impl<'a> Steps for TfileSteps<'a> {
         let frame = usize::try_from(n)
             .ok()
             .and_then(|k| index.frame(k))
-            .ok_or_else(|| steps::past_end(n, count))?;
+            .ok_or_else(|| steps::past_end_of("frame", n, count))?;
         let next = frame
             .data_offset()
             .0
             .saturating_add(frame.data.len() as u64);
         let (data, layout) = (file.data(), file.layout());
         self.current.fill(&frame, n)?;
-        if let Frames::Slice(slice) = &mut self.frames {
-            slice.1 =
-                gdb_tfile::Frames::new(data, usize::try_from(next).unwrap_or(usize::MAX), layout);
-        }
-        self.base = n.saturating_add(1);
-        self.pending = true;
-        self.done = false;
+        self.walked = 1;
+        self.resume_after(n, data, next, layout);
         Ok(())
+    }
+
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        let Frames::Slice(slice) = &self.frames else {
+            return Ok(None);
+        };
+        let index = match &self.index {
+            Some(index) => index,
+            None => self.index.insert(FrameIndex::new(&slice.0).map_err(err)?),
+        };
+        Ok(Some(SeekIndex::of(index).to_bytes()))
     }
 
     fn position(&self) -> u64 {
@@ -673,6 +812,107 @@ mod tests {
         let names: Vec<&str> = steps[0].5.iter().map(|r| &*r.name).collect();
         assert_eq!(names, ["eax", "eip"]);
         assert_eq!(steps[0].4, [7, 0x1000]);
+    }
+
+    /// With the sidecar index (`tracekit index`), a seek reads at most 64 frame headers
+    /// from the saved frame at or before N, near the start or the end of a 3,000-frame
+    /// file: the work does not grow with N; it lands on the steps the frame index gives,
+    /// reads on from there alike, and says past the end as it does.
+    #[test]
+    fn seek_with_the_sidecar_reads_at_most_64_frames() {
+        use crate::analyses::index::{self, BuildOptions};
+        let dir = std::env::temp_dir().join(format!("tk-tfile-seek-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.tf");
+        let frames = 3000u64;
+        let file = gdb_tfile::testgen::amd64_file(frames, 5);
+        std::fs::write(
+            &path,
+            gdb_tfile::write::to_bytes(&file, Endian::Little).unwrap(),
+        )
+        .unwrap();
+        let options = Options::default();
+        let ats = [0, 1, 63, 64, 65, 1500, frames - 65, frames - 2, frames - 1];
+        let seen_at = |n: u64| {
+            let mut inp = Input::open(path.as_os_str()).unwrap();
+            let mut s = TfileSteps::open(&mut inp, &mut Ctx::new(&options)).unwrap();
+            s.seek(n).unwrap();
+            let step = s.next_step().unwrap().unwrap().clone();
+            let first = seen(&s, &step);
+            let step = s.next_step().map(|r| r.unwrap().clone());
+            let second = step.map(|step| seen(&s, &step));
+            ((first, second), s.walked, s.saved.is_some())
+        };
+        let before: Vec<_> = ats.map(seen_at).into();
+        assert!(
+            before
+                .iter()
+                .all(|(_, walked, saved)| *walked == 1 && !saved)
+        );
+        let mut inp = Input::open(path.as_os_str()).unwrap();
+        let built = index::build(
+            &GdbTfile,
+            &mut inp,
+            &mut Ctx::new(&options),
+            None,
+            BuildOptions::default(),
+        )
+        .unwrap();
+        // 8 bytes per 64 frames, and the head.
+        assert_eq!(built.seek_bytes, 11 + 8 + 8 * frames.div_ceil(64));
+        let after: Vec<_> = ats.map(seen_at).into();
+        for ((n, (b, _, _)), (a, walked, saved)) in ats.iter().zip(&before).zip(&after) {
+            assert!(saved, "the sidecar's seek index is used");
+            assert_eq!(a, b, "frame {n}");
+            assert_eq!(*walked, n % 64 + 1, "frame {n}: the frames read");
+        }
+        let mut inp = Input::open(path.as_os_str()).unwrap();
+        let mut s = TfileSteps::open(&mut inp, &mut Ctx::new(&options)).unwrap();
+        let e = s.seek(frames).unwrap_err().to_string();
+        assert!(
+            e.contains("frame 3000 is past the end: the trace has 3000 frames"),
+            "{e}"
+        );
+        // A saved index that does not fit the file is not used.
+        assert!(
+            SeekIndex::from_bytes(
+                &SeekIndex::of(
+                    &FrameIndex::new(
+                        &TraceFile::parse(&std::fs::read(&path).unwrap(), ReadOptions::default())
+                            .unwrap()
+                    )
+                    .unwrap()
+                )
+                .to_bytes(),
+                100
+            )
+            .is_none()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A seek index read back from any bytes never panics, and one read back equals the
+    /// one saved.
+    #[test]
+    fn seek_index_bytes_round_trip_and_never_panic() {
+        let bytes =
+            gdb_tfile::write::to_bytes(&gdb_tfile::testgen::amd64_file(200, 3), Endian::Little)
+                .unwrap();
+        let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
+        let saved = SeekIndex::of(&FrameIndex::new(&file).unwrap());
+        assert_eq!(saved.offsets.len(), 4);
+        let b = saved.to_bytes();
+        assert_eq!(SeekIndex::from_bytes(&b, bytes.len()), Some(saved));
+        for cut in 0..b.len() {
+            assert!(SeekIndex::from_bytes(&b[..cut], bytes.len()).is_none());
+        }
+        fn prop(junk: Vec<u8>, len: usize) -> bool {
+            let mut b = SEEK_MAGIC.to_vec();
+            b.extend_from_slice(&junk);
+            let _ = SeekIndex::from_bytes(&b, len);
+            true
+        }
+        quickcheck::QuickCheck::new().quickcheck(prop as fn(Vec<u8>, usize) -> bool);
     }
 
     #[test]
