@@ -97,6 +97,14 @@ pub trait Blocks {
         None
     }
 
+    /// Whether the block numbers are given in order of first execution (of a block's
+    /// start), as opposed to the order of [`BlockRun`]s. Runs are handed out when they end,
+    /// so where threads interleave, a block may end after blocks that started later;
+    /// [`StepBlocks`] numbers blocks when they start, and says so here.
+    fn numbered_by_start(&self) -> bool {
+        false
+    }
+
     /// Calls `on_block` with every block execution, in file order. Call it once.
     ///
     /// # Errors
@@ -148,6 +156,8 @@ struct Open {
     first: u64,
     /// Its pcs so far (empty: no block open).
     pcs: Vec<u64>,
+    /// Its block number.
+    block: u32,
     /// The length of its last instruction (0: not recorded).
     last_len: u64,
 }
@@ -197,23 +207,22 @@ pub fn falls_through(isa: Isa, pc: u64, len: u64, next: u64) -> bool {
     }
 }
 
-/// Hands out the block `open` holds (if any), numbering it on first sight.
-fn emit(
-    open: &mut Open,
-    numbers: &mut PcMap<u64, u32>,
-    starts: &mut Vec<u64>,
-    on_block: &mut OnBlock<'_>,
-) -> Result<(), Error> {
+/// The number of the block starting at `start`, given on first sight.
+fn number(numbers: &mut PcMap<u64, u32>, starts: &mut Vec<u64>, start: u64) -> u32 {
+    let next = u32::try_from(starts.len()).unwrap_or(u32::MAX);
+    *numbers.entry(start).or_insert_with(|| {
+        starts.push(start);
+        next
+    })
+}
+
+/// Hands out the block `open` holds (if any).
+fn emit(open: &mut Open, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
     let Some(&start) = open.pcs.first() else {
         return Ok(());
     };
-    let next = u32::try_from(starts.len()).unwrap_or(u32::MAX);
-    let block = *numbers.entry(start).or_insert_with(|| {
-        starts.push(start);
-        next
-    });
     let run = BlockRun {
-        block,
+        block: open.block,
         process: 0,
         thread: open.thread,
         pc: Some(start),
@@ -229,6 +238,10 @@ fn emit(
 impl Blocks for StepBlocks<'_> {
     fn keys(&self) -> BlockKeys {
         BlockKeys::Pc
+    }
+
+    fn numbered_by_start(&self) -> bool {
+        true
     }
 
     fn run(&mut self, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
@@ -265,8 +278,9 @@ impl Blocks for StepBlocks<'_> {
                 .last()
                 .is_some_and(|&pc| falls_through(isa, pc, o.last_len, step.pc));
             if !continues {
-                emit(o, numbers, starts, on_block)?;
+                emit(o, on_block)?;
                 o.first = step.i;
+                o.block = number(numbers, starts, step.pc);
             }
             o.pcs.push(step.pc);
             o.last_len = step.opcode.len() as u64;
@@ -277,7 +291,7 @@ impl Blocks for StepBlocks<'_> {
         // blocks before the damage are handed out first).
         open.sort_by_key(|o| o.first);
         for o in &mut open {
-            emit(o, numbers, starts, on_block)?;
+            emit(o, on_block)?;
         }
         scanned
     }

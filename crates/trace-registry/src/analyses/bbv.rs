@@ -149,6 +149,8 @@ fn write_err(e: bb::WriteError) -> Error {
 /// The analysis state shared by the streams.
 struct State<W: Write, F> {
     options: BbvOptions,
+    /// Whether the stream numbers blocks in order of first start ([`Blocks::numbered_by_start`]).
+    by_start: bool,
     open: F,
     scopes: Vec<Scope<W>>,
     /// The scope of the last run (threads switch rarely).
@@ -254,7 +256,13 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
         let id = match self.ids.get(b).copied() {
             Some(id) if id != 0 => id,
             _ => {
-                let id = u32::try_from(self.order.len().saturating_add(1))
+                // Numbered by the stream in order of first start: the id follows.
+                let next = if self.by_start {
+                    b.saturating_add(1)
+                } else {
+                    self.order.len().saturating_add(1)
+                };
+                let id = u32::try_from(next)
                     .ok()
                     .filter(|&id| id <= bb::limits::MAX_ID)
                     .ok_or_else(|| {
@@ -263,7 +271,12 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
                             bb::limits::MAX_ID
                         ))
                     })?;
-                self.order.push(run.block);
+                if self.order.len() < id as usize {
+                    self.order.resize(id as usize, u32::MAX);
+                }
+                if let Some(slot) = self.order.get_mut((id as usize).saturating_sub(1)) {
+                    *slot = run.block;
+                }
                 let pc = run.pc.unwrap_or(0);
                 if let Some(slot) = self.ids.get_mut(b) {
                     *slot = id;
@@ -371,6 +384,7 @@ where
     }
     let mut state = State {
         options: *options,
+        by_start: blocks.numbered_by_start(),
         open,
         scopes: Vec::new(),
         last: 0,
@@ -393,10 +407,12 @@ where
             out: s.writer.finish().map_err(write_err)?,
         });
     }
+    // Ids given by start but never run (the input ended in an error before) are left out.
     let map = state
         .order
         .iter()
         .zip(1u32..)
+        .filter(|(b, _)| **b != u32::MAX)
         .map(|(&b, id)| {
             let desc = blocks.describe(b);
             let longest = state.chains.get(b as usize).map_or(0, |c| c.len() as u64);

@@ -177,7 +177,8 @@ impl Blocks for DcfgBlocks<'_> {
                     .position(|p| p.pid == pid)
                     .ok_or_else(|| Error::Invalid {
                         message: format!(
-                            "process {pid} of the trace is not in the DCFG (is it the DCFG of another run?)"
+                            "process {pid} of the trace is not in the DCFG (is it the DCFG of another run?) at offset {}",
+                            c.offset
                         ),
                         offset: Some(c.offset),
                         path: None,
@@ -200,8 +201,8 @@ impl Blocks for DcfgBlocks<'_> {
                         let Some(t) = table.get(edge) else {
                             failed = Some(Error::Invalid {
                                 message: format!(
-                                    "edge {edge} of process {pid} (thread {thread}, chunk {}, edge {seq} of the chunk) is not in the DCFG: is it the DCFG of another run?",
-                                    c.index
+                                    "edge {edge} of process {pid} (thread {thread}, chunk {}, edge {seq} of the chunk) is not in the DCFG (is it the DCFG of another run?) at offset {}",
+                                    c.index, c.offset
                                 ),
                                 offset: Some(c.offset),
                                 path: None,
