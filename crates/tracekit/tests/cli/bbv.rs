@@ -175,7 +175,10 @@ fn two_threads_and_a_block_entered_in_its_middle() {
 /// A DCFG for a synthetic DCFG-Trace: per process, edge `e` (1..=n, except `omit`) runs
 /// from and to block `100 + e`, which has `instrs(e)` instructions (what the trace's chunk
 /// counts were made with), at 0x400000 + 0x40·e.
-fn synthetic_dcfg(procs: &[(u64, u64, &dyn Fn(u64) -> u64)], omit: Option<u64>) -> String {
+/// A process of [`synthetic_dcfg`]: pid, edges, instructions of each edge's block.
+type SynthProcess<'a> = (u64, u64, &'a dyn Fn(u64) -> u64);
+
+fn synthetic_dcfg(procs: &[SynthProcess<'_>], omit: Option<u64>) -> String {
     let mut p = Vec::new();
     for (pid, n, instrs) in procs {
         let blocks: Vec<String> = (1..=*n)
@@ -228,8 +231,11 @@ fn chunks(trace: &Path) -> HashMap<(u64, u64), Vec<(u64, u64)>> {
     out
 }
 
-/// The slices of a `.bb` file: (id, count) pairs, and the markers between them.
-fn parse(text: &str) -> (Vec<Vec<(u32, u64)>>, Vec<(u64, u64)>) {
+/// A slice's (id, count) pairs.
+type Slice = Vec<(u32, u64)>;
+
+/// The slices of a `.bb` file, and the markers (pc, count) between them.
+fn parse(text: &str) -> (Vec<Slice>, Vec<(u64, u64)>) {
     let mut slices = Vec::new();
     let mut markers = Vec::new();
     for r in Reader::new(text.as_bytes()) {
