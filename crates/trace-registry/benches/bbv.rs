@@ -1,6 +1,7 @@
 //! `bbv` (basic-block vectors) next to the plain iteration of the same input: an x64dbg
-//! trace of four threads (the steps' lean scan, then `bbv` over the blocks it gives), and a
-//! DCFG-Trace with its DCFG (the decode alone, then `bbv` over the edges' target blocks).
+//! trace of four threads and a TT6 PowerPC trace (the steps' scan, then `bbv` over the
+//! blocks it gives), and a DCFG-Trace with its DCFG (the decode alone, then `bbv` over the
+//! edges' target blocks).
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
@@ -30,7 +31,7 @@ fn x64dbg_input() -> Vec<u8> {
 }
 
 const SLICES: BbvOptions = BbvOptions {
-    slice: 10_000,
+    slice: 1_000_000,
     global: false,
     loop_bounded: false,
 };
@@ -72,10 +73,69 @@ fn x64dbg(c: &mut Criterion) {
     g.finish();
 }
 
+/// A TT6 trace of PowerPC code: 64 blocks of 3 to 20 `addi`s, each ending in a `b` to
+/// another block (a fixed pseudo-random walk).
+fn tt6_input() -> Vec<u8> {
+    use amber_tt6::{Instruction, Tt6Writer};
+    const ADDI: u32 = 0x3863_0001;
+    const B: u32 = 0x4800_0000;
+    let mut w = Tt6Writer::new(Vec::new(), amber_tt6::Dialect::Tt6, 0x10000).unwrap();
+    let mut block = 0u32;
+    let mut n = 0u64;
+    while n < INSTRUCTIONS {
+        let len = 3 + block * 7 % 18;
+        for _ in 0..len {
+            w.write(&Instruction::compute(ADDI)).unwrap();
+        }
+        block = (block * 13 + 5) % 64;
+        w.write(&Instruction::flow(B, 0x10000 + block * 0x100))
+            .unwrap();
+        n += u64::from(len) + 1;
+    }
+    w.finish()
+}
+
+fn tt6(c: &mut Criterion) {
+    let bytes = tt6_input();
+    let options = Options::default();
+    let handler = trace_registry::by_name("tt6").unwrap();
+    let mut input = Input::from_bytes("bench.tt6", bytes).unwrap();
+    let mut g = c.benchmark_group("tt6 bbv");
+    g.throughput(Throughput::Elements(INSTRUCTIONS));
+    g.bench_function("steps scan (plain iteration)", |b| {
+        b.iter(|| {
+            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+            let query = ScanQuery {
+                all: true,
+                ..ScanQuery::default()
+            };
+            let mut acc = 0u64;
+            steps
+                .scan(&query, &mut |s| {
+                    acc = acc.wrapping_add(s.pc ^ s.opcode.len() as u64);
+                    Ok(())
+                })
+                .unwrap();
+            black_box(acc)
+        });
+    });
+    g.bench_function("bbv", |b| {
+        b.iter(|| black_box(run_bbv("tt6", &mut input, &options)));
+    });
+    g.finish();
+}
+
 /// A DCFG for `Cfg::new(n, 1)`: edge `e` runs to block `100 + e` of `instrs_of(e)`.
 fn synth_dcfg(cfg: &dcfg_trace::synth::Cfg, n: u64) -> String {
     let blocks: Vec<String> = (1..=n)
-        .map(|e| format!("[{}, \"{:#x}\", 4, {}]", 100 + e, 0x40 * e, cfg.instrs_of(e)))
+        .map(|e| {
+            format!(
+                "[{}, \"{:#x}\", 4, {}]",
+                100 + e,
+                0x40 * e,
+                cfg.instrs_of(e)
+            )
+        })
         .collect();
     let edges: Vec<String> = (1..=n)
         .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))
@@ -107,9 +167,18 @@ fn dcfg_trace(c: &mut Criterion) {
             let trace = Trace::parse(&bytes, ReadOptions::default()).unwrap();
             let mut buf = Vec::new();
             let mut acc = 0u64;
-            for c in trace.processes.iter().flat_map(|p| &p.threads).flat_map(|t| &t.chunks) {
-                c.for_each_batch(1 << 14, |b| acc = b.iter().fold(acc, |a, &e| a ^ e), &mut buf)
-                    .unwrap();
+            for c in trace
+                .processes
+                .iter()
+                .flat_map(|p| &p.threads)
+                .flat_map(|t| &t.chunks)
+            {
+                c.for_each_batch(
+                    1 << 14,
+                    |b| acc = b.iter().fold(acc, |a, &e| a ^ e),
+                    &mut buf,
+                )
+                .unwrap();
             }
             black_box(acc)
         });
@@ -122,5 +191,5 @@ fn dcfg_trace(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-criterion_group!(benches, x64dbg, dcfg_trace);
+criterion_group!(benches, x64dbg, tt6, dcfg_trace);
 criterion_main!(benches);

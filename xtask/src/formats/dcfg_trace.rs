@@ -384,7 +384,14 @@ fn expand_all(bytes: &[u8]) -> u64 {
 /// `instrs_of(e)` instructions (the counts the trace's chunks were made with).
 fn bench_dcfg(cfg: &Cfg, n: u64) -> String {
     let blocks: Vec<String> = (1..=n)
-        .map(|e| format!("[{}, \"{:#x}\", 4, {}]", 100 + e, 0x40 * e, cfg.instrs_of(e)))
+        .map(|e| {
+            format!(
+                "[{}, \"{:#x}\", 4, {}]",
+                100 + e,
+                0x40 * e,
+                cfg.instrs_of(e)
+            )
+        })
         .collect();
     let edges: Vec<String> = (1..=n)
         .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))

@@ -247,7 +247,41 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
         n
     }
 
+    /// A run of a known block without pcs in the last run's scope, inside a slice that
+    /// has not reached `N` yet (most DCFG-Trace edges): counted without the general path's
+    /// checks. `false` when it does not apply.
+    #[inline]
+    fn fast_run(&mut self, run: &BlockRun<'_>) -> bool {
+        let b = run.block as usize;
+        let (Some(&id), Some(s)) = (self.ids.get(b), self.scopes.get_mut(self.last)) else {
+            return false;
+        };
+        let same = self.options.global
+            || s.key
+                .is_some_and(|k| k.thread == run.thread && k.process == run.process);
+        if id == 0 || !run.pcs.is_empty() || s.full || !same {
+            return false;
+        }
+        let (Some(start), Some(c)) = (s.starts.get_mut(b), s.counts.get_mut(id as usize)) else {
+            return false;
+        };
+        *start = start.saturating_add(1);
+        if run.instrs != 0 {
+            if *c == 0 {
+                s.touched.push(id);
+            }
+            *c = c.saturating_add(run.instrs);
+            s.total = s.total.saturating_add(run.instrs);
+            s.instructions = s.instructions.saturating_add(run.instrs);
+            s.full = s.total >= self.options.slice;
+        }
+        true
+    }
+
     fn on_run(&mut self, run: &BlockRun<'_>) -> Result<(), Error> {
+        if self.fast_run(run) {
+            return Ok(());
+        }
         let b = run.block as usize;
         if self.ids.len() <= b {
             self.ids.resize(b.saturating_add(1), 0);
