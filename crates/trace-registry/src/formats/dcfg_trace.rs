@@ -266,7 +266,7 @@ impl Handler for DcfgTrace {
         }))
     }
 
-    /// The blocks of the DCFG given with `--dcfg` (see [`blocks`]); without one, a usage
+    /// The blocks of the DCFG given with `--dcfg` (each edge runs its target block); without one, a usage
     /// error.
     fn blocks<'a>(
         &self,

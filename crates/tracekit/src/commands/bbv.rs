@@ -27,8 +27,8 @@ pub struct BbvArgs {
     /// its count reaches N.
     #[arg(long, value_name = "N", value_parser = args::number)]
     pub slice: u64,
-    /// The output: OUT.T<thread>.bb per thread (OUT.P<pid>.T<thread>.bb for several
-    /// processes), or OUT.bb with --global.
+    /// The output: `OUT.T<thread>.bb` per thread (`OUT.P<pid>.T<thread>.bb` for several
+    /// processes), or `OUT.bb` with --global.
     #[arg(long, short, value_name = "OUT.bb")]
     pub output: PathBuf,
     /// Also write the block ids as CSV: id,process,block,pc,instructions,symbol.
