@@ -125,28 +125,6 @@ fn tt6(c: &mut Criterion) {
     g.finish();
 }
 
-/// A DCFG for `Cfg::new(n, 1)`: edge `e` runs to block `100 + e` of `instrs_of(e)`.
-fn synth_dcfg(cfg: &dcfg_trace::synth::Cfg, n: u64) -> String {
-    let blocks: Vec<String> = (1..=n)
-        .map(|e| {
-            format!(
-                "[{}, \"{:#x}\", 4, {}]",
-                100 + e,
-                0x40 * e,
-                cfg.instrs_of(e)
-            )
-        })
-        .collect();
-    let edges: Vec<String> = (1..=n)
-        .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))
-        .collect();
-    format!(
-        "{{\"MAJOR_VERSION\": 1, \"MINOR_VERSION\": 0, \"PROCESSES\": [[\"PROCESS_ID\", \"PROCESS_DATA\"], [4242, {{\"IMAGES\": [[\"IMAGE_ID\", \"LOAD_ADDR\", \"SIZE\", \"IMAGE_DATA\"], [1, \"0x400000\", 1048576, {{\"BASIC_BLOCKS\": [[\"NODE_ID\", \"ADDR_OFFSET\", \"SIZE\", \"NUM_INSTRS\"], {}]}}]], \"EDGES\": [[\"EDGE_ID\", \"SOURCE_NODE_ID\", \"TARGET_NODE_ID\", \"EDGE_TYPE_ID\", \"COUNT_PER_THREAD\"], {}]}}]]}}",
-        blocks.join(", "),
-        edges.join(", ")
-    )
-}
-
 fn dcfg_trace(c: &mut Criterion) {
     use dcfg_trace::read::{ReadOptions, Trace};
     let cfg = dcfg_trace::synth::Cfg::new(4096, 1);
@@ -154,7 +132,12 @@ fn dcfg_trace(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("tk-bench-bbv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dcfg = dir.join("bench.dcfg.json");
-    std::fs::write(&dcfg, synth_dcfg(&cfg, 4096)).unwrap();
+    let instrs = |e| cfg.instrs_of(e);
+    std::fs::write(
+        &dcfg,
+        dcfg_trace::synth::dcfg_json(&[(4242, 4096, &instrs)], None),
+    )
+    .unwrap();
     let options = Options {
         dcfg: Some(dcfg),
         ..Options::default()

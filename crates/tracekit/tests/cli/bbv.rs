@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use dcfg_trace::synth::{Cfg, dcfg_json};
 use quickcheck::{QuickCheck, TestResult};
 use simpoint::bb::{Reader, Record};
 use trac_x64dbg::{Arch, Header, Recorder, RecorderOptions, RegDump, Step, Writer};
@@ -172,45 +173,16 @@ fn two_threads_and_a_block_entered_in_its_middle() {
     );
 }
 
-/// A DCFG for a synthetic DCFG-Trace: per process, edge `e` (1..=n, except `omit`) runs
-/// from and to block `100 + e`, which has `instrs(e)` instructions (what the trace's chunk
-/// counts were made with), at 0x400000 + 0x40·e.
-/// A process of [`synthetic_dcfg`]: pid, edges, instructions of each edge's block.
-type SynthProcess<'a> = (u64, u64, &'a dyn Fn(u64) -> u64);
-
-fn synthetic_dcfg(procs: &[SynthProcess<'_>], omit: Option<u64>) -> String {
-    let mut p = Vec::new();
-    for (pid, n, instrs) in procs {
-        let blocks: Vec<String> = (1..=*n)
-            .map(|e| format!("[{}, \"{:#x}\", 4, {}]", 100 + e, 0x40 * e, instrs(e)))
-            .collect();
-        let edges: Vec<String> = (1..=*n)
-            .filter(|e| Some(*e) != omit)
-            .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))
-            .collect();
-        p.push(format!(
-            "[{pid}, {{\"IMAGES\": [[\"IMAGE_ID\", \"LOAD_ADDR\", \"SIZE\", \"IMAGE_DATA\"], [1, \"0x400000\", 65536, {{\"BASIC_BLOCKS\": [[\"NODE_ID\", \"ADDR_OFFSET\", \"SIZE\", \"NUM_INSTRS\"], {}]}}]], \"EDGES\": [[\"EDGE_ID\", \"SOURCE_NODE_ID\", \"TARGET_NODE_ID\", \"EDGE_TYPE_ID\", \"COUNT_PER_THREAD\"], {}]}}]",
-            blocks.join(", "),
-            edges.join(", ")
-        ));
-    }
-    format!(
-        "{{\"MAJOR_VERSION\": 1, \"MINOR_VERSION\": 0, \"EDGE_TYPES\": [[\"EDGE_TYPE_ID\", \"EDGE_TYPE\"], [18, \"FALL_THROUGH\"]], \"SPECIAL_NODES\": [[\"NODE_ID\", \"NODE_NAME\"], [1, \"START\"], [2, \"END\"], [3, \"UNKNOWN\"]], \"PROCESSES\": [[\"PROCESS_ID\", \"PROCESS_DATA\"], {}]}}",
-        p.join(", ")
-    )
-}
-
 /// The DCFG-Trace fixtures and how their chunk counts were made (xtask's fixtures).
 fn fixture_dcfg(name: &str) -> String {
-    use dcfg_trace::synth::Cfg;
     let c40 = Cfg::new(40, 1);
     let c25 = Cfg::new(25, 3);
     let i40 = move |e| c40.instrs_of(e);
     let i25 = move |e| c25.instrs_of(e);
     match name {
-        "basic" => synthetic_dcfg(&[(1000, 40, &i40)], None),
-        "multi" => synthetic_dcfg(&[(100, 40, &i40), (200, 25, &i25)], None),
-        "compressed" => synthetic_dcfg(&[(7, 9, &|e| e % 4 + 1)], None),
+        "basic" => dcfg_json(&[(1000, 40, &i40)], None),
+        "multi" => dcfg_json(&[(100, 40, &i40), (200, 25, &i25)], None),
+        "compressed" => dcfg_json(&[(7, 9, &|e| e % 4 + 1)], None),
         _ => unreachable!(),
     }
 }
@@ -547,10 +519,10 @@ fn errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("loop"), "{}", stderr(&o));
     // The DCFG of another run: the first edge of the walk is missing; no output is left.
-    let c40 = dcfg_trace::synth::Cfg::new(40, 1);
+    let c40 = Cfg::new(40, 1);
     std::fs::write(
         &dcfg,
-        synthetic_dcfg(&[(1000, 40, &|e| c40.instrs_of(e))], Some(1)),
+        dcfg_json(&[(1000, 40, &|e| c40.instrs_of(e))], Some(1)),
     )
     .unwrap();
     let o = tracekit([
