@@ -420,6 +420,46 @@ fn real_dcfg_with_a_trace_using_every_edge() {
     assert_eq!(total, expected);
 }
 
+/// The real x64dbg and Tenet traces (single-threaded): the slices sum to `info`'s
+/// instruction count, and every marker's count is the pc's executions up to the slice it
+/// starts, counted from `tracekit dump`'s pcs.
+#[test]
+fn real_pc_traces() {
+    let dir = temp_dir("realpc");
+    for rel in [
+        "x64dbg/d-ornen_DBGLogParser_test1.trace64",
+        "tenet/gaasedelen_tenet_boombox.trace.0.log",
+    ] {
+        let Some(path) = realdata(rel) else {
+            continue;
+        };
+        let o = tracekit(["-q", "dump", s(&path)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let lines: Vec<serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let pcs: Vec<u64> = lines
+            .iter()
+            .map(|v| u64::from_str_radix(&v["pc"].as_str().unwrap()[2..], 16).unwrap())
+            .collect();
+        let thread = lines[0]["thread"].as_u64().unwrap_or(0);
+        let o = bbv(&[s(&path), "--slice", "50", "-o", s(&dir.join("r.bb"))]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let (slices, markers) = parse(&read(&dir.join(format!("r.T{thread}.bb"))));
+        let totals: Vec<u64> = slices.iter().map(|s| s.iter().map(|p| p.1).sum()).collect();
+        assert_eq!(totals.iter().sum::<u64>(), pcs.len() as u64, "{rel}");
+        assert!(slices.len() > 2, "{rel}");
+        let mut start = 0usize;
+        for (k, (pc, count)) in markers.iter().enumerate() {
+            start += totals[k] as usize;
+            assert_eq!(pcs[start], *pc, "{rel}");
+            let seen = pcs[..=start].iter().filter(|&&p| p == *pc).count() as u64;
+            assert_eq!(*count, seen, "{rel} marker {k}");
+        }
+    }
+}
+
 /// Random pc walks as Tenet traces (a pc every 1 to 15 bytes falls through): the slices
 /// sum to the lines, every id is at least 1, the output reads back, slices before the last
 /// reach N, and every marker's count is the pc's executions up to the slice it starts,
