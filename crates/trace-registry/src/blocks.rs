@@ -250,6 +250,7 @@ impl Blocks for StepBlocks<'_> {
         // Per thread the block being followed; the last thread's slot is remembered, as
         // traces switch threads rarely.
         let mut open: Vec<Open> = Vec::new();
+        let mut slots: PcMap<u64, usize> = PcMap::default();
         let mut last = 0usize;
         let query = ScanQuery {
             all: true,
@@ -258,16 +259,13 @@ impl Blocks for StepBlocks<'_> {
         let mut on_step = |step: &Step| -> Result<(), Error> {
             let at = match open.get(last) {
                 Some(o) if o.thread == step.thread => last,
-                _ => match open.iter().position(|o| o.thread == step.thread) {
-                    Some(k) => k,
-                    None => {
-                        open.push(Open {
-                            thread: step.thread,
-                            ..Open::default()
-                        });
-                        open.len().saturating_sub(1)
-                    }
-                },
+                _ => *slots.entry(step.thread).or_insert_with(|| {
+                    open.push(Open {
+                        thread: step.thread,
+                        ..Open::default()
+                    });
+                    open.len().saturating_sub(1)
+                }),
             };
             last = at;
             let Some(o) = open.get_mut(at) else {

@@ -153,6 +153,8 @@ struct State<W: Write, F> {
     by_start: bool,
     open: F,
     scopes: Vec<Scope<W>>,
+    /// Stream → its index in `scopes`.
+    slots: PcMap<Option<StreamKey>, usize>,
     /// The scope of the last run (threads switch rarely).
     last: usize,
     /// Block number → id (0: not seen yet).
@@ -179,8 +181,8 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
         {
             return Ok(self.last);
         }
-        let at = match self.scopes.iter().position(|s| s.key == key) {
-            Some(k) => k,
+        let at = match self.slots.get(&key) {
+            Some(&k) => k,
             None => {
                 let out = (self.open)(key).map_err(|e| Error::io("cannot create a .bb file", e))?;
                 self.scopes.push(Scope {
@@ -195,7 +197,9 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
                     lengths: Vec::new(),
                     irregular: PcMap::default(),
                 });
-                self.scopes.len().saturating_sub(1)
+                let at = self.scopes.len().saturating_sub(1);
+                self.slots.insert(key, at);
+                at
             }
         };
         self.last = at;
@@ -421,6 +425,7 @@ where
         by_start: blocks.numbered_by_start(),
         open,
         scopes: Vec::new(),
+        slots: PcMap::default(),
         last: 0,
         ids: Vec::new(),
         order: Vec::new(),
