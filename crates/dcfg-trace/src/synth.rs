@@ -273,3 +273,34 @@ pub fn repeat_trace(target_bytes: u64, seed: u64) -> TraceFile {
         }],
     }
 }
+
+/// A process of [`dcfg_json`]: its pid, its edge count `n`, and the instructions of each
+/// edge's block.
+pub type DcfgProcess<'a> = (u64, u64, &'a dyn Fn(u64) -> u64);
+
+/// A DCFG (JSON text) for synthetic traces such as [`Cfg::trace`]'s: per process, edge `e`
+/// (1..=n, except `omit`) runs from and to block `100 + e`, which has `instrs(e)`
+/// instructions (the counts the synthetic chunks are made with, so the target blocks of a
+/// chunk's edges sum to its `INSTR_COUNT`), at `0x400000 + 0x40·e`. No loops.
+#[must_use]
+pub fn dcfg_json(procs: &[DcfgProcess<'_>], omit: Option<u64>) -> String {
+    let mut p = Vec::new();
+    for (pid, n, instrs) in procs {
+        let blocks: Vec<String> = (1..=*n)
+            .map(|e| format!("[{}, \"{:#x}\", 4, {}]", 100 + e, 0x40 * e, instrs(e)))
+            .collect();
+        let edges: Vec<String> = (1..=*n)
+            .filter(|e| Some(*e) != omit)
+            .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))
+            .collect();
+        p.push(format!(
+            "[{pid}, {{\"IMAGES\": [[\"IMAGE_ID\", \"LOAD_ADDR\", \"SIZE\", \"IMAGE_DATA\"], [1, \"0x400000\", 1048576, {{\"BASIC_BLOCKS\": [[\"NODE_ID\", \"ADDR_OFFSET\", \"SIZE\", \"NUM_INSTRS\"], {}]}}]], \"EDGES\": [[\"EDGE_ID\", \"SOURCE_NODE_ID\", \"TARGET_NODE_ID\", \"EDGE_TYPE_ID\", \"COUNT_PER_THREAD\"], {}]}}]",
+            blocks.join(", "),
+            edges.join(", ")
+        ));
+    }
+    format!(
+        "{{\"MAJOR_VERSION\": 1, \"MINOR_VERSION\": 0, \"EDGE_TYPES\": [[\"EDGE_TYPE_ID\", \"EDGE_TYPE\"], [18, \"FALL_THROUGH\"]], \"SPECIAL_NODES\": [[\"NODE_ID\", \"NODE_NAME\"], [1, \"START\"], [2, \"END\"], [3, \"UNKNOWN\"]], \"PROCESSES\": [[\"PROCESS_ID\", \"PROCESS_DATA\"], {}]}}",
+        p.join(", ")
+    )
+}

@@ -23,6 +23,7 @@
 //! tracekit convert FILE --to tfile -o OUT.tf [--thread T]  one thread → GDB tracepoint file
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
+//! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -186,6 +187,10 @@ pub enum Cmd {
     /// Compare two traces of the same format: where they part and join again. Exit 0 when
     /// equal, 1 when different, 2 on any error (as `diff`).
     Diff(commands::diff::DiffArgs),
+    /// Basic-block vectors for SimPoint (`.bb`), one file per thread or one over the merged
+    /// timeline (`--global`), with LoopPoint's markers and, with `--loop-bounded`, its
+    /// loop-entry boundaries.
+    Bbv(commands::bbv::BbvArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -428,6 +433,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Diff(args) => {
             commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
         }
+        Cmd::Bbv(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            commands::bbv::run(h, input, &options, args, out)
+        }
     }
 }
 
@@ -535,6 +544,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("dcfg_trace_roundtrip", dcfg_trace::fuzz_roundtrip),
     ("tenet", tenet_trace::fuzz_read),
     ("sidecar_read", fuzz_sidecar),
+    ("bb_read", simpoint::bb::fuzz_read),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

@@ -380,6 +380,31 @@ fn expand_all(bytes: &[u8]) -> u64 {
     n
 }
 
+/// `bbv` of the Huffman trace with its DCFG (written to a temporary file once); units are
+/// the edges (counted once, outside the timing).
+fn bbv_case(trace: &Arc<Vec<u8>>) -> BenchCase {
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dcfg = dir.join("bench.dcfg.json");
+    let cfg = Cfg::new(4096, 1);
+    let instrs = |e| cfg.instrs_of(e);
+    std::fs::write(
+        &dcfg,
+        dcfg_trace::synth::dcfg_json(&[(4242, 4096, &instrs)], None),
+    )
+    .unwrap();
+    let edges = decode_all(trace);
+    BenchCase {
+        name: "dcfg-trace bbv (with DCFG)".into(),
+        input: Arc::clone(trace),
+        unit: "edges",
+        run: Box::new(move |b| {
+            crate::bench::run_bbv("dcfg-trace", b, Some(&dcfg));
+            edges
+        }),
+    }
+}
+
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     let huffman = Arc::new(
         Cfg::new(4096, 1)
@@ -396,10 +421,11 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         },
         BenchCase {
             name: "dcfg-trace decode, 2 threads".into(),
-            input: huffman,
+            input: Arc::clone(&huffman),
             unit: "edges",
             run: Box::new(|b| decode_parallel(b, 2)),
         },
+        bbv_case(&huffman),
         BenchCase {
             name: "dcfg-trace expand nested repeats".into(),
             input: repeats,
