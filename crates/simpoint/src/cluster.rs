@@ -921,7 +921,7 @@ mod tests {
         let slices = synthetic(&truth, 20, 0.05, 3);
         for init in [Init::Random, Init::FurthestFirst] {
             let opts = Options {
-                max_k: 10,
+                max_k: 7,
                 init_seeds: 40,
                 init,
                 seed: 11,
@@ -994,6 +994,7 @@ mod tests {
                 &project(&slices, 15, seed),
                 &Options {
                     seed,
+                    max_k: 8,
                     ..Options::default()
                 },
             )
