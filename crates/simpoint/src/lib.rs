@@ -10,3 +10,4 @@
 
 pub mod bb;
 pub mod cluster;
+pub mod simpoints;
