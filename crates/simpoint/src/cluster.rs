@@ -491,7 +491,7 @@ fn starts(points: &Points, k: usize, init: Init, rng: &mut SplitMix64) -> Vec<f6
 /// moves or `max_iterations`.
 fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run {
     let dim = points.dim;
-    let k = centres.len() / dim;
+    let k = centres.len().checked_div(dim).unwrap_or(0);
     let n = points.len();
     let mut labels = vec![usize::MAX; n];
     let mut dists = vec![0.0; n];
@@ -773,6 +773,7 @@ fn finish(
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -124,8 +124,11 @@ impl fmt::Display for ParseError {
 /// The longest field shown in an error, so a huge garbage line makes a short message.
 const MAX_SHOWN: usize = 40;
 
+/// A field and its column.
+type Field<'a> = (u64, &'a [u8]);
+
 /// The two fields of every non-blank line, with their line number and columns.
-fn lines(text: &[u8]) -> impl Iterator<Item = Result<(u64, [(u64, &[u8]); 2]), ParseError>> {
+fn lines(text: &[u8]) -> impl Iterator<Item = Result<(u64, [Field<'_>; 2]), ParseError>> {
     text.split(|&b| b == b'\n')
         .zip(1u64..)
         .filter_map(|(line, no)| {
@@ -182,7 +185,7 @@ fn shown(field: &[u8]) -> String {
     }
 }
 
-fn integer(line: u64, (column, field): (u64, &[u8])) -> Result<u64, ParseError> {
+fn integer(line: u64, (column, field): Field<'_>) -> Result<u64, ParseError> {
     let err = || ParseError {
         line,
         column,
@@ -295,6 +298,7 @@ pub fn fuzz_read(data: &[u8]) {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
     use quickcheck::quickcheck;
