@@ -10,4 +10,5 @@
 
 pub mod bb;
 pub mod cluster;
+pub mod regions;
 pub mod simpoints;
