@@ -535,6 +535,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("dcfg_trace_roundtrip", dcfg_trace::fuzz_roundtrip),
     ("tenet", tenet_trace::fuzz_read),
     ("sidecar_read", fuzz_sidecar),
+    ("bb_read", simpoint::bb::fuzz_read),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none
