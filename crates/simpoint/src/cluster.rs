@@ -11,7 +11,7 @@
 //!    per block. Vectors of several threads of one global slice are concatenated (LoopPoint)
 //!    by giving each thread's blocks their own rows and normalising by the sum of all.
 //! 2. **k-means** (Lloyd's iterations, at most [`Options::max_iterations`], default 100) for
-//!    every k from 1 to `max_k` (at most the number of slices), from `init_seeds` starts
+//!    every k from 1 to `max_k`, from `init_seeds` starts
 //!    each: k distinct slices drawn at random, or furthest-first (a random slice, then
 //!    repeatedly the slice farthest from the chosen ones). A cluster left empty takes the
 //!    slice farthest from its centre. The start with the lowest distortion (weighted sum
@@ -27,6 +27,10 @@
 //!    p  = (K − 1) + K·M + 1                            (mixing weights, centres, variance)
 //!    BIC = l − (p / 2) ln R
 //!    ```
+//!
+//!    k stops one short of the number of slices (k = 1 for a single slice): with a cluster
+//!    per slice there is nothing left to estimate the variance from (R − K = 0) and the
+//!    score would be unbounded.
 //!
 //!    x-means writes the variance as `D / (R − K)` per point, not per dimension; dividing by
 //!    `M` as well makes it the maximum-likelihood estimate of the model the likelihood
@@ -642,7 +646,13 @@ pub fn check_options(options: &Options) -> Result<(), Error> {
     Ok(())
 }
 
-/// Clusters `points` (already projected) for every k in `1..=min(max_k, points)` and picks
+/// The largest k tried for `n` slices: `max_k`, at most `n − 1` (at least 1).
+#[must_use]
+pub fn k_limit(max_k: usize, n: usize) -> usize {
+    max_k.min(n.saturating_sub(1).max(1))
+}
+
+/// Clusters `points` (already projected) for every k in `1..=k_limit(max_k, points)` and picks
 /// k, the simulation points and the weights as SimPoint does. `options.dim` is not used:
 /// the points have their dimensions.
 ///
@@ -672,7 +682,7 @@ pub fn cluster(points: &Points, options: &Options) -> Result<Clustering, Error> 
         coords: points.coords.clone(),
         weights: scaled,
     };
-    let max_k = options.max_k.min(n);
+    let max_k = k_limit(options.max_k, n);
     let mut scores = Vec::with_capacity(max_k);
     let mut runs = Vec::with_capacity(max_k);
     for k in 1..=max_k {
@@ -1007,10 +1017,10 @@ mod tests {
 
     #[test]
     fn k_is_capped_by_the_slices_and_duplicates_are_fine() {
-        // Three slices, two of them equal: k tops out at 3, and no cluster is left empty.
+        // Three slices, two of them equal: k tops out at 2 (one short of the slices).
         let slices = vec![vec![(0, 1, 5.0)], vec![(0, 1, 5.0)], vec![(0, 2, 5.0)]];
         let c = cluster(&project(&slices, 15, 0), &Options::default()).unwrap();
-        assert_eq!(c.scores.len(), 3);
+        assert_eq!(c.scores.len(), 2);
         assert_eq!(c.k, 2);
         assert_eq!(c.labels, vec![0, 0, 1]);
         assert_eq!(c.simpoints, vec![0, 2]);

@@ -23,6 +23,8 @@
 //! tracekit convert FILE --to tfile -o OUT.tf [--thread T]  one thread → GDB tracepoint file
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
+//! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
+//! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -186,6 +188,12 @@ pub enum Cmd {
     /// Compare two traces of the same format: where they part and join again. Exit 0 when
     /// equal, 1 when different, 2 on any error (as `diff`).
     Diff(commands::diff::DiffArgs),
+    /// SimPoint's clustering of a `.bb` file: writes F.simpoints and F.weights (the
+    /// simulation point and weight of each cluster) beside it, or PREFIX.* with --out.
+    Simpoint(commands::simpoint::SimpointArgs),
+    /// The simulation points of a `.bb` file as a LoopPoint-style region CSV: start and end
+    /// (pc, count) markers, length, weight and multiplier of each region.
+    Regions(commands::regions::RegionsArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -428,6 +436,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Diff(args) => {
             commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
         }
+        Cmd::Simpoint(args) => commands::simpoint::run(args, out, err),
+        Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {
+            commands::regions::run(args, out)
+        }),
     }
 }
 

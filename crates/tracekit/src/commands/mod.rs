@@ -18,6 +18,8 @@ pub mod args;
 pub mod diff;
 pub mod find;
 pub mod mem;
+pub mod regions;
+pub mod simpoint;
 pub mod state;
 pub mod to_tenet;
 pub mod to_tfile;
