@@ -52,7 +52,9 @@
 //! deterministic for a seed: each (k, start) draws from its own stream, independent of the
 //! order in which they run.
 
+use std::collections::HashMap;
 use std::f64::consts::PI;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// The projected dimensions by default (SimPoint's `-dim`).
 pub const DEFAULT_DIM: usize = 15;
@@ -283,14 +285,40 @@ impl Points {
 }
 
 /// Builds [`Points`] slice by slice: normalises each vector to fractions and projects it
-/// with the seeded random matrix, keeping only `dim` numbers per slice.
+/// with the seeded random matrix, keeping only `dim` numbers per slice (and the matrix
+/// rows of the blocks seen, drawn once each: memory grows with the distinct blocks, which
+/// the input holds anyway).
 #[derive(Clone, Debug)]
 pub struct Projection {
     dim: usize,
     seed: u64,
     coords: Vec<f64>,
     weights: Vec<f64>,
-    row: Vec<f64>,
+    /// Where each (stream, block)'s row starts in `rows`.
+    known: HashMap<(u64, u64), usize, BuildHasherDefault<MixHasher>>,
+    rows: Vec<f64>,
+}
+
+/// A hasher for (stream, block) keys: SplitMix64's finaliser over the words written.
+/// Keys are not attacker-chosen in any way that matters (a collision costs time, not
+/// correctness), and SipHash made the lookups the projection's largest cost.
+#[derive(Clone, Copy, Debug, Default)]
+struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        SplitMix64::mix(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = SplitMix64::mix(self.0 ^ x);
+    }
 }
 
 impl Projection {
@@ -308,7 +336,8 @@ impl Projection {
             seed,
             coords: Vec::new(),
             weights: Vec::new(),
-            row: vec![0.0; dim],
+            known: HashMap::default(),
+            rows: Vec::new(),
         })
     }
 
@@ -341,8 +370,22 @@ impl Projection {
                 continue;
             }
             total += count;
-            row(self.seed, stream, id, &mut self.row);
-            for (o, r) in out.iter_mut().zip(&self.row) {
+            let at = *self.known.entry((stream, id)).or_insert_with(|| {
+                let at = self.rows.len();
+                self.rows.resize(at.saturating_add(self.dim), 0.0);
+                row(
+                    self.seed,
+                    stream,
+                    id,
+                    self.rows.get_mut(at..).unwrap_or_default(),
+                );
+                at
+            });
+            let r = self
+                .rows
+                .get(at..at.saturating_add(self.dim))
+                .unwrap_or_default();
+            for (o, r) in out.iter_mut().zip(r) {
                 *o += count * r;
             }
         }
@@ -429,16 +472,20 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
-/// The index and squared distance of the centre nearest to `p` (the first on a tie).
-fn nearest(p: &[f64], centres: &[f64], dim: usize) -> (usize, f64) {
-    let mut best = (0, f64::INFINITY);
+/// The nearest centre to `p` (the first on a tie), its distance and the distance of the
+/// second nearest (infinite for one centre).
+fn two_nearest(p: &[f64], centres: &[f64], dim: usize) -> (usize, f64, f64) {
+    let (mut best, mut d1, mut d2) = (0, f64::INFINITY, f64::INFINITY);
     for (j, c) in centres.chunks_exact(dim).enumerate() {
         let d = dist2(p, c);
-        if d < best.1 {
-            best = (j, d);
+        if d < d1 {
+            d2 = d1;
+            (best, d1) = (j, d);
+        } else if d < d2 {
+            d2 = d;
         }
     }
-    best
+    (best, d1.sqrt(), d2.sqrt())
 }
 
 /// The starting centres of one start.
@@ -491,91 +538,99 @@ fn starts(points: &Points, k: usize, init: Init, rng: &mut SplitMix64) -> Vec<f6
         .collect()
 }
 
-/// Lloyd's k-means from `centres`: assign, recompute the weighted means, until no point
-/// moves or `max_iterations`.
+/// Lloyd's k-means from `centres`: assign every point to its nearest centre, move each
+/// centre to the weighted mean of its points, until no point changes cluster or
+/// `max_iterations` assignment passes. The assignments are exactly Lloyd's; Hamerly's bounds
+/// ("Making k-means even faster", SDM 2010) skip the distance computations that cannot
+/// change them: an upper bound on each point's distance to its centre, a lower bound on its
+/// distance to every other centre, both carried over as the centres move.
 fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run {
     let dim = points.dim;
     let k = centres.len().checked_div(dim).unwrap_or(0);
     let n = points.len();
-    let mut labels = vec![usize::MAX; n];
-    let mut dists = vec![0.0; n];
+    let mut labels = vec![0usize; n];
+    let mut upper = vec![0.0; n];
+    let mut lower = vec![0.0; n];
+    for (((p, l), u), lo) in points
+        .iter()
+        .zip(&mut labels)
+        .zip(&mut upper)
+        .zip(&mut lower)
+    {
+        (*l, *u, *lo) = two_nearest(p, &centres, dim);
+    }
+    let mut iterations = 1;
+    let mut old = centres.clone();
+    let mut moved = vec![0.0; k];
+    let mut half_gap = vec![0.0; k];
     let mut sums = vec![0.0; centres.len()];
     let mut mass = vec![0.0; k];
     let mut count = vec![0usize; k];
-    let mut iterations = 0;
-    while iterations < max_iterations {
-        iterations = iterations.saturating_add(1);
-        let mut changed = false;
-        for ((p, l), d) in points.iter().zip(&mut labels).zip(&mut dists) {
-            let (j, dd) = nearest(p, &centres, dim);
-            changed |= *l != j;
-            *l = j;
-            *d = dd;
-        }
-        if !changed {
+    loop {
+        fill_empty(points, &centres, &mut labels, &mut upper, &mut count);
+        old.copy_from_slice(&centres);
+        means(points, &labels, &count, &mut centres, &mut sums, &mut mass);
+        if iterations >= max_iterations {
             break;
         }
-        // A cluster without points takes the point farthest from its centre, from a
-        // cluster that keeps at least one (there is one while k ≤ n).
-        count.iter_mut().for_each(|c| *c = 0);
-        for &l in &labels {
-            if let Some(c) = count.get_mut(l) {
-                *c = c.saturating_add(1);
-            }
-        }
-        for j in 0..k {
-            if count.get(j).is_some_and(|&c| c > 0) {
-                continue;
-            }
-            let mut far: Option<(usize, f64)> = None;
-            for (i, (&l, &d)) in labels.iter().zip(&dists).enumerate() {
-                if count.get(l).is_some_and(|&c| c > 1) && far.is_none_or(|(_, fd)| d > fd) {
-                    far = Some((i, d));
-                }
-            }
-            let Some((i, _)) = far else { break };
-            if let (Some(l), Some(d)) = (labels.get_mut(i), dists.get_mut(i)) {
-                if let Some(c) = count.get_mut(*l) {
-                    *c = c.saturating_sub(1);
-                }
-                *l = j;
-                *d = 0.0;
-            }
-            if let Some(c) = count.get_mut(j) {
-                *c = 1;
-            }
-        }
-        sums.iter_mut().for_each(|s| *s = 0.0);
-        mass.iter_mut().for_each(|m| *m = 0.0);
-        for ((p, &l), &w) in points.iter().zip(&labels).zip(&points.weights) {
-            let Some(start) = l.checked_mul(dim) else {
-                continue;
-            };
-            if let Some(s) = sums.get_mut(start..start.saturating_add(dim)) {
-                s.iter_mut().zip(p).for_each(|(s, x)| *s += w * x);
-            }
-            if let Some(m) = mass.get_mut(l) {
-                *m += w;
-            }
-        }
-        // Points of weight 0 still hold their cluster: the centre is then their plain mean.
-        for (((c, s), &m), j) in centres
-            .chunks_exact_mut(dim)
-            .zip(sums.chunks_exact(dim))
-            .zip(&mass)
-            .zip(0..)
+        for ((m, a), b) in moved
+            .iter_mut()
+            .zip(old.chunks_exact(dim))
+            .zip(centres.chunks_exact(dim))
         {
-            if m > 0.0 {
-                c.iter_mut().zip(s).for_each(|(c, s)| *c = s / m);
-            } else if count.get(j).is_some_and(|&c| c > 0) {
-                c.iter_mut().for_each(|c| *c = 0.0);
-                let mut members = 0.0;
-                for (p, _) in points.iter().zip(&labels).filter(|(_, l)| **l == j) {
-                    c.iter_mut().zip(p).for_each(|(c, x)| *c += x);
-                    members += 1.0;
-                }
-                c.iter_mut().for_each(|c| *c /= members);
+            *m = dist2(a, b).sqrt();
+        }
+        // The largest move, and the largest of the others for the centre that made it.
+        let (mut far, mut m1, mut m2) = (0, 0.0, 0.0);
+        for (j, &m) in moved.iter().enumerate() {
+            if m > m1 {
+                m2 = m1;
+                (far, m1) = (j, m);
+            } else if m > m2 {
+                m2 = m;
             }
+        }
+        for (j, (g, a)) in half_gap
+            .iter_mut()
+            .zip(centres.chunks_exact(dim))
+            .enumerate()
+        {
+            *g = centres
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|(i, _)| *i != j)
+                .map(|(_, b)| dist2(a, b))
+                .fold(f64::INFINITY, f64::min)
+                .sqrt()
+                / 2.0;
+        }
+        let mut changed = false;
+        for (((p, l), u), lo) in points
+            .iter()
+            .zip(&mut labels)
+            .zip(&mut upper)
+            .zip(&mut lower)
+        {
+            *u += moved.get(*l).copied().unwrap_or(0.0);
+            *lo -= if *l == far { m2 } else { m1 };
+            let bound = lo.max(half_gap.get(*l).copied().unwrap_or(0.0));
+            if *u <= bound {
+                continue;
+            }
+            let start = l.saturating_mul(dim);
+            *u = centres
+                .get(start..start.saturating_add(dim))
+                .map_or(f64::INFINITY, |c| dist2(p, c).sqrt());
+            if *u <= bound {
+                continue;
+            }
+            let (j, d1, d2) = two_nearest(p, &centres, dim);
+            changed |= j != *l;
+            (*l, *u, *lo) = (j, d1, d2);
+        }
+        iterations = iterations.saturating_add(1);
+        if !changed {
+            break;
         }
     }
     let distortion = points
@@ -594,6 +649,105 @@ fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run 
         centres,
         distortion,
         iterations,
+    }
+}
+
+/// Gives every empty cluster the point farthest from its centre, taken from a cluster that
+/// keeps at least one (there is one while k ≤ n); counts the members into `count`.
+fn fill_empty(
+    points: &Points,
+    centres: &[f64],
+    labels: &mut [usize],
+    upper: &mut [f64],
+    count: &mut [usize],
+) {
+    let dim = points.dim;
+    count.iter_mut().for_each(|c| *c = 0);
+    for &l in labels.iter() {
+        if let Some(c) = count.get_mut(l) {
+            *c = c.saturating_add(1);
+        }
+    }
+    if count.iter().all(|&c| c > 0) {
+        return;
+    }
+    // Rare: exact distances for this pass only.
+    let mut dists: Vec<f64> = points
+        .iter()
+        .zip(labels.iter())
+        .map(|(p, &l)| {
+            let start = l.saturating_mul(dim);
+            centres
+                .get(start..start.saturating_add(dim))
+                .map_or(0.0, |c| dist2(p, c))
+        })
+        .collect();
+    for j in 0..count.len() {
+        if count.get(j).is_some_and(|&c| c > 0) {
+            continue;
+        }
+        let mut far: Option<(usize, f64)> = None;
+        for (i, (&l, &d)) in labels.iter().zip(&dists).enumerate() {
+            if count.get(l).is_some_and(|&c| c > 1) && far.is_none_or(|(_, fd)| d > fd) {
+                far = Some((i, d));
+            }
+        }
+        let Some((i, _)) = far else { break };
+        if let (Some(l), Some(d), Some(u)) = (labels.get_mut(i), dists.get_mut(i), upper.get_mut(i))
+        {
+            if let Some(c) = count.get_mut(*l) {
+                *c = c.saturating_sub(1);
+            }
+            *l = j;
+            *d = 0.0;
+            // Unknown until the centre moves: the next pass measures it.
+            *u = f64::INFINITY;
+        }
+        if let Some(c) = count.get_mut(j) {
+            *c = 1;
+        }
+    }
+}
+
+/// Moves each centre to the weighted mean of its points (the plain mean when their
+/// weights are all 0; an empty cluster's centre stays).
+fn means(
+    points: &Points,
+    labels: &[usize],
+    count: &[usize],
+    centres: &mut [f64],
+    sums: &mut [f64],
+    mass: &mut [f64],
+) {
+    let dim = points.dim;
+    sums.iter_mut().for_each(|s| *s = 0.0);
+    mass.iter_mut().for_each(|m| *m = 0.0);
+    for ((p, &l), &w) in points.iter().zip(labels).zip(&points.weights) {
+        let start = l.saturating_mul(dim);
+        if let Some(s) = sums.get_mut(start..start.saturating_add(dim)) {
+            s.iter_mut().zip(p).for_each(|(s, x)| *s += w * x);
+        }
+        if let Some(m) = mass.get_mut(l) {
+            *m += w;
+        }
+    }
+    for (((c, s), &m), j) in centres
+        .chunks_exact_mut(dim)
+        .zip(sums.chunks_exact(dim))
+        .zip(mass.iter())
+        .zip(0..)
+    {
+        if m > 0.0 {
+            c.iter_mut().zip(s).for_each(|(c, s)| *c = s / m);
+        } else if count.get(j).is_some_and(|&c| c > 0) {
+            c.iter_mut().for_each(|c| *c = 0.0);
+            let mut members = 0.0;
+            for (p, _) in points.iter().zip(labels).filter(|(_, l)| **l == j) {
+                c.iter_mut().zip(p).for_each(|(c, x)| *c += x);
+                members += 1.0;
+            }
+            c.iter_mut().for_each(|c| *c /= members);
+        }
     }
 }
 

@@ -12,3 +12,5 @@ pub mod bb;
 pub mod cluster;
 pub mod regions;
 pub mod simpoints;
+#[cfg(feature = "testgen")]
+pub mod testgen;
