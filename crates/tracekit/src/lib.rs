@@ -548,6 +548,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("tenet", tenet_trace::fuzz_read),
     ("sidecar_read", fuzz_sidecar),
     ("bb_read", simpoint::bb::fuzz_read),
+    ("simpoints_read", simpoint::simpoints::fuzz_read),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none
