@@ -56,7 +56,10 @@ fn phased_bb(phases: &[usize], len: impl Fn(usize) -> f64, seed: u64) -> String 
     text
 }
 
-fn read_outputs(prefix: &Path) -> (Vec<(u64, u64)>, Vec<(f64, u64)>) {
+/// `(slice, cluster)` lines and `(weight, cluster)` lines.
+type Outputs = (Vec<(u64, u64)>, Vec<(f64, u64)>);
+
+fn read_outputs(prefix: &Path) -> Outputs {
     let sp = std::fs::read(format!("{}.simpoints", prefix.display())).unwrap();
     let w = std::fs::read(format!("{}.weights", prefix.display())).unwrap();
     (
