@@ -26,7 +26,7 @@ pub struct RegionsArgs {
     /// The `.weights` file (default: F.weights beside F.bb).
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
-    /// The `thread-id` column: a thread number or `global` (default: the T<n> of a
+    /// The `thread-id` column: a thread number or `global` (default: the `T<n>` of a
     /// `….T<n>.bb` name, else `global`).
     #[arg(long, value_name = "ID", value_parser = thread_id)]
     pub thread_id: Option<ThreadId>,
