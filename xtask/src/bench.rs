@@ -650,3 +650,26 @@ fn thread_cpu_secs() -> Option<f64> {
     let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
     Some(ns as f64 / 1e9)
 }
+
+/// `tracekit bbv` through the registry as the command runs it (slices of 1,000,000
+/// instructions, one stream per thread, the `.bb` text written to a sink): the
+/// instructions in the vectors. `dcfg`: the DCFG of a DCFG-Trace.
+pub fn run_bbv(format: &str, bytes: &[u8], dcfg: Option<&std::path::Path>) -> u64 {
+    use trace_registry::analyses::bbv::{BbvOptions, bbv};
+    let options = trace_registry::Options {
+        dcfg: dcfg.map(std::path::Path::to_path_buf),
+        ..trace_registry::Options::default()
+    };
+    let handler = trace_registry::by_name(format).unwrap();
+    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let mut blocks = handler
+        .blocks(&mut input, &mut trace_registry::Ctx::new(&options))
+        .unwrap();
+    let opts = BbvOptions {
+        slice: 1_000_000,
+        global: false,
+        loop_bounded: false,
+    };
+    let result = bbv(&mut *blocks, &opts, |_| Ok(std::io::sink())).unwrap();
+    result.streams.iter().map(|s| s.instructions).sum()
+}

@@ -42,6 +42,7 @@
 //! ```
 
 pub mod analyses;
+pub mod blocks;
 pub mod disasm;
 mod error;
 pub mod formats;
@@ -289,6 +290,20 @@ pub trait Handler: Send + Sync {
             "{} traces have no instruction stream",
             self.name()
         )))
+    }
+
+    /// The basic-block executions (what `bbv` reads). The default derives dynamic blocks
+    /// from [`Handler::steps`] ([`blocks::StepBlocks`]); DCFG-Trace gives its DCFG's blocks.
+    ///
+    /// # Errors
+    ///
+    /// As [`Handler::steps`]: [`Error::Unsupported`] for formats without blocks.
+    fn blocks<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn blocks::Blocks + 'a>, Error> {
+        Ok(Box::new(blocks::StepBlocks::new(self.steps(input, ctx)?)))
     }
 }
 

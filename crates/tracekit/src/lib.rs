@@ -23,6 +23,7 @@
 //! tracekit convert FILE --to tfile -o OUT.tf [--thread T]  one thread → GDB tracepoint file
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
+//! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
 //! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! ```
@@ -188,6 +189,10 @@ pub enum Cmd {
     /// Compare two traces of the same format: where they part and join again. Exit 0 when
     /// equal, 1 when different, 2 on any error (as `diff`).
     Diff(commands::diff::DiffArgs),
+    /// Basic-block vectors for SimPoint (`.bb`), one file per thread or one over the merged
+    /// timeline (`--global`), with LoopPoint's markers and, with `--loop-bounded`, its
+    /// loop-entry boundaries.
+    Bbv(commands::bbv::BbvArgs),
     /// SimPoint's clustering of a `.bb` file: writes F.simpoints and F.weights (the
     /// simulation point and weight of each cluster) beside it, or PREFIX.* with --out.
     Simpoint(commands::simpoint::SimpointArgs),
@@ -435,6 +440,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Diff(args) => {
             commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
+        }
+        Cmd::Bbv(args) => {
+            let (input, h) = open(&args.file, forced)?;
+            commands::bbv::run(h, input, &options, args, out)
         }
         Cmd::Simpoint(args) => commands::simpoint::run(args, out, err),
         Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {

@@ -658,6 +658,12 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             run: Box::new(|b| decode_tt6(b, Dialect::Tt6)),
         },
         BenchCase {
+            name: "amber tt6 bbv (slices of 1M)".into(),
+            input: tt6.clone(),
+            unit: "instrs",
+            run: Box::new(|b| crate::bench::run_bbv("tt6", b, None)),
+        },
+        BenchCase {
             name: "amber tt6e records".into(),
             input: tt6e,
             unit: "records",

@@ -380,6 +380,48 @@ fn expand_all(bytes: &[u8]) -> u64 {
     n
 }
 
+/// A DCFG for the graph of [`Cfg::new`]`(4096, 1)`: edge `e` runs to block `100 + e` of
+/// `instrs_of(e)` instructions (the counts the trace's chunks were made with).
+fn bench_dcfg(cfg: &Cfg, n: u64) -> String {
+    let blocks: Vec<String> = (1..=n)
+        .map(|e| {
+            format!(
+                "[{}, \"{:#x}\", 4, {}]",
+                100 + e,
+                0x40 * e,
+                cfg.instrs_of(e)
+            )
+        })
+        .collect();
+    let edges: Vec<String> = (1..=n)
+        .map(|e| format!("[{e}, {}, {}, 18, [1]]", 100 + e, 100 + e))
+        .collect();
+    format!(
+        "{{\"MAJOR_VERSION\": 1, \"MINOR_VERSION\": 0, \"PROCESSES\": [[\"PROCESS_ID\", \"PROCESS_DATA\"], [4242, {{\"IMAGES\": [[\"IMAGE_ID\", \"LOAD_ADDR\", \"SIZE\", \"IMAGE_DATA\"], [1, \"0x400000\", 1048576, {{\"BASIC_BLOCKS\": [[\"NODE_ID\", \"ADDR_OFFSET\", \"SIZE\", \"NUM_INSTRS\"], {}]}}]], \"EDGES\": [[\"EDGE_ID\", \"SOURCE_NODE_ID\", \"TARGET_NODE_ID\", \"EDGE_TYPE_ID\", \"COUNT_PER_THREAD\"], {}]}}]]}}",
+        blocks.join(", "),
+        edges.join(", ")
+    )
+}
+
+/// `bbv` of the Huffman trace with its DCFG (written to a temporary file once); units are
+/// the edges (counted once, outside the timing).
+fn bbv_case(trace: &Arc<Vec<u8>>) -> BenchCase {
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dcfg = dir.join("bench.dcfg.json");
+    std::fs::write(&dcfg, bench_dcfg(&Cfg::new(4096, 1), 4096)).unwrap();
+    let edges = decode_all(trace);
+    BenchCase {
+        name: "dcfg-trace bbv (with DCFG)".into(),
+        input: Arc::clone(trace),
+        unit: "edges",
+        run: Box::new(move |b| {
+            crate::bench::run_bbv("dcfg-trace", b, Some(&dcfg));
+            edges
+        }),
+    }
+}
+
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     let huffman = Arc::new(
         Cfg::new(4096, 1)
@@ -396,10 +438,11 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         },
         BenchCase {
             name: "dcfg-trace decode, 2 threads".into(),
-            input: huffman,
+            input: Arc::clone(&huffman),
             unit: "edges",
             run: Box::new(|b| decode_parallel(b, 2)),
         },
+        bbv_case(&huffman),
         BenchCase {
             name: "dcfg-trace expand nested repeats".into(),
             input: repeats,

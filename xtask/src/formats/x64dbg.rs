@@ -334,6 +334,9 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         row("x64dbg xref (scan)", run_xref_scan),
         row("x64dbg xref (generic Steps)", run_xref_steps),
         row("x64dbg index build (sidecar)", run_sidecar_build),
+        row("x64dbg bbv (slices of 1M)", |b| {
+            crate::bench::run_bbv("x64dbg", b, None)
+        }),
         BenchCase {
             name: "x64dbg state with sidecar".into(),
             input: Arc::clone(&input),

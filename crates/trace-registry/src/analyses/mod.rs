@@ -2,6 +2,7 @@
 //! ([`Steps`](crate::steps::Steps)): the register state and memory at any instruction,
 //! cross-references, the diff of two runs, and tfile frame search. Each answer is a value
 //! that serialises to the JSON the matching `tracekit` command prints with `--json`.
+pub mod bbv;
 pub mod diff;
 pub mod find;
 pub mod index;

@@ -10,6 +10,8 @@
 //! Streaming: one chunk in memory at a time; a chunk of more than [`BIG_CHUNK`] edges is
 //! decoded twice (checked first, then handed out in batches) rather than held.
 
+mod blocks;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -262,6 +264,24 @@ impl Handler for DcfgTrace {
             addrs: Vec::new(),
             done: false,
         }))
+    }
+
+    /// The blocks of the DCFG given with `--dcfg` (see [`blocks`]); without one, a usage
+    /// error.
+    fn blocks<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn crate::blocks::Blocks + 'a>, Error> {
+        let Some(dcfg) = ctx.options.dcfg.clone() else {
+            return Err(Error::Unsupported(
+                "a DCFG-Trace's blocks are in its DCFG: give --dcfg F.dcfg.json[.bz2]".into(),
+            ));
+        };
+        Ok(Box::new(blocks::DcfgBlocks::open(
+            events(input, ctx),
+            &dcfg,
+        )?))
     }
 }
 

@@ -15,6 +15,7 @@ use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 pub mod args;
+pub mod bbv;
 pub mod diff;
 pub mod find;
 pub mod mem;

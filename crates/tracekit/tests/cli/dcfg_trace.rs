@@ -184,7 +184,7 @@ fn encode_then_dump_gives_the_edges_back() {
 /// balance condition (checked with a short Python script over the JSON: every node's
 /// inbound count equals its outbound count, except START +1 and END -1; 30412 edge
 /// executions in all), so the trail exists and uses every execution.
-fn euler_trail(dcfg: &dcfg::Dcfg) -> Vec<u64> {
+pub(crate) fn euler_trail(dcfg: &dcfg::Dcfg) -> Vec<u64> {
     let p = &dcfg.processes[0];
     let mut out_edges: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
     let mut total = 0;

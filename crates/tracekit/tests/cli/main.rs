@@ -9,6 +9,7 @@
 )]
 
 mod amber;
+mod bbv;
 mod common;
 mod dcfg;
 mod dcfg_trace;

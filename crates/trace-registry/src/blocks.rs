@@ -1,0 +1,342 @@
+//! The block-execution view of a trace: one [`BlockRun`] per execution of a basic block,
+//! in file order, what basic-block vectors (`tracekit bbv`,
+//! [`analyses::bbv`](crate::analyses::bbv)) are made of.
+//!
+//! [`Handler::blocks`](crate::Handler::blocks) returns it. By default it is derived from
+//! the instruction stream ([`StepBlocks`], for x64dbg, amber TT6/TT6E/FULL, Tenet and GDB
+//! tracepoint frames): a dynamic block starts at a thread's first instruction and after
+//! every control transfer, and its key is its start pc. A thread's next instruction
+//! continues its block when its pc is the previous pc plus the instruction's length:
+//!
+//! - the length of the recorded opcode bytes (x64dbg, amber: PowerPC words are 4 bytes);
+//! - PowerPC streams without opcode bytes: 4;
+//! - x86 streams without opcode bytes (Tenet traces record none): the stream falls through
+//!   when the next pc is 1 to 15 bytes (the longest x86 instruction) past the previous one.
+//!   A jump that short is then taken for a fall-through, which merges two blocks (rare:
+//!   a short jump over one short instruction).
+//!
+//! Blocks of different threads may interleave in the file; each thread's blocks are
+//! followed separately and a block is handed out when it ends (when its thread's next
+//! instruction does not continue it, or at the end of the input).
+//!
+//! DCFG-Trace files override it with the blocks of their DCFG (`--dcfg`): each decoded edge
+//! executes its target block's `NUM_INSTRS`; edges into special nodes (START, END,
+//! UNKNOWN) execute none and are not handed out.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::Error;
+use crate::steps::{Isa, ScanQuery, Step, Steps};
+
+/// One execution of a basic block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockRun<'a> {
+    /// The block, as a small dense number of this stream (from 0, in the order the stream
+    /// first meets it; the same block always gets the same number):
+    /// [`Blocks::describe`] says which block it is.
+    pub block: u32,
+    /// The process (0 where the format has none).
+    pub process: u64,
+    /// The thread (0 where the format has none).
+    pub thread: u64,
+    /// The address of the block's first instruction, where known.
+    pub pc: Option<u64>,
+    /// The instructions executed.
+    pub instrs: u64,
+    /// The pc of every instruction executed, in order, where the stream knows them (pc
+    /// streams); empty where it does not (DCFG-Trace).
+    pub pcs: &'a [u64],
+    /// Whether the block heads a loop and was entered from outside the loop, at its first
+    /// address (not through a back edge): LoopPoint's region boundaries. Only streams with
+    /// a loop table ([`Blocks::has_loops`]) set it.
+    pub loop_entry: bool,
+}
+
+/// What a block number of a [`Blocks`] stream stands for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockDesc {
+    /// The process.
+    pub process: u64,
+    /// The block's key: its start pc (pc streams) or its DCFG node id.
+    pub key: u64,
+    /// The address of its first instruction, where known.
+    pub pc: Option<u64>,
+    /// Its static instruction count where the stream knows it (a DCFG's `NUM_INSTRS`);
+    /// `None` for dynamic blocks, whose length may vary from run to run.
+    pub instrs: Option<u64>,
+    /// The symbol (and offset) of its first instruction, where known (`main+0x10`).
+    pub symbol: Option<String>,
+}
+
+/// What the keys of a [`Blocks`] stream are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKeys {
+    /// Start pcs of dynamic blocks.
+    Pc,
+    /// DCFG basic-block (node) ids.
+    DcfgNode,
+}
+
+/// What [`Blocks::run`] calls with each block execution.
+pub type OnBlock<'f> = dyn FnMut(&BlockRun<'_>) -> Result<(), Error> + 'f;
+
+/// A stream of block executions (see the module docs).
+pub trait Blocks {
+    /// What the blocks' keys are.
+    fn keys(&self) -> BlockKeys;
+
+    /// Whether the stream knows loops ([`BlockRun::loop_entry`] can be set): a DCFG-Trace
+    /// whose DCFG has a loop table.
+    fn has_loops(&self) -> bool {
+        false
+    }
+
+    /// The processes of the input, where known before the run (a DCFG-Trace's DCFG).
+    fn processes(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether the block numbers are given in order of first execution (of a block's
+    /// start), as opposed to the order of [`BlockRun`]s. Runs are handed out when they end,
+    /// so where threads interleave, a block may end after blocks that started later;
+    /// [`StepBlocks`] numbers blocks when they start, and says so here.
+    fn numbered_by_start(&self) -> bool {
+        false
+    }
+
+    /// Calls `on_block` with every block execution, in file order. Call it once.
+    ///
+    /// # Errors
+    ///
+    /// A read error (after every block before it was handed out), or `on_block`'s error.
+    fn run(&mut self, on_block: &mut OnBlock<'_>) -> Result<(), Error>;
+
+    /// What block number `block` (of a [`BlockRun`] handed out) stands for.
+    fn describe(&self, block: u32) -> BlockDesc;
+}
+
+/// A multiplicative hasher for `u64` keys (pcs): the block map is looked up once per block
+/// execution, where SipHash would cost more than the rest of the work.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PcHasher(u64);
+
+impl Hasher for PcHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing; the high bits, which hashbrown uses for its tags, mix all of n.
+        self.0 = (self.0 ^ n)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(26);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+/// A `HashMap` with [`PcHasher`].
+pub type PcMap<K, V> = HashMap<K, V, BuildHasherDefault<PcHasher>>;
+
+/// The block of one thread being followed.
+#[derive(Debug, Default)]
+struct Open {
+    thread: u64,
+    /// The step index of its first instruction (to hand out the blocks still open at the
+    /// end in the order they started).
+    first: u64,
+    /// Its pcs so far (empty: no block open).
+    pcs: Vec<u64>,
+    /// Its block number.
+    block: u32,
+    /// The length of its last instruction (0: not recorded).
+    last_len: u64,
+}
+
+/// The default block stream: dynamic blocks of an instruction stream (see the module
+/// docs).
+pub struct StepBlocks<'a> {
+    steps: Box<dyn Steps + 'a>,
+    /// Start pc → block number.
+    numbers: PcMap<u64, u32>,
+    /// Block number → start pc.
+    starts: Vec<u64>,
+}
+
+impl std::fmt::Debug for StepBlocks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepBlocks")
+            .field("blocks", &self.starts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> StepBlocks<'a> {
+    /// The dynamic blocks of `steps`.
+    #[must_use]
+    pub fn new(steps: Box<dyn Steps + 'a>) -> Self {
+        StepBlocks {
+            steps,
+            numbers: PcMap::default(),
+            starts: Vec::new(),
+        }
+    }
+}
+
+/// Whether an instruction at `next` continues the block whose last instruction is at `pc`
+/// with `len` bytes (0: not recorded) in a stream of `isa`.
+#[inline]
+#[must_use]
+pub fn falls_through(isa: Isa, pc: u64, len: u64, next: u64) -> bool {
+    if len != 0 {
+        return next == pc.wrapping_add(len);
+    }
+    match isa {
+        Isa::Ppc32 => next == pc.wrapping_add(4),
+        // The longest x86 instruction is 15 bytes.
+        _ => next.wrapping_sub(pc).wrapping_sub(1) < 15,
+    }
+}
+
+/// The number of the block starting at `start`, given on first sight.
+fn number(numbers: &mut PcMap<u64, u32>, starts: &mut Vec<u64>, start: u64) -> u32 {
+    let next = u32::try_from(starts.len()).unwrap_or(u32::MAX);
+    *numbers.entry(start).or_insert_with(|| {
+        starts.push(start);
+        next
+    })
+}
+
+/// Hands out the block `open` holds (if any).
+fn emit(open: &mut Open, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
+    let Some(&start) = open.pcs.first() else {
+        return Ok(());
+    };
+    let run = BlockRun {
+        block: open.block,
+        process: 0,
+        thread: open.thread,
+        pc: Some(start),
+        instrs: open.pcs.len() as u64,
+        pcs: &open.pcs,
+        loop_entry: false,
+    };
+    let r = on_block(&run);
+    open.pcs.clear();
+    r
+}
+
+impl Blocks for StepBlocks<'_> {
+    fn keys(&self) -> BlockKeys {
+        BlockKeys::Pc
+    }
+
+    fn numbered_by_start(&self) -> bool {
+        true
+    }
+
+    fn run(&mut self, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
+        let isa = self.steps.isa();
+        let (numbers, starts) = (&mut self.numbers, &mut self.starts);
+        // Per thread the block being followed; the last thread's slot is remembered, as
+        // traces switch threads rarely.
+        let mut open: Vec<Open> = Vec::new();
+        let mut last = 0usize;
+        let query = ScanQuery {
+            all: true,
+            ..ScanQuery::default()
+        };
+        let mut on_step = |step: &Step| -> Result<(), Error> {
+            let at = match open.get(last) {
+                Some(o) if o.thread == step.thread => last,
+                _ => match open.iter().position(|o| o.thread == step.thread) {
+                    Some(k) => k,
+                    None => {
+                        open.push(Open {
+                            thread: step.thread,
+                            ..Open::default()
+                        });
+                        open.len().saturating_sub(1)
+                    }
+                },
+            };
+            last = at;
+            let Some(o) = open.get_mut(at) else {
+                return Ok(());
+            };
+            let continues = o
+                .pcs
+                .last()
+                .is_some_and(|&pc| falls_through(isa, pc, o.last_len, step.pc));
+            if !continues {
+                emit(o, on_block)?;
+                o.first = step.i;
+                o.block = number(numbers, starts, step.pc);
+            }
+            o.pcs.push(step.pc);
+            o.last_len = step.opcode.len() as u64;
+            Ok(())
+        };
+        let scanned = self.steps.scan(&query, &mut on_step);
+        // The blocks still open, in the order they started (also after a read error: the
+        // blocks before the damage are handed out first).
+        open.sort_by_key(|o| o.first);
+        for o in &mut open {
+            emit(o, on_block)?;
+        }
+        scanned
+    }
+
+    fn describe(&self, block: u32) -> BlockDesc {
+        let start = self.starts.get(block as usize).copied().unwrap_or(0);
+        BlockDesc {
+            process: 0,
+            key: start,
+            pc: Some(start),
+            instrs: None,
+            symbol: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fall_through_rules() {
+        // Recorded lengths decide.
+        assert!(falls_through(Isa::X64, 0x1000, 3, 0x1003));
+        assert!(!falls_through(Isa::X64, 0x1000, 3, 0x1004));
+        assert!(falls_through(Isa::X64, u64::MAX, 1, 0));
+        // PowerPC words.
+        assert!(falls_through(Isa::Ppc32, 0x1000, 0, 0x1004));
+        assert!(!falls_through(Isa::Ppc32, 0x1000, 0, 0x1008));
+        // x86 without bytes: 1 to 15 bytes on.
+        assert!(falls_through(Isa::X64, 0x1000, 0, 0x1001));
+        assert!(falls_through(Isa::X86, 0x1000, 0, 0x100f));
+        assert!(!falls_through(Isa::X64, 0x1000, 0, 0x1010));
+        assert!(!falls_through(Isa::X64, 0x1000, 0, 0x1000));
+        assert!(!falls_through(Isa::X64, 0x1000, 0, 0xfff));
+    }
+
+    #[test]
+    fn pc_hasher_spreads_neighbours() {
+        let h = |n: u64| {
+            let mut s = PcHasher::default();
+            s.write_u64(n);
+            s.finish()
+        };
+        assert_ne!(h(0x1000), h(0x1004));
+        assert_ne!(h(0x1000) >> 57, h(0x1001) >> 57);
+    }
+}
