@@ -22,12 +22,15 @@
 //!    `M = dim`, `K` clusters of sizes `R_j` and distortion `D`:
 //!
 //!    ```text
-//!    σ² = D / (M · max(R − K, 1))                      (per-dimension variance, ≥ f64::MIN_POSITIVE)
+//!    σ² = max(D / (M · max(R − K, 1)), floor)          (per-dimension variance)
 //!    l  = Σ_j R_j ln(R_j / R) − (R·M / 2) ln(2π σ²) − D / (2 σ²)
 //!    p  = (K − 1) + K·M + 1                            (mixing weights, centres, variance)
 //!    BIC = l − (p / 2) ln R
 //!    ```
 //!
+//!    `floor` is 10⁻²⁰ of the mean squared coordinate: a variance below it is rounding
+//!    noise (identical slices, whose centre is a rounded mean), so identical slices score
+//!    as a perfect fit at every k and the penalty picks the smallest.
 //!    k stops one short of the number of slices (k = 1 for a single slice): with a cluster
 //!    per slice there is nothing left to estimate the variance from (R − K = 0) and the
 //!    score would be unbounded.
@@ -544,7 +547,7 @@ fn starts(points: &Points, k: usize, init: Init, rng: &mut SplitMix64) -> Vec<f6
 /// ("Making k-means even faster", SDM 2010) skip the distance computations that cannot
 /// change them: an upper bound on each point's distance to its centre, a lower bound on its
 /// distance to every other centre, both carried over as the centres move.
-fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run {
+fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize, noise: f64) -> Run {
     let dim = points.dim;
     let k = centres.len().checked_div(dim).unwrap_or(0);
     let n = points.len();
@@ -567,7 +570,7 @@ fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run 
     let mut mass = vec![0.0; k];
     let mut count = vec![0usize; k];
     loop {
-        fill_empty(points, &centres, &mut labels, &mut upper, &mut count);
+        fill_empty(points, &centres, &mut labels, &mut upper, &mut count, noise);
         old.copy_from_slice(&centres);
         means(points, &labels, &count, &mut centres, &mut sums, &mut mass);
         if iterations >= max_iterations {
@@ -653,13 +656,15 @@ fn kmeans(points: &Points, mut centres: Vec<f64>, max_iterations: usize) -> Run 
 }
 
 /// Gives every empty cluster the point farthest from its centre, taken from a cluster that
-/// keeps at least one (there is one while k ≤ n); counts the members into `count`.
+/// keeps at least one (there is one while k ≤ n distinct points; otherwise clusters stay
+/// empty); counts the members into `count`.
 fn fill_empty(
     points: &Points,
     centres: &[f64],
     labels: &mut [usize],
     upper: &mut [f64],
     count: &mut [usize],
+    noise: f64,
 ) {
     let dim = points.dim;
     count.iter_mut().for_each(|c| *c = 0);
@@ -688,7 +693,11 @@ fn fill_empty(
         }
         let mut far: Option<(usize, f64)> = None;
         for (i, (&l, &d)) in labels.iter().zip(&dists).enumerate() {
-            if count.get(l).is_some_and(|&c| c > 1) && far.is_none_or(|(_, fd)| d > fd) {
+            // Only a point away from its centre (farther than rounding noise, `noise`, a
+            // squared distance): with fewer distinct points than k, stealing one that sits
+            // on its centre would only move the emptiness around.
+            if d > noise && count.get(l).is_some_and(|&c| c > 1) && far.is_none_or(|(_, fd)| d > fd)
+            {
                 far = Some((i, d));
             }
         }
@@ -752,7 +761,7 @@ fn means(
 }
 
 /// The BIC of a clustering (see the module documentation); `weights` sum to `r`.
-fn bic(run: &Run, weights: &[f64], dim: usize, k: usize) -> f64 {
+fn bic(run: &Run, weights: &[f64], dim: usize, k: usize, floor: f64) -> f64 {
     let mut sizes = vec![0.0; k];
     for (&l, &w) in run.labels.iter().zip(weights) {
         if let Some(s) = sizes.get_mut(l) {
@@ -765,7 +774,7 @@ fn bic(run: &Run, weights: &[f64], dim: usize, k: usize) -> f64 {
     }
     let m = dim as f64;
     let kf = k as f64;
-    let var = (run.distortion / (m * (r - kf).max(1.0))).max(f64::MIN_POSITIVE);
+    let var = (run.distortion / (m * (r - kf).max(1.0))).max(floor);
     let mix: f64 = sizes
         .iter()
         .filter(|&&s| s > 0.0)
@@ -836,6 +845,15 @@ pub fn cluster(points: &Points, options: &Options) -> Result<Clustering, Error> 
         coords: points.coords.clone(),
         weights: scaled,
     };
+    // Below this variance the distortion is rounding noise (identical slices whose centre
+    // is a rounded mean): 1e-20 of the mean squared coordinate, about (1e-10)² relative.
+    let spread: f64 = work
+        .iter()
+        .zip(&work.weights)
+        .map(|(p, w)| w * p.iter().map(|x| x * x).sum::<f64>())
+        .sum::<f64>()
+        / (n as f64 * work.dim as f64);
+    let floor = (spread * 1e-20).max(f64::MIN_POSITIVE);
     let max_k = k_limit(options.max_k, n);
     let mut scores = Vec::with_capacity(max_k);
     let mut runs = Vec::with_capacity(max_k);
@@ -847,7 +865,12 @@ pub fn cluster(points: &Points, options: &Options) -> Result<Clustering, Error> 
                 ^ SplitMix64::mix((start as u64).wrapping_add(0x1000));
             let mut rng = SplitMix64::new(key);
             let centres = starts(&work, k, options.init, &mut rng);
-            let run = kmeans(&work, centres, options.max_iterations);
+            let run = kmeans(
+                &work,
+                centres,
+                options.max_iterations,
+                floor * work.dim as f64,
+            );
             if best.as_ref().is_none_or(|b| run.distortion < b.distortion) {
                 best = Some(run);
             }
@@ -855,7 +878,7 @@ pub fn cluster(points: &Points, options: &Options) -> Result<Clustering, Error> 
         let Some(run) = best else { continue };
         scores.push(Score {
             k,
-            bic: bic(&run, &work.weights, work.dim, k),
+            bic: bic(&run, &work.weights, work.dim, k, floor),
             distortion: run.distortion,
             iterations: run.iterations,
         });
@@ -877,16 +900,20 @@ pub fn cluster(points: &Points, options: &Options) -> Result<Clustering, Error> 
         score.k,
         points.weights(),
         scores.clone(),
+        floor * work.dim as f64,
     ))
 }
 
-/// Renumbers the clusters by first slice, picks each one's simulation point and weight.
+/// Renumbers the clusters by first slice, picks each one's simulation point (the first of
+/// the slices nearest the centre, nearer meaning by more than the rounding `noise`, a
+/// squared distance) and weight.
 fn finish(
     points: &Points,
     run: &Run,
     k: usize,
     raw_weights: &[f64],
     scores: Vec<Score>,
+    noise: f64,
 ) -> Clustering {
     let mut renumber = vec![usize::MAX; k];
     let mut next = 0usize;
@@ -915,7 +942,7 @@ fn finish(
             .get(start..start.saturating_add(dim))
             .map_or(f64::INFINITY, |c| dist2(p, c));
         if let Some(b) = best.get_mut(new)
-            && (b.0 == usize::MAX || d < b.1)
+            && (b.0 == usize::MAX || d < b.1 - noise)
         {
             *b = (i, d);
         }
@@ -1180,6 +1207,25 @@ mod tests {
         assert_eq!(c.simpoints, vec![0, 2]);
         let single = cluster(&project(&slices[..1], 15, 0), &Options::default()).unwrap();
         assert_eq!((single.k, single.simpoints.clone()), (1, vec![0]));
+    }
+
+    #[test]
+    fn identical_slices_give_one_cluster() {
+        // Every slice runs one block (lengths differ): all project to one point. k = 1, and
+        // no run of k > 1 spins to the iteration cap moving an empty cluster around.
+        let slices: Vec<Vec<(u64, u64, f64)>> = (0..24)
+            .map(|i| vec![(0, 1, if i < 22 { 47.0 } else { 30.0 + i as f64 })])
+            .collect();
+        let c = cluster(&project(&slices, 15, 0), &Options::default()).unwrap();
+        assert_eq!(c.k, 1, "{:?}", c.scores);
+        assert!(
+            c.scores
+                .iter()
+                .all(|s| s.iterations < DEFAULT_MAX_ITERATIONS),
+            "{:?}",
+            c.scores
+        );
+        assert_eq!(c.simpoints, vec![0]);
     }
 
     #[test]
