@@ -425,3 +425,41 @@ fn simpoint_then_regions() {
         );
     }
 }
+
+#[test]
+fn bbv_then_simpoint_then_regions() {
+    // A real trace through the whole pipeline: x64dbg's basic.trace64 spends all its slices
+    // of ~20 instructions in one loop block, so every vector is the same fraction vector:
+    // one phase, one simulation point (slice 0) of weight 1, and its region's markers are
+    // the `M:` lines around slice 0.
+    let dir = scratch("pipeline");
+    let bb = dir.join("basic.bb");
+    let trace = testdata("x64dbg/basic.trace64");
+    let o = tracekit(["bbv", s(&trace), "--slice", "20", "--global", "-o", s(&bb)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = tracekit(["simpoint", s(&bb), "--max-k", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (points, weights) = read_outputs(&dir.join("basic"));
+    assert_eq!(points, vec![(0, 0)]);
+    assert_eq!(weights, vec![(1.0, 0)]);
+    let o = tracekit(["regions", s(&bb)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&bb).unwrap();
+    let first_total: u64 = text.lines().next().unwrap()[1..]
+        .split(' ')
+        .map(|p| p.rsplit(':').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let marker: Vec<&str> = text.lines().nth(1).unwrap().split(' ').collect();
+    let slices = text.lines().filter(|l| l.starts_with('T')).count();
+    let row = stdout(&o).lines().nth(1).unwrap().to_owned();
+    assert_eq!(
+        row,
+        format!(
+            "cluster 0 from slice 0,global,1,0x0,0,{},{},,{first_total},1.00000,{:.3},simulation",
+            marker[1],
+            marker[2],
+            1100.0 / first_total as f64
+        )
+    );
+    assert!(slices > 1);
+}
