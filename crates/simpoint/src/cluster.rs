@@ -5,17 +5,18 @@
 //!
 //! 1. **Normalise and project.** Each slice's vector (instructions per block) is divided by
 //!    its total, so it holds fractions summing to 1, then multiplied by a random
-//!    `blocks × dim` matrix whose entries are uniform in \[-1, 1). The matrix is never stored:
-//!    the row of a block is drawn from a SplitMix64 stream keyed by the seed, the block id and
-//!    its stream (thread), so projecting costs `dim` draws per non-zero count and no memory
-//!    per block. Vectors of several threads of one global slice are concatenated (LoopPoint)
-//!    by giving each thread's blocks their own rows and normalising by the sum of all.
-//! 2. **k-means** (Lloyd's iterations, at most [`Options::max_iterations`], default 100) for
-//!    every k from 1 to `max_k`, from `init_seeds` starts
-//!    each: k distinct slices drawn at random, or furthest-first (a random slice, then
-//!    repeatedly the slice farthest from the chosen ones). A cluster left empty takes the
-//!    slice farthest from its centre. The start with the lowest distortion (weighted sum
-//!    of squared distances to the centres) is kept.
+//!    `blocks × dim` matrix whose entries are uniform in \[-1, 1). The row of a block is
+//!    drawn, when the block is first seen, from a SplitMix64 stream keyed by the seed, the
+//!    block id and its stream (thread), so the matrix holds only the blocks that occur.
+//!    Vectors of several threads of one global slice are concatenated (LoopPoint) by giving
+//!    each thread's blocks their own rows and normalising by the sum of all.
+//! 2. **k-means** (Lloyd's iterations, at most [`Options::max_iterations`], default 100,
+//!    with Hamerly's bounds to skip distances that cannot change an assignment) for every k
+//!    from 1 to `max_k`, from `init_seeds` starts each: k distinct slices drawn at random,
+//!    or furthest-first (a random slice, then repeatedly the slice farthest from the chosen
+//!    ones). A cluster left empty takes the slice farthest from its centre (if any slice
+//!    is off its centre). The start with the lowest distortion (weighted sum of squared
+//!    distances to the centres) is kept.
 //! 3. **BIC** of each clustering: the log-likelihood of a mixture of spherical Gaussians
 //!    with one shared variance, minus the usual penalty (Pelleg and Moore's x-means BIC, as
 //!    SimPoint uses it). With `R` slices (the sum of the point weights, scaled to mean 1),
