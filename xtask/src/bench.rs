@@ -84,20 +84,28 @@ pub fn task(args: &[String]) -> Result<(), String> {
     let runs = flags.number("runs", 5)?.max(1);
     // The size of the trace of the `state` row with the sidecar (0: no row).
     let state_gib = flags.number("state-gib", 1)?;
-    let chosen: Vec<_> = if flags.positional.is_empty() {
+    // `simpoint` is not a format: its rows (`simpoint_rows`) run only when named.
+    let simpoint = flags.positional.iter().any(|p| p == "simpoint");
+    let named: Vec<&String> = flags
+        .positional
+        .iter()
+        .filter(|p| *p != "simpoint")
+        .collect();
+    let chosen: Vec<_> = if named.is_empty() && !simpoint {
         formats::ALL.to_vec()
     } else {
-        flags
-            .positional
+        named
             .iter()
             .map(|n| formats::find(n))
             .collect::<Result<_, _>>()?
     };
-    // The export rows run the release binary.
-    crate::run(
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--quiet", "--package", "tracekit"]),
-    )?;
+    // The export rows run the release binary (the simpoint rows alone do not).
+    if !chosen.is_empty() {
+        crate::run(
+            std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "--release", "--quiet", "--package", "tracekit"]),
+        )?;
+    }
     let tracekit = crate::root().join("target/release/tracekit");
     println!(
         "{:<34} {:>9} {:>13} {:>12} {:>8} {:>16}",
@@ -133,6 +141,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
         {
             print_row(&row, runs);
         }
+    }
+    if simpoint {
+        simpoint_rows(runs);
     }
     // The export rows' inputs and datasets.
     let _ = std::fs::remove_dir_all(
@@ -258,7 +269,8 @@ fn main_rows(dataset: &std::path::Path) -> u64 {
 }
 
 /// Times `case` and the baseline scan on its input and prints the row.
-fn print_row(case: &BenchCase, runs: u64) {
+/// Prints the row of `case`; returns its median decode time in seconds.
+fn print_row(case: &BenchCase, runs: u64) -> f64 {
     let bytes = &case.input[..];
     let len = bytes.len() as f64;
     let mut units = 0;
@@ -277,6 +289,7 @@ fn print_row(case: &BenchCase, runs: u64) {
         units as f64 / decode,
         case.unit
     );
+    decode
 }
 
 /// The `dump` row of a format: `tracekit dump` end to end (the registry's records through
@@ -562,6 +575,80 @@ fn diff_case(cases: &[BenchCase]) -> Option<BenchCase> {
             summary.compared
         }),
     })
+}
+
+/// The `simpoint` rows (`cargo xtask bench simpoint`): `tracekit simpoint`'s work, in
+/// process and on one core, on the size: a synthetic `.bb` of 10,000 slices over
+/// 5,000 distinct blocks (1,000 per slice, 10 phases in runs of 1 to 50 slices), read and
+/// projected to 15 dimensions, then k-means for every k in 1..=30 with 5 starts each and
+/// the BIC choice. The goal is under 20 s end to end; units are slices.
+fn simpoint_rows(runs: u64) {
+    use simpoint::bb::{Item, Reader};
+    use simpoint::cluster::{Options, Projection, cluster};
+
+    let shape = simpoint::testgen::Shape {
+        slices: 10_000,
+        blocks: 5_000,
+        per_slice: 1_000,
+        phases: 10,
+        seed: 1,
+    };
+    let (text, _) = simpoint::testgen::phases(shape).unwrap();
+    let project = |bytes: &[u8]| {
+        let mut p = Projection::new(15, 0).unwrap();
+        let mut r = Reader::new(bytes);
+        while let Some(item) = r.next_item() {
+            if let Item::Slice(entries) = item.unwrap() {
+                p.push(entries.iter().map(|e| (0, u64::from(e.id), e.count)), 1.0)
+                    .unwrap();
+            }
+        }
+        p
+    };
+    let input = Arc::new(text);
+    print_row(
+        &BenchCase {
+            name: "simpoint read+project (.bb)".into(),
+            input: Arc::clone(&input),
+            unit: "slices",
+            run: Box::new(move |b| project(b).len() as u64),
+        },
+        runs,
+    );
+    let case = BenchCase {
+        name: "simpoint end to end (max-k 30)".into(),
+        input,
+        unit: "slices",
+        run: Box::new(move |b| {
+            let points = project(b).finish();
+            let options = Options {
+                max_k: 30,
+                ..Options::default()
+            };
+            let c = cluster(&points, &options).unwrap();
+            black_box(c.k);
+            points.len() as u64
+        }),
+    };
+    let cpu_before = thread_cpu_secs();
+    let secs = print_row(&case, runs);
+    // Wall time on a shared machine counts other processes' time too: the thread's CPU time
+    // (Linux) is what one core spends (it includes the row's baseline scans, ~0.05 s each).
+    let cpu = match (cpu_before, thread_cpu_secs()) {
+        (Some(a), Some(b)) => format!(", {:.2} s CPU", (b - a) / runs as f64),
+        _ => String::new(),
+    };
+    println!(
+        "  simpoint: 10,000 slices of 1,000 of 5,000 blocks, max-k 30: {secs:.2} s wall (median of {runs}){cpu}; goal < 20 s"
+    );
+}
+
+/// The CPU time of the calling thread in seconds, from `/proc/thread-self/schedstat`
+/// (Linux; `None` elsewhere).
+fn thread_cpu_secs() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
 }
 
 /// `tracekit bbv` through the registry as the command runs it (slices of 1,000,000

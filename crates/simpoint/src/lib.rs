@@ -10,3 +10,7 @@
 
 pub mod bb;
 pub mod cluster;
+pub mod regions;
+pub mod simpoints;
+#[cfg(feature = "testgen")]
+pub mod testgen;

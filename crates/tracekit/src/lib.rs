@@ -24,6 +24,8 @@
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
+//! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
+//! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -191,6 +193,12 @@ pub enum Cmd {
     /// timeline (`--global`), with LoopPoint's markers and, with `--loop-bounded`, its
     /// loop-entry boundaries.
     Bbv(commands::bbv::BbvArgs),
+    /// SimPoint's clustering of a `.bb` file: writes F.simpoints and F.weights (the
+    /// simulation point and weight of each cluster) beside it, or PREFIX.* with --out.
+    Simpoint(commands::simpoint::SimpointArgs),
+    /// The simulation points of a `.bb` file as a LoopPoint-style region CSV: start and end
+    /// (pc, count) markers, length, weight and multiplier of each region.
+    Regions(commands::regions::RegionsArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -437,6 +445,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let (input, h) = open(&args.file, forced)?;
             commands::bbv::run(h, input, &options, args, out)
         }
+        Cmd::Simpoint(args) => commands::simpoint::run(args, out, err),
+        Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {
+            commands::regions::run(args, out)
+        }),
     }
 }
 
@@ -545,6 +557,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("tenet", tenet_trace::fuzz_read),
     ("sidecar_read", fuzz_sidecar),
     ("bb_read", simpoint::bb::fuzz_read),
+    ("simpoints_read", simpoint::simpoints::fuzz_read),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

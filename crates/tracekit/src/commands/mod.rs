@@ -19,6 +19,8 @@ pub mod bbv;
 pub mod diff;
 pub mod find;
 pub mod mem;
+pub mod regions;
+pub mod simpoint;
 pub mod state;
 pub mod to_tenet;
 pub mod to_tfile;
