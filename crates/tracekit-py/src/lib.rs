@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_pyarrow::IntoPyArrow;
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_pyarrow::ToPyArrow;
+use arrow_schema::SchemaRef;
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyException, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyPermissionError,
@@ -30,7 +30,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
 use trace_registry::sink::native::{Native, Node};
 use trace_registry::sink::parquet::{
-    Batches, Compression, Dataset, Origin, ParquetOptions, TableSummary,
+    Batches, Compression, Dataset, Origin, ParquetOptions, Pulled, TableSummary,
 };
 use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 
@@ -56,6 +56,9 @@ const CHUNK: usize = 512;
 const QUEUE: usize = 4;
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 1 << 16;
+/// `seek` reads the records before one nearer than this rather than build (or load) the
+/// format's index: a few milliseconds.
+const SEEK_BY_READING: u64 = 1 << 12;
 
 /// A registry error as a Python exception: files that cannot be opened or made as `OSError`s,
 /// unsupported operations as `ValueError`, undetectable input as [`FormatError`], the rest
@@ -270,7 +273,11 @@ fn open(
         ))
     });
     let (opened, tables) = opened.map_err(py_err)?;
-    Ok(Trace { opened, tables })
+    Ok(Trace {
+        opened,
+        tables,
+        kept: Mutex::new(Kept::default()),
+    })
 }
 
 /// Checks a whole trace: returns None, or raises the first problem (TraceError with its
@@ -307,6 +314,50 @@ fn validate(
 struct Trace {
     opened: Opened,
     tables: Vec<String>,
+    /// What `state` and `seek` keep between calls.
+    kept: Mutex<Kept>,
+}
+
+/// The open input (loaded whole: mapped, or decompressed) and the format's seek index,
+/// kept by a Trace for `state` and `seek` once the first call made them.
+#[derive(Default)]
+struct Kept {
+    input: Option<Input>,
+    /// `None` until asked for; then the format's index (`None` where it has none).
+    index: Option<Option<Arc<[u8]>>>,
+}
+
+impl Kept {
+    /// The kept input, opened (and loaded whole, for random access) on first use.
+    fn input(&mut self, opened: &Opened) -> Result<&mut Input, Error> {
+        let input = match self.input.take() {
+            Some(input) => input,
+            None => {
+                let mut input = opened.source.input()?;
+                if input.is_stream() {
+                    input.bytes()?;
+                }
+                input
+            }
+        };
+        Ok(self.input.insert(input))
+    }
+
+    /// The format's seek index of the trace ([`trace_registry::steps::Steps::seek_index`]:
+    /// the sidecar's, else built in one pass), made on first use. A trace without
+    /// steps, or whose index cannot be built (damage), has none.
+    fn index(&mut self, opened: &Opened) -> Result<Option<Arc<[u8]>>, Error> {
+        if let Some(index) = &self.index {
+            return Ok(index.clone());
+        }
+        let input = self.input(opened)?;
+        let mut ctx = Ctx::new(&opened.options);
+        let index = match opened.handler.steps(input, &mut ctx) {
+            Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+            Err(_) => None,
+        };
+        Ok(self.index.insert(index).clone())
+    }
 }
 
 #[pymethods]
@@ -344,13 +395,21 @@ impl Trace {
     }
 
     fn __iter__(&self) -> RecordIter {
-        RecordIter::new(&self.opened, 0)
+        RecordIter::new(&self.opened, 0, None)
     }
 
     /// The records from record `i` on (for traces of instructions, instruction `i`): an
-    /// iterator of dicts as `iter(trace)` yields.
-    fn seek(&self, i: u64) -> RecordIter {
-        RecordIter::new(&self.opened, i)
+    /// iterator of dicts as `iter(trace)` yields. An x64dbg trace jumps there through its
+    /// index of full dumps (the sidecar's, else built on the first far seek and kept); other
+    /// formats read the records before `i`.
+    fn seek(&self, py: Python<'_>, i: u64) -> PyResult<RecordIter> {
+        let index = if i < SEEK_BY_READING {
+            None
+        } else {
+            let opened = self.opened.clone();
+            py.detach(|| self.kept().index(&opened)).map_err(py_err)?
+        };
+        Ok(RecordIter::new(&self.opened, i, index))
     }
 
     /// The records of one output table (`tables()`; default: the format's main table) as
@@ -372,11 +431,19 @@ impl Trace {
                 }
                 true
             };
-            while let Some(record) = records.next_record() {
-                let record = record?;
-                batches.write(record.table, record.row());
-                if !send(&mut batches) {
-                    return Ok(());
+            loop {
+                match batches.pull(records) {
+                    Pulled::Records(_) => {
+                        if !send(&mut batches) {
+                            return Ok(());
+                        }
+                    }
+                    Pulled::End => break,
+                    // The rows before the damage come first, then the error.
+                    Pulled::Failed(e) => {
+                        batches.finish();
+                        return if send(&mut batches) { Err(e) } else { Ok(()) };
+                    }
                 }
             }
             batches.finish();
@@ -393,11 +460,16 @@ impl Trace {
             Ok(Err(e)) => return Err(py_err(e)),
             _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
         };
-        let reader: Box<dyn RecordBatchReader + Send> = Box::new(Stream {
-            schema,
-            rx: Some(rx),
-        });
-        reader.into_pyarrow(py)
+        // A Python iterator of batches under pyarrow's reader, rather than the Arrow C
+        // stream: an error of the C stream reaches Python as a pyarrow error with our
+        // message only, while pyarrow re-raises an iterator's own exception, a TraceError
+        // with its offset. Each batch still crosses by the C data interface, uncopied.
+        let batches = BatchIter {
+            rx: Mutex::new(Some(rx)),
+        };
+        py.import("pyarrow")?
+            .getattr("RecordBatchReader")?
+            .call_method1("from_batches", (schema.to_pyarrow(py)?, batches))
     }
 
     /// `to_arrow(table).read_all().to_pandas()`: a pandas.DataFrame (needs pandas).
@@ -467,10 +539,27 @@ impl Trace {
     fn state(&self, py: Python<'_>, i: u64) -> PyResult<Py<PyAny>> {
         let opened = self.opened.clone();
         let s = py
-            .detach(move || {
-                opened.with_input(|input, ctx| {
-                    trace_registry::analyses::state::state(opened.handler, input, ctx, i)
-                })
+            .detach(|| -> Result<_, Error> {
+                let mut kept = self.kept();
+                let index = kept.index.clone().flatten();
+                let input = kept.input(&opened)?;
+                let mut ctx = Ctx::new(&opened.options);
+                let mut steps = opened.handler.steps(input, &mut ctx)?;
+                if let Some(index) = &index {
+                    steps.use_seek_index(index);
+                }
+                let s = trace_registry::analyses::state::state_of(
+                    steps.as_mut(),
+                    opened.handler.name(),
+                    i,
+                )?;
+                // The index the seek built (x64dbg in memory), for the next call.
+                if kept.index.is_none() {
+                    let built = steps.seek_index().ok().flatten().map(Arc::from);
+                    drop(steps);
+                    kept.index = Some(built);
+                }
+                Ok(s)
             })
             .map_err(|e| match e {
                 // `steps::past_end`'s message.
@@ -574,6 +663,14 @@ impl Trace {
 }
 
 impl Trace {
+    /// What the trace keeps between calls (a panic while it was held leaves nothing
+    /// half-made: each field is set whole).
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The output table `table` names, or the format's main one; ValueError for a name
     /// the records do not have.
     fn table_name(&self, table: Option<&str>) -> PyResult<String> {
@@ -612,10 +709,10 @@ fn export(
     let mut records = opened.handler.records(&mut input, &mut ctx)?;
     let mut dataset = Dataset::create(dir, records.tables(), options, force)?;
     let failure = loop {
-        match records.next_record() {
-            None => break None,
-            Some(Err(e)) => break Some(e),
-            Some(Ok(r)) => dataset.write(r.table, r.row())?,
+        match dataset.pull(records.as_mut())? {
+            Pulled::Records(_) => {}
+            Pulled::End => break None,
+            Pulled::Failed(e) => break Some(e),
         }
     };
     let notes = records.finish();
@@ -636,38 +733,52 @@ enum Chunk {
     Batch(RecordBatch),
 }
 
-/// The Arrow stream pyarrow pulls from (through the C stream interface): batches as the
-/// reader thread makes them; an error ends it.
-struct Stream {
-    schema: SchemaRef,
-    rx: Option<Receiver<Result<Chunk, Error>>>,
+/// The batches of a `to_arrow` reader thread, as a Python iterator (under a
+/// `pyarrow.RecordBatchReader`): each batch crosses to pyarrow through the Arrow C data
+/// interface; the error that ends the records is raised as a TraceError.
+#[pyclass(module = "tracekit")]
+struct BatchIter {
+    /// `None` once the reader is done.
+    rx: Mutex<Option<Receiver<Result<Chunk, Error>>>>,
 }
 
-impl Iterator for Stream {
-    type Item = Result<RecordBatch, ArrowError>;
+#[pymethods]
+impl BatchIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut guard = match self.rx.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            // As for `RecordIter`: waiting with the GIL could deadlock.
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyValueError::new_err(
+                    "batch iterator already executing in another thread",
+                ));
+            }
+        };
         loop {
-            let msg = self.rx.as_ref()?.recv();
+            let Some(rx) = guard.take() else {
+                return Ok(None);
+            };
+            // The receiver moves to the detached closure and back (`&Receiver` is not
+            // `Send`); it is dropped when the reader is done, which fuses the iterator.
+            let (rx, msg) = py.detach(move || {
+                let msg = rx.recv();
+                (rx, msg)
+            });
             match msg {
-                Ok(Ok(Chunk::Batch(b))) => return Some(Ok(b)),
-                Ok(Ok(Chunk::Schema(_))) => {}
-                Ok(Err(e)) => {
-                    self.rx = None;
-                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                Ok(Ok(Chunk::Batch(b))) => {
+                    *guard = Some(rx);
+                    return Ok(Some(b.to_pyarrow(py)?.unbind()));
                 }
-                Err(_) => {
-                    self.rx = None;
-                    return None;
-                }
+                Ok(Ok(Chunk::Schema(_))) => *guard = Some(rx),
+                Ok(Err(e)) => return Err(py_err(e)),
+                Err(_) => return Ok(None),
             }
         }
-    }
-}
-
-impl RecordBatchReader for Stream {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
     }
 }
 
@@ -689,21 +800,18 @@ struct RecordIter {
 }
 
 impl RecordIter {
-    fn new(opened: &Opened, skip: u64) -> RecordIter {
+    /// The records from record `skip` on (through the format's seek `index`, if any).
+    fn new(opened: &Opened, skip: u64, index: Option<Arc<[u8]>>) -> RecordIter {
         let rx = opened.spawn(move |records, tx| {
+            records.seek(skip, index.as_deref())?;
             let mut sink = Native::new(records.tables());
             let mut chunk = Vec::with_capacity(CHUNK);
-            let mut n = 0u64;
             let failure = loop {
                 let record = match records.next_record() {
                     None => break None,
                     Some(Err(e)) => break Some(e),
                     Some(Ok(r)) => r,
                 };
-                n = n.saturating_add(1);
-                if n <= skip {
-                    continue;
-                }
                 chunk.push(sink.record(record.table, record.row()));
                 if chunk.len() >= CHUNK && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
                     return Ok(());
@@ -856,6 +964,7 @@ fn tracekit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_class::<Trace>()?;
     m.add_class::<RecordIter>()?;
+    m.add_class::<BatchIter>()?;
     graph::register(m)?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;
