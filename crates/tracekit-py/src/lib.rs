@@ -4,13 +4,15 @@
 //! and checks that its records open; iterating a `Trace` walks the records as trees of
 //! native values in `tracekit dump`'s shape ([`trace_registry::sink::native`]), turned into
 //! `dict`s; `Trace.to_arrow` streams the record batches of one Parquet-export table
-//! ([`trace_registry::sink::parquet::Batches`]) to pyarrow through the Arrow C stream
-//! interface. No code here knows a format.
+//! ([`trace_registry::sink::parquet::Batches`], filled through the readers' typed column
+//! fast path where they have one) to pyarrow through the Arrow C data interface. No code
+//! here knows a format.
 //!
 //! Each pass reads the input afresh in a reader thread of its own (which owns the input and
 //! its record reader, so an iterator outlives its `Trace` safely): the parsing, the trees and
 //! the Arrow batches are built there, without the GIL, and handed over through a bounded
 //! channel (memory: a few chunks or batches). Python waits for them with the GIL released.
+//! `state` and far `seek`s use the input and seek index a `Trace` keeps once made.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -413,8 +415,10 @@ impl Trace {
     }
 
     /// The records of one output table (`tables()`; default: the format's main table) as
-    /// a pyarrow.RecordBatchReader, streamed through the Arrow C stream interface: the
-    /// same columns and types as the Parquet export's files.
+    /// a pyarrow.RecordBatchReader of batches built in a reader thread (each crossing
+    /// through the Arrow C data interface, uncopied): the same columns and types as the
+    /// Parquet export's files. A damaged trace raises TraceError from the batch where the
+    /// damage is, after the rows before it.
     #[pyo3(signature = (table=None))]
     fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let table = self.table_name(table)?;
@@ -542,6 +546,7 @@ impl Trace {
             .detach(|| -> Result<_, Error> {
                 let mut kept = self.kept();
                 let index = kept.index.clone().flatten();
+                let known = kept.index.is_some();
                 let input = kept.input(&opened)?;
                 let mut ctx = Ctx::new(&opened.options);
                 let mut steps = opened.handler.steps(input, &mut ctx)?;
@@ -554,7 +559,7 @@ impl Trace {
                     i,
                 )?;
                 // The index the seek built (x64dbg in memory), for the next call.
-                if kept.index.is_none() {
+                if !known {
                     let built = steps.seek_index().ok().flatten().map(Arc::from);
                     drop(steps);
                     kept.index = Some(built);
