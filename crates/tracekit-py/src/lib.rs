@@ -422,6 +422,25 @@ impl Trace {
     #[pyo3(signature = (table=None))]
     fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let table = self.table_name(table)?;
+        // Several threads build stretches of the batches when the trace is in place, has
+        // a seek index and there are cores for them.
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let index = if threads > 1 {
+            let opened = self.opened.clone();
+            py.detach(|| -> Result<_, Error> {
+                if opened.source.input()?.is_stream() {
+                    return Ok(None);
+                }
+                self.kept().index(&opened)
+            })
+            .map_err(py_err)?
+        } else {
+            None
+        };
+        if let Some(index) = index {
+            let rx = spawn_stretches(&self.opened, table, index, threads.min(MAX_THREADS));
+            return arrow_reader(py, rx);
+        }
         let rx = self.opened.spawn(move |records, tx| {
             let mut batches = Batches::new(records.tables(), &table, BATCH_ROWS)?;
             if tx.send(Ok(Chunk::Schema(batches.schema()))).is_err() {
@@ -454,26 +473,7 @@ impl Trace {
             send(&mut batches);
             Ok(())
         });
-        // The receiver moves to the detached closure and back (`&Receiver` is not `Send`).
-        let (rx, first) = py.detach(move || {
-            let first = rx.recv();
-            (rx, first)
-        });
-        let schema = match first {
-            Ok(Ok(Chunk::Schema(s))) => s,
-            Ok(Err(e)) => return Err(py_err(e)),
-            _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
-        };
-        // A Python iterator of batches under pyarrow's reader, rather than the Arrow C
-        // stream: an error of the C stream reaches Python as a pyarrow error with our
-        // message only, while pyarrow re-raises an iterator's own exception, a TraceError
-        // with its offset. Each batch still crosses by the C data interface, uncopied.
-        let batches = BatchIter {
-            rx: Mutex::new(Some(rx)),
-        };
-        py.import("pyarrow")?
-            .getattr("RecordBatchReader")?
-            .call_method1("from_batches", (schema.to_pyarrow(py)?, batches))
+        arrow_reader(py, rx)
     }
 
     /// `to_arrow(table).read_all().to_pandas()`: a pandas.DataFrame (needs pandas).
@@ -730,6 +730,133 @@ fn export(
         }
         None => dataset.finish(&origin, None, &notes),
     }
+}
+
+/// A `pyarrow.RecordBatchReader` over the schema and batches a `to_arrow` reader thread
+/// sends.
+fn arrow_reader(py: Python<'_>, rx: Receiver<Result<Chunk, Error>>) -> PyResult<Bound<'_, PyAny>> {
+    // The receiver moves to the detached closure and back (`&Receiver` is not `Send`).
+    let (rx, first) = py.detach(move || {
+        let first = rx.recv();
+        (rx, first)
+    });
+    let schema = match first {
+        Ok(Ok(Chunk::Schema(s))) => s,
+        Ok(Err(e)) => return Err(py_err(e)),
+        _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
+    };
+    // A Python iterator of batches under pyarrow's reader, rather than the Arrow C
+    // stream: an error of the C stream reaches Python as a pyarrow error with our
+    // message only, while pyarrow re-raises an iterator's own exception, a TraceError
+    // with its offset. Each batch still crosses by the C data interface, uncopied.
+    let batches = BatchIter {
+        rx: Mutex::new(Some(rx)),
+    };
+    py.import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_batches", (schema.to_pyarrow(py)?, batches))
+}
+
+/// Threads at most for one `to_arrow` (each holds a stretch's batches: memory).
+const MAX_THREADS: usize = 4;
+
+/// The batches of one stretch of records ([`BATCH_ROWS`] of them), then whether the
+/// records end within it, or the error that ends them there.
+type Stretch = (Vec<RecordBatch>, Result<bool, Error>);
+
+/// `to_arrow` on `threads` threads: stretch `k` of [`BATCH_ROWS`] records is built by
+/// thread `k % threads`, each from its own reader moved there through the seek `index`
+/// ([`trace_registry::Records::seek`]); a coordinating thread hands the batches on in
+/// order (the same as one thread's), then the error that ends the records, if any.
+/// Memory: a stretch per thread being built and one waiting.
+fn spawn_stretches(
+    opened: &Opened,
+    table: String,
+    index: Arc<[u8]>,
+    threads: usize,
+) -> Receiver<Result<Chunk, Error>> {
+    let me = opened.clone();
+    opened.spawn(move |records, tx| {
+        let schema = Batches::new(records.tables(), &table, BATCH_ROWS)?.schema();
+        if tx.send(Ok(Chunk::Schema(schema))).is_err() {
+            return Ok(());
+        }
+        let workers: Vec<Receiver<Result<Stretch, Error>>> = (0..threads)
+            .map(|first| {
+                let (wtx, wrx) = sync_channel(1);
+                let (me, table, index) = (me.clone(), table.clone(), Arc::clone(&index));
+                let spawned = std::thread::Builder::new()
+                    .name("tracekit-stretch".into())
+                    .spawn(move || {
+                        let mut k = first as u64;
+                        loop {
+                            let run = std::panic::AssertUnwindSafe(|| {
+                                stretch(&me, &table, &index, k.saturating_mul(BATCH_ROWS as u64))
+                            });
+                            let result = std::panic::catch_unwind(run)
+                                .unwrap_or_else(|_| Err(internal("a reader thread panicked")));
+                            let last = !matches!(result, Ok((_, Ok(false))));
+                            if wtx.send(result).is_err() || last {
+                                return;
+                            }
+                            k = k.saturating_add(threads as u64);
+                        }
+                    });
+                if let Err(e) = spawned {
+                    // The coordinator reports it when it comes to this thread's stretch.
+                    let (etx, erx) = sync_channel(1);
+                    let _ = etx.send(Err(Error::io("cannot start a reader thread", e)));
+                    return erx;
+                }
+                wrx
+            })
+            .collect();
+        for k in 0.. {
+            let Some(worker) = workers.get(k.checked_rem(threads).unwrap_or(0)) else {
+                return Ok(());
+            };
+            let (batches, end) = worker
+                .recv()
+                .map_err(|_| internal("a reader thread stopped"))??;
+            for b in batches {
+                if tx.send(Ok(Chunk::Batch(b))).is_err() {
+                    return Ok(());
+                }
+            }
+            if end? {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The batches of table `table` of records `from` to `from +` [`BATCH_ROWS`]: a reader of
+/// its own, moved there through the seek `index`. An error of the records comes after the
+/// batches of the records before it.
+fn stretch(opened: &Opened, table: &str, index: &[u8], from: u64) -> Result<Stretch, Error> {
+    let mut input = opened.source.input()?;
+    let mut ctx = Ctx::new(&opened.options);
+    let mut records = opened.handler.records(&mut input, &mut ctx)?;
+    records.seek(from, Some(index))?;
+    let mut batches = Batches::new(records.tables(), table, BATCH_ROWS)?;
+    let mut left = BATCH_ROWS;
+    let mut out = Vec::new();
+    let mut failure = None;
+    while left > 0 {
+        match batches.pull_at_most(records.as_mut(), left) {
+            Pulled::Records(n) => left = left.saturating_sub(n),
+            Pulled::End => break,
+            Pulled::Failed(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        out.extend(std::iter::from_fn(|| batches.take()));
+    }
+    batches.finish();
+    out.extend(std::iter::from_fn(|| batches.take()));
+    Ok((out, failure.map_or(Ok(left > 0), Err)))
 }
 
 /// What a `to_arrow` reader thread sends: the schema first, then the batches.

@@ -843,12 +843,13 @@ impl Tables {
 const FILL_MAX: usize = 4096;
 
 impl Tables {
-    /// Up to a few thousand records of `records` through its typed fast path
+    /// Up to a few thousand records of `records` (and `limit`) through its typed fast path
     /// ([`crate::Records::fill_columns`]): how many (0 at the end) or the error that ends
     /// the input; `None` when the reader has none (the caller visits a record instead).
     pub(crate) fn fill(
         &mut self,
         records: &mut dyn crate::Records,
+        limit: usize,
     ) -> Option<Result<usize, Error>> {
         let room = records
             .tables()
@@ -858,7 +859,8 @@ impl Tables {
             .map(|t| self.batch_rows.saturating_sub(t.rows))
             .min()
             .unwrap_or(1)
-            .clamp(1, FILL_MAX);
+            .clamp(1, FILL_MAX)
+            .min(limit.max(1));
         let filled = records.fill_columns(self, room)?;
         // The rows the reader appended, as the longest column of each table says; a
         // shorter column gets missing values, so every column keeps the same length.

@@ -144,9 +144,10 @@ pub enum Pulled {
 fn pull(
     tables: &mut Tables,
     records: &mut dyn Records,
+    limit: usize,
     write: impl FnOnce(&mut Tables, usize, &dyn Row),
 ) -> Pulled {
-    match tables.fill(records) {
+    match tables.fill(records, limit) {
         Some(Ok(0)) => return Pulled::End,
         Some(Ok(n)) => return Pulled::Records(n),
         Some(Err(e)) => return Pulled::Failed(e),
@@ -272,7 +273,7 @@ impl Dataset {
         let Some(tables) = self.tables.as_mut() else {
             return Ok(Pulled::End);
         };
-        let pulled = pull(tables, records, |tables, table, row| {
+        let pulled = pull(tables, records, usize::MAX, |tables, table, row| {
             if let Some(t) = tables.top(table) {
                 tables.append(t, row);
             }
@@ -487,8 +488,15 @@ impl Batches {
     /// [`Batches::write`] of each record. Call it until [`Pulled::End`] or
     /// [`Pulled::Failed`], taking the batches ([`Batches::take`]) as they fill.
     pub fn pull(&mut self, records: &mut dyn Records) -> Pulled {
+        self.pull_at_most(records, usize::MAX)
+    }
+
+    /// [`Batches::pull`], taking at most `limit` records (at least one): for a caller that
+    /// builds the batches of a stretch of records (such as one of several threads, each
+    /// from its own [`Records::seek`]).
+    pub fn pull_at_most(&mut self, records: &mut dyn Records, limit: usize) -> Pulled {
         let visit = &self.visit;
-        pull(&mut self.tables, records, |tables, table, row| {
+        pull(&mut self.tables, records, limit, |tables, table, row| {
             if visit.get(table).copied().unwrap_or(false)
                 && let Some(t) = tables.top(table)
             {
