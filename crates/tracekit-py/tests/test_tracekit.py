@@ -323,6 +323,23 @@ def test_state_keeps_the_trace_open(tmp_path):
     assert next(t.seek(n - 1))["i"] == n - 1
 
 
+def test_arrow_of_many_batches_equals_parquet_export(tmp_path):
+    """A trace of several batches (built by several threads when there are cores: each
+    from its own seek) streams the tables of the export, in order; `to_pandas`-free."""
+    path = tmp_path / "big.trace64"
+    repeated_trace(TESTDATA / "x64dbg/basic.trace64", 150, path)  # 165,000 instructions
+    out = tmp_path / "ds"
+    cli("export", str(path), "-o", str(out), "--threads", "1")
+    t = tracekit.open(path)
+    for name in t.tables():
+        mine = t.to_arrow(name).read_all()
+        theirs = pq.read_table(out / name)
+        assert mine.schema.equals(theirs.schema, check_metadata=False), name
+        assert mine.num_rows == theirs.num_rows, name
+        assert mine.to_pylist() == theirs.to_pylist(), name
+    assert t.to_arrow().read_all().column("i").to_pylist() == list(range(165_000))
+
+
 def test_arrow_errors_are_trace_errors():
     """A damaged trace's error in the middle of a `to_arrow` stream is the TraceError
     (with its offset and record) that iteration raises, after the rows before it; the

@@ -150,12 +150,14 @@ fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
     }
     let mut b = NullBufferBuilder::new(len);
     let mut at = 0;
+    // In order and inside the values, as the buffers record them; any other entry (a
+    // reader that cut `values` short) is passed over, so the length is always `len`.
     for &n in nulls {
-        let n = n.min(len);
-        b.append_n_non_nulls(n.saturating_sub(at));
-        if n < len {
-            b.append_null();
+        if n < at || n >= len {
+            continue;
         }
+        b.append_n_non_nulls(n.saturating_sub(at));
+        b.append_null();
         at = n.saturating_add(1);
     }
     b.append_n_non_nulls(len.saturating_sub(at));
