@@ -811,7 +811,7 @@ fn spawn_stretches(
                 wrx
             })
             .collect();
-        for k in 0.. {
+        for k in 0usize.. {
             let Some(worker) = workers.get(k.checked_rem(threads).unwrap_or(0)) else {
                 return Ok(());
             };
