@@ -80,12 +80,16 @@ class Trace:
         bytes. Raises TraceError where the input is damaged, after every complete record."""
 
     def seek(self, i: int) -> RecordIter:
-        """The records from record (instruction) `i` on."""
+        """The records from record (instruction) `i` on. An x64dbg trace jumps there
+        through its index of full dumps (the sidecar's, else built on the first far seek
+        and kept by the Trace)."""
 
     def to_arrow(self, table: Optional[str] = None) -> pyarrow.RecordBatchReader:
-        """One output table as Arrow record batches, streamed through the Arrow C stream
-        interface: the same columns and types as the Parquet export. Default table: the
-        format's main one (instructions, frames, basic_blocks, edges)."""
+        """One output table as Arrow record batches (each crossing through the Arrow C
+        data interface, uncopied), built in a reader thread without the GIL: the same
+        columns and types as the Parquet export. Default table: the format's main one
+        (instructions, frames, basic_blocks, edges). A damaged trace raises TraceError
+        (with its offset) from the batch where the damage is, after the rows before it."""
 
     def to_pandas(self, table: Optional[str] = None) -> Any:
         """`to_arrow(table).read_all().to_pandas()` (needs pandas)."""
@@ -110,7 +114,8 @@ class Trace:
     def state(self, i: int) -> Dict[str, Any]:
         """The named registers before instruction `i`: {"i", "thread", "pc", "regs":
         {name: int}} (x64dbg, gdb-tfile, amber-full, tenet). IndexError past the end,
-        ValueError for formats without registers."""
+        ValueError for formats without registers. The Trace keeps the input open and the
+        index of full dumps between calls."""
 
     def find(
         self,
@@ -133,6 +138,12 @@ class RecordIter(Iterator[Dict[str, Any]]):
 
     def __iter__(self) -> RecordIter: ...
     def __next__(self) -> Dict[str, Any]: ...
+
+class BatchIter(Iterator[pyarrow.RecordBatch]):
+    """The batches under `to_arrow`'s reader (raises TraceError at damage)."""
+
+    def __iter__(self) -> BatchIter: ...
+    def __next__(self) -> pyarrow.RecordBatch: ...
 
 class Graph:
     @property

@@ -6,7 +6,8 @@
 //! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, rows for `xref`
 //! (the lean scan and the generic steps), the index pass, the sidecar build, `state`
 //! (without the sidecar, and with it on a trace of `--state-gib` GiB, default 1), `mem`
-//! (the pass, and with the sidecar) and `diff (equal)`. Ratios are what to compare:
+//! (the pass, and with the sidecar), `diff (equal)`, and the Arrow batches of the Python
+//! package's `to_arrow()` (typed fast path and visited). Ratios are what to compare:
 //! absolute speeds drift on shared machines.
 
 use std::hint::black_box;
@@ -129,6 +130,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
             print_row(&row, runs);
         }
         for row in export_cases(f.name, &cases, &tracekit)? {
+            print_row(&row, runs);
+        }
+        for row in arrow_cases(f.name, &cases) {
             print_row(&row, runs);
         }
         if f.name == "x64dbg" {
@@ -258,6 +262,65 @@ print(duckdb.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()[0
 "#;
 
 /// The rows of the first table in a dataset's `_tracekit.json`.
+/// The Arrow rows (x64dbg): the record batches of `instructions` that the Python package's
+/// `to_arrow()` hands to pyarrow (every column, the register state included), built in
+/// process from the input of the `dump` row through the reader's typed column fast path
+/// (`Batches::pull`), and value by value through the generic visitor (`Batches::write`
+/// of each record) for the ratio between them.
+fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
+    use trace_registry::sink::parquet::{Batches, Pulled};
+    if format != "x64dbg" {
+        return Vec::new();
+    }
+    let Some(dump) = dump_case(format, cases, false) else {
+        return Vec::new();
+    };
+    let Some(handler) = trace_registry::by_name(format) else {
+        return Vec::new();
+    };
+    [("typed", true), ("visited", false)]
+        .into_iter()
+        .map(|(how, typed)| BenchCase {
+            name: format!("{format} Arrow batches ({how})"),
+            input: dump.input.clone(),
+            unit: "rows",
+            run: Box::new(move |bytes| {
+                let options = trace_registry::Options::default();
+                let mut ctx = trace_registry::Ctx::new(&options);
+                let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+                let mut records = handler.records(&mut input, &mut ctx).unwrap();
+                let mut batches = Batches::new(records.tables(), "instructions", 1 << 16).unwrap();
+                let mut rows = 0u64;
+                loop {
+                    if typed {
+                        match batches.pull(records.as_mut()) {
+                            Pulled::Records(_) => {}
+                            Pulled::End => break,
+                            Pulled::Failed(e) => panic!("{e}"),
+                        }
+                    } else {
+                        match records.next_record() {
+                            None => break,
+                            Some(r) => {
+                                let r = r.unwrap();
+                                batches.write(r.table, r.row());
+                            }
+                        }
+                    }
+                    while let Some(b) = batches.take() {
+                        rows += black_box(b).num_rows() as u64;
+                    }
+                }
+                batches.finish();
+                while let Some(b) = batches.take() {
+                    rows += b.num_rows() as u64;
+                }
+                rows
+            }),
+        })
+        .collect()
+}
+
 fn main_rows(dataset: &std::path::Path) -> u64 {
     let text = std::fs::read_to_string(dataset.join("_tracekit.json")).unwrap_or_default();
     // `"rows": N` of the first table: the manifest is ours, so a plain search will do.

@@ -1,6 +1,8 @@
-//! Criterion benchmarks of the sinks over the registry's rows: JSON Lines (`tracekit dump`)
-//! and Parquet (`tracekit export`, one and two threads) on a synthetic x64dbg trace, and
-//! Parquet on a synthetic DCFG-Trace file (edges per second). Small inputs (a few MiB); the
+//! Criterion benchmarks of the sinks over the registry's rows: JSON Lines (`tracekit dump`),
+//! Parquet (`tracekit export`, one and two threads) and the Arrow batches of `instructions`
+//! (the Python package's `to_arrow()`, through the typed column fast path and visited value
+//! by value) on a synthetic x64dbg trace, and Parquet on a synthetic DCFG-Trace file (edges
+//! per second). Small inputs (a few MiB); the
 //! 256 MiB figures beside a raw memory scan come from `cargo xtask bench`.
 #![allow(
     clippy::indexing_slicing,
@@ -15,7 +17,7 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trace_registry::sink::JsonLines;
-use trace_registry::sink::parquet::{Dataset, Origin, ParquetOptions};
+use trace_registry::sink::parquet::{Batches, Dataset, Origin, ParquetOptions, Pulled};
 use trace_registry::{Ctx, Handler, Input, Options};
 
 fn x64dbg_input() -> Vec<u8> {
@@ -50,12 +52,41 @@ fn export(handler: &dyn Handler, bytes: &[u8], dir: &Path, threads: usize) -> u6
         ..ParquetOptions::default()
     };
     let mut dataset = Dataset::create(dir, records.tables(), &parquet, true).unwrap();
-    while let Some(r) = records.next_record() {
-        let r = r.unwrap();
-        dataset.write(r.table, r.row()).unwrap();
-    }
+    while let Pulled::Records(_) = dataset.pull(records.as_mut()).unwrap() {}
     let summary = dataset.finish(&Origin::default(), None, &[]).unwrap();
     summary[0].rows
+}
+
+/// The Arrow batches of `table` of `bytes` (through the typed fast path, or visited):
+/// their rows.
+fn arrow(handler: &dyn Handler, bytes: &[u8], table: &str, typed: bool) -> u64 {
+    let options = Options::default();
+    let mut ctx = Ctx::new(&options);
+    let mut input = Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let mut records = handler.records(&mut input, &mut ctx).unwrap();
+    let mut batches = Batches::new(records.tables(), table, 1 << 16).unwrap();
+    let mut rows = 0;
+    loop {
+        if typed {
+            if !matches!(batches.pull(records.as_mut()), Pulled::Records(_)) {
+                break;
+            }
+        } else {
+            let Some(r) = records.next_record() else {
+                break;
+            };
+            let r = r.unwrap();
+            batches.write(r.table, r.row());
+        }
+        while let Some(b) = batches.take() {
+            rows += black_box(b).num_rows() as u64;
+        }
+    }
+    batches.finish();
+    while let Some(b) = batches.take() {
+        rows += b.num_rows() as u64;
+    }
+    rows
 }
 
 fn dump(handler: &dyn Handler, bytes: &[u8]) -> u64 {
@@ -86,6 +117,11 @@ fn sinks(c: &mut Criterion) {
     for threads in [1, 2] {
         g.bench_function(format!("export (Parquet, {threads} thr)"), |b| {
             b.iter(|| export(handler, black_box(&x64), &dir, threads));
+        });
+    }
+    for (how, typed) in [("typed", true), ("visited", false)] {
+        g.bench_function(format!("Arrow batches of instructions ({how})"), |b| {
+            b.iter(|| arrow(handler, black_box(&x64), "instructions", typed));
         });
     }
     g.finish();

@@ -216,6 +216,50 @@ pub trait Records {
     fn finish(&mut self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The typed fast path of the columnar sinks: appends up to `max` records straight into
+    /// `out`'s columns ([`schema::ColumnSink`]) and returns how many (0 at the end), or
+    /// the error that ends the input. `None` (the default) when the reader has no such
+    /// path for what `out` asks: the caller then visits the records one by one
+    /// ([`Records::next_record`]). Either way gives the same rows.
+    fn fill_columns(
+        &mut self,
+        _out: &mut dyn schema::ColumnSink,
+        _max: usize,
+    ) -> Option<Result<usize, Error>> {
+        None
+    }
+
+    /// Passes over the first `n` records (of every table): the next [`Records::next_record`]
+    /// gives record `n`, or none when the input has `n` or fewer. `index` is the format's
+    /// random-access index as [`steps::Steps::seek_index`] gives it, when the caller has
+    /// one: a format that can use it jumps there (x64dbg in memory: a binary search and at
+    /// most one full-dump interval); the default reads and drops the records before `n`.
+    ///
+    /// # Errors
+    ///
+    /// The error that ends the input before record `n`.
+    fn seek(&mut self, n: u64, index: Option<&[u8]>) -> Result<(), Error> {
+        let _ = index;
+        skip_records(self, n)
+    }
+}
+
+/// Reads and drops the next `n` records of `records` (fewer at the end): the default
+/// [`Records::seek`], and the rest of a format's own seek.
+///
+/// # Errors
+///
+/// The error that ends the input before `n` records.
+pub fn skip_records<R: Records + ?Sized>(records: &mut R, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        match records.next_record() {
+            None => break,
+            Some(Err(e)) => return Err(e),
+            Some(Ok(_)) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A format: how to recognise it, summarise it, check it and read its records.

@@ -173,6 +173,57 @@ pub enum Json {
     Skip,
 }
 
+/// One field as the tree-shaped sinks (JSON Lines, native values) lay it out: see
+/// [`tree_layout`].
+#[derive(Clone, Debug)]
+pub struct TreeField {
+    /// The field.
+    pub field: Field,
+    /// For a nested record or child table: where its schema's fields start.
+    pub child: Option<usize>,
+    /// For a child table: the field of its rows that a [`Json::Values`] table shows (the
+    /// first not [`Json::Skip`]; none if all are), and how.
+    pub shown: Option<(usize, Json)>,
+}
+
+/// The fields of every schema of `tables` (as the record reader indexes them), each
+/// schema's contiguous and its nested schemas' laid out before it, and where each table's
+/// fields start: the plan the tree-shaped sinks walk a row's values by.
+#[must_use]
+pub fn tree_layout(tables: &[Arc<Schema>]) -> (Vec<TreeField>, Vec<usize>) {
+    fn plan(schema: &Schema, out: &mut Vec<TreeField>) -> usize {
+        let children: Vec<Option<usize>> = schema
+            .fields
+            .iter()
+            .map(|f| match &f.ty {
+                Type::Rows(s) | Type::Struct(s) => Some(plan(s, out)),
+                _ => None,
+            })
+            .collect();
+        let base = out.len();
+        for (f, child) in schema.fields.iter().zip(children) {
+            let shown = match &f.ty {
+                Type::Rows(s) => s
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .find(|(_, c)| c.json != Json::Skip)
+                    .map(|(i, c)| (i, c.json)),
+                _ => None,
+            };
+            out.push(TreeField {
+                field: f.clone(),
+                child,
+                shown,
+            });
+        }
+        base
+    }
+    let mut fields = Vec::new();
+    let starts = tables.iter().map(|t| plan(t, &mut fields)).collect();
+    (fields, starts)
+}
+
 /// A record as a sink sees it: it hands its values to a [`Visitor`] in schema order.
 pub trait Row {
     /// Visits every field of the row's schema, in order.
@@ -236,6 +287,161 @@ pub fn numbered_rows_one_by_one<V: Visitor + ?Sized>(v: &mut V, first: u64, valu
         v.uint(x);
         v.end_row();
     }
+}
+
+/// An integer column as a columnar sink buffers it: every value as a 64-bit pattern
+/// (signed values as their two's complement; the sink narrows them to the column's type),
+/// and where the missing ones are. A reader's typed fast path ([`ColumnSink`]) pushes to
+/// `values` directly.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IntBuf {
+    /// The values, a placeholder 0 for each missing one.
+    pub values: Vec<u64>,
+    /// The rows (indices into `values`) whose value is missing, in order.
+    nulls: Vec<usize>,
+}
+
+impl IntBuf {
+    /// Appends a value.
+    #[inline]
+    pub fn push(&mut self, v: u64) {
+        self.values.push(v);
+    }
+
+    /// Appends a missing value.
+    pub fn push_null(&mut self) {
+        self.nulls.push(self.values.len());
+        self.values.push(0);
+    }
+
+    /// The rows whose value is missing.
+    #[must_use]
+    pub fn null_rows(&self) -> &[usize] {
+        &self.nulls
+    }
+
+    /// Takes the values and missing rows out, leaving the buffer empty.
+    pub fn take(&mut self) -> (Vec<u64>, Vec<usize>) {
+        (
+            std::mem::take(&mut self.values),
+            std::mem::take(&mut self.nulls),
+        )
+    }
+}
+
+/// A byte-string column as a columnar sink buffers it: the bytes of every value, one after
+/// another, and where each ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BytesBuf {
+    /// Every value's bytes, concatenated.
+    pub data: Vec<u8>,
+    /// Where each value starts and ends in `data` (one more entry than values, from 0).
+    /// A batch ends long before 2 GiB of values (see the sinks' byte limits); past that
+    /// the offsets saturate rather than wrap.
+    pub offsets: Vec<i32>,
+    /// The rows whose value is missing, in order.
+    nulls: Vec<usize>,
+}
+
+impl Default for BytesBuf {
+    fn default() -> BytesBuf {
+        BytesBuf {
+            data: Vec::new(),
+            offsets: vec![0],
+            nulls: Vec::new(),
+        }
+    }
+}
+
+impl BytesBuf {
+    /// Appends a value.
+    #[inline]
+    pub fn push(&mut self, v: &[u8]) {
+        self.data.extend_from_slice(v);
+        self.offsets
+            .push(i32::try_from(self.data.len()).unwrap_or(i32::MAX));
+    }
+
+    /// Appends a missing value.
+    pub fn push_null(&mut self) {
+        self.nulls.push(self.len());
+        self.offsets
+            .push(i32::try_from(self.data.len()).unwrap_or(i32::MAX));
+    }
+
+    /// The number of values.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether there are no values.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The rows whose value is missing.
+    #[must_use]
+    pub fn null_rows(&self) -> &[usize] {
+        &self.nulls
+    }
+
+    /// Takes the bytes, offsets and missing rows out, leaving the buffer empty.
+    pub fn take(&mut self) -> (Vec<u8>, Vec<i32>, Vec<usize>) {
+        (
+            std::mem::take(&mut self.data),
+            std::mem::replace(&mut self.offsets, vec![0]),
+            std::mem::take(&mut self.nulls),
+        )
+    }
+}
+
+/// One column of a table as a reader's typed fast path fills it ([`ColumnSink`]).
+#[non_exhaustive]
+pub enum Col<'a> {
+    /// An integer column ([`Type::UInt`], [`Type::Int`]).
+    Ints(&'a mut IntBuf),
+    /// A byte-string column ([`Type::Bytes`]).
+    Bytes(&'a mut BytesBuf),
+    /// Any other column (names, strings, booleans, lists), a value at a time through the
+    /// visitor's value calls ([`Visitor::uint`], [`Visitor::str`], [`Visitor::null`], …).
+    Other(&'a mut dyn Visitor),
+}
+
+impl std::fmt::Debug for Col<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Col::Ints(b) => f.debug_tuple("Ints").field(&b.values.len()).finish(),
+            Col::Bytes(b) => f.debug_tuple("Bytes").field(&b.len()).finish(),
+            Col::Other(_) => f.write_str("Other"),
+        }
+    }
+}
+
+/// The columns of one record table (and of the child tables its records carry) that a
+/// reader fills directly: see [`ColumnSink`].
+#[derive(Debug)]
+pub struct Columns<'a> {
+    /// The record table's columns: its plain fields in visiting order, nested records
+    /// ([`Type::Struct`]) flattened, child tables not counted.
+    pub record: Vec<Col<'a>>,
+    /// For each field of the record's schema that is a child table ([`Type::Rows`]) whose
+    /// rows are wanted: its index among the schema's fields, and the child table's
+    /// columns, which start with the key columns ([`Field::key`]) of the parent, which the
+    /// reader fills too.
+    pub children: Vec<(usize, Vec<Col<'a>>)>,
+}
+
+/// The typed fast path of the columnar sinks (Parquet export, Arrow batches): a record
+/// reader that knows its rows' layout appends whole records straight into the columns
+/// ([`crate::Records::fill_columns`]), instead of handing a [`Row`] value by value to a
+/// [`Visitor`]. After a reader returns, every column of a table must hold one more value
+/// per row appended (a shorter column is filled up with missing values).
+pub trait ColumnSink {
+    /// The columns that records of the reader's table `table` go to, or `None` when the
+    /// sink does not take them this way.
+    fn columns(&mut self, table: usize) -> Option<Columns<'_>>;
 }
 
 /// A [`Visitor`] that keeps what a row hands it as a tree of values, for tests.

@@ -506,6 +506,15 @@ pub trait Steps {
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
         Ok(None)
     }
+
+    /// Takes a seek index that [`Steps::seek_index`] gave for the same trace (kept by a
+    /// caller that seeks again, such as the Python package's `Trace.state`), so that the
+    /// next [`Steps::seek`] need not build one. Returns whether it was taken; the default
+    /// takes none.
+    fn use_seek_index(&mut self, bytes: &[u8]) -> bool {
+        let _ = bytes;
+        false
+    }
 }
 
 /// The encoded records of a stream's steps not read yet: see [`Steps::records`].

@@ -13,7 +13,12 @@ process and reports its wall time and peak resident memory (ru_maxrss):
 - tracekit iter: `for r in tracekit.open(path)` (a dict per instruction with every field
   `tracekit dump` shows: registers changed, memory accesses, opcode);
 - tracekit to_arrow: `to_arrow("instructions")` read batch by batch (the stream; every
-  column, the register state included), and `read_all()`.
+  column, the register state included), and `read_all()`. With more than one core
+  available, to_arrow builds stretches of batches on several threads (after one pass that
+  indexes the full dumps); `taskset -c 0 python compare.py` measures the one-thread path.
+
+"cpu s" is the CPU time of the timed part (every thread of the process): on a shared,
+loaded machine it is the steadier figure, and "M/cpu s" the rows per CPU second.
 
 x64trace's memory grows with the trace (about 9 KB per instruction), so `--x64trace-repeat N`
 runs it on a prefix of N repeats instead and scales its time linearly (printed as such).
@@ -40,6 +45,7 @@ if what == "x64trace":
 elif what != "baseline":
     import pyarrow, tracekit
 t0 = time.perf_counter()
+c0 = time.process_time()
 n = 0
 if what == "x64trace":
     import x64trace
@@ -60,8 +66,9 @@ elif what == "baseline":
         while f.read(1 << 20):
             pass
 secs = time.perf_counter() - t0
+cpu = time.process_time() - c0
 u = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"n": n, "secs": secs, "cpu": u.ru_utime + u.ru_stime, "maxrss_mib": u.ru_maxrss / 1024}))
+print(json.dumps({"n": n, "secs": secs, "cpu": cpu, "maxrss_mib": u.ru_maxrss / 1024}))
 """
 
 
@@ -120,13 +127,17 @@ def main() -> None:
 
     n = rows["tracekit iter (dicts)"]["n"]
     print(f"input: {n:,} instructions, {size / 2**20:.1f} MiB")
-    print(f"{'':30} {'seconds':>9} {'cpu s':>8} {'M instr/s':>10} {'peak MiB':>9} {'vs x64trace':>12}")
+    print(f"threads available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'':30} {'seconds':>9} {'cpu s':>8} {'M instr/s':>10} {'M/cpu s':>8} {'peak MiB':>9} {'vs x64trace':>12} {'(cpu)':>8}")
     xs = rows["x64trace Trace.loadf"]["secs"]
+    xc = rows["x64trace Trace.loadf"]["cpu"]
     for name, r in rows.items():
         rate = r["n"] / r["secs"] / 1e6 if r["secs"] and r["n"] else float("nan")
+        crate = r["n"] / r["cpu"] / 1e6 if r["cpu"] and r["n"] else float("nan")
         vs = xs / r["secs"] if r["secs"] else float("nan")
+        vc = xc / r["cpu"] if r["cpu"] else float("nan")
         note = f"  ({r['note']})" if "note" in r else ""
-        print(f"{name:30} {r['secs']:9.3f} {r['cpu']:8.3f} {rate:10.2f} {r['maxrss_mib']:9.0f} {vs:11.1f}x{note}")
+        print(f"{name:30} {r['secs']:9.3f} {r['cpu']:8.3f} {rate:10.2f} {crate:8.2f} {r['maxrss_mib']:9.0f} {vs:11.1f}x {vc:7.1f}x{note}")
 
 
 if __name__ == "__main__":

@@ -4,22 +4,24 @@
 //! and checks that its records open; iterating a `Trace` walks the records as trees of
 //! native values in `tracekit dump`'s shape ([`trace_registry::sink::native`]), turned into
 //! `dict`s; `Trace.to_arrow` streams the record batches of one Parquet-export table
-//! ([`trace_registry::sink::parquet::Batches`]) to pyarrow through the Arrow C stream
-//! interface. No code here knows a format.
+//! ([`trace_registry::sink::parquet::Batches`], filled through the readers' typed column
+//! fast path where they have one) to pyarrow through the Arrow C data interface. No code
+//! here knows a format.
 //!
 //! Each pass reads the input afresh in a reader thread of its own (which owns the input and
 //! its record reader, so an iterator outlives its `Trace` safely): the parsing, the trees and
 //! the Arrow batches are built there, without the GIL, and handed over through a bounded
 //! channel (memory: a few chunks or batches). Python waits for them with the GIL released.
+//! `state` and far `seek`s use the input and seek index a `Trace` keeps once made.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_pyarrow::IntoPyArrow;
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_pyarrow::ToPyArrow;
+use arrow_schema::SchemaRef;
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyException, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyPermissionError,
@@ -30,7 +32,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
 use trace_registry::sink::native::{Native, Node};
 use trace_registry::sink::parquet::{
-    Batches, Compression, Dataset, Origin, ParquetOptions, TableSummary,
+    Batches, Compression, Dataset, Origin, ParquetOptions, Pulled, TableSummary,
 };
 use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 
@@ -56,6 +58,9 @@ const CHUNK: usize = 512;
 const QUEUE: usize = 4;
 /// Rows per Arrow batch.
 const BATCH_ROWS: usize = 1 << 16;
+/// `seek` reads the records before one nearer than this rather than build (or load) the
+/// format's index: a few milliseconds.
+const SEEK_BY_READING: u64 = 1 << 12;
 
 /// A registry error as a Python exception: files that cannot be opened or made as `OSError`s,
 /// unsupported operations as `ValueError`, undetectable input as [`FormatError`], the rest
@@ -270,7 +275,11 @@ fn open(
         ))
     });
     let (opened, tables) = opened.map_err(py_err)?;
-    Ok(Trace { opened, tables })
+    Ok(Trace {
+        opened,
+        tables,
+        kept: Mutex::new(Kept::default()),
+    })
 }
 
 /// Checks a whole trace: returns None, or raises the first problem (TraceError with its
@@ -307,6 +316,50 @@ fn validate(
 struct Trace {
     opened: Opened,
     tables: Vec<String>,
+    /// What `state` and `seek` keep between calls.
+    kept: Mutex<Kept>,
+}
+
+/// The open input (loaded whole: mapped, or decompressed) and the format's seek index,
+/// kept by a Trace for `state` and `seek` once the first call made them.
+#[derive(Default)]
+struct Kept {
+    input: Option<Input>,
+    /// `None` until asked for; then the format's index (`None` where it has none).
+    index: Option<Option<Arc<[u8]>>>,
+}
+
+impl Kept {
+    /// The kept input, opened (and loaded whole, for random access) on first use.
+    fn input(&mut self, opened: &Opened) -> Result<&mut Input, Error> {
+        let input = match self.input.take() {
+            Some(input) => input,
+            None => {
+                let mut input = opened.source.input()?;
+                if input.is_stream() {
+                    input.bytes()?;
+                }
+                input
+            }
+        };
+        Ok(self.input.insert(input))
+    }
+
+    /// The format's seek index of the trace ([`trace_registry::steps::Steps::seek_index`]:
+    /// the sidecar's, else built in one pass), made on first use. A trace without
+    /// steps, or whose index cannot be built (damage), has none.
+    fn index(&mut self, opened: &Opened) -> Result<Option<Arc<[u8]>>, Error> {
+        if let Some(index) = &self.index {
+            return Ok(index.clone());
+        }
+        let input = self.input(opened)?;
+        let mut ctx = Ctx::new(&opened.options);
+        let index = match opened.handler.steps(input, &mut ctx) {
+            Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+            Err(_) => None,
+        };
+        Ok(self.index.insert(index).clone())
+    }
 }
 
 #[pymethods]
@@ -344,21 +397,50 @@ impl Trace {
     }
 
     fn __iter__(&self) -> RecordIter {
-        RecordIter::new(&self.opened, 0)
+        RecordIter::new(&self.opened, 0, None)
     }
 
     /// The records from record `i` on (for traces of instructions, instruction `i`): an
-    /// iterator of dicts as `iter(trace)` yields.
-    fn seek(&self, i: u64) -> RecordIter {
-        RecordIter::new(&self.opened, i)
+    /// iterator of dicts as `iter(trace)` yields. An x64dbg trace jumps there through its
+    /// index of full dumps (the sidecar's, else built on the first far seek and kept); other
+    /// formats read the records before `i`.
+    fn seek(&self, py: Python<'_>, i: u64) -> PyResult<RecordIter> {
+        let index = if i < SEEK_BY_READING {
+            None
+        } else {
+            let opened = self.opened.clone();
+            py.detach(|| self.kept().index(&opened)).map_err(py_err)?
+        };
+        Ok(RecordIter::new(&self.opened, i, index))
     }
 
     /// The records of one output table (`tables()`; default: the format's main table) as
-    /// a pyarrow.RecordBatchReader, streamed through the Arrow C stream interface: the
-    /// same columns and types as the Parquet export's files.
+    /// a pyarrow.RecordBatchReader of batches built in a reader thread (each crossing
+    /// through the Arrow C data interface, uncopied): the same columns and types as the
+    /// Parquet export's files. A damaged trace raises TraceError from the batch where the
+    /// damage is, after the rows before it.
     #[pyo3(signature = (table=None))]
     fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let table = self.table_name(table)?;
+        // Several threads build stretches of the batches when the trace is in place, has
+        // a seek index and there are cores for them.
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let index = if threads > 1 {
+            let opened = self.opened.clone();
+            py.detach(|| -> Result<_, Error> {
+                if opened.source.input()?.is_stream() {
+                    return Ok(None);
+                }
+                self.kept().index(&opened)
+            })
+            .map_err(py_err)?
+        } else {
+            None
+        };
+        if let Some(index) = index {
+            let rx = spawn_stretches(&self.opened, table, index, threads.min(MAX_THREADS));
+            return arrow_reader(py, rx);
+        }
         let rx = self.opened.spawn(move |records, tx| {
             let mut batches = Batches::new(records.tables(), &table, BATCH_ROWS)?;
             if tx.send(Ok(Chunk::Schema(batches.schema()))).is_err() {
@@ -372,32 +454,26 @@ impl Trace {
                 }
                 true
             };
-            while let Some(record) = records.next_record() {
-                let record = record?;
-                batches.write(record.table, record.row());
-                if !send(&mut batches) {
-                    return Ok(());
+            loop {
+                match batches.pull(records) {
+                    Pulled::Records(_) => {
+                        if !send(&mut batches) {
+                            return Ok(());
+                        }
+                    }
+                    Pulled::End => break,
+                    // The rows before the damage come first, then the error.
+                    Pulled::Failed(e) => {
+                        batches.finish();
+                        return if send(&mut batches) { Err(e) } else { Ok(()) };
+                    }
                 }
             }
             batches.finish();
             send(&mut batches);
             Ok(())
         });
-        // The receiver moves to the detached closure and back (`&Receiver` is not `Send`).
-        let (rx, first) = py.detach(move || {
-            let first = rx.recv();
-            (rx, first)
-        });
-        let schema = match first {
-            Ok(Ok(Chunk::Schema(s))) => s,
-            Ok(Err(e)) => return Err(py_err(e)),
-            _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
-        };
-        let reader: Box<dyn RecordBatchReader + Send> = Box::new(Stream {
-            schema,
-            rx: Some(rx),
-        });
-        reader.into_pyarrow(py)
+        arrow_reader(py, rx)
     }
 
     /// `to_arrow(table).read_all().to_pandas()`: a pandas.DataFrame (needs pandas).
@@ -467,10 +543,28 @@ impl Trace {
     fn state(&self, py: Python<'_>, i: u64) -> PyResult<Py<PyAny>> {
         let opened = self.opened.clone();
         let s = py
-            .detach(move || {
-                opened.with_input(|input, ctx| {
-                    trace_registry::analyses::state::state(opened.handler, input, ctx, i)
-                })
+            .detach(|| -> Result<_, Error> {
+                let mut kept = self.kept();
+                let index = kept.index.clone().flatten();
+                let known = kept.index.is_some();
+                let input = kept.input(&opened)?;
+                let mut ctx = Ctx::new(&opened.options);
+                let mut steps = opened.handler.steps(input, &mut ctx)?;
+                if let Some(index) = &index {
+                    steps.use_seek_index(index);
+                }
+                let s = trace_registry::analyses::state::state_of(
+                    steps.as_mut(),
+                    opened.handler.name(),
+                    i,
+                )?;
+                // The index the seek built (x64dbg in memory), for the next call.
+                if !known {
+                    let built = steps.seek_index().ok().flatten().map(Arc::from);
+                    drop(steps);
+                    kept.index = Some(built);
+                }
+                Ok(s)
             })
             .map_err(|e| match e {
                 // `steps::past_end`'s message.
@@ -574,6 +668,14 @@ impl Trace {
 }
 
 impl Trace {
+    /// What the trace keeps between calls (a panic while it was held leaves nothing
+    /// half-made: each field is set whole).
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The output table `table` names, or the format's main one; ValueError for a name
     /// the records do not have.
     fn table_name(&self, table: Option<&str>) -> PyResult<String> {
@@ -612,10 +714,10 @@ fn export(
     let mut records = opened.handler.records(&mut input, &mut ctx)?;
     let mut dataset = Dataset::create(dir, records.tables(), options, force)?;
     let failure = loop {
-        match records.next_record() {
-            None => break None,
-            Some(Err(e)) => break Some(e),
-            Some(Ok(r)) => dataset.write(r.table, r.row())?,
+        match dataset.pull(records.as_mut())? {
+            Pulled::Records(_) => {}
+            Pulled::End => break None,
+            Pulled::Failed(e) => break Some(e),
         }
     };
     let notes = records.finish();
@@ -630,44 +732,185 @@ fn export(
     }
 }
 
+/// A `pyarrow.RecordBatchReader` over the schema and batches a `to_arrow` reader thread
+/// sends.
+fn arrow_reader(py: Python<'_>, rx: Receiver<Result<Chunk, Error>>) -> PyResult<Bound<'_, PyAny>> {
+    // The receiver moves to the detached closure and back (`&Receiver` is not `Send`).
+    let (rx, first) = py.detach(move || {
+        let first = rx.recv();
+        (rx, first)
+    });
+    let schema = match first {
+        Ok(Ok(Chunk::Schema(s))) => s,
+        Ok(Err(e)) => return Err(py_err(e)),
+        _ => return Err(PyRuntimeError::new_err("the reader thread stopped")),
+    };
+    // A Python iterator of batches under pyarrow's reader, rather than the Arrow C
+    // stream: an error of the C stream reaches Python as a pyarrow error with our
+    // message only, while pyarrow re-raises an iterator's own exception, a TraceError
+    // with its offset. Each batch still crosses by the C data interface, uncopied.
+    let batches = BatchIter {
+        rx: Mutex::new(Some(rx)),
+    };
+    py.import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_batches", (schema.to_pyarrow(py)?, batches))
+}
+
+/// Threads at most for one `to_arrow` (each holds a stretch's batches: memory).
+const MAX_THREADS: usize = 4;
+
+/// The batches of one stretch of records ([`BATCH_ROWS`] of them), then whether the
+/// records end within it, or the error that ends them there.
+type Stretch = (Vec<RecordBatch>, Result<bool, Error>);
+
+/// `to_arrow` on `threads` threads: stretch `k` of [`BATCH_ROWS`] records is built by
+/// thread `k % threads`, each from its own reader moved there through the seek `index`
+/// ([`trace_registry::Records::seek`]); a coordinating thread hands the batches on in
+/// order (the same as one thread's), then the error that ends the records, if any.
+/// Memory: a stretch per thread being built and one waiting.
+fn spawn_stretches(
+    opened: &Opened,
+    table: String,
+    index: Arc<[u8]>,
+    threads: usize,
+) -> Receiver<Result<Chunk, Error>> {
+    let me = opened.clone();
+    opened.spawn(move |records, tx| {
+        let schema = Batches::new(records.tables(), &table, BATCH_ROWS)?.schema();
+        if tx.send(Ok(Chunk::Schema(schema))).is_err() {
+            return Ok(());
+        }
+        let workers: Vec<Receiver<Result<Stretch, Error>>> = (0..threads)
+            .map(|first| {
+                let (wtx, wrx) = sync_channel(1);
+                let (me, table, index) = (me.clone(), table.clone(), Arc::clone(&index));
+                let spawned = std::thread::Builder::new()
+                    .name("tracekit-stretch".into())
+                    .spawn(move || {
+                        let mut k = first as u64;
+                        loop {
+                            let run = std::panic::AssertUnwindSafe(|| {
+                                stretch(&me, &table, &index, k.saturating_mul(BATCH_ROWS as u64))
+                            });
+                            let result = std::panic::catch_unwind(run)
+                                .unwrap_or_else(|_| Err(internal("a reader thread panicked")));
+                            let last = !matches!(result, Ok((_, Ok(false))));
+                            if wtx.send(result).is_err() || last {
+                                return;
+                            }
+                            k = k.saturating_add(threads as u64);
+                        }
+                    });
+                if let Err(e) = spawned {
+                    // The coordinator reports it when it comes to this thread's stretch.
+                    let (etx, erx) = sync_channel(1);
+                    let _ = etx.send(Err(Error::io("cannot start a reader thread", e)));
+                    return erx;
+                }
+                wrx
+            })
+            .collect();
+        for k in 0usize.. {
+            let Some(worker) = workers.get(k.checked_rem(threads).unwrap_or(0)) else {
+                return Ok(());
+            };
+            let (batches, end) = worker
+                .recv()
+                .map_err(|_| internal("a reader thread stopped"))??;
+            for b in batches {
+                if tx.send(Ok(Chunk::Batch(b))).is_err() {
+                    return Ok(());
+                }
+            }
+            if end? {
+                break;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The batches of table `table` of records `from` to `from +` [`BATCH_ROWS`]: a reader of
+/// its own, moved there through the seek `index`. An error of the records comes after the
+/// batches of the records before it.
+fn stretch(opened: &Opened, table: &str, index: &[u8], from: u64) -> Result<Stretch, Error> {
+    let mut input = opened.source.input()?;
+    let mut ctx = Ctx::new(&opened.options);
+    let mut records = opened.handler.records(&mut input, &mut ctx)?;
+    records.seek(from, Some(index))?;
+    let mut batches = Batches::new(records.tables(), table, BATCH_ROWS)?;
+    let mut left = BATCH_ROWS;
+    let mut out = Vec::new();
+    let mut failure = None;
+    while left > 0 {
+        match batches.pull_at_most(records.as_mut(), left) {
+            Pulled::Records(n) => left = left.saturating_sub(n),
+            Pulled::End => break,
+            Pulled::Failed(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        out.extend(std::iter::from_fn(|| batches.take()));
+    }
+    batches.finish();
+    out.extend(std::iter::from_fn(|| batches.take()));
+    Ok((out, failure.map_or(Ok(left > 0), Err)))
+}
+
 /// What a `to_arrow` reader thread sends: the schema first, then the batches.
 enum Chunk {
     Schema(SchemaRef),
     Batch(RecordBatch),
 }
 
-/// The Arrow stream pyarrow pulls from (through the C stream interface): batches as the
-/// reader thread makes them; an error ends it.
-struct Stream {
-    schema: SchemaRef,
-    rx: Option<Receiver<Result<Chunk, Error>>>,
+/// The batches of a `to_arrow` reader thread, as a Python iterator (under a
+/// `pyarrow.RecordBatchReader`): each batch crosses to pyarrow through the Arrow C data
+/// interface; the error that ends the records is raised as a TraceError.
+#[pyclass(module = "tracekit")]
+struct BatchIter {
+    /// `None` once the reader is done.
+    rx: Mutex<Option<Receiver<Result<Chunk, Error>>>>,
 }
 
-impl Iterator for Stream {
-    type Item = Result<RecordBatch, ArrowError>;
+#[pymethods]
+impl BatchIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut guard = match self.rx.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            // As for `RecordIter`: waiting with the GIL could deadlock.
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyValueError::new_err(
+                    "batch iterator already executing in another thread",
+                ));
+            }
+        };
         loop {
-            let msg = self.rx.as_ref()?.recv();
+            let Some(rx) = guard.take() else {
+                return Ok(None);
+            };
+            // The receiver moves to the detached closure and back (`&Receiver` is not
+            // `Send`); it is dropped when the reader is done, which fuses the iterator.
+            let (rx, msg) = py.detach(move || {
+                let msg = rx.recv();
+                (rx, msg)
+            });
             match msg {
-                Ok(Ok(Chunk::Batch(b))) => return Some(Ok(b)),
-                Ok(Ok(Chunk::Schema(_))) => {}
-                Ok(Err(e)) => {
-                    self.rx = None;
-                    return Some(Err(ArrowError::ExternalError(Box::new(e))));
+                Ok(Ok(Chunk::Batch(b))) => {
+                    *guard = Some(rx);
+                    return Ok(Some(b.to_pyarrow(py)?.unbind()));
                 }
-                Err(_) => {
-                    self.rx = None;
-                    return None;
-                }
+                Ok(Ok(Chunk::Schema(_))) => *guard = Some(rx),
+                Ok(Err(e)) => return Err(py_err(e)),
+                Err(_) => return Ok(None),
             }
         }
-    }
-}
-
-impl RecordBatchReader for Stream {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
     }
 }
 
@@ -689,21 +932,18 @@ struct RecordIter {
 }
 
 impl RecordIter {
-    fn new(opened: &Opened, skip: u64) -> RecordIter {
+    /// The records from record `skip` on (through the format's seek `index`, if any).
+    fn new(opened: &Opened, skip: u64, index: Option<Arc<[u8]>>) -> RecordIter {
         let rx = opened.spawn(move |records, tx| {
+            records.seek(skip, index.as_deref())?;
             let mut sink = Native::new(records.tables());
             let mut chunk = Vec::with_capacity(CHUNK);
-            let mut n = 0u64;
             let failure = loop {
                 let record = match records.next_record() {
                     None => break None,
                     Some(Err(e)) => break Some(e),
                     Some(Ok(r)) => r,
                 };
-                n = n.saturating_add(1);
-                if n <= skip {
-                    continue;
-                }
                 chunk.push(sink.record(record.table, record.row()));
                 if chunk.len() >= CHUNK && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
                     return Ok(());
@@ -856,6 +1096,7 @@ fn tracekit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_class::<Trace>()?;
     m.add_class::<RecordIter>()?;
+    m.add_class::<BatchIter>()?;
     graph::register(m)?;
     m.add("TraceError", py.get_type::<TraceError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;

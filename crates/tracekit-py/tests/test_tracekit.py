@@ -5,12 +5,15 @@ tables as `tracekit export` read back with pyarrow, and the same errors as `trac
 and passes the CLI's path in TRACEKIT_BIN."""
 
 import gc
+import itertools
 import json
 import os
 import pathlib
 import random
+import shutil
 import subprocess
 import tempfile
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -252,6 +255,112 @@ def test_seek():
     t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
     assert list(t.seek(700)) == list(t)[700:]
     assert list(t.seek(5000)) == []
+
+
+def repeated_trace(path, repeat, out):
+    """An x64dbg trace of `path`'s header, then its block stream `repeat` times (each
+    copy starts with a full dump, so the result is a valid trace)."""
+    data = path.read_bytes()
+    head = 8 + int.from_bytes(data[4:8], "little")
+    with open(out, "wb") as f:
+        f.write(data[:head])
+        for _ in range(repeat):
+            f.write(data[head:])
+
+
+def test_seek_jumps_through_the_index(tmp_path):
+    """`seek(i)` gives the records iteration gives from i on, for i near and far, at and
+    around full dumps and past the end; and seeking far costs about what seeking near
+    does (it jumps through the index of full dumps instead of reading the records before
+    i, which would take ~60 times as long for the far one here)."""
+    path = tmp_path / "big.trace64"
+    repeated_trace(TESTDATA / "x64dbg/basic.trace64", 300, path)  # 330,000 instructions
+    t = tracekit.open(path)
+    n = 300 * 1100
+    every = list(itertools.islice(t, 6000))
+    for i in (0, 1, 511, 512, 513, 4095, 4096, 5000):
+        assert list(itertools.islice(t.seek(i), 40)) == every[i : i + 40], i
+    tail = [r for r in tracekit.open(path).seek(n - 1500)]
+    assert len(tail) == 1500 and tail[0]["i"] == n - 1500 and tail[-1]["i"] == n - 1
+    for i in (n - 1100, n - 513, n - 512, n - 1):
+        got = list(itertools.islice(t.seek(i), 40))
+        assert got == tail[i - (n - 1500) :][:40], i
+    assert list(t.seek(n)) == [] and list(t.seek(n + 10**9)) == []
+
+    def first(i):
+        t0 = time.perf_counter()
+        r = next(t.seek(i))
+        assert r["i"] == i
+        return time.perf_counter() - t0
+
+    near = min(first(5000) for _ in range(5))
+    far = min(first(n - 2) for _ in range(5))
+    assert far < 5 * near + 0.02, (near, far)
+
+
+def test_state_keeps_the_trace_open(tmp_path):
+    """`state` keeps its input and index: after the first call the file can be gone and
+    later calls still answer (the same as a fresh Trace's), quickly."""
+    path = tmp_path / "big.trace64"
+    repeated_trace(TESTDATA / "x64dbg/basic.trace64", 100, path)
+    n = 100 * 1100
+    expected = {i: tracekit.open(path).state(i) for i in (5, n // 2, n - 1)}
+    t = tracekit.open(path)
+    t0 = time.perf_counter()
+    assert t.state(n - 1) == expected[n - 1]
+    first = time.perf_counter() - t0
+    moved = tmp_path / "moved.trace64"
+    shutil.move(path, moved)
+    t0 = time.perf_counter()
+    assert t.state(5) == expected[5]
+    assert t.state(n // 2) == expected[n // 2]
+    again = (time.perf_counter() - t0) / 2
+    assert again < first, (first, again)
+    # Its records (read afresh) are another matter: the file is gone.
+    with pytest.raises(FileNotFoundError):
+        list(t)
+    shutil.move(moved, path)
+    assert next(t.seek(n - 1))["i"] == n - 1
+
+
+def test_arrow_of_many_batches_equals_parquet_export(tmp_path):
+    """A trace of several batches (built by several threads when there are cores: each
+    from its own seek) streams the tables of the export, in order; `to_pandas`-free."""
+    path = tmp_path / "big.trace64"
+    repeated_trace(TESTDATA / "x64dbg/basic.trace64", 150, path)  # 165,000 instructions
+    out = tmp_path / "ds"
+    cli("export", str(path), "-o", str(out), "--threads", "1")
+    t = tracekit.open(path)
+    for name in t.tables():
+        mine = t.to_arrow(name).read_all()
+        theirs = pq.read_table(out / name)
+        assert mine.schema.equals(theirs.schema, check_metadata=False), name
+        assert mine.num_rows == theirs.num_rows, name
+        assert mine.to_pylist() == theirs.to_pylist(), name
+    assert t.to_arrow().read_all().column("i").to_pylist() == list(range(165_000))
+
+
+def test_arrow_errors_are_trace_errors():
+    """A damaged trace's error in the middle of a `to_arrow` stream is the TraceError
+    (with its offset and record) that iteration raises, after the rows before it; the
+    same through `read_all`, pandas-free."""
+    path = TESTDATA / "x64dbg/err-truncated-block.bin"
+    with pytest.raises(tracekit.TraceError) as it_err:
+        list(tracekit.open(path))
+    rows = []
+    with pytest.raises(tracekit.TraceError) as e:
+        for b in tracekit.open(path).to_arrow():
+            rows.extend(b.column("i").to_pylist())
+    assert rows == list(range(5))
+    assert (e.value.offset, e.value.record, e.value.path) == (0x8FA, 5, None)
+    assert str(e.value) == str(it_err.value)
+    for table in ("instructions", "registers", "memory"):
+        with pytest.raises(tracekit.TraceError) as e:
+            tracekit.open(path).to_arrow(table).read_all()
+        assert e.value.offset == 0x8FA, table
+    with pytest.raises(tracekit.TraceError) as e:
+        tracekit.open(TESTDATA / "dcfg/err-short-row.dcfg.json").to_arrow().read_all()
+    assert e.value.path == "PROCESSES[0].IMAGES[0].BASIC_BLOCKS[0].SIZE"
 
 
 def test_random_bytes_never_crash():

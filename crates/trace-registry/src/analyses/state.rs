@@ -190,6 +190,21 @@ pub fn state(
     at: u64,
 ) -> Result<State, Error> {
     let mut steps = handler.steps(input, ctx)?;
+    state_of(steps.as_mut(), handler.name(), at)
+}
+
+/// The registers before step `at` of `steps` (of a trace of the format `format`): [`state`]
+/// over steps already open, so that a caller that keeps them (with their seek index)
+/// pays for opening once.
+///
+/// # Errors
+///
+/// As [`state`].
+pub fn state_of(
+    steps: &mut dyn crate::steps::Steps,
+    format: &str,
+    at: u64,
+) -> Result<State, Error> {
     steps.seek(at)?;
     let (i, thread, pc) = match steps.next_step() {
         Some(Ok(step)) => (step.i, step.thread, step.pc),
@@ -203,7 +218,7 @@ pub fn state(
         return Err(Error::Unsupported(format!(
             "this {} trace has no named registers (the format records none, or the file \
              does not name them): `state` has nothing to show",
-            handler.name()
+            format
         )));
     }
     Ok(State {

@@ -24,7 +24,9 @@ use trac_x64dbg::{
 };
 
 use crate::disasm::Disassembler;
-use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::schema::{
+    BytesBuf, Col, ColumnSink, Columns, Field, IntBuf, Json, Row, Schema, Type, Visitor,
+};
 use crate::steps::{
     self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, RegsWanted,
     ScanQuery, Step, Steps,
@@ -167,6 +169,13 @@ impl Blocks<'_> {
 /// The header, the offset of the first block, and the blocks: in place for a file, through
 /// the streaming reader (constant memory) for stdin and compressed input.
 fn open<'a>(input: &'a mut Input) -> Result<(Header, u64, Blocks<'a>), Error> {
+    open_trace(input).map(|(h, first, blocks, _)| (h, first, blocks))
+}
+
+/// [`open`], with the trace in place (for seeks) when it is one.
+fn open_trace<'a>(
+    input: &'a mut Input,
+) -> Result<(Header, u64, Blocks<'a>, Option<Trace<'a>>), Error> {
     Ok(match input.source() {
         Source::Bytes(b) => {
             let trace = Trace::parse(b).map_err(err)?;
@@ -175,6 +184,7 @@ fn open<'a>(input: &'a mut Input) -> Result<(Header, u64, Blocks<'a>), Error> {
                 trace.header().clone(),
                 first,
                 Blocks::Slice(Box::new(trace.replay())),
+                Some(trace),
             )
         }
         Source::Stream(s) => {
@@ -184,6 +194,7 @@ fn open<'a>(input: &'a mut Input) -> Result<(Header, u64, Blocks<'a>), Error> {
                 reader.header().clone(),
                 first,
                 Blocks::Stream(Box::new(reader)),
+                None,
             )
         }
     })
@@ -343,14 +354,17 @@ impl Handler for X64dbg {
         input: &'a mut Input,
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Records + 'a>, Error> {
-        let (h, _, blocks) = open(input)?;
+        let (h, _, blocks, trace) = open_trace(input)?;
         let disasm = ctx.options.disasm.then(|| DisasmRow::new(h.arch));
         Ok(Box::new(X64Records {
             tables: [instructions(h.arch, disasm.is_some())],
             names: word_names(h.arch),
             state_words: state_words(h.arch),
             blocks,
+            trace,
             current: None,
+            pending: false,
+            failed: None,
             disasm,
             done: false,
         }))
@@ -791,6 +805,19 @@ impl Steps for X64Steps<'_> {
         Ok(Some(index.to_bytes()))
     }
 
+    fn use_seek_index(&mut self, bytes: &[u8]) -> bool {
+        if self.trace.is_none() {
+            return false;
+        }
+        match Index::from_bytes(bytes) {
+            Some(index) => {
+                self.index = Some(index);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
     /// its byte offset and size.
     fn reg_source(&self, name: &str) -> Option<RegSource> {
@@ -927,8 +954,15 @@ struct X64Records<'a> {
     /// The number of fields of the `state` struct ([`state_words`]).
     state_words: usize,
     blocks: Blocks<'a>,
+    /// The trace in place (for seeks), when it is one.
+    trace: Option<Trace<'a>>,
     /// The current instruction (in-place reading; the replay holds the registers before it).
     current: Option<Instruction<'a>>,
+    /// Set by a seek: `current` is the next record.
+    pending: bool,
+    /// The error that ended a run of the typed fast path after some records: the next
+    /// call reports it.
+    failed: Option<Error>,
     /// With `--disasm`: the disassembler and the current instruction's text and accesses.
     disasm: Option<DisasmRow>,
     done: bool,
@@ -1028,6 +1062,12 @@ impl Records for X64Records<'_> {
     }
 
     fn next_record(&mut self) -> Option<Result<Record<'_>, Error>> {
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
+        }
+        if std::mem::take(&mut self.pending) && self.current.is_some() {
+            return Some(Ok(Record::new(0, self)));
+        }
         if self.done {
             return None;
         }
@@ -1076,6 +1116,60 @@ impl Records for X64Records<'_> {
         }
     }
 
+    fn fill_columns(
+        &mut self,
+        out: &mut dyn ColumnSink,
+        max: usize,
+    ) -> Option<Result<usize, Error>> {
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
+        }
+        // In place and without `--disasm` (whose rows need the disassembler per record),
+        // and not with a seek's record pending (that one goes the visiting way).
+        if self.disasm.is_some() || self.pending || !matches!(self.blocks, Blocks::Slice(_)) {
+            return None;
+        }
+        if self.done {
+            return Some(Ok(0));
+        }
+        let cols = InstructionColumns::of(out.columns(0)?, self.state_words)?;
+        let Blocks::Slice(r) = &mut self.blocks else {
+            return None;
+        };
+        Some(Ok(fill_instructions(
+            r,
+            cols,
+            &self.names,
+            max,
+            &mut self.done,
+            &mut self.failed,
+        )))
+    }
+
+    fn seek(&mut self, n: u64, index: Option<&[u8]>) -> Result<(), Error> {
+        let found = match (&self.trace, index.and_then(Index::from_bytes)) {
+            (Some(trace), Some(index)) if index.instructions() > 0 => {
+                // The last instruction the index knows, at most: past it, the records
+                // (and the damage that ends them, if any) are read one by one.
+                let at = n.min(index.instructions().saturating_sub(1));
+                Some((at, trace.seek(&index, at).map_err(err)?))
+            }
+            _ => None,
+        };
+        let Some((at, (ins, replay))) = found else {
+            return crate::skip_records(self, n);
+        };
+        if let Some(d) = &mut self.disasm {
+            d.prepare(&ins, replay.regs(), self.state_words);
+        }
+        self.blocks = Blocks::Slice(Box::new(replay));
+        self.current = Some(ins);
+        self.pending = true;
+        self.done = false;
+        self.failed = None;
+        crate::skip_records(self, n.saturating_sub(at))
+    }
+
     fn finish(&mut self) -> Vec<String> {
         let n = self.blocks.counters().recovered_thread_ids;
         if n == 0 {
@@ -1085,6 +1179,140 @@ impl Records for X64Records<'_> {
             "note: {n} block(s) carry thread-id bytes without the flag (x64dbg before PR #3920); recovered"
         )]
     }
+}
+
+/// The columns of `instructions` (and of `registers` and `memory` when they are wanted) as
+/// the typed fast path fills them: the layout of [`instructions`] without `--disasm`.
+struct InstructionColumns<'c> {
+    /// `i`, `offset`, `thread`, `pc`.
+    head: [&'c mut IntBuf; 4],
+    opcode: &'c mut BytesBuf,
+    /// The `state` words.
+    state: Vec<&'c mut IntBuf>,
+    /// `registers`: `i`, `name`, `value`.
+    regs: Option<(&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf)>,
+    /// `memory`: `i`, `addr`, `old`, `new`.
+    mem: Option<[&'c mut IntBuf; 4]>,
+}
+
+impl<'c> InstructionColumns<'c> {
+    /// The columns, when the sink's layout is the expected one (`None`: visit instead).
+    fn of(cols: Columns<'c>, state_words: usize) -> Option<InstructionColumns<'c>> {
+        let ints = |c: Col<'c>| match c {
+            Col::Ints(b) => Some(b),
+            _ => None,
+        };
+        let mut record = cols.record.into_iter();
+        let head = [
+            ints(record.next()?)?,
+            ints(record.next()?)?,
+            ints(record.next()?)?,
+            ints(record.next()?)?,
+        ];
+        let Col::Bytes(opcode) = record.next()? else {
+            return None;
+        };
+        let state = record.map(ints).collect::<Option<Vec<_>>>()?;
+        if state.len() != state_words {
+            return None;
+        }
+        let (mut regs, mut mem) = (None, None);
+        for (field, child) in cols.children {
+            let mut c = child.into_iter();
+            match field {
+                // The `regs` and `mem` fields of the schema.
+                5 => {
+                    let (i, name, value) = (c.next()?, c.next()?, c.next()?);
+                    let Col::Other(name) = name else {
+                        return None;
+                    };
+                    regs = Some((ints(i)?, name, ints(value)?));
+                }
+                6 => {
+                    mem = Some([
+                        ints(c.next()?)?,
+                        ints(c.next()?)?,
+                        ints(c.next()?)?,
+                        ints(c.next()?)?,
+                    ])
+                }
+                _ => return None,
+            }
+            if c.next().is_some() {
+                return None;
+            }
+        }
+        Some(InstructionColumns {
+            head,
+            opcode,
+            state,
+            regs,
+            mem,
+        })
+    }
+}
+
+/// Up to `max` instructions of `r` into `cols` (the same values as [`InstructionRow`]
+/// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
+/// by the next call).
+fn fill_instructions(
+    r: &mut Replay<'_>,
+    mut cols: InstructionColumns<'_>,
+    names: &[String],
+    max: usize,
+    done: &mut bool,
+    failed: &mut Option<Error>,
+) -> usize {
+    let mut n = 0;
+    while n < max {
+        let ins = match r.next_instruction() {
+            Some(Ok(ins)) => ins,
+            Some(Err(e)) => {
+                *done = true;
+                *failed = Some(err(e));
+                break;
+            }
+            None => {
+                *done = true;
+                break;
+            }
+        };
+        let regs = r.regs();
+        let i = ins.index();
+        let [ci, co, ct, cp] = &mut cols.head;
+        ci.push(i);
+        co.push(ins.offset().0);
+        ct.push(u64::from(ins.thread()));
+        cp.push(regs.ip());
+        cols.opcode.push(ins.opcode());
+        for (c, w) in cols.state.iter_mut().zip(regs.words()) {
+            c.push(*w);
+        }
+        if let Some((ri, name, value)) = &mut cols.regs {
+            for change in ins.regs() {
+                ri.push(i);
+                name.str(
+                    names
+                        .get(usize::from(change.index))
+                        .map_or("?", String::as_str),
+                );
+                value.push(change.value);
+            }
+        }
+        if let Some([mi, addr, old, new]) = &mut cols.mem {
+            for m in ins.mem() {
+                mi.push(i);
+                addr.push(m.address);
+                old.push(m.old);
+                match m.new {
+                    Some(v) => new.push(v),
+                    None => new.push_null(),
+                }
+            }
+        }
+        n = n.saturating_add(1);
+    }
+    n
 }
 
 impl Row for InstructionRow<'_> {
@@ -1613,6 +1841,84 @@ mod tests {
         for &(at, blocks) in &work {
             // The blocks from the full dump at or before `at` up to it: at most 512.
             assert_eq!(blocks, at % 512 + 1, "seek to {at}: {work:?}");
+        }
+    }
+
+    /// `Records::seek` through the index gives the records that reading from the start
+    /// gives from the same place on (past the end: none), near and far, over full dumps,
+    /// for a synthetic trace and the fixtures; a damaged trace's error comes as reading
+    /// gives it.
+    #[test]
+    fn records_seek_through_the_index_equals_reading() {
+        let opts = trac_x64dbg::testgen::Options {
+            arch: Arch::X64,
+            threads: 3,
+            max_run: 100,
+            seed: 15,
+        };
+        let synth = trac_x64dbg::testgen::trace(
+            opts,
+            3000,
+            trac_x64dbg::RecorderOptions::default(),
+            "w.exe",
+        );
+        let mut inputs = vec![("w.trace64".to_owned(), synth)];
+        for name in [
+            "basic.trace64",
+            "basic.trace32",
+            "sessions.trace64",
+            "legacy-tid.trace64",
+            "err-truncated-block.bin",
+        ] {
+            inputs.push((name.to_owned(), testdata(&format!("x64dbg/{name}"))));
+        }
+        let options = crate::Options::default();
+        for (name, bytes) in inputs {
+            let all = |from: u64, index: Option<&[u8]>| {
+                let mut input = Input::from_bytes(name.clone(), bytes.clone()).unwrap();
+                let mut records = X64dbg.records(&mut input, &mut Ctx::new(&options)).unwrap();
+                let sought = records.seek(from, index).map_err(|e| e.to_string());
+                let mut rows = Vec::new();
+                let mut error = None;
+                while let Some(r) = records.next_record() {
+                    match r {
+                        Ok(r) => rows.push(crate::schema::testing::collect(r.row())),
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                (sought, rows, error)
+            };
+            let mut input = Input::from_bytes(name.clone(), bytes.clone()).unwrap();
+            let index = X64Steps::open(&mut input, &mut Ctx::new(&options))
+                .unwrap()
+                .seek_index()
+                .ok()
+                .flatten();
+            let (_, every, _) = all(0, None);
+            let n = every.len() as u64;
+            assert!(index.is_some() || name.starts_with("err-"), "{name}");
+            for at in [
+                0,
+                1,
+                511,
+                512,
+                513,
+                700,
+                n / 2,
+                n.saturating_sub(1),
+                n,
+                n + 7,
+            ] {
+                let jumped = all(at, index.as_deref());
+                assert_eq!(jumped, all(at, None), "{name}: seek to {at}");
+                let expected = every
+                    .get(usize::try_from(at).unwrap()..)
+                    .unwrap_or_default();
+                assert_eq!(jumped.1, expected, "{name}: seek to {at}");
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::schema::{Field, Json, Row, Schema, Visitor, tree_layout};
 
 /// Past this many buffered bytes a line is written out before it is complete, so that a
 /// record with a huge list (a DCFG-Trace chunk of a billion edges) needs no huge buffer.
@@ -102,9 +102,19 @@ impl<W: Write> JsonLines<W> {
             stack: Vec::new(),
             error: None,
         };
+        let (fields, starts) = tree_layout(tables);
+        sink.fields = fields
+            .into_iter()
+            .map(|l| FieldPlan {
+                key: key_bytes(&l.field),
+                json: l.field.json,
+                omit_null: l.field.omit_null,
+                child: l.child,
+                shown: l.shown,
+            })
+            .collect();
+        sink.tables = starts;
         for (n, t) in tables.iter().enumerate() {
-            let base = sink.plan(t);
-            sink.tables.push(base);
             let mut label = Vec::new();
             if n > 0 {
                 label.extend_from_slice(b"\"table\":");
@@ -114,39 +124,6 @@ impl<W: Write> JsonLines<W> {
             sink.labels.push(label);
         }
         sink
-    }
-
-    /// Lays out `schema`'s fields (after those of its nested schemas); returns where they
-    /// start.
-    fn plan(&mut self, schema: &Schema) -> usize {
-        let children: Vec<Option<usize>> = schema
-            .fields
-            .iter()
-            .map(|f| match &f.ty {
-                Type::Rows(s) | Type::Struct(s) => Some(self.plan(s)),
-                _ => None,
-            })
-            .collect();
-        let base = self.fields.len();
-        for (f, child) in schema.fields.iter().zip(children) {
-            let shown = match &f.ty {
-                Type::Rows(s) => s
-                    .fields
-                    .iter()
-                    .enumerate()
-                    .find(|(_, c)| c.json != Json::Skip)
-                    .map(|(i, c)| (i, c.json)),
-                _ => None,
-            };
-            self.fields.push(FieldPlan {
-                key: key_bytes(f),
-                json: f.json,
-                omit_null: f.omit_null,
-                child,
-                shown,
-            });
-        }
-        base
     }
 
     /// Writes one record of table `table` as a line.
@@ -705,6 +682,7 @@ fn push_str_body(buf: &mut Vec<u8>, s: &str) {
 )]
 mod tests {
     use super::*;
+    use crate::schema::Type;
 
     #[test]
     fn numbers_and_strings() {

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use crate::schema::{Json, Row, Schema, Type, Visitor};
+use crate::schema::{Json, Row, Schema, Visitor, tree_layout};
 
 /// One value of a record, as `tracekit dump` shows it but native.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,39 +151,23 @@ impl Native {
             stack: Vec::new(),
             done: None,
         };
+        let (fields, starts) = tree_layout(tables);
+        sink.fields = fields
+            .into_iter()
+            .map(|l| FieldPlan {
+                name: Arc::from(l.field.name.as_ref()),
+                json: l.field.json,
+                omit_null: l.field.omit_null,
+                child: l.child,
+                shown: l.shown.map(|(at, _)| at),
+            })
+            .collect();
+        sink.tables = starts;
         for (n, t) in tables.iter().enumerate() {
-            let base = sink.plan(t);
-            sink.tables.push(base);
             sink.labels
                 .push((n > 0).then(|| Arc::from(t.name.as_ref())));
         }
         sink
-    }
-
-    fn plan(&mut self, schema: &Schema) -> usize {
-        let children: Vec<Option<usize>> = schema
-            .fields
-            .iter()
-            .map(|f| match &f.ty {
-                Type::Rows(s) | Type::Struct(s) => Some(self.plan(s)),
-                _ => None,
-            })
-            .collect();
-        let base = self.fields.len();
-        for (f, child) in schema.fields.iter().zip(children) {
-            let shown = match &f.ty {
-                Type::Rows(s) => s.fields.iter().position(|c| c.json != Json::Skip),
-                _ => None,
-            };
-            self.fields.push(FieldPlan {
-                name: Arc::from(f.name.as_ref()),
-                json: f.json,
-                omit_null: f.omit_null,
-                child,
-                shown,
-            });
-        }
-        base
     }
 
     /// The tree of one record of table `table`.

@@ -9,7 +9,7 @@ use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
 use trace_registry::sink::JsonLines;
-use trace_registry::sink::parquet::{Compression, Dataset, Origin, ParquetOptions};
+use trace_registry::sink::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
 use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
@@ -155,15 +155,15 @@ pub fn export(
         let mut records = handler.records(&mut input, &mut ctx)?;
         let mut dataset =
             Dataset::create(&args.output, records.tables(), &parquet_options, args.force)?;
-        let mut n = 0u64;
+        let mut n = 0usize;
         let failure = loop {
-            match records.next_record() {
-                None => break None,
-                Some(Err(e)) => break Some(e),
-                Some(Ok(r)) => dataset.write(r.table, r.row())?,
+            match dataset.pull(records.as_mut())? {
+                Pulled::Records(k) => n = n.saturating_add(k),
+                Pulled::End => break None,
+                Pulled::Failed(e) => break Some(e),
             }
-            n = n.wrapping_add(1);
-            if n.is_multiple_of(4096) {
+            if n >= 4096 {
+                n = 0;
                 ctx.progress(records.position());
             }
         };

@@ -4,18 +4,18 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{ArrayBuilder, BinaryBuilder, BooleanBuilder, StringBuilder};
+use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
 use arrow_array::types::Int32Type;
 use arrow_array::{
-    ArrayRef, DictionaryArray, Int8Array, Int16Array, Int32Array, Int64Array, ListArray,
-    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    ArrayRef, BinaryArray, DictionaryArray, Int8Array, Int16Array, Int32Array, Int64Array,
+    ListArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
 use super::writer::{Batch, Writer};
 use crate::Error;
-use crate::schema::{Field, Json, Schema, Type, Visitor};
+use crate::schema::{BytesBuf, Col, Columns, Field, IntBuf, Json, Schema, Type, Visitor};
 
 /// The Arrow type of a plain value type (`None` for nested records and child tables).
 pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
@@ -45,7 +45,7 @@ enum Column {
     /// per-type dispatch) and narrowed to `ty` when the batch is taken.
     Int(Box<IntColumn>),
     Bool(BooleanBuilder),
-    Bytes(BinaryBuilder),
+    Bytes(BytesBuf),
     Str(StringBuilder),
     Name(Box<NameColumn>),
     List(Box<ListColumn>),
@@ -137,11 +137,50 @@ impl NameColumn {
     }
 }
 
-/// Integers: values as 64-bit patterns and their validity.
+/// Integers: values as 64-bit patterns and where the missing ones are.
 struct IntColumn {
     ty: DataType,
-    values: Vec<u64>,
-    nulls: NullBufferBuilder,
+    buf: IntBuf,
+}
+
+/// The validity of `len` values of which the rows `nulls` are missing (none: all valid).
+fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
+    if nulls.is_empty() {
+        return None;
+    }
+    let mut b = NullBufferBuilder::new(len);
+    let mut at = 0;
+    // In order and inside the values, as the buffers record them; any other entry (a
+    // reader that cut `values` short) is passed over, so the length is always `len`.
+    for &n in nulls {
+        if n < at || n >= len {
+            continue;
+        }
+        b.append_n_non_nulls(n.saturating_sub(at));
+        b.append_null();
+        at = n.saturating_add(1);
+    }
+    b.append_n_non_nulls(len.saturating_sub(at));
+    b.finish()
+}
+
+/// A byte-string column's buffer as an Arrow array.
+fn binary_array(buf: &mut BytesBuf) -> ArrayRef {
+    let len = buf.len();
+    let (data, offsets, nulls) = buf.take();
+    let nulls = validity(len, &nulls);
+    // `BytesBuf` makes offsets that grow from 0 (saturating past 2 GiB, which a batch
+    // never reaches); checked anyway, as `OffsetBuffer::new` panics on others. An empty
+    // array stands in should they be wrong.
+    let valid = offsets.first().is_some_and(|&o| o >= 0)
+        && offsets.windows(2).all(|w| matches!(w, [a, b] if a <= b));
+    let array = valid
+        .then(|| OffsetBuffer::new(ScalarBuffer::from(offsets)))
+        .and_then(|o| BinaryArray::try_new(o, Buffer::from_vec(data), nulls).ok());
+    match array {
+        Some(a) => Arc::new(a),
+        None => arrow_array::new_empty_array(&DataType::Binary),
+    }
 }
 
 impl IntColumn {
@@ -154,17 +193,17 @@ impl IntColumn {
         let buffer = a.values().inner().clone();
         drop(array);
         if let Ok(mut v) = buffer.into_vec::<u64>()
-            && self.values.is_empty()
-            && v.capacity() > self.values.capacity()
+            && self.buf.values.is_empty()
+            && v.capacity() > self.buf.values.capacity()
         {
             v.clear();
-            self.values = v;
+            self.buf.values = v;
         }
     }
 
     fn finish(&mut self) -> ArrayRef {
-        let v = std::mem::take(&mut self.values);
-        let nulls = self.nulls.finish();
+        let (v, nulls) = self.buf.take();
+        let nulls = validity(v.len(), &nulls);
         // Each value was read from a field of the column's width: the casts keep it whole.
         match self.ty {
             DataType::UInt8 => {
@@ -210,7 +249,7 @@ impl Column {
     fn new(ty: &DataType) -> Column {
         match ty {
             DataType::Boolean => Column::Bool(BooleanBuilder::new()),
-            DataType::Binary => Column::Bytes(BinaryBuilder::new()),
+            DataType::Binary => Column::Bytes(BytesBuf::default()),
             DataType::Utf8 => Column::Str(StringBuilder::new()),
             DataType::Dictionary(..) => Column::Name(Box::default()),
             DataType::List(field) => Column::List(Box::new(ListColumn {
@@ -223,8 +262,7 @@ impl Column {
             // Integers (and any type the model does not produce, kept as UInt64).
             ty => Column::Int(Box::new(IntColumn {
                 ty: ty.clone(),
-                values: Vec::new(),
-                nulls: NullBufferBuilder::new(0),
+                buf: IntBuf::default(),
             })),
         }
     }
@@ -232,10 +270,7 @@ impl Column {
     #[inline]
     fn uint(&mut self, v: u64) {
         match self {
-            Column::Int(c) => {
-                c.values.push(v);
-                c.nulls.append_non_null();
-            }
+            Column::Int(c) => c.buf.push(v),
             _ => self.null(),
         }
     }
@@ -255,7 +290,7 @@ impl Column {
 
     fn bytes(&mut self, v: &[u8]) {
         match self {
-            Column::Bytes(b) => b.append_value(v),
+            Column::Bytes(b) => b.push(v),
             Column::Str(b) => b.append_value(String::from_utf8_lossy(v)),
             _ => self.null(),
         }
@@ -265,19 +300,16 @@ impl Column {
         match self {
             Column::Name(b) => b.append(v),
             Column::Str(b) => b.append_value(v),
-            Column::Bytes(b) => b.append_value(v.as_bytes()),
+            Column::Bytes(b) => b.push(v.as_bytes()),
             _ => self.null(),
         }
     }
 
     fn null(&mut self) {
         match self {
-            Column::Int(c) => {
-                c.values.push(0);
-                c.nulls.append_null();
-            }
+            Column::Int(c) => c.buf.push_null(),
             Column::Bool(b) => b.append_null(),
-            Column::Bytes(b) => b.append_null(),
+            Column::Bytes(b) => b.push_null(),
             Column::Str(b) => b.append_null(),
             Column::Name(b) => b.append_null(),
             Column::List(l) => {
@@ -290,7 +322,7 @@ impl Column {
     /// Bytes held by variable-length values (strings, byte strings, list values).
     fn heap_bytes(&self) -> usize {
         match self {
-            Column::Bytes(b) => b.values_slice().len(),
+            Column::Bytes(b) => b.data.len(),
             Column::Str(b) => b.values_slice().len(),
             Column::List(l) => l.len.saturating_mul(8),
             _ => 0,
@@ -301,7 +333,7 @@ impl Column {
         match self {
             Column::Int(c) => c.finish(),
             Column::Bool(b) => Arc::new(b.finish()),
-            Column::Bytes(b) => Arc::new(b.finish()),
+            Column::Bytes(b) => binary_array(b),
             Column::Str(b) => Arc::new(b.finish()),
             Column::Name(b) => b.finish(),
             Column::List(l) => {
@@ -320,12 +352,50 @@ impl Column {
 
     fn len(&self) -> usize {
         match self {
-            Column::Int(c) => c.values.len(),
+            Column::Int(c) => c.buf.values.len(),
             Column::Bool(b) => b.len(),
             Column::Bytes(b) => b.len(),
             Column::Str(b) => b.len(),
             Column::Name(b) => b.keys.len(),
             Column::List(l) => l.offsets.len().saturating_sub(1),
+        }
+    }
+}
+
+/// A column as one value's target, for a reader's typed fast path ([`Col::Other`]): the
+/// value calls append to it; the list and row calls do nothing.
+impl Visitor for Column {
+    fn uint(&mut self, v: u64) {
+        Column::uint(self, v);
+    }
+    fn int(&mut self, v: i64) {
+        Column::int(self, v);
+    }
+    fn bool(&mut self, v: bool) {
+        Column::bool(self, v);
+    }
+    fn bytes(&mut self, v: &[u8]) {
+        Column::bytes(self, v);
+    }
+    fn str(&mut self, v: &str) {
+        Column::str(self, v);
+    }
+    fn null(&mut self) {
+        Column::null(self);
+    }
+    fn begin_list(&mut self) {}
+    fn end_list(&mut self) {}
+    fn begin_row(&mut self) {}
+    fn end_row(&mut self) {}
+}
+
+impl Column {
+    /// The column as a reader's typed fast path fills it.
+    fn as_col(&mut self) -> Col<'_> {
+        match self {
+            Column::Int(c) => Col::Ints(&mut c.buf),
+            Column::Bytes(b) => Col::Bytes(b),
+            other => Col::Other(other),
         }
     }
 }
@@ -770,6 +840,126 @@ impl Tables {
     }
 }
 
+/// Records at most this many at a time through a reader's typed fast path: a few
+/// thousand rows of child tables past a batch's size at most.
+const FILL_MAX: usize = 4096;
+
+/// Rows reserved at most in a record table's integer columns at the start of a batch.
+const RESERVE_ROWS: usize = 1 << 16;
+
+impl Tables {
+    /// Up to a few thousand records of `records` (and `limit`) through its typed fast path
+    /// ([`crate::Records::fill_columns`]): how many (0 at the end) or the error that ends
+    /// the input; `None` when the reader has none (the caller visits a record instead).
+    pub(crate) fn fill(
+        &mut self,
+        records: &mut dyn crate::Records,
+        limit: usize,
+    ) -> Option<Result<usize, Error>> {
+        let room = records
+            .tables()
+            .iter()
+            .enumerate()
+            .filter_map(|(n, _)| self.top(n).and_then(|t| self.tables.get(t)))
+            .map(|t| self.batch_rows.saturating_sub(t.rows))
+            .min()
+            .unwrap_or(1)
+            .clamp(1, FILL_MAX)
+            .min(limit.max(1));
+        let filled = records.fill_columns(self, room)?;
+        // The rows the reader appended, as the longest column of each table says; a
+        // shorter column gets missing values, so every column keeps the same length.
+        for table in 0..self.tables.len() {
+            let Some(t) = self.tables.get_mut(table) else {
+                continue;
+            };
+            let rows = t.columns.iter().map(Column::len).max().unwrap_or(0);
+            if rows == t.rows {
+                continue;
+            }
+            for c in &mut t.columns {
+                while c.len() < rows {
+                    c.null();
+                }
+            }
+            t.rows = rows;
+            let full = t.rows >= self.batch_rows
+                || t.columns.iter().map(Column::heap_bytes).sum::<usize>() >= self.batch_bytes;
+            if full {
+                self.flush(table);
+            }
+        }
+        Some(filled)
+    }
+}
+
+impl crate::schema::ColumnSink for Tables {
+    fn columns(&mut self, table: usize) -> Option<Columns<'_>> {
+        let rec = self.top(table)?;
+        let t = self.tables.get(rec)?;
+        // The child tables of the record's own fields (field index, table); one inside a
+        // nested record, or a table two fields share, is left to the visiting path.
+        let mut children: Vec<(usize, usize)> = Vec::new();
+        let mut slot = 0usize;
+        for (field, f) in t.source.fields.iter().enumerate() {
+            match t.slots.get(slot) {
+                Some(Slot::Struct { span }) => {
+                    let inner = t
+                        .slots
+                        .get(slot.saturating_add(1)..slot.saturating_add(1).saturating_add(*span));
+                    if inner.is_some_and(|s| s.iter().any(|s| matches!(s, Slot::Child { .. }))) {
+                        return None;
+                    }
+                    slot = slot.saturating_add(1).saturating_add(*span);
+                }
+                Some(Slot::Child { table }) => {
+                    if !self.skip.get(*table).copied().unwrap_or(false) {
+                        children.push((field, *table));
+                    }
+                    slot = slot.saturating_add(1);
+                }
+                Some(_) => slot = slot.saturating_add(1),
+                None if matches!(f.ty, Type::Rows(_) | Type::Struct(_)) => return None,
+                None => {}
+            }
+        }
+        if children.iter().any(|(_, c)| *c == rec)
+            || children.iter().enumerate().any(|(k, (_, c))| {
+                children
+                    .iter()
+                    .skip(k.saturating_add(1))
+                    .any(|(_, d)| d == c)
+            })
+        {
+            return None;
+        }
+        let mut record = Vec::new();
+        let mut child_cols: Vec<(usize, Vec<Col<'_>>)> = Vec::new();
+        // A batch's integer columns at their size from its start: growing them as rows
+        // come moves each several times (a tenth of the fast path's time).
+        let reserve = self.batch_rows.min(RESERVE_ROWS);
+        for (index, t) in self.tables.iter_mut().enumerate() {
+            if index == rec {
+                for c in &mut t.columns {
+                    if let Column::Int(c) = c
+                        && c.buf.values.capacity() == 0
+                    {
+                        c.buf.values.reserve(reserve);
+                    }
+                }
+                record = t.columns.iter_mut().map(Column::as_col).collect();
+            } else if let Some((field, _)) = children.iter().find(|(_, c)| *c == index) {
+                child_cols.push((*field, t.columns.iter_mut().map(Column::as_col).collect()));
+            }
+        }
+        child_cols.sort_by_key(|(field, _)| *field);
+        Some(Columns {
+            record,
+            children: child_cols,
+        })
+    }
+}
+
 impl Visitor for Tables {
     #[inline]
     fn uint(&mut self, v: u64) {
@@ -955,20 +1145,18 @@ impl Visitor for Tables {
                 };
                 for k in keys {
                     if let (Some(Column::Int(c)), KeyValue::UInt(v)) = (cols.next(), k) {
-                        c.values
-                            .resize(c.values.len().saturating_add(run.len()), *v);
-                        c.nulls.append_n_non_nulls(run.len());
+                        let values = &mut c.buf.values;
+                        values.resize(values.len().saturating_add(run.len()), *v);
                     }
                 }
                 if let Some(Column::Int(c)) = cols.next() {
                     let start = first.wrapping_add(done as u64);
-                    c.values
+                    c.buf
+                        .values
                         .extend((0u64..run.len() as u64).map(|k| start.wrapping_add(k)));
-                    c.nulls.append_n_non_nulls(run.len());
                 }
                 if let Some(Column::Int(c)) = cols.next() {
-                    c.values.extend_from_slice(run);
-                    c.nulls.append_n_non_nulls(run.len());
+                    c.buf.values.extend_from_slice(run);
                 }
                 t.rows = t.rows.saturating_add(run.len());
                 done = done.saturating_add(run.len());

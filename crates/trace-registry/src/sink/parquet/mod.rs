@@ -30,8 +30,8 @@ use std::sync::Arc;
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-use crate::Error;
 use crate::schema::{Row, Schema};
+use crate::{Error, Records};
 use columns::Tables;
 use writer::{Files, Writer};
 
@@ -126,6 +126,41 @@ pub struct TableSummary {
     pub files: u32,
     /// Bytes written.
     pub bytes: u64,
+}
+
+/// What taking records from a reader did ([`Dataset::pull`], [`Batches::pull`]).
+#[derive(Debug)]
+pub enum Pulled {
+    /// This many records were taken.
+    Records(usize),
+    /// The input has no more records.
+    End,
+    /// The input is damaged: the error that ends it (the records before it were taken).
+    Failed(Error),
+}
+
+/// Takes the next records of `records` into `tables`: a run of them at once through the
+/// reader's typed fast path when it has one, else one record through `write`.
+fn pull(
+    tables: &mut Tables,
+    records: &mut dyn Records,
+    limit: usize,
+    write: impl FnOnce(&mut Tables, usize, &dyn Row),
+) -> Pulled {
+    match tables.fill(records, limit) {
+        Some(Ok(0)) => return Pulled::End,
+        Some(Ok(n)) => return Pulled::Records(n),
+        Some(Err(e)) => return Pulled::Failed(e),
+        None => {}
+    }
+    match records.next_record() {
+        None => Pulled::End,
+        Some(Err(e)) => Pulled::Failed(e),
+        Some(Ok(r)) => {
+            write(tables, r.table, r.row());
+            Pulled::Records(1)
+        }
+    }
 }
 
 /// A Parquet dataset being written.
@@ -224,6 +259,27 @@ impl Dataset {
             tables.append(t, row);
         }
         tables.check()
+    }
+
+    /// Takes the next records of `records` (a run at once through the reader's typed fast
+    /// path, [`Records::fill_columns`], when it has one; else one): the same rows as
+    /// [`Dataset::write`] of each record. Call it until [`Pulled::End`] or
+    /// [`Pulled::Failed`].
+    ///
+    /// # Errors
+    ///
+    /// Writing a full batch failed.
+    pub fn pull(&mut self, records: &mut dyn Records) -> Result<Pulled, Error> {
+        let Some(tables) = self.tables.as_mut() else {
+            return Ok(Pulled::End);
+        };
+        let pulled = pull(tables, records, usize::MAX, |tables, table, row| {
+            if let Some(t) = tables.top(table) {
+                tables.append(t, row);
+            }
+        });
+        tables.check()?;
+        Ok(pulled)
     }
 
     /// Completes the dataset: writes what is buffered, closes every file, writes
@@ -425,6 +481,28 @@ impl Batches {
         if let Some(t) = self.tables.top(table) {
             self.tables.append(t, row);
         }
+    }
+
+    /// Takes the next records of `records` (a run at once through the reader's typed fast
+    /// path, [`Records::fill_columns`], when it has one; else one): the same rows as
+    /// [`Batches::write`] of each record. Call it until [`Pulled::End`] or
+    /// [`Pulled::Failed`], taking the batches ([`Batches::take`]) as they fill.
+    pub fn pull(&mut self, records: &mut dyn Records) -> Pulled {
+        self.pull_at_most(records, usize::MAX)
+    }
+
+    /// [`Batches::pull`], taking at most `limit` records (at least one): for a caller that
+    /// builds the batches of a stretch of records (such as one of several threads, each
+    /// from its own [`Records::seek`]).
+    pub fn pull_at_most(&mut self, records: &mut dyn Records, limit: usize) -> Pulled {
+        let visit = &self.visit;
+        pull(&mut self.tables, records, limit, |tables, table, row| {
+            if visit.get(table).copied().unwrap_or(false)
+                && let Some(t) = tables.top(table)
+            {
+                tables.append(t, row);
+            }
+        })
     }
 
     /// Ends the input: the rows buffered become a last batch.
@@ -797,6 +875,97 @@ mod tests {
         QuickCheck::new()
             .tests(20)
             .quickcheck(round_trip as fn(Vec<TestRow>, bool, bool) -> bool);
+    }
+
+    /// Every table of x64dbg traces taken through the reader's typed fast path
+    /// (`Batches::pull`) equals the rows visited one by one (`Batches::write`), with the
+    /// same error at the end of a damaged trace; `instructions` also in the same batches.
+    #[test]
+    fn typed_fast_path_gives_the_visited_rows() {
+        use crate::schema::testing::testdata;
+        use crate::{Ctx, Input, Options};
+        let opts = trac_x64dbg::testgen::Options {
+            arch: trac_x64dbg::Arch::X64,
+            threads: 3,
+            max_run: 50,
+            seed: 3,
+        };
+        let synth = trac_x64dbg::testgen::trace(
+            opts,
+            5000,
+            trac_x64dbg::RecorderOptions::default(),
+            "t.exe",
+        );
+        let mut inputs = vec![("t.trace64".to_owned(), synth)];
+        for name in [
+            "basic.trace64",
+            "basic.trace32",
+            "sessions.trace64",
+            "legacy-tid.trace64",
+            "legacy-tid.trace32",
+            "err-truncated-block.bin",
+            "err-too-many-registers.bin",
+        ] {
+            inputs.push((name.to_owned(), testdata(&format!("x64dbg/{name}"))));
+        }
+        let handler = crate::by_name("x64dbg").unwrap();
+        let options = Options::default();
+        for (name, bytes) in &inputs {
+            let run = |table: &str, batch_rows: usize, fast: bool| {
+                let mut input = Input::from_bytes(name.clone(), bytes.clone()).unwrap();
+                let mut records = handler
+                    .records(&mut input, &mut Ctx::new(&options))
+                    .unwrap();
+                let mut b = Batches::new(records.tables(), table, batch_rows).unwrap();
+                let (mut error, mut runs) = (None, 0);
+                loop {
+                    if fast {
+                        match b.pull(records.as_mut()) {
+                            Pulled::Records(n) => runs += usize::from(n > 1),
+                            Pulled::End => break,
+                            Pulled::Failed(e) => {
+                                error = Some(e.to_string());
+                                break;
+                            }
+                        }
+                    } else {
+                        match records.next_record() {
+                            None => break,
+                            Some(Ok(r)) => b.write(r.table, r.row()),
+                            Some(Err(e)) => {
+                                error = Some(e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                }
+                b.finish();
+                let batches: Vec<RecordBatch> = std::iter::from_fn(|| b.take()).collect();
+                (batches, error, runs)
+            };
+            let tables = {
+                let mut input = Input::from_bytes(name.clone(), bytes.clone()).unwrap();
+                let records = handler
+                    .records(&mut input, &mut Ctx::new(&options))
+                    .unwrap();
+                Batches::table_names(records.tables())
+            };
+            assert_eq!(tables, ["instructions", "registers", "memory"]);
+            for table in &tables {
+                let (fast, error, runs) = run(table, 1 << 30, true);
+                let (slow, slow_error, _) = run(table, 1 << 30, false);
+                assert_eq!(fast, slow, "{name} {table}");
+                assert_eq!(error, slow_error, "{name} {table}");
+                let rows: usize = fast.iter().map(RecordBatch::num_rows).sum();
+                assert!(
+                    runs > 0 || rows < 2,
+                    "{name} {table}: the fast path was not taken"
+                );
+            }
+            let (fast, _, _) = run("instructions", 1000, true);
+            let (slow, _, _) = run("instructions", 1000, false);
+            assert_eq!(fast, slow, "{name}: batches of 1000");
+        }
     }
 
     #[test]
