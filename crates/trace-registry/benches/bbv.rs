@@ -43,12 +43,12 @@ fn run_bbv(format: &str, input: &mut Input, options: &Options) -> u64 {
     r.streams.iter().map(|s| s.instructions).sum()
 }
 
-fn x64dbg(c: &mut Criterion) {
-    let bytes = x64dbg_input();
+/// The plain steps scan and bbv of one pc-stream format, side by side.
+fn pc_stream(c: &mut Criterion, format: &str, name: &str, bytes: Vec<u8>) {
     let options = Options::default();
-    let handler = trace_registry::by_name("x64dbg").unwrap();
-    let mut input = Input::from_bytes("bench.trace64", bytes).unwrap();
-    let mut g = c.benchmark_group("x64dbg bbv");
+    let handler = trace_registry::by_name(format).unwrap();
+    let mut input = Input::from_bytes(name, bytes).unwrap();
+    let mut g = c.benchmark_group(format!("{format} bbv"));
     g.throughput(Throughput::Elements(INSTRUCTIONS));
     g.bench_function("steps scan (plain iteration)", |b| {
         b.iter(|| {
@@ -68,9 +68,13 @@ fn x64dbg(c: &mut Criterion) {
         });
     });
     g.bench_function("bbv", |b| {
-        b.iter(|| black_box(run_bbv("x64dbg", &mut input, &options)));
+        b.iter(|| black_box(run_bbv(format, &mut input, &options)));
     });
     g.finish();
+}
+
+fn x64dbg(c: &mut Criterion) {
+    pc_stream(c, "x64dbg", "bench.trace64", x64dbg_input());
 }
 
 /// A TT6 trace of PowerPC code: 64 blocks of 3 to 20 `addi`s, each ending in a `b` to
@@ -96,33 +100,7 @@ fn tt6_input() -> Vec<u8> {
 }
 
 fn tt6(c: &mut Criterion) {
-    let bytes = tt6_input();
-    let options = Options::default();
-    let handler = trace_registry::by_name("tt6").unwrap();
-    let mut input = Input::from_bytes("bench.tt6", bytes).unwrap();
-    let mut g = c.benchmark_group("tt6 bbv");
-    g.throughput(Throughput::Elements(INSTRUCTIONS));
-    g.bench_function("steps scan (plain iteration)", |b| {
-        b.iter(|| {
-            let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
-            let query = ScanQuery {
-                all: true,
-                ..ScanQuery::default()
-            };
-            let mut acc = 0u64;
-            steps
-                .scan(&query, &mut |s| {
-                    acc = acc.wrapping_add(s.pc ^ s.opcode.len() as u64);
-                    Ok(())
-                })
-                .unwrap();
-            black_box(acc)
-        });
-    });
-    g.bench_function("bbv", |b| {
-        b.iter(|| black_box(run_bbv("tt6", &mut input, &options)));
-    });
-    g.finish();
+    pc_stream(c, "tt6", "bench.tt6", tt6_input());
 }
 
 fn dcfg_trace(c: &mut Criterion) {

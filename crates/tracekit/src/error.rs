@@ -85,6 +85,17 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+impl CliError {
+    /// A registry error of a command that needs what the format lacks (an instruction
+    /// stream, block executions): usage (exit 2); any other, the trace's (exit 1).
+    pub fn usage_if_unsupported(e: trace_registry::Error) -> CliError {
+        match e {
+            trace_registry::Error::Unsupported(m) => CliError::Usage(m),
+            e => CliError::Trace(e),
+        }
+    }
+}
+
 impl From<trace_registry::Error> for CliError {
     fn from(e: trace_registry::Error) -> CliError {
         match e {

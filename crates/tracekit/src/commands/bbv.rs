@@ -86,13 +86,9 @@ pub fn run(
                 .into(),
         ));
     }
-    let usage = |e| match e {
-        trace_registry::Error::Unsupported(m) => CliError::Usage(m),
-        e => CliError::Trace(e),
-    };
     let mut blocks = handler
         .blocks(&mut input, &mut Ctx::new(options))
-        .map_err(usage)?;
+        .map_err(CliError::usage_if_unsupported)?;
     let processes = blocks.processes().is_some_and(|n| n > 1);
     let opts = BbvOptions {
         slice: args.slice,
@@ -106,7 +102,7 @@ pub fn run(
         })?;
         Ok(BufWriter::new(file))
     })
-    .map_err(usage)?;
+    .map_err(CliError::usage_if_unsupported)?;
     let map = match &args.map {
         Some(path) => {
             let cannot = |e| CliError::io(format!("cannot write {}", path.display()), e);

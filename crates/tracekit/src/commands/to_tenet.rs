@@ -27,10 +27,7 @@ pub fn convert(
 ) -> Result<(), CliError> {
     let mut steps = handler
         .steps(&mut input, &mut Ctx::new(options))
-        .map_err(|e| match e {
-            trace_registry::Error::Unsupported(m) => CliError::Usage(m),
-            e => CliError::Trace(e),
-        })?;
+        .map_err(CliError::usage_if_unsupported)?;
     let final_path = |thread: u64| {
         let mut p = prefix.as_os_str().to_owned();
         p.push(format!(".{thread}.log"));
@@ -43,10 +40,7 @@ pub fn convert(
         })?;
         Ok(BufWriter::new(file))
     })
-    .map_err(|e| match e {
-        trace_registry::Error::Unsupported(m) => CliError::Usage(m),
-        e => CliError::Trace(e),
-    })?;
+    .map_err(CliError::usage_if_unsupported)?;
     // Every file is renamed only once the whole input has been read.
     for t in threads {
         let file = t

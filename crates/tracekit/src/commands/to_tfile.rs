@@ -31,10 +31,7 @@ pub fn convert(
 ) -> Result<(), CliError> {
     let mut steps = handler
         .steps(&mut input, &mut Ctx::new(options))
-        .map_err(|e| match e {
-            trace_registry::Error::Unsupported(m) => CliError::Usage(m),
-            e => CliError::Trace(e),
-        })?;
+        .map_err(CliError::usage_if_unsupported)?;
     let cannot = |what: &str| {
         let what = format!("cannot {what} {}", path.display());
         move |e| CliError::io(what, e)
