@@ -311,10 +311,16 @@ def test_state_keeps_the_trace_open(tmp_path):
     first = time.perf_counter() - t0
     moved = tmp_path / "moved.trace64"
     shutil.move(path, moved)
-    t0 = time.perf_counter()
     assert t.state(5) == expected[5]
     assert t.state(n // 2) == expected[n // 2]
-    again = (time.perf_counter() - t0) / 2
+
+    def timed():
+        t0 = time.perf_counter()
+        t.state(n - 1)
+        return time.perf_counter() - t0
+
+    # The best of five, so that one preempted call on a loaded machine cannot fail this.
+    again = min(timed() for _ in range(5))
     assert again < first, (first, again)
     # Its records (read afresh) are another matter: the file is gone.
     with pytest.raises(FileNotFoundError):

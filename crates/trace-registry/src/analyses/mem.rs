@@ -965,18 +965,19 @@ pub(crate) mod tests {
         m
     }
 
-    /// A tfile with a sidecar index (whose seek index it now has): `mem` reads the
-    /// candidate frames through it and gives what the pass gives, at frames near the
-    /// start, middle and end, at addresses the frames collected and around them.
-    #[test]
-    fn tfile_mem_with_a_sidecar_is_mem_without() {
-        let dir = std::env::temp_dir().join(format!("tk-mem-tfile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("a.tf");
-        let file = gdb_tfile::testgen::amd64_file(600, 9);
-        let bytes = gdb_tfile::write::to_bytes(&file, gdb_tfile::Endian::Little).unwrap();
-        std::fs::write(&path, &bytes).unwrap();
-        let index = dir.join("a.tkidx");
+    /// Writes `bytes` as `dir/name` and builds its sidecar index `dir/name.tkidx`.
+    fn with_sidecar(
+        dir: &std::path::Path,
+        name: &str,
+        bytes: &[u8],
+    ) -> (
+        std::path::PathBuf,
+        std::path::PathBuf,
+        crate::analyses::index::Built,
+    ) {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let index = dir.join(format!("{name}.tkidx"));
         let options = Options::default();
         let mut input = Input::open(path.as_os_str()).unwrap();
         let built = crate::analyses::index::build(
@@ -987,6 +988,19 @@ pub(crate) mod tests {
             crate::analyses::index::BuildOptions::default(),
         )
         .unwrap();
+        (path, index, built)
+    }
+
+    /// A tfile with a sidecar index (whose seek index it now has): `mem` reads the
+    /// candidate frames through it and gives what the pass gives, at frames near the
+    /// start, middle and end, at addresses the frames collected and around them.
+    #[test]
+    fn tfile_mem_with_a_sidecar_is_mem_without() {
+        let dir = std::env::temp_dir().join(format!("tk-mem-tfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = gdb_tfile::testgen::amd64_file(600, 9);
+        let bytes = gdb_tfile::write::to_bytes(&file, gdb_tfile::Endian::Little).unwrap();
+        let (path, index, built) = with_sidecar(&dir, "a.tf", &bytes);
         assert!(built.seek_bytes > 0);
         let none = dir.join("none.tkidx");
         let parsed =
@@ -1027,19 +1041,7 @@ pub(crate) mod tests {
                 N.fetch_add(1, Relaxed)
             ));
             std::fs::create_dir_all(&dir).unwrap();
-            let path = dir.join("g.trace64");
-            std::fs::write(&path, generated(&case)).unwrap();
-            let index = dir.join("g.tkidx");
-            let options = Options::default();
-            let mut input = Input::open(path.as_os_str()).unwrap();
-            let built = crate::analyses::index::build(
-                crate::detect(&input).unwrap(),
-                &mut input,
-                &mut Ctx::new(&options),
-                Some(&index),
-                crate::analyses::index::BuildOptions::default(),
-            )
-            .unwrap();
+            let (path, index, built) = with_sidecar(&dir, "g.trace64", &generated(&case));
             let n = built.steps;
             let none = dir.join("none.tkidx");
             // Near the first thread's stack pointer, and the others'.

@@ -74,6 +74,13 @@ fn bbv(args: &[&str]) -> std::process::Output {
     tracekit(all)
 }
 
+/// `tracekit -q --dcfg DCFG bbv ARGS…`.
+fn bbv_dcfg(dcfg: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["-q", "--dcfg", dcfg, "bbv"];
+    all.extend_from_slice(args);
+    tracekit(all)
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -269,19 +276,18 @@ fn dcfg_trace_fixtures_with_their_dcfgs() {
         };
         let map = dir.join(format!("{name}.csv"));
         let prefix = format!("{name}-1");
-        let o = tracekit([
-            "-q",
-            "--dcfg",
+        let o = bbv_dcfg(
             s(&dcfg),
-            "bbv",
-            s(&trace),
-            "--slice",
-            "1",
-            "-o",
-            s(&dir.join(format!("{prefix}.bb"))),
-            "--map",
-            s(&map),
-        ]);
+            &[
+                s(&trace),
+                "--slice",
+                "1",
+                "-o",
+                s(&dir.join(format!("{prefix}.bb"))),
+                "--map",
+                s(&map),
+            ],
+        );
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         // id → pc from the map.
         let pcs: HashMap<u32, u64> = read(&map)
@@ -311,17 +317,16 @@ fn dcfg_trace_fixtures_with_their_dcfgs() {
                 .collect();
             for n in [7, 50, 333] {
                 let prefix = format!("{name}-{n}");
-                let o = tracekit([
-                    "-q",
-                    "--dcfg",
+                let o = bbv_dcfg(
                     s(&dcfg),
-                    "bbv",
-                    s(&trace),
-                    "--slice",
-                    &n.to_string(),
-                    "-o",
-                    s(&dir.join(format!("{prefix}.bb"))),
-                ]);
+                    &[
+                        s(&trace),
+                        "--slice",
+                        &n.to_string(),
+                        "-o",
+                        s(&dir.join(format!("{prefix}.bb"))),
+                    ],
+                );
                 assert!(o.status.success(), "{name}: {}", stderr(&o));
                 let text = read(&file(&prefix, key));
                 assert_eq!(text, reslice(&runs, n), "{name} {key:?} slice {n}");
@@ -367,18 +372,10 @@ fn real_dcfg_with_a_trace_using_every_edge() {
         .map(|(_, b)| g.block_count(b.id) * u64::from(b.num_instrs))
         .sum();
     let out = dir.join("real.bb");
-    let o = tracekit([
-        "-q",
-        "--dcfg",
+    let o = bbv_dcfg(
         s(&dcfg_path),
-        "bbv",
-        s(&trace),
-        "--slice",
-        "10000",
-        "-o",
-        s(&out),
-        "--global",
-    ]);
+        &[s(&trace), "--slice", "10000", "-o", s(&out), "--global"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let (slices, markers) = parse(&read(&out));
     let total: u64 = slices.iter().flatten().map(|p| p.1).sum();
@@ -397,19 +394,18 @@ fn real_dcfg_with_a_trace_using_every_edge() {
         .map(|(_, _, l)| (g.block_addr(l.head).unwrap(), g.block_count(l.head)))
         .collect();
     let out = dir.join("loops.bb");
-    let o = tracekit([
-        "-q",
-        "--dcfg",
+    let o = bbv_dcfg(
         s(&dcfg_path),
-        "bbv",
-        s(&trace),
-        "--slice",
-        "100",
-        "-o",
-        s(&out),
-        "--global",
-        "--loop-bounded",
-    ]);
+        &[
+            s(&trace),
+            "--slice",
+            "100",
+            "-o",
+            s(&out),
+            "--global",
+            "--loop-bounded",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let (slices, markers) = parse(&read(&out));
     assert!(!markers.is_empty());
@@ -544,18 +540,10 @@ fn errors() {
     // A DCFG without loops.
     let dcfg = dir.join("basic.dcfg.json");
     std::fs::write(&dcfg, fixture_dcfg("basic")).unwrap();
-    let o = tracekit([
-        "-q",
-        "--dcfg",
+    let o = bbv_dcfg(
         s(&dcfg),
-        "bbv",
-        s(&trace),
-        "--slice",
-        "10",
-        "-o",
-        s(&out),
-        "--loop-bounded",
-    ]);
+        &[s(&trace), "--slice", "10", "-o", s(&out), "--loop-bounded"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("loop"), "{}", stderr(&o));
     // The DCFG of another run: the first edge of the walk is missing; no output is left.
@@ -565,17 +553,7 @@ fn errors() {
         dcfg_json(&[(1000, 40, &|e| c40.instrs_of(e))], Some(1)),
     )
     .unwrap();
-    let o = tracekit([
-        "-q",
-        "--dcfg",
-        s(&dcfg),
-        "bbv",
-        s(&trace),
-        "--slice",
-        "10",
-        "-o",
-        s(&out),
-    ]);
+    let o = bbv_dcfg(s(&dcfg), &[s(&trace), "--slice", "10", "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(
@@ -590,17 +568,7 @@ fn errors() {
     );
     // Another run's process.
     std::fs::write(&dcfg, fixture_dcfg("compressed")).unwrap();
-    let o = tracekit([
-        "-q",
-        "--dcfg",
-        s(&dcfg),
-        "bbv",
-        s(&trace),
-        "--slice",
-        "10",
-        "-o",
-        s(&out),
-    ]);
+    let o = bbv_dcfg(s(&dcfg), &[s(&trace), "--slice", "10", "-o", s(&out)]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("process 1000"), "{}", stderr(&o));
     // A damaged trace: exit 1, no output.
