@@ -464,6 +464,19 @@ impl<'a> Blocks<'a> {
         self.state.instructions
     }
 
+    /// The number of the next block (instructions and user blocks, from 0).
+    #[inline]
+    pub(super) fn next_block_number(&self) -> u64 {
+        self.state.blocks()
+    }
+
+    /// The thread of the last instruction block (0 before the first thread id): that of
+    /// the next block without a thread id.
+    #[inline]
+    pub(super) fn thread(&self) -> u32 {
+        self.state.thread()
+    }
+
     /// Passes over the usual blocks without a thread id from here (see [`walk_plain`])
     /// while `on_block` says to go on, and returns the instructions passed; the next
     /// [`Iterator::next`] returns the block after them. Passes nothing when a thread-id

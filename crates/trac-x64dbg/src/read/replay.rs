@@ -200,7 +200,7 @@ impl ReplayState {
 
     /// Takes in the instruction `ins`: counts it and applies its register changes, so that
     /// [`ReplayState::regs`] is the state before it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn instruction(&mut self, ins: &Instruction<'_>) {
         if ins.index() == 0 && !ins.is_full_dump() {
             self.started_without_dump = true;
@@ -215,7 +215,7 @@ impl ReplayState {
     }
 
     /// Takes in the block `block` (instruction or user block).
-    #[inline]
+    #[inline(always)]
     pub(super) fn block(&mut self, block: &Block<'_>) {
         self.blocks_read += 1;
         match block {
@@ -259,6 +259,53 @@ impl<'a> Replay<'a> {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+
+    /// Takes in at most `max` of the usual instruction blocks from here (no thread id, not
+    /// a full dump, at most 8 register changes and 8 memory accesses: nearly all of a
+    /// trace), as [`Replay::next_instruction`] would return them, and calls
+    /// `on_instruction` with each and the register state before it; returns how many.
+    /// Stops before any other block (which [`Replay::next_instruction`] then returns),
+    /// near the end of the bytes, and before the first instruction of the trace.
+    ///
+    /// The lean walk of the index pass: the blocks are measured one after the other
+    /// without the block iterator's general decoding, for readers that fill columns from
+    /// runs of instructions.
+    #[inline]
+    pub fn walk_plain(
+        &mut self,
+        max: u64,
+        mut on_instruction: impl FnMut(&Instruction<'a>, &RegDump),
+    ) -> u64 {
+        // The first instruction counts a session and whether the trace started without a
+        // full dump: it goes the general way.
+        if max == 0 || self.blocks.instructions() == 0 {
+            return 0;
+        }
+        let Replay { blocks, state } = self;
+        let (first, block, thread) = (
+            blocks.instructions(),
+            blocks.next_block_number(),
+            u64::from(blocks.thread()),
+        );
+        let (mut offset, mut k) = (blocks.offset().0, 0u64);
+        let count = blocks.walk_plain(|ins| {
+            if k >= max {
+                return false;
+            }
+            let mut ins = *ins;
+            ins.meta.index = first + k;
+            ins.meta.block = block + k;
+            ins.meta.offset = offset;
+            ins.meta.packed |= thread;
+            offset += ins.meta.len;
+            k += 1;
+            ins.apply(&mut state.regs);
+            on_instruction(&ins, &state.regs);
+            true
+        });
+        state.blocks_read += count;
+        count
     }
 
     /// [`Replay::next_block`] with the register state before the block (the same calls as

@@ -374,6 +374,75 @@ fn general_replay_follows_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u16) -> TestResult);
 }
 
+/// [`Replay::walk_plain`] mixed with [`Replay::next_instruction`] (walks of at most
+/// `step` instructions between single steps) gives the instructions of the replay, with
+/// the same numbers, offsets, threads, bytes and register state before each, ends where
+/// the replay ends (also on a cut trace), and leaves the same counters.
+#[test]
+fn walk_plain_follows_the_replay() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Instructions walked over all cases: the walk must take some.
+    static WALKED: AtomicU64 = AtomicU64::new(0);
+    fn seen(
+        ins: &trac_x64dbg::Instruction<'_>,
+        regs: &RegDump,
+    ) -> (u64, u64, u64, u32, Vec<u8>, RegDump) {
+        (
+            ins.index(),
+            ins.block(),
+            ins.offset().0,
+            ins.thread(),
+            ins.bytes().to_vec(),
+            regs.clone(),
+        )
+    }
+    fn prop(s: Steps, step: u8, cut: u16) -> TestResult {
+        let mut bytes = record(&s);
+        bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
+        let trace = Trace::parse(&bytes).unwrap();
+        let mut full = trace.replay();
+        let mut want = Vec::new();
+        let want_end = loop {
+            match full.next_instruction() {
+                Some(Ok(ins)) => want.push(seen(&ins, full.regs())),
+                other => break other.map(|r| r.is_ok()),
+            }
+        };
+        let mut got = Vec::new();
+        let mut replay = trace.replay();
+        let end = loop {
+            let max = u64::from(step % 8) * 3;
+            let n = replay.walk_plain(max, |ins, regs| got.push(seen(ins, regs)));
+            WALKED.fetch_add(n, Ordering::Relaxed);
+            match replay.next_instruction() {
+                Some(Ok(ins)) => got.push(seen(&ins, replay.regs())),
+                other => break other.map(|r| r.is_ok()),
+            }
+        };
+        if got != want {
+            return TestResult::error(format!(
+                "{} instructions, want {} (or one differs)",
+                got.len(),
+                want.len()
+            ));
+        }
+        if end != want_end {
+            return TestResult::error("the walk ends elsewhere");
+        }
+        if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
+            return TestResult::error("the counters differ");
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
+    assert!(
+        WALKED.load(Ordering::Relaxed) > 0,
+        "the walk took no instruction"
+    );
+}
+
 /// [`Blocks::pass_equal`] against a copy changed at random places passes the blocks the
 /// replay reads, up to the first change: exactly the blocks that end by it when the flag
 /// decides the thread-id bytes, else possibly fewer (a thread-id decision that would look

@@ -595,27 +595,60 @@ impl<W: Write> Visitor for JsonLines<W> {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
+///
+/// The digits are made in a fixed array and copied with a fixed-size copy cut back to
+/// their number (a few moves; a byte at a time, each push checks the capacity).
+#[inline]
 fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
-    // Digits needed: one per started nibble, at least one.
+    // Digits needed: one per started nibble, at least one (so 1..=16).
     let digits = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
     let pad = usize::from(width)
         .saturating_sub(2)
         .saturating_sub(digits as usize);
-    buf.reserve(pad.saturating_add(20));
     buf.extend_from_slice(b"\"0x");
-    buf.resize(buf.len().saturating_add(pad), b'0');
-    for i in (0..digits).rev() {
-        let nibble = v.wrapping_shr(i.wrapping_mul(4)) & 0xf;
-        buf.push(HEX.get(nibble as usize).copied().unwrap_or(b'0'));
+    if pad > 0 {
+        buf.resize(buf.len().saturating_add(pad), b'0');
     }
-    buf.push(b'"');
+    // The first digit in the top nibble, then the closing quote after the last one.
+    let top = v.wrapping_shl(16u32.saturating_sub(digits).wrapping_mul(4));
+    let mut out = [b'"'; 17];
+    for (k, o) in (0u32..).zip(out.iter_mut().take(16)) {
+        *o = hex_digit(top.wrapping_shr(60u32.wrapping_sub(k.wrapping_mul(4))));
+    }
+    if let Some(q) = out.get_mut(digits as usize) {
+        *q = b'"';
+    }
+    let end = buf.len().saturating_add(digits as usize).saturating_add(1);
+    buf.extend_from_slice(&out);
+    buf.truncate(end);
 }
 
+/// The hex digit of the low nibble of `x`.
+#[inline(always)]
+fn hex_digit(x: u64) -> u8 {
+    HEX.get((x & 0xf) as usize).copied().unwrap_or(b'0')
+}
+
+/// The bytes `v` in hex; up to 16 bytes (an instruction's) with one fixed-size copy.
+#[inline]
 fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
+    if v.len() <= 16 {
+        let mut out = [0u8; 32];
+        for (pair, b) in out.chunks_exact_mut(2).zip(v) {
+            if let [hi, lo] = pair {
+                *hi = hex_digit(u64::from(b >> 4));
+                *lo = hex_digit(u64::from(*b));
+            }
+        }
+        let end = buf.len().saturating_add(v.len().saturating_mul(2));
+        buf.extend_from_slice(&out);
+        buf.truncate(end);
+        return;
+    }
     buf.reserve(v.len().saturating_mul(2));
     for b in v {
-        buf.push(*HEX.get(usize::from(b >> 4)).unwrap_or(&b'0'));
-        buf.push(*HEX.get(usize::from(b & 0xf)).unwrap_or(&b'0'));
+        buf.push(hex_digit(u64::from(b >> 4)));
+        buf.push(hex_digit(u64::from(*b)));
     }
 }
 
