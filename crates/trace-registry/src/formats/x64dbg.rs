@@ -1257,10 +1257,10 @@ impl<'c> InstructionColumns<'c> {
 /// by the next call).
 ///
 /// The `state` columns, the thread and the pc are filled in runs: a register keeps its
-/// value until a block records a change to it (a handful of the state words per block),
-/// so each column is extended with the value it had at the rows where it changes and at
-/// the end (a fill of a run, which vectorizes), rather than pushed row by row through
-/// its own buffer (twenty pushes a row, half the time of the fast path before).
+/// value until a block records a change to it (a few of the state words per block), so
+/// each column is extended by a run of its value where it changes and at the end, rather
+/// than pushed row by row (twenty pushes a row, each through its own buffer). The usual
+/// blocks come through the lean walk ([`Replay::walk_plain`]).
 fn fill_instructions(
     r: &mut Replay<'_>,
     cols: InstructionColumns<'_>,

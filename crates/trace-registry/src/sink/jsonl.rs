@@ -652,29 +652,69 @@ fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
     }
 }
 
+/// `v` in decimal, two digits at a time from a table (a division per pair).
 fn push_dec(buf: &mut Vec<u8>, v: u64) {
     let mut digits = [0u8; 20];
-    let mut n = 0;
+    let mut at = digits.len();
     let mut x = v;
-    loop {
-        if let Some(d) = digits.get_mut(19usize.saturating_sub(n)) {
-            // `x % 10` is below 10, so the cast cannot truncate.
-            *d = b'0'.saturating_add((x % 10) as u8);
-        }
-        n = n.saturating_add(1);
-        x /= 10;
-        if x == 0 || n == 20 {
-            break;
+    while x >= 100 {
+        let pair = (x % 100) as usize;
+        x /= 100;
+        at = at.saturating_sub(2);
+        if let (Some(d), Some(p)) = (
+            digits.get_mut(at..at.saturating_add(2)),
+            DEC_PAIRS.get(pair.saturating_mul(2)..pair.saturating_mul(2).saturating_add(2)),
+        ) {
+            d.copy_from_slice(p);
         }
     }
-    buf.extend_from_slice(digits.get(20usize.saturating_sub(n)..).unwrap_or_default());
+    // One or two digits left (`x` < 100).
+    let pair = x as usize;
+    let (from, len) = if x >= 10 { (0, 2) } else { (1, 1) };
+    at = at.saturating_sub(len);
+    if let (Some(d), Some(p)) = (
+        digits.get_mut(at..at.saturating_add(len)),
+        DEC_PAIRS.get(
+            pair.saturating_mul(2).saturating_add(from)..pair.saturating_mul(2).saturating_add(2),
+        ),
+    ) {
+        d.copy_from_slice(p);
+    }
+    buf.extend_from_slice(digits.get(at..).unwrap_or_default());
 }
+
+/// `"00" "01" … "99"`: the two digits of every number below 100.
+const DEC_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
 
 fn push_int(buf: &mut Vec<u8>, v: i64) {
     if v < 0 {
         buf.push(b'-');
     }
     push_dec(buf, v.unsigned_abs());
+}
+
+/// Whether `s` has a byte JSON escapes (`"`, `\\` or a control character), looked for
+/// eight bytes at a time.
+#[inline]
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether a byte of `x` is below `n` (for `n` ≤ 0x80): exact as a whole (a byte
+    // can be marked wrongly only above a byte that is below `n`).
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES.wrapping_mul(n)) & !x & HIGH != 0;
+    let (words, rest) = s.as_chunks::<8>();
+    let word_needs = words.iter().any(|w| {
+        let x = u64::from_le_bytes(*w);
+        below(x, 0x20)
+            || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
+            || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
+    });
+    word_needs || rest.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// A JSON string literal.
@@ -686,7 +726,7 @@ fn push_str(buf: &mut Vec<u8>, s: &str) {
 
 /// The inside of a JSON string literal: `"`, `\` and control characters escaped.
 fn push_str_body(buf: &mut Vec<u8>, s: &str) {
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !needs_escape(s.as_bytes()) {
         buf.extend_from_slice(s.as_bytes());
         return;
     }
@@ -742,6 +782,55 @@ mod tests {
         let mut b = Vec::new();
         push_str(&mut b, "a\"\\\u{1}é\n\t");
         assert_eq!(String::from_utf8(b).unwrap(), s);
+    }
+
+    /// The number and string writers against the standard library's formatting and a
+    /// byte-by-byte escape check, on random values.
+    #[test]
+    fn writers_match_the_reference() {
+        fn prop(v: u64, width: u8, bytes: Vec<u8>, text: String) -> bool {
+            let mut b = Vec::new();
+            push_dec(&mut b, v);
+            let dec = b == v.to_string().into_bytes();
+            let mut b = Vec::new();
+            let width = width % 24;
+            push_hex_quoted(&mut b, v, width);
+            let want = if width > 0 {
+                format!("\"{v:#0w$x}\"", w = usize::from(width))
+            } else {
+                format!("\"{v:#x}\"")
+            };
+            let hex = b == want.into_bytes();
+            let mut b = Vec::new();
+            push_hex_bytes(&mut b, &bytes);
+            let hex_bytes = b
+                == bytes
+                    .iter()
+                    .map(|x| format!("{x:02x}"))
+                    .collect::<String>()
+                    .into_bytes();
+            let naive = |s: &[u8]| s.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+            let escape = needs_escape(text.as_bytes()) == naive(text.as_bytes())
+                && needs_escape(&bytes) == naive(&bytes);
+            dec && hex && hex_bytes && escape
+        }
+        quickcheck::QuickCheck::new()
+            .tests(2000)
+            .quickcheck(prop as fn(u64, u8, Vec<u8>, String) -> bool);
+        for s in [
+            "",
+            "rax",
+            "0123456\"",
+            "01234567\u{1f}",
+            "abcdefgh\\ijk",
+            "é\u{7f}\u{80}",
+        ] {
+            assert_eq!(
+                needs_escape(s.as_bytes()),
+                s.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\'),
+                "{s:?}"
+            );
+        }
     }
 
     /// A row of two fields the JSON shows differently: a child table shown as its values.
