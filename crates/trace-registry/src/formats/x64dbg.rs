@@ -1348,7 +1348,6 @@ fn fill_instructions(
         }
         n = n.saturating_add(1);
     }
-    drop(row);
     thread.close(n);
     for run in &mut runs {
         run.close(n);
