@@ -428,6 +428,15 @@ pub trait Steps {
         let _ = wanted;
     }
 
+    /// Which words of [`Steps::regs`] may differ from what they were before the step
+    /// returned before the last one: bit `k` for word `k` (words from 64 on always count
+    /// as changed). A superset: a reader that keeps the previous step's registers need
+    /// compare only these (the Tenet conversion). The default, every word; x64dbg under
+    /// [`RegsWanted::General`] gives the words its block set.
+    fn regs_changed(&self) -> u64 {
+        u64::MAX
+    }
+
     /// Whether a step's memory accesses are snapshots taken before the instruction ran
     /// (tfile frames), rather than what the instruction itself read and wrote.
     fn memory_is_snapshot(&self) -> bool {

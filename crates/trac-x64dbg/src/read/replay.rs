@@ -538,6 +538,7 @@ impl<'a> Replay<'a> {
             blocks: self.blocks.clone(),
             regs: self.state.regs.clone(),
             general: general_words(self.state.regs.arch()),
+            changed: u64::MAX,
         }
     }
 }
@@ -557,6 +558,8 @@ pub struct GeneralReplay<'a> {
     blocks: Blocks<'a>,
     regs: RegDump,
     general: usize,
+    /// The general words the last instruction's block changed ([`GeneralReplay::changed`]).
+    changed: u64,
 }
 
 impl<'a> GeneralReplay<'a> {
@@ -579,9 +582,19 @@ impl<'a> GeneralReplay<'a> {
     pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
         let block = self.blocks.next()?;
         if let Ok(Block::Instruction(ins)) = &block {
-            ins.apply_below(self.general, &mut self.regs);
+            self.changed = ins.apply_below(self.general, &mut self.regs);
         }
         Some(block)
+    }
+
+    /// The general words (bit `k` for word `k`) that the block of the last instruction
+    /// returned set: a superset of those whose value differs from the instruction before
+    /// (a block may set a word to the value it had). Every bit before the first
+    /// instruction.
+    #[must_use]
+    #[inline]
+    pub fn changed(&self) -> u64 {
+        self.changed
     }
 
     /// [`GeneralReplay::next_block`] with the register state before the block.
@@ -617,16 +630,22 @@ impl<'a> GeneralReplay<'a> {
 
 impl Instruction<'_> {
     /// [`Instruction::apply`] of the changes to words `0..words` only: the changes come
-    /// by increasing word, so it stops at the first change past them.
+    /// by increasing word, so it stops at the first change past them. Returns the words
+    /// set, bit `k` for word `k` (words from 64 on have no bit).
     #[inline]
-    pub fn apply_below(&self, words: usize, regs: &mut RegDump) {
+    pub fn apply_below(&self, words: usize, regs: &mut RegDump) -> u64 {
         let all = regs.words_mut();
         let (low, _) = all.split_at_mut(words.min(all.len()));
+        let mut set = 0u64;
         for change in self.regs() {
             match low.get_mut(usize::from(change.index)) {
-                Some(slot) => *slot = change.value,
+                Some(slot) => {
+                    *slot = change.value;
+                    set |= 1u64.checked_shl(u32::from(change.index)).unwrap_or(0);
+                }
                 None => break,
             }
         }
+        set
     }
 }

@@ -616,6 +616,15 @@ impl Steps for X64Steps<'_> {
         words.get(..self.names.len()).unwrap_or(words)
     }
 
+    /// The words the last block set under the lean replay (every word after a seek, and
+    /// under the full replay).
+    fn regs_changed(&self) -> u64 {
+        match &self.blocks {
+            Blocks::General(r) => r.changed(),
+            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
+        }
+    }
+
     fn named_regs(&self, out: &mut Vec<NamedReg>) {
         let regs = self.blocks.regs();
         out.extend(self.fields.iter().map(|f| {
