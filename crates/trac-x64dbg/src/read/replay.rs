@@ -202,6 +202,13 @@ impl ReplayState {
     /// [`ReplayState::regs`] is the state before it.
     #[inline]
     pub(super) fn instruction(&mut self, ins: &Instruction<'_>) {
+        self.count(ins);
+        ins.apply(&mut self.regs);
+    }
+
+    /// Counts the instruction `ins` (its changes not applied).
+    #[inline]
+    fn count(&mut self, ins: &Instruction<'_>) {
         if ins.index() == 0 && !ins.is_full_dump() {
             self.started_without_dump = true;
         }
@@ -211,7 +218,6 @@ impl ReplayState {
         if ins.index() == 0 || ins.starts_session() {
             self.sessions += 1;
         }
-        ins.apply(&mut self.regs);
     }
 
     /// Takes in the block `block` (instruction or user block).
@@ -256,6 +262,40 @@ impl<'a> Replay<'a> {
             match self.next_block()? {
                 Ok(Block::Instruction(ins)) => return Some(Ok(ins)),
                 Ok(Block::User(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// [`Replay::next_instruction_with_regs`] that also marks the `REGDUMP` words the
+    /// instruction's block sets in `changed` (word `k` as bit `k % 64` of `changed[k / 64]`)
+    /// in the same pass over its changes: for a reader that copies only the registers
+    /// changed since it last looked (marks add up until it clears them).
+    #[inline]
+    pub fn next_instruction_marking(
+        &mut self,
+        changed: &mut [u64; 4],
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        loop {
+            let block = self.blocks.next()?;
+            self.state.blocks_read += 1;
+            match block {
+                Ok(Block::Instruction(ins)) => {
+                    self.state.count(&ins);
+                    let words = self.state.regs.words_mut();
+                    for change in ins.regs() {
+                        let i = usize::from(change.index);
+                        // The reader checked every index against the REGDUMP.
+                        if let Some(slot) = words.get_mut(i) {
+                            *slot = change.value;
+                        }
+                        if let Some(bits) = changed.get_mut(i >> 6) {
+                            *bits |= 1 << (i & 63);
+                        }
+                    }
+                    return Some(Ok((ins, &self.state.regs)));
+                }
+                Ok(Block::User(_)) => self.state.user_blocks += 1,
                 Err(e) => return Some(Err(e)),
             }
         }

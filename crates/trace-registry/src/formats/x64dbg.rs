@@ -595,7 +595,10 @@ impl Steps for X64Steps<'_> {
         if self.done {
             return None;
         }
+        // In memory, the replay marks the words changed as it applies them.
+        let marked = self.tracking && matches!(self.blocks, Blocks::Slice(_));
         let next = match &mut self.blocks {
+            Blocks::Slice(r) if marked => r.next_instruction_marking(&mut self.dirty),
             Blocks::Slice(r) => r.next_instruction_with_regs(),
             Blocks::Stream(r) => r.next_instruction_with_regs(),
             Blocks::General(r) => r.next_instruction_with_regs(),
@@ -604,7 +607,7 @@ impl Steps for X64Steps<'_> {
             Ok((ins, regs)) => {
                 if ins.is_full_dump() {
                     self.all_dirty = true;
-                } else if self.tracking {
+                } else if self.tracking && !marked {
                     for c in ins.regs() {
                         let i = usize::from(c.index);
                         if let Some(bits) = self.dirty.get_mut(i >> 6) {
