@@ -367,7 +367,8 @@ fn general_replay_follows_the_replay() {
             // Every word that differs from the instruction before has its bit set.
             let now = &d.regs.words()[..n];
             if let Some(before) = &before
-                && let Some(k) = (0..n).find(|&k| now[k] != before[k] && lean.changed() & (1 << k) == 0)
+                && let Some(k) =
+                    (0..n).find(|&k| now[k] != before[k] && lean.changed() & (1 << k) == 0)
             {
                 return TestResult::error(format!("word {k} of {} not marked", d.index));
             }
@@ -396,7 +397,10 @@ fn marking_replay_marks_every_change() {
         let mut marks = [0u64; 4];
         let mut looked: Option<Vec<u64>> = None;
         for (k, d) in got.iter().enumerate() {
-            let (ins, regs) = marking.next_instruction_marking(&mut marks).unwrap().unwrap();
+            let (ins, regs) = marking
+                .next_instruction_marking(&mut marks)
+                .unwrap()
+                .unwrap();
             if ins.index() != d.index || regs != &d.regs {
                 return TestResult::error(format!("instruction {} differs", d.index));
             }
