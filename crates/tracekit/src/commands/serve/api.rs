@@ -1,0 +1,1 @@
+//! The JSON API of `tracekit serve` (work in progress).

@@ -1,0 +1,2 @@
+// Placeholder: the page helper replaces this with the explorer.
+"use strict";
