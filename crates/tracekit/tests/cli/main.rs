@@ -10,6 +10,7 @@
 
 mod amber;
 mod bbv;
+mod browser;
 mod common;
 mod dcfg;
 mod dcfg_trace;

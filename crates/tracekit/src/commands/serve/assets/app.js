@@ -277,11 +277,22 @@
 
   const ACCESS = { read: 'R', write: 'W', readwrite: 'RW', unknown: '?' };
 
-  function regsText(regs) {
-    if (!regs) return '';
-    const entries = Object.entries(regs);
-    const text = entries.map(([k, v]) => `${k}=${v}`).join(' ');
-    return entries.length > 24 ? `[full dump, ${entries.length} values] ${text}` : text;
+  const PC_NAMES = new Set(['rip', 'eip', 'pc', 'nip']);
+  const LOOKAHEAD = 256; // rows searched for the previous step of the same thread
+
+  // The registers step i set. A row holds register values as they were before its step;
+  // x64dbg records a register in a row when it differs from the row before or after, so a
+  // register step i changed is in rows i and i+1 with different values (full dumps
+  // included). Known only when step i+1 is the same thread and loaded. The pc, which every
+  // step changes, is left out.
+  function writtenText(i, row) {
+    const next = rowAt(i + 1);
+    if (!next) return i + 1 < count() ? '…' : '';
+    if (next.thread !== row.thread || !row.regs || !next.regs) return '';
+    return Object.entries(next.regs)
+      .filter(([k, v]) => !PC_NAMES.has(k) && k in row.regs && row.regs[k] !== v)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ');
   }
 
   function memText(mem) {
@@ -298,36 +309,34 @@
       .join('  ');
   }
 
+  function setText(cell, text, title = '') {
+    if (cell.textContent !== text) cell.textContent = text;
+    if (cell.title !== title) cell.title = title;
+  }
+
   function fillRow(el, i) {
     const row = rowAt(i);
-    const key = `${i}|${row ? 1 : 0}|${st.selected === i ? 1 : 0}`;
-    if (el.dataset.key === key) return;
-    el.dataset.key = key;
-    el.dataset.i = String(i);
-    el.setAttribute('aria-rowindex', String(i + 1));
-    el.setAttribute('aria-selected', st.selected === i ? 'true' : 'false');
-    el.classList.toggle('selected', st.selected === i);
+    const sel = st.selected === i;
+    if (el.dataset.i !== String(i) || el.classList.contains('selected') !== sel) {
+      el.dataset.i = String(i);
+      el.setAttribute('aria-rowindex', String(i + 1));
+      el.setAttribute('aria-selected', String(sel));
+      el.classList.toggle('selected', sel);
+    }
     el.classList.toggle('loading', !row);
     const [ci, ct, cpc, casm, cregs, cmem] = el.children;
-    ci.textContent = String(i);
+    setText(ci, String(i));
     if (row) {
-      ct.textContent = row.thread ?? '';
-      cpc.textContent = row.pc ?? '';
-      casm.textContent = row.asm ?? (row.opcode ? `(${row.opcode})` : '');
-      const r = regsText(row.regs);
+      setText(ct, String(row.thread ?? ''));
+      setText(cpc, row.pc ?? '');
+      setText(casm, row.asm ?? (row.opcode ? `(${row.opcode})` : ''));
+      const r = writtenText(i, row);
       const m = memText(row.mem);
-      cregs.textContent = r;
-      cregs.title = r.length > 40 ? r.slice(0, 2000) : '';
-      cmem.textContent = m;
-      cmem.title = m.length > 40 ? m : '';
+      setText(cregs, r, r.length > 30 ? r : '');
+      setText(cmem, m, m.length > 30 ? m : '');
     } else {
-      ct.textContent = '';
-      cpc.textContent = '';
-      casm.textContent = 'loading…';
-      cregs.textContent = '';
-      cregs.title = '';
-      cmem.textContent = '';
-      cmem.title = '';
+      for (const c of [ct, cpc, cregs, cmem]) setText(c, '');
+      setText(casm, 'loading…');
     }
   }
 
@@ -377,9 +386,17 @@
     $('regs-panel').setAttribute('aria-busy', 'true');
     $('mem-panel').setAttribute('aria-busy', 'true');
     try {
+      // The previous step of this thread: i-1 when the rows say so (or are not loaded).
+      const row = rowAt(i);
+      let p = i - 1;
+      if (row) {
+        const lo = Math.max(0, i - LOOKAHEAD);
+        while (p >= lo && rowAt(p) && rowAt(p).thread !== row.thread) p--;
+        if (p < lo || !rowAt(p)) p = -1;
+      }
       const [cur, prev] = await Promise.all([
         getState(i, ctl.signal),
-        i > 0 ? getState(i - 1, ctl.signal).catch((e) => (isAbort(e) ? Promise.reject(e) : null)) : null,
+        p >= 0 ? getState(p, ctl.signal).catch((e) => (isAbort(e) ? Promise.reject(e) : null)) : null,
       ]);
       if (ctl.signal.aborted) return;
       renderRegs(i, cur, prev);
@@ -425,16 +442,8 @@
 
   function renderRegs(i, cur, prev) {
     const regs = cur.regs || {};
-    // Changed by the previous step of this thread: against the previous step's state when it
-    // is the same thread, else the registers the row records as changed.
-    let changed;
-    if (prev && prev.thread === cur.thread) {
-      changed = (k) => prev.regs[k] !== regs[k];
-    } else {
-      const row = rowAt(i);
-      const rec = row && row.regs && Object.keys(row.regs).length <= 24 ? row.regs : {};
-      changed = (k) => k in rec;
-    }
+    // Changed by the previous step of this thread: its state against this one.
+    const changed = prev && prev.thread === cur.thread ? (k) => prev.regs[k] !== regs[k] : () => false;
     const byGroup = new Map(GROUPS.map(([g]) => [g, []]));
     for (const name of Object.keys(regs)) byGroup.get(groupOf(name)).push(name);
 
