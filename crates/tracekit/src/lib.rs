@@ -453,10 +453,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {
             commands::regions::run(args, out)
         }),
-        Cmd::Serve(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            commands::serve::run(h, input, &options, args, out, err)
-        }
+        Cmd::Serve(args) => commands::serve::run(args, forced, &options, out, err),
     }
 }
 

@@ -350,7 +350,7 @@ pub fn mem(
     ctx: &mut Ctx<'_>,
     query: &MemQuery,
 ) -> Result<(Memory, Option<Error>), Error> {
-    let sidecar = sidecar(handler, input, ctx);
+    let mut sidecar = sidecar(handler, input, ctx);
     // Said once, above: the steps would say the same of the sidecar.
     let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
     let steps = handler.steps(
@@ -363,6 +363,22 @@ pub fn mem(
     );
     ctx.diagnostics = notes;
     let mut steps = steps?;
+    mem_of(steps.as_mut(), sidecar.as_mut(), ctx, query)
+}
+
+/// [`mem`] over steps already open (at their start) and the sidecar index, if the caller
+/// has a usable one whose format seeks: for a caller that keeps both open (`tracekit
+/// serve`).
+///
+/// # Errors
+///
+/// As [`mem`].
+pub fn mem_of(
+    steps: &mut dyn Steps,
+    sidecar: Option<&mut Sidecar>,
+    ctx: &mut Ctx<'_>,
+    query: &MemQuery,
+) -> Result<(Memory, Option<Error>), Error> {
     let len = query
         .len
         .unwrap_or_else(|| u64::from(steps.isa().word_size()));
@@ -384,7 +400,7 @@ pub fn mem(
         ..Memory::unknown(query.at, query.addr, n)
     };
     if let Some(sidecar) = sidecar {
-        if let Some(damage) = from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)? {
+        if let Some(damage) = from_sidecar(steps, sidecar, query.at, &mut memory)? {
             return Ok((memory, damage));
         }
         // Too many candidates: the pass, from the start.
@@ -394,7 +410,7 @@ pub fn mem(
         };
         steps.seek(0)?;
     }
-    let damage = read(steps.as_mut(), ctx, query.at, &mut memory)?;
+    let damage = read(steps, ctx, query.at, &mut memory)?;
     Ok((memory, damage))
 }
 
@@ -429,7 +445,7 @@ const MAX_WINDOW: usize = 1 << 16;
 /// gives up (`None`), and the caller makes the pass.
 fn from_sidecar(
     steps: &mut dyn Steps,
-    mut sidecar: Sidecar,
+    sidecar: &mut Sidecar,
     at: u64,
     memory: &mut Memory,
 ) -> Result<Option<Option<Error>>, Error> {
