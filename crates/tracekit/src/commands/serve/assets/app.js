@@ -198,6 +198,7 @@
     if (st.steps === n) return;
     st.steps = n;
     list.setAttribute('aria-rowcount', String(n));
+    $('list-panel').style.setProperty('--c-i', `${Math.max(4, String(Math.max(0, n - 1)).length)}ch`);
     layout();
   }
 
@@ -295,16 +296,15 @@
       .join(' ');
   }
 
+  // Each access as ACCESS ADDR:SIZE=VALUE, the value written (new) or else the value read.
   function memText(mem) {
     if (!Array.isArray(mem)) return '';
     return mem
       .map((m) => {
         const acc = m.access ? `${ACCESS[m.access] || m.access} ` : '';
         const size = m.size ? `:${m.size}` : '';
-        let val = '';
-        if (m.new !== undefined && m.new !== null) val = ` ${m.old ?? '?'}→${m.new}`;
-        else if (m.old !== undefined && m.old !== null) val = ` =${m.old}`;
-        return `${acc}[${m.addr}${size}]${val}`;
+        const v = m.new ?? m.old;
+        return `${acc}${m.addr}${size}${v === undefined || v === null ? '' : `=${v}`}`;
       })
       .join('  ');
   }
