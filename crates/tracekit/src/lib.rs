@@ -563,6 +563,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("sidecar_read", fuzz_sidecar),
     ("bb_read", simpoint::bb::fuzz_read),
     ("simpoints_read", simpoint::simpoints::fuzz_read),
+    ("http_request", commands::serve::http::fuzz_request),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

@@ -663,17 +663,35 @@ impl Worker {
             sink.flush()
                 .map_err(|e| Response::error(500, &e.to_string(), None))?;
             drop(sink);
-            for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            // The keys of a format's lines do not change from row to row: when the first
+            // has `thread` and `mem`, the others are not parsed (x64dbg: the fast path).
+            let mut complete = false;
+            for (k, line) in buf
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .enumerate()
+            {
                 let text = String::from_utf8_lossy(line).into_owned();
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(Value::Object(m)) => rows.push(Row {
-                        i: m.get("i").and_then(Value::as_u64),
-                        has_thread: m.contains_key("thread"),
-                        has_mem: m.contains_key("mem"),
+                if complete {
+                    rows.push(Row {
+                        i: None,
+                        has_thread: true,
+                        has_mem: true,
                         text,
-                    }),
-                    _ => return Err(Response::error(500, "a row is not a JSON object", None)),
+                    });
+                    continue;
                 }
+                let Ok(Value::Object(m)) = serde_json::from_str::<Value>(&text) else {
+                    return Err(Response::error(500, "a row is not a JSON object", None));
+                };
+                let row = Row {
+                    i: m.get("i").and_then(Value::as_u64),
+                    has_thread: m.contains_key("thread"),
+                    has_mem: m.contains_key("mem"),
+                    text,
+                };
+                complete = k == 0 && row.has_thread && row.has_mem;
+                rows.push(row);
             }
         }
         if rows.is_empty() && damage.is_some() {

@@ -291,6 +291,23 @@ impl Response {
     }
 }
 
+/// Fuzzing entry point: `data` as a request head (whole, and as the server cuts it at the
+/// end of its head), then its query and path decoders. Panics only on a bug: a parsed
+/// request whose path does not start with `/`, or a refusal with a status outside 400–505.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_request(data: &[u8]) {
+    let heads = [Some(data), head_end(data).and_then(|end| data.get(..end))];
+    for head in heads.into_iter().flatten() {
+        match parse_request(head) {
+            Ok(r) => assert!(r.path.starts_with('/'), "a path without its slash"),
+            Err(e) => assert!((400..=505).contains(&e.status), "status {}", e.status),
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    let _ = parse_query(&text);
+    let _ = percent_decode(&text, true);
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
