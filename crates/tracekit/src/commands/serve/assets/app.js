@@ -134,6 +134,7 @@
       .then((ans) => {
         pages.set(p, ans.rows);
         failed.delete(p);
+        if (ans.error) showError(new Error(`rows from ${ans.from + ans.rows.length}: ${ans.error}`));
         const end = ans.from + ans.rows.length;
         if (st.steps === null) {
           if (ans.end) setSteps(end);
@@ -145,6 +146,7 @@
         if (!isAbort(e)) {
           failed.set(p, Date.now());
           showError(e);
+          setTimeout(scheduleRender, 5100); // retried if still in view
         }
       })
       .finally(() => {
@@ -655,26 +657,41 @@
     if (cell) pickByte(cell);
   });
 
-  // A hit that reads the byte: the access says so, or (without operand sizes) x64dbg
-  // recorded no new value.
-  const isRead = (h) => (h.access ? h.access !== 'write' : h.new === null || h.new === undefined);
+  const MAX_ROW_CHECKS = 200; // rows looked up per "next read" to classify writes
+
+  // Whether xref hit `h` reads the byte at `addr`. Without `access` in the hit, a hit with
+  // no new value is a read; one with a new value may be a read-modify-write, which only
+  // the row's own accesses (with operand sizes) tell.
+  async function readsByte(h, addr, budget) {
+    if (h.access) return h.access !== 'write';
+    if (h.new === null || h.new === undefined) return true;
+    if (budget.left-- <= 0) return false;
+    const row = rowAt(h.i) || (await api('rows', { from: h.i, count: 1 })).rows[0];
+    return (row.mem || []).some((m) => {
+      const a = BigInt(m.addr);
+      return a <= addr && addr < a + BigInt(m.size || 1) && m.access && m.access !== 'write';
+    });
+  }
 
   $('next-read').addEventListener('click', async () => {
     if (st.byte === null || st.selected === null) return;
+    const addr = st.byte;
     let from = st.selected + 1;
+    const budget = { left: MAX_ROW_CHECKS };
     try {
       for (let k = 0; k < READ_PAGES && from !== null && from < count(); k++) {
-        const ans = await api('xref', { addr: hex(st.byte), len: 1, from, count: READ_PAGE });
-        const hit = ans.hits.find(isRead);
-        if (hit) {
-          note(`next read of ${hex(st.byte)}: step ${hit.i}`);
-          select(hit.i, true);
-          return;
+        const ans = await api('xref', { addr: hex(addr), len: 1, from, count: READ_PAGE });
+        for (const h of ans.hits) {
+          if (await readsByte(h, addr, budget)) {
+            note(`next read of ${hex(addr)}: step ${h.i}`);
+            select(h.i, true);
+            return;
+          }
         }
         from = ans.next;
       }
-      note(from === null ? `no read of ${hex(st.byte)} after step ${st.selected}`
-        : `no read of ${hex(st.byte)} in the next ${READ_PAGES * READ_PAGE} accesses`);
+      note(from === null || from >= count() ? `no read of ${hex(addr)} after step ${st.selected}`
+        : `no read of ${hex(addr)} in the next ${READ_PAGES * READ_PAGE} accesses`);
     } catch (e) {
       showError(e);
     }
@@ -695,6 +712,10 @@
     const i = st.selected;
     try {
       const pc = await pcOf(i);
+      if (pc === null || pc === undefined) {
+        note(`step ${i} has no pc`);
+        return;
+      }
       const params = dir > 0 ? { pc, from: i + 1, count: 1 } : { pc, before: i, count: 1 };
       if (dir > 0 && i + 1 >= count()) {
         note(`no later execution of ${pc}`);
