@@ -550,6 +550,8 @@
 
   async function loadMem(i, signal) {
     const base = st.memBase;
+    $('mem-addr').value = hex(base);
+    if (!$('mem').firstChild) $('mem').textContent = 'loading…';
     const ans = await api('mem', { i, addr: hex(base), len: MEM_LEN }, signal);
     if (signal && signal.aborted) return;
     renderMem(ans, base);
