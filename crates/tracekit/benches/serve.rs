@@ -3,7 +3,12 @@
 //! built): a page of 1,000 rows with `asm` (near the start and near the end), `state` at a
 //! late step, and 64 bytes of `mem` at a late step.
 
-#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 #[path = "../../trace-registry/benches/common/mod.rs"]
 mod common;
@@ -62,8 +67,8 @@ fn bench(c: &mut Criterion) {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|r| r["mem"][0]["addr"].as_str())
-        .last()
+        .rev()
+        .find_map(|r| r["mem"][0]["addr"].as_str())
         .unwrap();
     let addr = u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
     // The word itself (every byte accessed: the sidecar's nearest candidates answer),

@@ -283,11 +283,11 @@ impl Api {
             Err(e) => return set("failed", 0, Some(e.to_string())),
         };
         let explicit = s.options.index.clone();
-        if let Ok(mut sidecar) = index::open_for(&input, explicit.as_deref(), handler.name()) {
-            if let Ok(seek) = sidecar.seek_index() {
-                self.ready(sidecar, seek);
-                return set("ready", total, None);
-            }
+        if let Ok(mut sidecar) = index::open_for(&input, explicit.as_deref(), handler.name())
+            && let Ok(seek) = sidecar.seek_index()
+        {
+            self.ready(sidecar, seek);
+            return set("ready", total, None);
         }
         set("building", 0, None);
         // The seek index first: a fast pass, and rows and state at any step need it.
@@ -939,10 +939,10 @@ impl Worker {
         let (writer, searched) =
             find_writer(steps.as_mut(), i, &reg).map_err(|e| e.into_response())?;
         let mut v = json!({ "i": i, "reg": reg, "writer": writer });
-        if writer.is_none() {
-            if let Some(map) = v.as_object_mut() {
-                map.insert("searched".into(), searched.into());
-            }
+        if writer.is_none()
+            && let Some(map) = v.as_object_mut()
+        {
+            map.insert("searched".into(), searched.into());
         }
         Ok(Response::json(200, v.to_string()))
     }
