@@ -37,6 +37,7 @@ fn tools() -> Result<(PathBuf, PathBuf), String> {
     let node = which("node").ok_or("node is not on PATH")?;
     let chromium = std::env::var_os("CHROMIUM")
         .map(PathBuf::from)
+        .filter(|p| p.is_file())
         .or_else(|| which("chromium"))
         .or_else(|| which("chromium-browser"))
         .ok_or("chromium is not on PATH and CHROMIUM is not set")?;
