@@ -388,7 +388,8 @@
     $('regs-panel').setAttribute('aria-busy', 'true');
     $('mem-panel').setAttribute('aria-busy', 'true');
     try {
-      // The previous step of this thread: i-1 when the rows say so (or are not loaded).
+      // The previous step of this thread, found in the cached rows; i-1 when step i's row is
+      // not loaded (renderRegs compares only states of the same thread).
       const row = rowAt(i);
       let p = i - 1;
       if (row) {
@@ -425,7 +426,7 @@
   const GROUPS = [
     ['general', /^([re]?(ax|bx|cx|dx|si|di|sp|bp|ip)|r\d+[dwb]?|[re]?flags|pc|lr|ctr|msr|cr|xer|eip|rip)$/i, true],
     ['flags', /^(flags\.|eflags\.)/i, true],
-    ['segments', /^([c-gs]s|[c-gs]s_base)$/i, true],
+    ['segments', /^[cdefgs]s(_base)?$/i, true],
     ['debug', /^dr\d+$/i, false],
     ['x87', /^(x87|RegisterArea|st\d|mmx|f(ctrl|stat|tag|iseg|ioff|oseg|ooff|op)$)/i, false],
     ['SSE', /^(xmm|mxcsr)/i, false],
