@@ -298,14 +298,16 @@
       .join(' ');
   }
 
-  // Each access as ACCESS ADDR:SIZE=VALUE, the value written (new) or else the value read.
+  // Each access as ACCESS ADDR:SIZE=VALUE: the value written (new), else the value read,
+  // else the bytes recorded (hex as the row gives them).
   function memText(mem) {
     if (!Array.isArray(mem)) return '';
     return mem
       .map((m) => {
         const acc = m.access ? `${ACCESS[m.access] || m.access} ` : '';
-        const size = m.size ? `:${m.size}` : '';
-        const v = m.new ?? m.old;
+        const n = m.size ?? m.len; // x64dbg, amber: size; tfile blocks: len
+        const size = n ? `:${n}` : '';
+        const v = m.new ?? m.old ?? (m.data ? `0x${m.data}` : null); // Tenet, tfile: data
         return `${acc}${m.addr}${size}${v === undefined || v === null ? '' : `=${v}`}`;
       })
       .join('  ');
@@ -672,7 +674,7 @@
     const row = rowAt(h.i) || (await api('rows', { from: h.i, count: 1 })).rows[0];
     return (row.mem || []).some((m) => {
       const a = BigInt(m.addr);
-      return a <= addr && addr < a + BigInt(m.size || 1) && m.access && m.access !== 'write';
+      return a <= addr && addr < a + BigInt(m.size || m.len || 1) && m.access && m.access !== 'write';
     });
   }
 
