@@ -834,9 +834,15 @@ impl Worker {
         let p = if find {
             Params::new(query, &["pc", "from", "before", "count"])?
         } else {
-            Params::new(query, &["addr", "len", "from", "count"])?
+            Params::new(query, &["addr", "len", "from", "count", "disasm"])?
         };
         let count = p.count("count", 100, MAX_COUNT)?;
+        // `disasm=1`: the lines of `xref --disasm` (operand sizes, read or write).
+        let disasm = match p.number("disasm")? {
+            None | Some(0) => self.shared.options.disasm,
+            Some(1) => true,
+            Some(_) => return Err(bad("disasm", "disasm is 0 or 1")),
+        };
         let xq = if find {
             XrefQuery {
                 mem: None,
@@ -859,8 +865,9 @@ impl Worker {
             return Err(bad("before", "give `from` or `before`, not both"));
         }
         let s = Arc::clone(&self.shared);
-        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
-            .map_err(|e| failure(&e, None))?;
+        let options = if disasm { &s.row_options } else { &s.options };
+        let mut steps =
+            Self::steps(s.handler, &s, &mut self.input, options).map_err(|e| failure(&e, None))?;
         let mut sidecar = lock(&s.sidecar);
         let cap = usize::try_from(count).unwrap_or(usize::MAX);
         let mut hits: VecDeque<XrefHit> = VecDeque::new();
@@ -874,7 +881,7 @@ impl Worker {
             xref_of(
                 steps.as_mut(),
                 sidecar.as_mut(),
-                s.options.disasm,
+                disasm,
                 &xq,
                 window,
                 &mut |h| {
@@ -894,7 +901,7 @@ impl Worker {
             xref_of(
                 steps.as_mut(),
                 sidecar.as_mut(),
-                s.options.disasm,
+                disasm,
                 &xq,
                 window,
                 &mut |h| {
