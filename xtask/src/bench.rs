@@ -537,7 +537,8 @@ fn big_x64dbg(case: &BenchCase, gib: u64, dir: &std::path::Path) -> (std::path::
 /// `--state-gib` GiB without a sidecar, over HTTP: the time from start to the first page
 /// of 1,000 rows (the index is then still being built in the background), the time until
 /// the index is ready, and then a page of 1,000 rows, `state` and `mem` (16 bytes at a
-/// word accessed there) near the end: medians of the round trips.
+/// word accessed there, and the page's 256 bytes around rsp) near the end: medians of the
+/// round trips.
 fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Path) {
     use std::io::{BufRead, Read, Write};
     let Some(case) = cases.first() else { return };
@@ -592,11 +593,19 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
         .and_then(|t| t.split('"').next())
         .and_then(|h| u64::from_str_radix(h, 16).ok())
         .unwrap();
+    // The page's stack view: 256 bytes around rsp (some never accessed: the slow case).
+    let state = get(&format!("state?i={late}"));
+    let rsp = state
+        .split_once("\"rsp\":\"0x")
+        .and_then(|(_, t)| t.split('"').next())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap();
     let mut times = Vec::new();
     for call in [
         rows,
         format!("state?i={late}"),
         format!("mem?i={late}&addr={:#x}&len=16", addr.saturating_sub(4)),
+        format!("mem?i={late}&addr={:#x}&len=256", rsp.saturating_sub(128)),
     ] {
         let secs = median_secs(runs.max(5), || {
             black_box(get(&call));
@@ -606,7 +615,7 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
     let _ = child.kill();
     let _ = child.wait();
     println!(
-        "{:<34} {:>9.1} first 1,000 rows {:.2} s after start, index ready at {:.1} s; then rows {}, state {}, mem {} (at {late} of {count})",
+        "{:<34} {:>9.1} first 1,000 rows {:.2} s after start, index ready at {:.1} s; then rows {}, state {}, mem 16 B {}, mem 256 B around rsp {} (at {late} of {count})",
         "x64dbg serve (HTTP)",
         size as f64 / (1u64 << 20) as f64,
         first_rows,
@@ -614,6 +623,7 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
         times[0],
         times[1],
         times[2],
+        times[3],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -348,6 +348,11 @@ fn every_endpoint_on_a_known_trace() {
     let first = s.ok("xref?addr=0x14fe00&len=8&count=1");
     assert_eq!(first["hits"].as_array().unwrap(), &lines[..1]);
     assert_eq!(first["next"], 20);
+    let sized = cli_lines(&["xref", "--disasm", file, "0x14fe00:8"]);
+    let api = s.ok("xref?addr=0x14fe00&len=8&disasm=1");
+    assert_eq!(api["hits"].as_array().unwrap(), &sized);
+    // The recorded address is not `[rsp]`'s: the access cannot be matched.
+    assert_eq!(sized[0]["access"], "unknown");
     let second = s.ok("xref?addr=0x14fe00&len=8&from=20&count=1");
     assert_eq!(second["hits"].as_array().unwrap(), &lines[1..]);
     assert_eq!(second["next"], Value::Null);
@@ -424,6 +429,7 @@ fn refusals_and_the_server_keeps_serving() {
         ("mem?i=1&addr=zz", "addr"),
         ("xref?addr=0x10&count=10001", "count"),
         ("xref?pc=0x10", "pc"),
+        ("xref?addr=0x10&disasm=2", "disasm"),
         ("find?pc=0x401000&from=1&before=2", "before"),
         ("find?pc=", "pc"),
         ("writer?i=5&reg=nosuch", "reg"),

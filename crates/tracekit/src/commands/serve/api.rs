@@ -176,19 +176,14 @@ impl Api {
             info: Mutex::new(None),
             idle: Mutex::new(Vec::new()),
             idle_changed: Condvar::new(),
-            made: Mutex::new(0),
+            // The worker made of the input opened here.
+            made: Mutex::new(1),
         };
         let api = Api {
             shared: Arc::new(shared),
         };
-        api.put(Worker::new(Arc::clone(&api.shared), input)?);
+        api.put(Worker::new(Arc::clone(&api.shared), input));
         Ok(api)
-    }
-
-    /// The format's name.
-    #[must_use]
-    pub fn format(&self) -> &'static str {
-        self.shared.handler.name()
     }
 
     /// The index's state.
@@ -236,8 +231,14 @@ impl Api {
                     *made = made.saturating_add(1);
                     drop(made);
                     drop(idle);
-                    let (input, _) = open_input(&s.file, s.forced.as_deref())?;
-                    return Worker::new(Arc::clone(s), input);
+                    return match open_input(&s.file, s.forced.as_deref()) {
+                        Ok((input, _)) => Ok(Worker::new(Arc::clone(s), input)),
+                        Err(e) => {
+                            let mut made = lock(&s.made);
+                            *made = made.saturating_sub(1);
+                            Err(e.into())
+                        }
+                    };
                 }
             }
             idle = s
@@ -252,11 +253,8 @@ impl Api {
         self.shared.idle_changed.notify_one();
     }
 
-    /// Answers one API call (`path` under `/api/`, the query without the token).
-    ///
-    /// # Errors
-    ///
-    /// None: every failure is a response (503 if no worker can be made).
+    /// Answers one API call (`path` under `/api/`, the query without the token); every
+    /// failure is a response (500 if no worker can be made).
     #[must_use]
     pub fn handle(&self, path: &str, query: &[(String, String)]) -> Response {
         self.with_worker(|w| w.handle(path, query))
@@ -305,6 +303,8 @@ impl Api {
             Ok(_) => {}
             Err(e) => return self.failed(&mut input, &e.to_string()),
         }
+        // Coarse progress (the build has no hook for more): the seek-index pass is about
+        // a third of the work.
         set("building", total / 3, None);
         let beside = index::default_path(Path::new(&s.file));
         let out = explicit.unwrap_or(beside);
@@ -506,12 +506,12 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    fn new(shared: Arc<Shared>, input: Input) -> Result<Worker, CliError> {
-        Ok(Worker {
+    fn new(shared: Arc<Shared>, input: Input) -> Worker {
+        Worker {
             shared,
             input,
             second: None,
-        })
+        }
     }
 
     /// Answers one call to `/api/{path}` with `query` (the token already taken out).
@@ -834,9 +834,15 @@ impl Worker {
         let p = if find {
             Params::new(query, &["pc", "from", "before", "count"])?
         } else {
-            Params::new(query, &["addr", "len", "from", "count"])?
+            Params::new(query, &["addr", "len", "from", "count", "disasm"])?
         };
         let count = p.count("count", 100, MAX_COUNT)?;
+        // `disasm=1`: the lines of `xref --disasm` (operand sizes, read or write).
+        let disasm = match p.number("disasm")? {
+            None | Some(0) => self.shared.options.disasm,
+            Some(1) => true,
+            Some(_) => return Err(bad("disasm", "disasm is 0 or 1")),
+        };
         let xq = if find {
             XrefQuery {
                 mem: None,
@@ -859,8 +865,9 @@ impl Worker {
             return Err(bad("before", "give `from` or `before`, not both"));
         }
         let s = Arc::clone(&self.shared);
-        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
-            .map_err(|e| failure(&e, None))?;
+        let options = if disasm { &s.row_options } else { &s.options };
+        let mut steps =
+            Self::steps(s.handler, &s, &mut self.input, options).map_err(|e| failure(&e, None))?;
         let mut sidecar = lock(&s.sidecar);
         let cap = usize::try_from(count).unwrap_or(usize::MAX);
         let mut hits: VecDeque<XrefHit> = VecDeque::new();
@@ -874,7 +881,7 @@ impl Worker {
             xref_of(
                 steps.as_mut(),
                 sidecar.as_mut(),
-                s.options.disasm,
+                disasm,
                 &xq,
                 window,
                 &mut |h| {
@@ -894,7 +901,7 @@ impl Worker {
             xref_of(
                 steps.as_mut(),
                 sidecar.as_mut(),
-                s.options.disasm,
+                disasm,
                 &xq,
                 window,
                 &mut |h| {

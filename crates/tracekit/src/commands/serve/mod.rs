@@ -61,7 +61,9 @@
 //!   HIT a line of `tracekit xref FILE A:L` (`{"i","thread","pc","addr","old","new"}`),
 //!   only those with `i >= F` (default 0), at most C (1..=10,000, default 100; the hits of
 //!   one step are never split over two pages, so a page may exceed C when one step has
-//!   more); `next` is the `from` of the following page, null at the end.
+//!   more); `next` is the `from` of the following page, null at the end. With `disasm=1`,
+//!   the lines of `tracekit xref --disasm` (with `size` and `access`: read, write,
+//!   readwrite or unknown; accesses then cover their operand size).
 //! - `GET /api/find?pc=P&from=F&count=C` → the same shape, HITs the lines of
 //!   `tracekit xref FILE --pc P` (`{"i","thread","pc"}`). With `before=B` instead of
 //!   `from`: the last C executions with `i < B`, newest first, and `next` null.
