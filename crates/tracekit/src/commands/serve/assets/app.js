@@ -78,7 +78,6 @@
 
   const hex = (n) => `0x${n.toString(16)}`;
   const hex2 = (b) => b.toString(16).padStart(2, '0');
-  const padAddr = (n, bytes) => n.toString(16).padStart(bytes * 2, '0');
   const clamp = (x, lo, hi) => Math.min(Math.max(x, lo), hi);
 
   // ---- model --------------------------------------------------------------------------
@@ -87,6 +86,7 @@
     steps: null, // the step count from /api/status, null until known
     provisional: 0, // a lower bound on the count while `steps` is null
     noun: 'instruction',
+    format: '', // from /api/status: how rows record registers (see writtenText)
     wordSize: 8,
     topRow: 0, // the (fractional) row at the top of the viewport
     selected: null,
@@ -283,17 +283,20 @@
   const PC_NAMES = new Set(['rip', 'eip', 'pc', 'nip']);
   const LOOKAHEAD = 256; // rows searched for the previous step of the same thread
 
-  // The registers step i set. A row holds register values as they were before its step;
-  // x64dbg records a register in a row when it differs from the row before or after, so a
-  // register step i changed is in rows i and i+1 with different values (full dumps
-  // included). Known only when step i+1 is the same thread and loaded. The pc, which every
+  // The registers step i set. A row holds register values as they were before its step,
+  // so step i's results are in row i+1, when that is the same thread and loaded. x64dbg
+  // records a register in a row when it differs from the row before OR after, so there a
+  // register step i changed is in both rows with different values (full dumps included);
+  // Tenet rows list only changes, tfile and amber FULL rows every register, so there a
+  // register of row i+1 that row i lacks or has with another value. The pc, which every
   // step changes, is left out.
   function writtenText(i, row) {
     const next = rowAt(i + 1);
     if (!next) return i + 1 < count() ? '…' : '';
     if (next.thread !== row.thread || !row.regs || !next.regs) return '';
+    const bothRows = st.format === 'x64dbg';
     return Object.entries(next.regs)
-      .filter(([k, v]) => !PC_NAMES.has(k) && k in row.regs && row.regs[k] !== v)
+      .filter(([k, v]) => !PC_NAMES.has(k) && row.regs[k] !== v && (k in row.regs || !bothRows))
       .map(([k, v]) => `${k}=${v}`)
       .join(' ');
   }
@@ -399,14 +402,25 @@
         while (p >= lo && rowAt(p) && rowAt(p).thread !== row.thread) p--;
         if (p < lo || !rowAt(p)) p = -1;
       }
+      // A format without registers (amber TT6) answers state with an error: the panel says
+      // so and the memory view still works.
+      const noState = (e) => (isAbort(e) ? Promise.reject(e) : null);
+      let stateError = null;
       const [cur, prev] = await Promise.all([
-        getState(i, ctl.signal),
-        p >= 0 ? getState(p, ctl.signal).catch((e) => (isAbort(e) ? Promise.reject(e) : null)) : null,
+        getState(i, ctl.signal).catch((e) => {
+          stateError = e;
+          return noState(e);
+        }),
+        p >= 0 ? getState(p, ctl.signal).catch(noState) : null,
       ]);
       if (ctl.signal.aborted) return;
-      renderRegs(i, cur, prev);
+      if (cur) renderRegs(i, cur, prev);
+      else {
+        $('regs').textContent = `no registers: ${stateError && stateError.message}`;
+        $('regs-panel').dataset.i = String(i);
+      }
       const follow = $('mem-follow').value;
-      if (follow && cur.regs[follow] !== undefined) {
+      if (cur && follow && cur.regs[follow] !== undefined) {
         const v = BigInt(cur.regs[follow]);
         st.memBase = v - (v % 16n);
       }
@@ -562,7 +576,8 @@
 
   function renderMem(ans, base) {
     $('mem-addr').value = hex(base);
-    const digits = st.wordSize > 4 ? 12 : 8;
+    // One address width for the whole view, so the columns line up.
+    const digits = Math.max(st.wordSize > 4 ? 12 : 8, (base + BigInt(ans.len)).toString(16).length);
     const frag = document.createDocumentFragment();
     for (let line = 0; line < ans.len; line += 16) {
       const row = document.createElement('div');
@@ -570,7 +585,7 @@
       row.setAttribute('role', 'row');
       const a = document.createElement('span');
       a.className = 'maddr';
-      a.textContent = padAddr(base + BigInt(line), digits / 2);
+      a.textContent = (base + BigInt(line)).toString(16).padStart(digits, '0');
       row.append(a);
       let ascii = '';
       for (let k = line; k < Math.min(line + 16, ans.len); k++) {
@@ -825,6 +840,7 @@
     try {
       const s = await api('status');
       st.noun = s.step_noun || st.noun;
+      st.format = s.format || st.format;
       if (s.word_size) st.wordSize = s.word_size;
       if (s.steps !== null && s.steps !== undefined) setSteps(s.steps);
       showStatus(s);
