@@ -6,7 +6,9 @@
 //! `export`; x64dbg also a `dump --disasm` row next to its plain `dump`, rows for `xref`
 //! (the lean scan and the generic steps), the index pass, the sidecar build, `state`
 //! (without the sidecar, and with it on a trace of `--state-gib` GiB, default 1), `mem`
-//! (the pass, and with the sidecar), `diff (equal)`, and the Arrow batches of the Python
+//! (the pass, and with the sidecar), `tracekit serve` over HTTP on the `--state-gib` trace
+//! (first rows after start, then rows, `state`, `mem` with the index), `diff (equal)`,
+//! and the Arrow batches of the Python
 //! package's `to_arrow()` (typed fast path and visited). Ratios are what to compare:
 //! absolute speeds drift on shared machines.
 
@@ -139,6 +141,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
             state_rows(&cases, runs);
             state_sidecar_row(&cases, runs, state_gib);
             mem_rows(&cases, runs);
+            serve_row(&cases, runs, state_gib, &tracekit);
         }
         if f.name == "x64dbg"
             && let Some(row) = diff_case(&cases)
@@ -472,23 +475,8 @@ fn state_sidecar_row(cases: &[BenchCase], runs: u64, gib: u64) {
     }
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let options = trace_registry::Options::default();
-    let trace = trac_x64dbg::Trace::parse(&case.input).unwrap();
-    let first = trace.first_block_offset().0 as usize;
-    let blocks = &case.input[first..];
-    let target = (gib << 30) as usize;
-    let copies = target.saturating_sub(first).div_ceil(blocks.len()).max(1);
     let dir = std::env::temp_dir().join(format!("tracekit-bench-state-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("big.trace64");
-    {
-        use std::io::Write;
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        f.write_all(&case.input[..first]).unwrap();
-        for _ in 0..copies {
-            f.write_all(blocks).unwrap();
-        }
-        f.flush().unwrap();
-    }
+    let (path, count) = big_x64dbg(case, gib, &dir);
     let size = std::fs::metadata(&path).unwrap().len();
     let open = || trace_registry::Input::open(path.as_os_str()).unwrap();
     let built = Instant::now();
@@ -501,7 +489,6 @@ fn state_sidecar_row(cases: &[BenchCase], runs: u64, gib: u64) {
     )
     .unwrap();
     let built = built.elapsed().as_secs_f64();
-    let count = trace.build_index().unwrap().instructions() * copies as u64;
     let mut row = Vec::new();
     for at in [700, count / 2 + 300, count - 300] {
         let secs = median_secs(runs.max(5), || {
@@ -519,6 +506,124 @@ fn state_sidecar_row(cases: &[BenchCase], runs: u64, gib: u64) {
         "x64dbg state (sidecar)",
         size as f64 / (1u64 << 20) as f64,
         row.join(", "),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes an x64dbg trace of at least `gib` GiB into `dir` (the input's blocks repeated
+/// after its header): its path and instruction count.
+fn big_x64dbg(case: &BenchCase, gib: u64, dir: &std::path::Path) -> (std::path::PathBuf, u64) {
+    let trace = trac_x64dbg::Trace::parse(&case.input).unwrap();
+    let first = trace.first_block_offset().0 as usize;
+    let blocks = &case.input[first..];
+    let target = (gib << 30) as usize;
+    let copies = target.saturating_sub(first).div_ceil(blocks.len()).max(1);
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("big.trace64");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        f.write_all(&case.input[..first]).unwrap();
+        for _ in 0..copies {
+            f.write_all(blocks).unwrap();
+        }
+        f.flush().unwrap();
+    }
+    let count = trace.build_index().unwrap().instructions() * copies as u64;
+    (path, count)
+}
+
+/// The `serve` row (x64dbg): `tracekit serve` (the release binary) on the trace of
+/// `--state-gib` GiB without a sidecar, over HTTP: the time from start to the first page
+/// of 1,000 rows (the index is then still being built in the background), the time until
+/// the index is ready, and then a page of 1,000 rows, `state` and `mem` (16 bytes at a
+/// word accessed there, and the page's 256 bytes around rsp) near the end: medians of the
+/// round trips.
+fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Path) {
+    use std::io::{BufRead, Read, Write};
+    let Some(case) = cases.first() else { return };
+    if gib == 0 {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tracekit-bench-serve-{}", std::process::id()));
+    let (path, count) = big_x64dbg(case, gib, &dir);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let start = Instant::now();
+    let mut child = std::process::Command::new(tracekit)
+        .args(["serve", "--port", "0"])
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let (port, token) = url
+        .trim()
+        .trim_start_matches("http://127.0.0.1:")
+        .split_once("/?token=")
+        .map(|(p, t)| (p.parse::<u16>().unwrap(), t.to_owned()))
+        .unwrap();
+    let get = |call: &str| -> String {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            s,
+            "GET /api/{call}&token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = String::new();
+        s.read_to_string(&mut all).unwrap();
+        assert!(all.starts_with("HTTP/1.1 200"), "{call}: {all}");
+        all.split_once("\r\n\r\n").unwrap().1.to_owned()
+    };
+    black_box(get("rows?from=0&count=1000"));
+    let first_rows = start.elapsed().as_secs_f64();
+    while !get("status?").contains("\"state\":\"ready\"") {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let ready = start.elapsed().as_secs_f64();
+    let late = count - 300;
+    let rows = format!("rows?from={}&count=1000", late - 1000);
+    let page = get(&rows);
+    // The last word accessed in the page.
+    let addr = page
+        .rsplit("\"addr\":\"0x")
+        .next()
+        .and_then(|t| t.split('"').next())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap();
+    // The page's stack view: 256 bytes around rsp (some never accessed: the slow case).
+    let state = get(&format!("state?i={late}"));
+    let rsp = state
+        .split_once("\"rsp\":\"0x")
+        .and_then(|(_, t)| t.split('"').next())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap();
+    let mut times = Vec::new();
+    for call in [
+        rows,
+        format!("state?i={late}"),
+        format!("mem?i={late}&addr={:#x}&len=16", addr.saturating_sub(4)),
+        format!("mem?i={late}&addr={:#x}&len=256", rsp.saturating_sub(128)),
+    ] {
+        let secs = median_secs(runs.max(5), || {
+            black_box(get(&call));
+        });
+        times.push(format!("{:.1} ms", secs * 1e3));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "{:<34} {:>9.1} first 1,000 rows {:.2} s after start, index ready at {:.1} s; then rows {}, state {}, mem 16 B {}, mem 256 B around rsp {} (at {late} of {count})",
+        "x64dbg serve (HTTP)",
+        size as f64 / (1u64 << 20) as f64,
+        first_rows,
+        ready,
+        times[0],
+        times[1],
+        times[2],
+        times[3],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -80,7 +80,7 @@ pub use read::{
     Comment, Instruction, Line, MemItem, MemRef, ReadOptions, Reader, Registers, StreamReader,
     Summary, detect,
 };
-pub use write::{Entry, MemOwned, Trace, Writer};
+pub use write::{Entry, MemItems, MemOwned, Trace, Writer};
 
 /// Fuzzing entry point: reads `data` with the slice and the stream reader (which must
 /// agree, line for line and on the error), then reads it as a [`Trace`], writes it and

@@ -116,6 +116,11 @@ impl Registers {
         self.present |= other.present;
     }
 
+    /// The values, by index (meaningful where [`Registers::mask`] has the bit).
+    pub(crate) fn values(&self) -> &[u64; MAX_REGISTERS] {
+        &self.values
+    }
+
     /// Unsets every register (keeps the architecture).
     pub fn clear(&mut self) {
         self.present = 0;

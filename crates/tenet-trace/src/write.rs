@@ -69,6 +69,141 @@ fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
+/// The register keys of an architecture as written, in canonical order: a `,` (unless
+/// `comma` is false: the first item of a line), the name and `=`, left-aligned in 8
+/// bytes, with their length; built at compile time from the names (at most 3 bytes).
+struct Keys<const N: usize> {
+    text: [[u8; 8]; N],
+    len: [u8; N],
+}
+
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+const fn keys<const N: usize>(names: [&str; N], comma: bool) -> Keys<N> {
+    let mut text = [[b'='; 8]; N];
+    let mut len = [0u8; N];
+    let at = if comma { 1 } else { 0 };
+    let mut i = 0;
+    while i < N {
+        let name = names[i].as_bytes();
+        text[i][0] = b',';
+        let mut k = 0;
+        while k < name.len() && k < 3 {
+            text[i][at + k] = name[k];
+            k += 1;
+        }
+        // The `=` after the name is already there.
+        len[i] = (at + k + 1) as u8;
+        i += 1;
+    }
+    Keys { text, len }
+}
+
+/// The keys of each architecture: after a comma, and first on a line.
+static AMD64_KEYS: [Keys<17>; 2] = [
+    keys(crate::raw::AMD64_REGISTERS, true),
+    keys(crate::raw::AMD64_REGISTERS, false),
+];
+static X86_KEYS: [Keys<9>; 2] = [
+    keys(crate::raw::X86_REGISTERS, true),
+    keys(crate::raw::X86_REGISTERS, false),
+];
+
+/// Appends the registers `mask` selects of `values` (index `i` is register `i` of the
+/// keys), keys and hex values, the first without a comma before it: one key piece of
+/// constant size per register, cut to length, then [`push_hex`].
+#[inline]
+fn push_registers<const N: usize>(
+    out: &mut Vec<u8>,
+    [after, first]: &[Keys<N>; 2],
+    mask: u32,
+    values: &[u64],
+) {
+    let mut mask = mask;
+    let mut keys = first;
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        mask &= mask.wrapping_sub(1);
+        let (Some(key), Some(&len), Some(&value)) =
+            (keys.text.get(i), keys.len.get(i), values.get(i))
+        else {
+            break;
+        };
+        let end = out.len().saturating_add(usize::from(len));
+        out.extend_from_slice(key);
+        out.truncate(end);
+        push_hex(out, value);
+        keys = after;
+    }
+}
+
+/// Memory items formatted ahead of the line that carries them (the Pin tracer's shape:
+/// a line carries the accesses of its thread's previous instruction), each `,` and the
+/// item in canonical form; written after a line's registers by
+/// [`Writer::write_instruction_items`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemItems {
+    text: Vec<u8>,
+    count: usize,
+}
+
+impl MemItems {
+    /// No items.
+    #[must_use]
+    pub fn new() -> MemItems {
+        MemItems::default()
+    }
+
+    /// Removes every item (keeps the capacity).
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.count = 0;
+    }
+
+    /// The number of items.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there is no item.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Appends an item.
+    pub fn push(&mut self, item: MemRef<'_>) {
+        self.push_key(item.kind, item.addr);
+        push_bytes(&mut self.text, item.data);
+    }
+
+    /// Appends an item of the `size` low bytes of `value` in little-endian order (at most
+    /// 8; the usual item is one recorded word).
+    #[inline]
+    pub fn push_word(&mut self, kind: MemKind, addr: u64, value: u64, size: usize) {
+        self.push_key(kind, addr);
+        // All sixteen digits as one fixed-size piece, cut to the size.
+        let mut tmp = [0u8; 16];
+        for (pair, b) in tmp.chunks_exact_mut(2).zip(value.to_le_bytes()) {
+            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
+        }
+        let len = self
+            .text
+            .len()
+            .saturating_add(size.min(8).saturating_mul(2));
+        self.text.extend_from_slice(&tmp);
+        self.text.truncate(len);
+    }
+
+    #[inline]
+    fn push_key(&mut self, kind: MemKind, addr: u64) {
+        push_key(&mut self.text, false, kind.key());
+        push_hex(&mut self.text, addr);
+        self.text.push(crate::raw::MEMORY_SEPARATOR);
+        self.count = self.count.saturating_add(1);
+    }
+}
+
 /// Appends `,` (unless `first`), `key` and `=`, as one fixed-size piece cut to length
 /// (keys are register names and `mr`/`mw`/`mrw`: at most 3 bytes; a longer one is
 /// appended as it is).
@@ -166,6 +301,39 @@ impl<W: Write> Writer<W> {
         regs: &Registers,
         mem: impl IntoIterator<Item = MemRef<'m>>,
     ) -> Result<(), WriteError> {
+        self.push_registers(regs)?;
+        for m in mem {
+            push_key(&mut self.buf, false, m.kind.key());
+            push_hex(&mut self.buf, m.addr);
+            self.buf.push(b':');
+            push_bytes(&mut self.buf, m.data);
+        }
+        self.buf.push(b'\n');
+        self.index = self.index.saturating_add(1);
+        self.line_done()
+    }
+
+    /// [`Writer::write_instruction`] with memory items formatted ahead.
+    ///
+    /// # Errors
+    ///
+    /// As [`Writer::write_instruction`].
+    #[inline]
+    pub fn write_instruction_items(
+        &mut self,
+        regs: &Registers,
+        mem: &MemItems,
+    ) -> Result<(), WriteError> {
+        self.push_registers(regs)?;
+        self.buf.extend_from_slice(&mem.text);
+        self.buf.push(b'\n');
+        self.index = self.index.saturating_add(1);
+        self.line_done()
+    }
+
+    /// Checks `regs` (this architecture, a pc) and appends them.
+    #[inline]
+    fn push_registers(&mut self, regs: &Registers) -> Result<(), WriteError> {
         if regs.arch() != self.arch {
             return Err(WriteError::WrongArch {
                 index: self.index,
@@ -176,21 +344,12 @@ impl<W: Write> Writer<W> {
         if regs.pc().is_none() {
             return Err(WriteError::MissingPc { index: self.index });
         }
-        let mut first = true;
-        for (name, value) in regs.iter() {
-            push_key(&mut self.buf, first, name);
-            first = false;
-            push_hex(&mut self.buf, value);
+        let values = regs.values();
+        match self.arch {
+            Arch::Amd64 => push_registers(&mut self.buf, &AMD64_KEYS, regs.mask(), values),
+            Arch::X86 => push_registers(&mut self.buf, &X86_KEYS, regs.mask(), values),
         }
-        for m in mem {
-            push_key(&mut self.buf, false, m.kind.key());
-            push_hex(&mut self.buf, m.addr);
-            self.buf.push(b':');
-            push_bytes(&mut self.buf, m.data);
-        }
-        self.buf.push(b'\n');
-        self.index = self.index.saturating_add(1);
-        self.line_done()
+        Ok(())
     }
 
     /// Writes the buffered lines, flushes and returns the output.

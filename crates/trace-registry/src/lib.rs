@@ -52,6 +52,8 @@ pub mod output;
 pub mod schema;
 pub mod sink;
 pub mod steps;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 
 use std::path::PathBuf;
 use std::sync::Arc;

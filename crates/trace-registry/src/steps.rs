@@ -269,6 +269,10 @@ pub struct RegPlan {
     /// `readers[starts[u]..starts[u + 1]]`; empty until indexed.
     starts: Vec<u32>,
     readers: Vec<u32>,
+    /// For each change unit read by one copy only, which takes its low bytes whole (as
+    /// `index`'s `low` says): that copy's destination and length, `dst << 4 | len`;
+    /// 0 for the other units. The common case, a word into a slot of its own.
+    low: Vec<u32>,
 }
 
 impl RegPlan {
@@ -279,6 +283,7 @@ impl RegPlan {
             copies,
             starts: Vec::new(),
             readers: Vec::new(),
+            low: Vec::new(),
         }
     }
 
@@ -294,8 +299,15 @@ impl RegPlan {
     }
 
     /// Indexes the copies by the `units` change units of a stream: `span` gives the first
-    /// and last unit a copy reads (units past `units` are left out).
-    pub(crate) fn index(&mut self, units: usize, span: impl Fn(&RegCopy) -> (usize, usize)) {
+    /// and last unit a copy reads (units past `units` are left out), `low` the number of
+    /// bytes (1 to 8) a copy takes from the start of one unit into a destination of that
+    /// size, if it is such a copy ([`RegPlan::low`]).
+    pub(crate) fn index(
+        &mut self,
+        units: usize,
+        span: impl Fn(&RegCopy) -> (usize, usize),
+        low: impl Fn(&RegCopy) -> Option<usize>,
+    ) {
         let mut per: Vec<Vec<u32>> = vec![Vec::new(); units];
         for (k, c) in self.copies.iter().enumerate() {
             let (first, last) = span(c);
@@ -312,6 +324,28 @@ impl RegPlan {
         }
         self.starts
             .push(u32::try_from(self.readers.len()).unwrap_or(u32::MAX));
+        self.low = (0..units)
+            .map(|unit| {
+                let mut readers = self.readers(unit);
+                let (Some(c), None) = (readers.next(), readers.next()) else {
+                    return 0;
+                };
+                let n = low(c).filter(|n| (1..=8).contains(n));
+                let dst = u32::try_from(c.dst).ok().and_then(|d| d.checked_mul(16));
+                match (n, dst) {
+                    (Some(n), Some(dst)) if c.len == n => dst | n as u32,
+                    _ => 0,
+                }
+            })
+            .collect();
+    }
+
+    /// For change unit `unit`, when one copy alone reads it and takes its first bytes
+    /// whole (see [`RegPlan::index`]): where they go and how many there are.
+    #[inline]
+    pub(crate) fn low(&self, unit: usize) -> Option<(usize, usize)> {
+        let v = *self.low.get(unit)?;
+        (v != 0).then_some(((v >> 4) as usize, (v & 15) as usize))
     }
 
     /// The copies that read change unit `unit` (once indexed).
@@ -426,6 +460,15 @@ pub trait Steps {
     /// (every register is kept up).
     fn want_regs(&mut self, wanted: RegsWanted) {
         let _ = wanted;
+    }
+
+    /// Which words of [`Steps::regs`] may differ from what they were before the step
+    /// returned before the last one: bit `k` for word `k` (words from 64 on always count
+    /// as changed). A superset: a reader that keeps the previous step's registers need
+    /// compare only these (the Tenet conversion). The default, every word; x64dbg under
+    /// [`RegsWanted::General`] gives the words its block set.
+    fn regs_changed(&self) -> u64 {
+        u64::MAX
     }
 
     /// Whether a step's memory accesses are snapshots taken before the instruction ran

@@ -26,6 +26,7 @@
 //! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
 //! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
+//! tracekit serve FILE [--port N]  trace explorer in the browser (prints its URL)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -199,6 +200,9 @@ pub enum Cmd {
     /// The simulation points of a `.bb` file as a LoopPoint-style region CSV: start and end
     /// (pc, count) markers, length, weight and multiplier of each region.
     Regions(commands::regions::RegionsArgs),
+    /// A trace explorer in the browser: serves the trace and a page on 127.0.0.1 (the URL,
+    /// with its access token, is printed) until killed.
+    Serve(commands::serve::ServeArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -449,6 +453,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {
             commands::regions::run(args, out)
         }),
+        Cmd::Serve(args) => commands::serve::run(args, forced, &options, out, err),
     }
 }
 
@@ -558,6 +563,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("sidecar_read", fuzz_sidecar),
     ("bb_read", simpoint::bb::fuzz_read),
     ("simpoints_read", simpoint::simpoints::fuzz_read),
+    ("http_request", commands::serve::http::fuzz_request),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

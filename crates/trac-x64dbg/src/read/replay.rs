@@ -202,6 +202,13 @@ impl ReplayState {
     /// [`ReplayState::regs`] is the state before it.
     #[inline(always)]
     pub(super) fn instruction(&mut self, ins: &Instruction<'_>) {
+        self.count(ins);
+        ins.apply(&mut self.regs);
+    }
+
+    /// Counts the instruction `ins` (its changes not applied).
+    #[inline]
+    fn count(&mut self, ins: &Instruction<'_>) {
         if ins.index() == 0 && !ins.is_full_dump() {
             self.started_without_dump = true;
         }
@@ -211,7 +218,6 @@ impl ReplayState {
         if ins.index() == 0 || ins.starts_session() {
             self.sessions += 1;
         }
-        ins.apply(&mut self.regs);
     }
 
     /// Takes in the block `block` (instruction or user block).
@@ -306,6 +312,40 @@ impl<'a> Replay<'a> {
         });
         state.blocks_read += count;
         count
+    }
+
+    /// [`Replay::next_instruction_with_regs`] that also marks the `REGDUMP` words the
+    /// instruction's block sets in `changed` (word `k` as bit `k % 64` of `changed[k / 64]`)
+    /// in the same pass over its changes: for a reader that copies only the registers
+    /// changed since it last looked (marks add up until it clears them).
+    #[inline]
+    pub fn next_instruction_marking(
+        &mut self,
+        changed: &mut [u64; 4],
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        loop {
+            let block = self.blocks.next()?;
+            self.state.blocks_read += 1;
+            match block {
+                Ok(Block::Instruction(ins)) => {
+                    self.state.count(&ins);
+                    let words = self.state.regs.words_mut();
+                    for change in ins.regs() {
+                        let i = usize::from(change.index);
+                        // The reader checked every index against the REGDUMP.
+                        if let Some(slot) = words.get_mut(i) {
+                            *slot = change.value;
+                        }
+                        if let Some(bits) = changed.get_mut(i >> 6) {
+                            *bits |= 1 << (i & 63);
+                        }
+                    }
+                    return Some(Ok((ins, &self.state.regs)));
+                }
+                Ok(Block::User(_)) => self.state.user_blocks += 1,
+                Err(e) => return Some(Err(e)),
+            }
+        }
     }
 
     /// [`Replay::next_block`] with the register state before the block (the same calls as
@@ -585,6 +625,7 @@ impl<'a> Replay<'a> {
             blocks: self.blocks.clone(),
             regs: self.state.regs.clone(),
             general: general_words(self.state.regs.arch()),
+            changed: u64::MAX,
         }
     }
 }
@@ -604,6 +645,8 @@ pub struct GeneralReplay<'a> {
     blocks: Blocks<'a>,
     regs: RegDump,
     general: usize,
+    /// The general words the last instruction's block changed ([`GeneralReplay::changed`]).
+    changed: u64,
 }
 
 impl<'a> GeneralReplay<'a> {
@@ -626,9 +669,19 @@ impl<'a> GeneralReplay<'a> {
     pub fn next_block(&mut self) -> Option<Result<Block<'a>, Error>> {
         let block = self.blocks.next()?;
         if let Ok(Block::Instruction(ins)) = &block {
-            ins.apply_below(self.general, &mut self.regs);
+            self.changed = ins.apply_below(self.general, &mut self.regs);
         }
         Some(block)
+    }
+
+    /// The general words (bit `k` for word `k`) that the block of the last instruction
+    /// returned set: a superset of those whose value differs from the instruction before
+    /// (a block may set a word to the value it had). Every bit before the first
+    /// instruction.
+    #[must_use]
+    #[inline]
+    pub fn changed(&self) -> u64 {
+        self.changed
     }
 
     /// [`GeneralReplay::next_block`] with the register state before the block.
@@ -664,16 +717,22 @@ impl<'a> GeneralReplay<'a> {
 
 impl Instruction<'_> {
     /// [`Instruction::apply`] of the changes to words `0..words` only: the changes come
-    /// by increasing word, so it stops at the first change past them.
+    /// by increasing word, so it stops at the first change past them. Returns the words
+    /// set, bit `k` for word `k` (words from 64 on have no bit).
     #[inline]
-    pub fn apply_below(&self, words: usize, regs: &mut RegDump) {
+    pub fn apply_below(&self, words: usize, regs: &mut RegDump) -> u64 {
         let all = regs.words_mut();
         let (low, _) = all.split_at_mut(words.min(all.len()));
+        let mut set = 0u64;
         for change in self.regs() {
             match low.get_mut(usize::from(change.index)) {
-                Some(slot) => *slot = change.value,
+                Some(slot) => {
+                    *slot = change.value;
+                    set |= 1u64.checked_shl(u32::from(change.index)).unwrap_or(0);
+                }
                 None => break,
             }
         }
+        set
     }
 }

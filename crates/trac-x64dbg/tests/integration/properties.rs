@@ -358,11 +358,21 @@ fn general_replay_follows_the_replay() {
             full.next_instruction().unwrap().unwrap();
         }
         let mut lean = full.general();
+        let mut before: Option<Vec<u64>> = None;
         for d in got.iter().skip(from) {
             let ins = lean.next_instruction().unwrap().unwrap();
             if ins.index() != d.index || lean.regs().words()[..n] != d.regs.words()[..n] {
                 return TestResult::error(format!("instruction {} differs", d.index));
             }
+            // Every word that differs from the instruction before has its bit set.
+            let now = &d.regs.words()[..n];
+            if let Some(before) = &before
+                && let Some(k) =
+                    (0..n).find(|&k| now[k] != before[k] && lean.changed() & (1 << k) == 0)
+            {
+                return TestResult::error(format!("word {k} of {} not marked", d.index));
+            }
+            before = Some(now.to_vec());
         }
         match (lean.next_instruction(), err) {
             (None, None) | (Some(Err(_)), Some(_)) => TestResult::passed(),
@@ -372,6 +382,46 @@ fn general_replay_follows_the_replay() {
     QuickCheck::new()
         .tests(300)
         .quickcheck(prop as fn(Steps, u16, u16) -> TestResult);
+}
+
+/// The replay that marks the words it changes gives the same instructions and states as
+/// the replay, and between two looks the marks cover every word whose value changed (the
+/// marks are cleared at random instructions).
+#[test]
+fn marking_replay_marks_every_change() {
+    fn prop(s: Steps, clear: Vec<bool>) -> TestResult {
+        let bytes = record(&s);
+        let trace = Trace::parse(&bytes).unwrap();
+        let (got, _) = replay_all(&trace);
+        let mut marking = trace.replay();
+        let mut marks = [0u64; 4];
+        let mut looked: Option<Vec<u64>> = None;
+        for (k, d) in got.iter().enumerate() {
+            let (ins, regs) = marking
+                .next_instruction_marking(&mut marks)
+                .unwrap()
+                .unwrap();
+            if ins.index() != d.index || regs != &d.regs {
+                return TestResult::error(format!("instruction {} differs", d.index));
+            }
+            let now = regs.words().to_vec();
+            if let Some(before) = &looked {
+                let missed = (0..now.len())
+                    .find(|&w| now[w] != before[w] && marks[w / 64] & (1 << (w % 64)) == 0);
+                if let Some(w) = missed {
+                    return TestResult::error(format!("word {w} of {} not marked", d.index));
+                }
+            }
+            if clear.get(k % clear.len().max(1)).copied().unwrap_or(true) {
+                marks = [0; 4];
+                looked = Some(now);
+            }
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(prop as fn(Steps, Vec<bool>) -> TestResult);
 }
 
 /// [`Replay::walk_plain`] mixed with [`Replay::next_instruction`] (walks of at most

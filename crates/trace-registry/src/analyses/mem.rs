@@ -50,7 +50,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 use crate::analyses::index::{self, Sidecar, Visit};
-use crate::steps::{Access, Step, Steps};
+use crate::steps::{Access, ScanQuery, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
 /// The most bytes one query reads (1 MiB): the answer is held in memory, about 19 bytes
@@ -350,7 +350,7 @@ pub fn mem(
     ctx: &mut Ctx<'_>,
     query: &MemQuery,
 ) -> Result<(Memory, Option<Error>), Error> {
-    let sidecar = sidecar(handler, input, ctx);
+    let mut sidecar = sidecar(handler, input, ctx);
     // Said once, above: the steps would say the same of the sidecar.
     let mut notes = std::mem::replace(&mut ctx.diagnostics, Box::new(|_| {}));
     let steps = handler.steps(
@@ -363,6 +363,22 @@ pub fn mem(
     );
     ctx.diagnostics = notes;
     let mut steps = steps?;
+    mem_of(steps.as_mut(), sidecar.as_mut(), ctx, query)
+}
+
+/// [`mem`] over steps already open (at their start) and the sidecar index, if the caller
+/// has a usable one whose format seeks: for a caller that keeps both open (`tracekit
+/// serve`).
+///
+/// # Errors
+///
+/// As [`mem`].
+pub fn mem_of(
+    steps: &mut dyn Steps,
+    sidecar: Option<&mut Sidecar>,
+    ctx: &mut Ctx<'_>,
+    query: &MemQuery,
+) -> Result<(Memory, Option<Error>), Error> {
     let len = query
         .len
         .unwrap_or_else(|| u64::from(steps.isa().word_size()));
@@ -384,18 +400,66 @@ pub fn mem(
         ..Memory::unknown(query.at, query.addr, n)
     };
     if let Some(sidecar) = sidecar {
-        if let Some(damage) = from_sidecar(steps.as_mut(), sidecar, query.at, &mut memory)? {
+        if let Some(damage) = from_sidecar(steps, sidecar, query.at, &mut memory)? {
             return Ok((memory, damage));
         }
-        // Too many candidates: the pass, from the start.
-        memory = Memory {
+        // Too many candidates: the pass, from the start; the lean one first (`at` is
+        // known to be in the trace: the sidecar counted its steps).
+        let fresh = || Memory {
             noun,
             ..Memory::unknown(query.at, query.addr, n)
         };
+        memory = fresh();
+        steps.seek(0)?;
+        if read_lean(steps, query.at, &mut memory) {
+            return Ok((memory, None));
+        }
+        memory = fresh();
         steps.seek(0)?;
     }
-    let damage = read(steps.as_mut(), ctx, query.at, &mut memory)?;
+    let damage = read(steps, ctx, query.at, &mut memory)?;
     Ok((memory, damage))
+}
+
+/// What [`read_lean`]'s scan stops with once the answer is complete.
+const LEAN_DONE: &str = "mem: every byte known";
+
+/// [`read`] through [`Steps::scan`]: only the steps with an access in the range, and for
+/// x64dbg its lean walk (no register replay), so a few times faster. `at` must be in the
+/// trace. Returns `false` when the scan met damage, which the caller then locates with
+/// [`read`] (from the start again).
+fn read_lean(steps: &mut dyn Steps, at: u64, memory: &mut Memory) -> bool {
+    let snapshot = steps.memory_is_snapshot();
+    let query = ScanQuery {
+        all: false,
+        pc: None,
+        mem: Some(memory.addr..memory.addr.saturating_add(memory.len)),
+    };
+    let mut open: Option<usize> = None;
+    let scanned = steps.scan(&query, &mut |step| {
+        if step.i < at || (snapshot && step.i == at) {
+            memory.before(step, snapshot);
+            return Ok(());
+        }
+        if snapshot {
+            return Err(Error::Unsupported(LEAN_DONE.into()));
+        }
+        let unknown = match open {
+            Some(u) => u,
+            None => memory.bytes.iter().filter(|b| b.is_none()).count(),
+        };
+        let left = unknown.saturating_sub(memory.infer(step));
+        open = Some(left);
+        if left == 0 {
+            return Err(Error::Unsupported(LEAN_DONE.into()));
+        }
+        Ok(())
+    });
+    match scanned {
+        Ok(()) => true,
+        Err(Error::Unsupported(m)) => m == LEAN_DONE,
+        Err(_) => false,
+    }
 }
 
 /// The sidecar index of `input`, if it has a usable one whose format seeks (else a note
@@ -416,8 +480,9 @@ fn sidecar(handler: &dyn Handler, input: &Input, ctx: &mut Ctx<'_>) -> Option<Si
 /// twice as many, up to [`MAX_WINDOW`].
 const FIRST_WINDOW: usize = 16;
 
-/// The most candidates one window holds.
-const MAX_WINDOW: usize = 1 << 16;
+/// The most candidates one window holds: past twice as many, the lean pass is quicker
+/// than their seeks.
+const MAX_WINDOW: usize = 1 << 12;
 
 /// [`read`] from the sidecar: the candidates (instructions with an access that may cover
 /// a byte asked for) nearest `at`, in windows: the last ones before `at`, read in order
@@ -429,7 +494,7 @@ const MAX_WINDOW: usize = 1 << 16;
 /// gives up (`None`), and the caller makes the pass.
 fn from_sidecar(
     steps: &mut dyn Steps,
-    mut sidecar: Sidecar,
+    sidecar: &mut Sidecar,
     at: u64,
     memory: &mut Memory,
 ) -> Result<Option<Option<Error>>, Error> {
@@ -1069,6 +1134,41 @@ pub(crate) mod tests {
             SEEN[0].load(Relaxed) > 0 && SEEN[2].load(Relaxed) > 0,
             "{SEEN:?}"
         );
+    }
+
+    /// A word written by every step and, beside it, a word no step touches: the sidecar's
+    /// candidates (every step) never cover the second, so `mem` gives up on them and makes
+    /// the lean pass, whose answer is the known one and the full pass's.
+    #[test]
+    fn many_candidates_fall_back_to_the_lean_pass() {
+        let steps: Vec<Hand> = (0..10_000u64)
+            .map(|k| {
+                let mut mem = vec![(0x1000, k, Some(k + 1))];
+                if k == 5 {
+                    mem.push((0x1010, 0xaaaa, None));
+                }
+                (vec![0x90], Vec::new(), mem)
+            })
+            .collect();
+        let dir = std::env::temp_dir().join(format!("tk-mem-lean-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, index, _) = with_sidecar(&dir, "h.trace64", &hand_built(&steps));
+        let q = query(9_990, 0x1000, 24);
+        let indexed = ask_file(&path, &index, false, q);
+        let scanned = ask_file(&path, &dir.join("none.tkidx"), false, q);
+        assert_eq!(indexed, scanned);
+        let mut bytes = vec![None; 24];
+        for (b, v) in bytes.iter_mut().zip(9_990u64.to_le_bytes()) {
+            *b = Some(v);
+        }
+        for (b, v) in bytes[16..].iter_mut().zip(0xaaaau64.to_le_bytes()) {
+            *b = Some(v);
+        }
+        assert_eq!(indexed.bytes, bytes);
+        assert_eq!(indexed.source[0], Some(9_989));
+        assert_eq!(indexed.source[8], None);
+        assert_eq!(indexed.source[16], Some(5));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// After a recorded write, `mem` returns the written bytes, from that instruction.

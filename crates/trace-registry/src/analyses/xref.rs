@@ -178,7 +178,7 @@ pub fn xref(
         ));
     }
     let explicit = ctx.options.index.clone();
-    let sidecar = match index::open_for(input, explicit.as_deref(), handler.name()) {
+    let mut sidecar = match index::open_for(input, explicit.as_deref(), handler.name()) {
         Ok(sidecar) => Some(sidecar),
         Err(why) => {
             index::note_unusable(input, ctx, &why);
@@ -198,6 +198,54 @@ pub fn xref(
     );
     ctx.diagnostics = notes;
     let mut steps = steps?;
+    let window = Window {
+        from: 0,
+        to: u64::MAX,
+        last: None,
+    };
+    xref_of(
+        steps.as_mut(),
+        sidecar.as_mut(),
+        disasm,
+        query,
+        window,
+        &mut on_hit,
+    )
+}
+
+/// Which steps [`xref_of`] looks at: those with `from <= i < to`; with `last`, only the
+/// last `last` candidates of the sidecar in that window (without a sidecar every step of
+/// the window is read, and the caller keeps the last hits it wants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The first step.
+    pub from: u64,
+    /// The step after the last (`u64::MAX`: to the end).
+    pub to: u64,
+    /// Only the last this many candidate steps (from the sidecar).
+    pub last: Option<usize>,
+}
+
+/// [`xref`] over steps already open (at their start) and the sidecar index, if the caller
+/// has a usable one, for the steps of `window` only (a caller that pages through the hits:
+/// `tracekit serve`). Stops at the window's end, or when `on_hit` fails.
+///
+/// # Errors
+///
+/// As [`xref`]; a `from` past the end of the trace gives no hits, not an error.
+pub fn xref_of(
+    steps: &mut dyn Steps,
+    sidecar: Option<&mut Sidecar>,
+    disasm: bool,
+    query: &XrefQuery,
+    window: Window,
+    on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error>,
+) -> Result<(), Error> {
+    if query.mem.is_none() == query.pc.is_none() {
+        return Err(Error::Unsupported(
+            "xref takes an address range or --pc, one of the two".into(),
+        ));
+    }
     let isa = steps.isa();
     let scan = ScanQuery {
         all: false,
@@ -213,27 +261,53 @@ pub fn xref(
         snapshot: steps.memory_is_snapshot(),
         disasm,
     };
-    let on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error> = &mut on_hit;
-    match sidecar {
-        Some(sidecar) => from_sidecar(steps.as_mut(), sidecar, &scan, &emit, on_hit),
-        None => steps.scan(&scan, &mut |step| emit.step(step, on_hit)),
+    if let Some(sidecar) = sidecar {
+        return from_sidecar(steps, sidecar, &scan, &emit, window, on_hit);
     }
+    if window.from > 0 {
+        match steps.seek(window.from) {
+            Ok(()) => {}
+            // Past the end: nothing to find.
+            Err(Error::Unsupported(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    if window.to == u64::MAX {
+        return steps.scan(&scan, &mut |step| emit.step(step, on_hit));
+    }
+    // A window that ends: read step by step, to stop at its end.
+    while let Some(step) = steps.next_step() {
+        let step = step?;
+        if step.i >= window.to {
+            break;
+        }
+        if scan.matches(step) {
+            emit.step(step, on_hit)?;
+        }
+    }
+    Ok(())
 }
 
 /// [`xref`] from the sidecar: its candidates, each read from the steps (by reading on
 /// when it is near, by a seek when it is far).
 fn from_sidecar(
     steps: &mut dyn Steps,
-    mut sidecar: Sidecar,
+    sidecar: &mut Sidecar,
     query: &ScanQuery,
     emit: &Emit<'_>,
+    window: Window,
     on_hit: &mut dyn FnMut(&XrefHit) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let candidates = match (query.pc, &query.mem) {
+    let mut candidates = match (query.pc, &query.mem) {
         (Some(pc), _) => sidecar.executions(pc)?,
         (None, Some(r)) => sidecar.accesses(r.start, r.end)?,
         (None, None) => Vec::new(),
     };
+    candidates.retain(|i| (window.from..window.to).contains(i));
+    if let Some(last) = window.last {
+        let cut = candidates.len().saturating_sub(last);
+        candidates.drain(..cut);
+    }
     let mut visit = Visit::new();
     for i in candidates {
         visit.step(steps, i, &mut |step| {

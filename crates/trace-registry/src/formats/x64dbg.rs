@@ -18,6 +18,8 @@ use std::sync::{Arc, OnceLock};
 
 use std::borrow::Cow;
 
+use smallvec::SmallVec;
+
 use trac_x64dbg::{
     Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, RegDump, RegisterField,
     Replay, StreamReader, Trace, raw, register_fields, word_names,
@@ -553,7 +555,21 @@ impl<'a> X64Steps<'a> {
         step.i = ins.index();
         step.thread = u64::from(ins.thread());
         step.pc = pc;
-        step.opcode.extend_from_slice(ins.opcode());
+        let opcode = ins.opcode();
+        // The opcode starts after the 4 fixed bytes and the thread id, if any; the block
+        // goes on after it (register changes, accesses), so it is usually taken as 16
+        // bytes, a copy of constant size, and cut to its length (at most 15).
+        let start = if ins.thread_field() == trac_x64dbg::ThreadField::Absent {
+            4
+        } else {
+            8
+        };
+        match ins.bytes().get(start..).and_then(<[u8]>::first_chunk::<16>) {
+            Some(window) if opcode.len() < 16 => {
+                step.opcode = SmallVec::from_buf_and_len(*window, opcode.len());
+            }
+            _ => step.opcode.extend_from_slice(opcode),
+        }
         for m in ins.mem() {
             step.push_word(m.address, word, m.old, m.new);
         }
@@ -579,7 +595,10 @@ impl Steps for X64Steps<'_> {
         if self.done {
             return None;
         }
+        // In memory, the replay marks the words changed as it applies them.
+        let marked = self.tracking && matches!(self.blocks, Blocks::Slice(_));
         let next = match &mut self.blocks {
+            Blocks::Slice(r) if marked => r.next_instruction_marking(&mut self.dirty),
             Blocks::Slice(r) => r.next_instruction_with_regs(),
             Blocks::Stream(r) => r.next_instruction_with_regs(),
             Blocks::General(r) => r.next_instruction_with_regs(),
@@ -588,7 +607,7 @@ impl Steps for X64Steps<'_> {
             Ok((ins, regs)) => {
                 if ins.is_full_dump() {
                     self.all_dirty = true;
-                } else if self.tracking {
+                } else if self.tracking && !marked {
                     for c in ins.regs() {
                         let i = usize::from(c.index);
                         if let Some(bits) = self.dirty.get_mut(i >> 6) {
@@ -614,6 +633,15 @@ impl Steps for X64Steps<'_> {
     fn regs(&self) -> &[u64] {
         let words = self.blocks.regs().words();
         words.get(..self.names.len()).unwrap_or(words)
+    }
+
+    /// The words the last block set under the lean replay (every word after a seek, and
+    /// under the full replay).
+    fn regs_changed(&self) -> u64 {
+        match &self.blocks {
+            Blocks::General(r) => r.changed(),
+            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
+        }
     }
 
     fn named_regs(&self, out: &mut Vec<NamedReg>) {
@@ -842,8 +870,13 @@ impl Steps for X64Steps<'_> {
             let last = c.src.at.saturating_add(c.src.len.max(1)).saturating_sub(1);
             (c.src.at >> shift, last >> shift)
         };
+        // A copy of the first bytes of one word into a slot of their size.
+        let low = |c: &RegCopy| {
+            let aligned = (c.src.at >> shift) << shift == c.src.at;
+            (aligned && c.src.len <= w).then_some(c.src.len)
+        };
         if !plan.is_indexed() {
-            plan.index(trac_x64dbg::MAX_WORDS, span);
+            plan.index(trac_x64dbg::MAX_WORDS, span, low);
             self.all_dirty = true;
         }
         let copy = |c: &RegCopy, out: &mut [u8]| {
@@ -880,6 +913,20 @@ impl Steps for X64Steps<'_> {
             while bits != 0 {
                 let unit = (k << 6) | bits.trailing_zeros() as usize;
                 bits &= bits.wrapping_sub(1);
+                // Most changed words feed one slot of their own: a copy of constant size.
+                if let Some((dst, n)) = plan.low(unit) {
+                    let word = words.get(unit).copied().unwrap_or(0).to_le_bytes();
+                    let end = dst.saturating_add(n);
+                    match (n, out.get_mut(dst..end)) {
+                        (8, Some(d)) => d.copy_from_slice(&word),
+                        (4, Some(d)) => {
+                            d.copy_from_slice(word.first_chunk::<4>().unwrap_or(&[0; 4]))
+                        }
+                        (_, Some(d)) => d.copy_from_slice(word.get(..n).unwrap_or_default()),
+                        (_, None) => {}
+                    }
+                    continue;
+                }
                 plan.readers(unit).for_each(|c| copy(c, out));
             }
         }

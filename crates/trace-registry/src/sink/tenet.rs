@@ -12,7 +12,7 @@
 
 use std::io::Write;
 
-use tenet_trace::{Arch, MemKind, MemRef, Registers, Writer};
+use tenet_trace::{Arch, MemItems, MemKind, MemRef, Registers, Writer};
 
 use crate::Error;
 use crate::steps::{AccessKind, Isa, RegsWanted, Step, Steps};
@@ -21,40 +21,6 @@ use crate::steps::{AccessKind, Isa, RegsWanted, Step, Steps};
 /// open files a process has.
 pub const MAX_THREADS: usize = 512;
 
-/// One memory item waiting for the thread's next line; its bytes in `Pending::data`.
-#[derive(Clone, Copy)]
-struct Item {
-    kind: MemKind,
-    addr: u64,
-    start: usize,
-    len: usize,
-}
-
-/// The accesses of one instruction, kept until the thread's next line.
-#[derive(Default)]
-struct Pending {
-    items: Vec<Item>,
-    data: Vec<u8>,
-}
-
-impl Pending {
-    fn clear(&mut self) {
-        self.items.clear();
-        self.data.clear();
-    }
-
-    fn refs(&self) -> impl Iterator<Item = MemRef<'_>> {
-        self.items.iter().map(|m| MemRef {
-            kind: m.kind,
-            addr: m.addr,
-            data: self
-                .data
-                .get(m.start..m.start.saturating_add(m.len))
-                .unwrap_or_default(),
-        })
-    }
-}
-
 /// One thread's output.
 struct ThreadOut<W: Write> {
     thread: u64,
@@ -62,7 +28,8 @@ struct ThreadOut<W: Write> {
     /// The words of [`RegMap`]'s span as its lines so far left them (meaningful once
     /// `lines > 0`).
     last: Vec<u64>,
-    pending: Pending,
+    /// The accesses of the thread's last instruction, formatted for its next line.
+    pending: MemItems,
     lines: u64,
 }
 
@@ -92,7 +59,7 @@ pub fn convert<W: Write>(
     // in long stretches, so the search is rare).
     let mut threads: Vec<ThreadOut<W>> = Vec::new();
     let mut at = 0usize;
-    let mut current = Pending::default();
+    let mut current = MemItems::new();
     let mut map: Option<RegMap> = None;
     // The span's words when the stream gives fewer (read as 0).
     let mut padded: Vec<u64> = Vec::new();
@@ -107,14 +74,24 @@ pub fn convert<W: Write>(
         if map.is_none() {
             map = Some(register_map(steps)?);
         }
-        let Some(RegMap { arch, lo, tenet }) = &map else {
+        let Some(RegMap {
+            arch,
+            lo,
+            tenet,
+            all,
+        }) = &map
+        else {
             break;
         };
-        let (arch, lo) = (*arch, *lo);
+        let (arch, lo, all) = (*arch, *lo, *all);
         if line.arch() != arch {
             line = Registers::new(arch);
         }
+        // Whether the previous step was this thread's last line: then only the words the
+        // stream says changed since can differ from it.
+        let mut same = true;
         if threads.get(at).is_none_or(|t| t.thread != thread) {
+            same = false;
             at = match threads.iter().position(|t| t.thread == thread) {
                 Some(k) => k,
                 None => {
@@ -129,7 +106,7 @@ pub fn convert<W: Write>(
                         thread,
                         writer: Writer::new(w, arch),
                         last: vec![0; tenet.len()],
-                        pending: Pending::default(),
+                        pending: MemItems::new(),
                         lines: 0,
                     });
                     threads.len().saturating_sub(1)
@@ -152,20 +129,41 @@ pub fn convert<W: Write>(
         };
         let max = arch.max_value();
         let first = out.lines == 0;
+        let candidates = if same && !first {
+            steps
+                .regs_changed()
+                .checked_shr(lo as u32)
+                .unwrap_or(u64::MAX)
+                & all
+        } else {
+            all
+        };
         line.clear();
-        // Mostly equal: one well-predicted compare per word.
-        for ((last, &value), index) in out.last.iter_mut().zip(now).zip(tenet) {
+        let mut take = |k: usize| {
+            let (Some(last), Some(&value), Some(&Some(index))) =
+                (out.last.get_mut(k), now.get(k), tenet.get(k))
+            else {
+                return;
+            };
             let value = value & max;
             if first || *last != value {
                 *last = value;
-                if let Some(i) = *index {
-                    line.set(i, value);
-                }
+                line.set(index, value);
             }
+        };
+        if tenet.len() <= 64 {
+            let mut bits = candidates;
+            while bits != 0 {
+                take(bits.trailing_zeros() as usize);
+                bits &= bits.wrapping_sub(1);
+            }
+        } else {
+            // Spread wider than the changed-word mask: every word, every line.
+            (0..tenet.len()).for_each(take);
         }
         line.set(arch.pc(), pc);
         out.writer
-            .write_instruction(&line, out.pending.refs())
+            .write_instruction_items(&line, &out.pending)
             .map_err(write_err)?;
         out.lines = out.lines.saturating_add(1);
         std::mem::swap(&mut out.pending, &mut current);
@@ -190,9 +188,9 @@ fn write_err(e: tenet_trace::WriteError) -> Error {
     }
 }
 
-/// Copies the accesses of `step` into `out`: kind (from the access's kind where known,
+/// Formats the accesses of `step` into `out`: kind (from the access's kind where known,
 /// else `mw` when a new value was recorded), address, bytes after the instruction.
-fn take_accesses(step: &Step, out: &mut Pending) {
+fn take_accesses(step: &Step, out: &mut MemItems) {
     out.clear();
     for a in &step.mem {
         let kind = match a.kind {
@@ -202,28 +200,26 @@ fn take_accesses(step: &Step, out: &mut Pending) {
             AccessKind::Unknown if a.new.is_some() => MemKind::Write,
             AccessKind::Unknown => MemKind::Read,
         };
-        let Some(bytes) = step.new(a).or_else(|| step.old(a)) else {
+        let Some(data) = step.new(a).or_else(|| step.old(a)) else {
             continue;
         };
-        let start = out.data.len();
-        out.data.extend_from_slice(bytes);
-        out.items.push(Item {
+        out.push(MemRef {
             kind,
             addr: a.addr,
-            start,
-            len: bytes.len(),
+            data,
         });
     }
 }
 
 /// Where a stream's [`Steps::regs`] hold the Tenet registers: the words `lo..lo + n`
 /// hold every one of them but the pc, word `lo + k` being Tenet register `tenet[k]` (or
-/// none); registers the stream does not name are left out. One pass over a short slice
-/// of words per step, rather than a lookup per register.
+/// none); registers the stream does not name are left out. Bit `k` of `all` is set
+/// where `tenet[k]` is one (for `k` < 64: a wider span compares every word every line).
 struct RegMap {
     arch: Arch,
     lo: usize,
     tenet: Vec<Option<usize>>,
+    all: u64,
 }
 
 /// The architecture of a stream and where its registers are.
@@ -257,7 +253,19 @@ fn register_map(steps: &dyn Steps) -> Result<RegMap, Error> {
             *t = Some(i);
         }
     }
-    Ok(RegMap { arch, lo, tenet })
+    let all = tenet
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.is_some())
+        .fold(0u64, |m, (k, _)| {
+            m | 1u64.checked_shl(k as u32).unwrap_or(0)
+        });
+    Ok(RegMap {
+        arch,
+        lo,
+        tenet,
+        all,
+    })
 }
 
 #[cfg(test)]

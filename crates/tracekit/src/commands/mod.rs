@@ -20,6 +20,7 @@ pub mod diff;
 pub mod find;
 pub mod mem;
 pub mod regions;
+pub mod serve;
 pub mod simpoint;
 pub mod state;
 pub mod to_tenet;

@@ -10,6 +10,7 @@
 
 mod amber;
 mod bbv;
+mod browser;
 mod common;
 mod dcfg;
 mod dcfg_trace;
@@ -21,6 +22,7 @@ mod find;
 mod frame;
 mod gdb_tfile;
 mod memory;
+mod serve;
 mod simpoint;
 mod state;
 mod tenet;

@@ -1,0 +1,194 @@
+// Drives the tracekit explorer page in Chromium and compares what it shows with values the
+// CLI computed (written by crates/tracekit/tests/cli/browser.rs).
+//
+//   node explorer.mjs URL EXPECTED.json [SCREENSHOT.png]
+//
+// The browser is $CHROMIUM, else `chromium` or `chromium-browser` on PATH (playwright-core
+// downloads none). Exits 1 with a message on the first mismatch, 2 on a usage error.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const [url, expectedPath, screenshot] = process.argv.slice(2);
+if (!url || !expectedPath) {
+  console.error('usage: node explorer.mjs URL EXPECTED.json [SCREENSHOT.png]');
+  process.exit(2);
+}
+const want = JSON.parse(readFileSync(expectedPath, 'utf8'));
+
+function findChromium() {
+  if (process.env.CHROMIUM) return process.env.CHROMIUM;
+  for (const name of ['chromium', 'chromium-browser']) {
+    try {
+      return execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim();
+    } catch {
+      // not this one
+    }
+  }
+  console.error('explorer.mjs: no Chromium (set CHROMIUM or put chromium on PATH)');
+  process.exit(2);
+}
+
+class Mismatch extends Error {}
+function check(ok, what) {
+  if (!ok) throw new Mismatch(what);
+}
+function equal(actual, expected, what) {
+  check(actual === expected, `${what}: the page shows ${JSON.stringify(actual)}, expected ${JSON.stringify(expected)}`);
+}
+
+const browser = await chromium.launch({ executablePath: findChromium() });
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+page.setDefaultTimeout(15000);
+const pageErrors = [];
+page.on('pageerror', (e) => pageErrors.push(e.message));
+
+// Waits until step i is the selected row and both panels show it (loaded, not busy).
+async function selected(i, what) {
+  try {
+    await page.waitForSelector(`#list-rows .row.selected[data-i="${i}"]:not(.loading)`);
+    await page.waitForSelector(`#regs-panel[data-i="${i}"]:not([aria-busy])`);
+    await page.waitForSelector(`#mem-panel[data-i="${i}"]:not([aria-busy])`);
+  } catch {
+    const now = await page.evaluate(() => {
+      const row = document.querySelector('#list-rows .row.selected');
+      return row ? row.dataset.i : 'none';
+    });
+    throw new Mismatch(`${what}: expected step ${i} selected, the page has ${now}` +
+      ` (${await page.textContent('#error')}${await page.textContent('#status-note')})`);
+  }
+}
+
+async function jump(text, i) {
+  await page.fill('#jump', text);
+  await page.press('#jump', 'Enter');
+  await selected(i, `jump box "${text}"`);
+}
+
+async function key(k, i) {
+  await page.focus('#list');
+  await page.keyboard.press(k);
+  await selected(i, `key ${k}`);
+}
+
+async function checkRow(i, row) {
+  const cells = await page.$$eval(`#list-rows .row[data-i="${i}"] > span`, (s) => s.map((c) => c.textContent));
+  equal(cells[0], String(i), `row ${i} index`);
+  equal(cells[1], String(row.thread), `row ${i} thread`);
+  equal(cells[2], row.pc, `row ${i} pc`);
+  equal(cells[3], row.asm, `row ${i} disassembly`);
+}
+
+async function checkRegs(state, changed) {
+  const shown = await page.$$eval('#regs .reg', (cells) =>
+    cells.map((c) => [c.dataset.reg, c.querySelector('.reg-val').textContent, c.classList.contains('changed')]));
+  const names = Object.keys(state.regs);
+  equal(shown.length, names.length, `number of registers at step ${state.i}`);
+  const byName = new Map(shown.map(([n, v, c]) => [n, { v, c }]));
+  for (const n of names) {
+    check(byName.has(n), `register ${n} is missing from the panel at step ${state.i}`);
+    equal(byName.get(n).v, state.regs[n], `register ${n} at step ${state.i}`);
+  }
+  const marked = shown.filter(([, , c]) => c).map(([n]) => n).sort();
+  equal(marked.join(','), [...changed].sort().join(','), `registers highlighted as changed at step ${state.i}`);
+  equal(await page.getAttribute('#regs-panel', 'data-thread'), String(state.thread), `thread of step ${state.i}`);
+}
+
+async function checkMem(mem) {
+  equal(await page.getAttribute('#mem-panel', 'data-addr'), mem.addr, `memory view address at step ${mem.i}`);
+  const cells = await page.$$eval('#mem .b', (bs) =>
+    bs.map((b) => [b.dataset.addr, b.textContent, b.dataset.source ?? null, b.dataset.inferred === 'true']));
+  equal(cells.length, mem.len, `bytes in the memory view at step ${mem.i}`);
+  const base = BigInt(mem.addr);
+  for (let k = 0; k < mem.len; k++) {
+    const [addr, text, source, inferred] = cells[k];
+    const what = `memory byte ${mem.addr}+${k} at step ${mem.i}`;
+    equal(addr, `0x${(base + BigInt(k)).toString(16)}`, `${what} address`);
+    const b = mem.bytes[k];
+    equal(text, b === null ? '??' : b.toString(16).padStart(2, '0'), what);
+    equal(source, mem.source[k] === null ? null : String(mem.source[k]), `${what} source`);
+    equal(inferred, mem.inferred[k] === true, `${what} inferred mark`);
+  }
+}
+
+let failed = false;
+try {
+  const t0 = Date.now();
+  await page.goto(url);
+  await page.waitForSelector('#list-rows .row[data-i="0"]:not(.loading)');
+  await selected(0, 'the first step after loading');
+  console.log(`explorer: first rows after ${Date.now() - t0} ms`);
+  await page.waitForFunction((n) => document.querySelector('#status-text').textContent.includes(n),
+    want.steps.toLocaleString('en'));
+  equal(await page.getAttribute('#list', 'aria-rowcount'), String(want.steps), 'row count');
+
+  // The known row, by the jump box (hex), with its registers and memory.
+  await jump(`0x${want.at.toString(16)}`, want.at);
+  await checkRow(want.at, want.row);
+  await checkRegs(want.state, want.changed);
+  await checkMem(want.mem);
+
+  // The same row reached by scrolling the list: back to the top, then wheel down to it.
+  await jump('0', 0);
+  const box = await page.locator('#list').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  // Big wheel steps while far away (100 rows each), then single notches (5 rows).
+  for (let k = 0; ; k++) {
+    check(k < 200, `row ${want.at} not reached by scrolling the list`);
+    const topRow = Number(await page.getAttribute('#list', 'data-top'));
+    const el = await page.$(`#list-rows .row[data-i="${want.at}"]:not(.loading)`);
+    const r = el && (await el.boundingBox());
+    if (r && r.y > box.y + 40 && r.y + r.height < box.y + box.height - 40) break;
+    await page.mouse.wheel(0, want.at - topRow > 120 ? 2000 : 100);
+    await page.waitForTimeout(20);
+  }
+  await page.click(`#list-rows .row[data-i="${want.at}"]`);
+  await selected(want.at, 'clicking the row scrolled to with the wheel');
+  await checkRegs(want.state, want.changed);
+  await checkMem(want.mem);
+
+  // Dragging the scrollbar: the top row follows scrollTop (unscaled for a small trace).
+  const top = await page.evaluate(() => {
+    const list = document.querySelector('#list');
+    list.scrollTop = 20 * 100;
+    return new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => resolve(list.dataset.top)), 100));
+  });
+  equal(top, '100', 'top row after setting the scrollbar to 100 rows');
+  await page.waitForSelector('#list-rows .row[data-i="100"]:not(.loading)');
+
+  // Keyboard stepping.
+  await key('j', want.at + 1);
+  await key('k', want.at);
+  await key('ArrowDown', want.at + 1);
+  await key('ArrowUp', want.at);
+  await key('n', want.next_same_pc);
+  await key('p', want.at);
+  await key('p', want.prev_same_pc);
+  await jump(`pc=${want.row.pc}`, want.at);
+
+  // Clicking a register goes to its writer.
+  await jump(String(want.at), want.at);
+  await page.click(`#regs [data-reg="${want.reg}"] .reg-name`);
+  await selected(want.reg_writer, `clicking register ${want.reg}`);
+
+  // Clicking a byte goes to its source; "Next read" to the next read of it.
+  await jump(String(want.at), want.at);
+  await page.click(`#mem .b[data-addr="${want.byte}"]`);
+  await selected(want.byte_source, `clicking byte ${want.byte}`);
+  await page.click('#next-read');
+  await selected(want.byte_next_read, `"Next read" of byte ${want.byte} from step ${want.byte_source}`);
+
+  // Back on the known row for the screenshot (the CI artifact).
+  await jump(String(want.at), want.at);
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
+  if (screenshot) await page.screenshot({ path: screenshot });
+  console.log('explorer: all checks passed');
+} catch (e) {
+  failed = true;
+  if (screenshot) await page.screenshot({ path: screenshot }).catch(() => {});
+  console.error(`explorer: ${e instanceof Mismatch ? 'MISMATCH' : 'ERROR'}: ${e.message}`);
+  if (pageErrors.length) console.error(`explorer: errors in the page: ${pageErrors.join('; ')}`);
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);

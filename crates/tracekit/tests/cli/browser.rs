@@ -1,0 +1,277 @@
+//! The explorer page of `tracekit serve` in a real browser: a synthetic x64dbg trace with
+//! three threads, the values the page must show computed here with `tracekit dump`,
+//! `state --json`, `mem --json` and `xref` (the writer of a register by walking `state`
+//! back through the thread's steps), then `node tests/browser/explorer.mjs` drives Chromium
+//! through the page (playwright-core) and compares. The screenshot it takes is kept as
+//! `target/explorer-screenshot.png` (a CI artifact).
+//!
+//! Needs node, Chromium and `npm ci` in tests/browser; without them the test is skipped
+//! with a note, unless `TRACEKIT_REQUIRE_BROWSER=1` (set by CI), which makes that a failure.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use trac_x64dbg::testgen::{self, Options};
+use trac_x64dbg::{Arch, RecorderOptions};
+
+use crate::common::*;
+
+const LEN: u64 = 256; // bytes in the page's memory view (MEM_LEN in app.js)
+
+fn browser_dir() -> PathBuf {
+    root().join("crates/tracekit/tests/browser")
+}
+
+/// `name` on PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// node, Chromium and playwright-core, or what is missing.
+fn tools() -> Result<(PathBuf, PathBuf), String> {
+    let node = which("node").ok_or("node is not on PATH")?;
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .or_else(|| which("chromium"))
+        .or_else(|| which("chromium-browser"))
+        .ok_or("chromium is not on PATH and CHROMIUM is not set")?;
+    let pw = browser_dir().join("node_modules/playwright-core/package.json");
+    if !pw.is_file() {
+        return Err(format!("{} is missing (run npm ci there)", pw.display()));
+    }
+    Ok((node, chromium))
+}
+
+/// The running server; killed when dropped, so a failing test leaves none behind.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `tracekit serve FILE --port 0` and reads the URL from its first line.
+fn serve(file: &Path) -> (Server, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["serve", file.to_str().unwrap(), "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut server = Server(child);
+    let mut out = BufReader::new(server.0.stdout.take().unwrap());
+    let mut url = String::new();
+    out.read_line(&mut url).unwrap();
+    // Drain whatever else it prints, so it never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let url = url.trim().to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.contains("/?token="),
+        "serve printed {url:?}"
+    );
+    (server, url)
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = tracekit(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn json_lines(args: &[&str]) -> Vec<Value> {
+    ok(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn hex(v: &Value) -> u64 {
+    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// Builds the expected values for `file` (see the module docs).
+struct Oracle<'a> {
+    file: &'a str,
+    rows: Vec<Value>,
+}
+
+impl Oracle<'_> {
+    fn state(&self, i: usize) -> Value {
+        serde_json::from_str(&ok(&["state", self.file, "--at", &i.to_string(), "--json"])).unwrap()
+    }
+
+    /// The step of `i`'s thread before `i`.
+    fn prev_in_thread(&self, i: usize) -> Option<usize> {
+        let t = &self.rows[i]["thread"];
+        (0..i).rev().find(|&j| &self.rows[j]["thread"] == t)
+    }
+
+    /// The last step j < at of at's thread after which `reg` changed: the states before
+    /// consecutive steps of the thread compared, walking back (at most `limit` steps).
+    fn writer(&self, at: usize, reg: &str, limit: usize) -> Option<usize> {
+        let mut k = at;
+        let mut value = self.state(k)["regs"][reg].clone();
+        for _ in 0..limit {
+            let j = self.prev_in_thread(k)?;
+            let before = self.state(j)["regs"][reg].clone();
+            if before != value {
+                return Some(j);
+            }
+            (k, value) = (j, before);
+        }
+        None
+    }
+}
+
+#[test]
+fn the_explorer_page_shows_what_the_cli_computes() {
+    let (node, chromium) = match tools() {
+        Ok(t) => t,
+        Err(why) => {
+            if std::env::var_os("TRACEKIT_REQUIRE_BROWSER").is_some_and(|v| v == "1") {
+                panic!("{why}, and TRACEKIT_REQUIRE_BROWSER=1");
+            }
+            eprintln!("skipped: node/chromium/playwright-core missing: {why}");
+            return;
+        }
+    };
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("explorer.trace64");
+    let opts = Options {
+        arch: Arch::X64,
+        threads: 3,
+        max_run: 40,
+        seed: 18,
+    };
+    let bytes = testgen::trace(opts, 3000, RecorderOptions::default(), "C:\\explorer.exe");
+    std::fs::write(&path, bytes).unwrap();
+    let _ = std::fs::remove_file(dir.join("explorer.trace64.tkidx"));
+    let file = path.to_str().unwrap();
+
+    let rows = json_lines(&["dump", "--disasm", "-q", file]);
+    let steps = rows.len();
+    let o = Oracle { file, rows };
+
+    // A row late in the trace whose pc runs before and after it, after a step of its own
+    // thread (so the page highlights the registers against the previous step's state).
+    let execs =
+        |pc: &Value| -> Vec<usize> { (0..steps).filter(|&j| &o.rows[j]["pc"] == pc).collect() };
+    let (at, prev_same_pc, next_same_pc) = (steps * 2 / 3..steps)
+        .find_map(|i| {
+            let row = &o.rows[i];
+            if row["asm"].is_null() || o.rows[i - 1]["thread"] != row["thread"] {
+                return None;
+            }
+            let e = execs(&row["pc"]);
+            let k = e.iter().position(|&j| j == i)?;
+            Some((i, *e.get(k.checked_sub(1)?)?, *e.get(k + 1)?))
+        })
+        .expect("a row with executions of its pc before and after");
+
+    let state = o.state(at);
+    let before = o.state(at - 1);
+    let changed: Vec<&String> = state["regs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, v)| &before["regs"][k.as_str()] != *v)
+        .map(|(k, _)| k)
+        .collect();
+
+    // The memory view follows rsp by default: 256 bytes from rsp rounded down to 16.
+    let base = hex(&state["regs"]["rsp"]) & !15;
+    let mem: Value = serde_json::from_str(&ok(&[
+        "mem",
+        file,
+        "--at",
+        &at.to_string(),
+        &format!("{base:#x}"),
+        &LEN.to_string(),
+        "--json",
+    ]))
+    .unwrap();
+
+    // A byte written before `at` that is read again later: its source must be the last
+    // access before `at` that `xref` lists for it.
+    let (byte, byte_source, byte_next_read) = (0..LEN as usize)
+        .filter(|&k| !mem["source"][k].is_null() && mem["inferred"][k] == false)
+        .find_map(|k| {
+            let addr = base + k as u64;
+            let hits = json_lines(&["xref", "--disasm", file, &format!("{addr:#x}:1")]);
+            let i_of = |h: &Value| h["i"].as_u64().unwrap() as usize;
+            let last = hits.iter().map(i_of).filter(|&i| i < at).max();
+            let source = mem["source"][k].as_u64().unwrap() as usize;
+            assert_eq!(last, Some(source), "mem's source of {addr:#x} at {at}");
+            let read = hits
+                .iter()
+                .filter(|h| i_of(h) > source && h["access"] != "write")
+                .map(i_of)
+                .next()?;
+            Some((addr, source, read))
+        })
+        .expect("a byte of the stack view read after its write");
+
+    // A general register whose writer is not simply the previous step of the thread.
+    let prev_step = o.prev_in_thread(at).unwrap();
+    let regs = ["rax", "rcx", "rdx", "rbx", "rsi", "rdi", "rbp", "rsp"];
+    let (reg, reg_writer) = regs
+        .iter()
+        .find_map(|r| {
+            o.writer(at, r, 60)
+                .filter(|&w| w < prev_step)
+                .map(|w| (*r, w))
+        })
+        .or_else(|| {
+            regs.iter()
+                .find_map(|r| o.writer(at, r, 60).map(|w| (*r, w)))
+        })
+        .expect("a register with a writer");
+
+    let expected = json!({
+        "steps": steps,
+        "at": at,
+        "row": o.rows[at],
+        "state": state,
+        "changed": changed,
+        "mem": mem,
+        "next_same_pc": next_same_pc,
+        "prev_same_pc": prev_same_pc,
+        "reg": reg,
+        "reg_writer": reg_writer,
+        "byte": format!("{byte:#x}"),
+        "byte_source": byte_source,
+        "byte_next_read": byte_next_read,
+    });
+    let expected_path = dir.join("expected.json");
+    std::fs::write(&expected_path, expected.to_string()).unwrap();
+
+    let (_server, url) = serve(&path);
+    let screenshot = root().join("target/explorer-screenshot.png");
+    let out = Command::new(node)
+        .arg(browser_dir().join("explorer.mjs"))
+        .args([url.as_str(), expected_path.to_str().unwrap()])
+        .arg(&screenshot)
+        .env("CHROMIUM", chromium)
+        .current_dir(browser_dir())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprint!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "the explorer page does not show what the CLI computes (screenshot: {}):\n{}",
+        screenshot.display(),
+        stderr(&out)
+    );
+}
