@@ -153,7 +153,7 @@ impl Chunk<'_> {
     ///
     /// A bad sequence or a decoding error; the edges before it were handed to `emit`.
     #[inline]
-    pub fn for_each_edge(&self, mut emit: impl FnMut(u64) -> bool) -> Result<(), Error> {
+    pub fn for_each_edge(&self, emit: impl FnMut(u64) -> bool) -> Result<(), Error> {
         let prog = self.compile()?;
         let bits = BitReader::new(Expander::new(&prog, &self.process.dictionary));
         let mut dec = self.process.table.decoder(
@@ -164,7 +164,9 @@ impl Chunk<'_> {
             self.sequence_offset.0,
             self.process.options.lenient,
         );
-        dec.decode_each(u64::MAX, &mut emit)?;
+        // `emit` moves in: a `&mut` of it would be called through a forwarding function
+        // that the decoding loop need not inline.
+        dec.decode_each(u64::MAX, emit)?;
         Ok(())
     }
 

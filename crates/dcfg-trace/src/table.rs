@@ -508,8 +508,8 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
     /// Hands up to about `max` more edges to `emit`, in order (a multi-edge group may add
     /// a few more); stops early after an edge for which `emit` returns `false` (and the
     /// rest of its group). Returns how many were handed out, 0 when the chunk is done.
-    /// With `emit` inlined into the decoding loop, a caller's work per edge overlaps the
-    /// decoding's, which waits on table look-ups.
+    /// With `emit` inlined into the decoding loop (a closure marked `#[inline(always)]`),
+    /// a caller's work per edge overlaps the decoding's, which waits on table look-ups.
     ///
     /// # Errors
     ///

@@ -170,7 +170,7 @@ impl StaticCounts {
     /// Counts `r` when that is all it takes: `false` when the sink must see it (through
     /// [`BlockSink::static_runs`], after [`BlockSink::return_counts`]): the first run of
     /// a block in the stream, or a run that may end the slice.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, r: &StaticRun) -> bool {
         if self.total >= self.slice && (!self.bounded || r.loop_entry) {
             return false;

@@ -48,7 +48,7 @@ struct ChunkWalk<'w, 'c> {
 
 impl ChunkWalk<'_, '_> {
     /// One decoded edge, whose target run is `r`; `false` stops the decoding.
-    #[inline]
+    #[inline(always)]
     fn edge(&mut self, edge: u64, r: &StaticRun) -> bool {
         self.seq = self.seq.wrapping_add(1);
         if r.block >= UNKNOWN {
@@ -267,19 +267,20 @@ impl Blocks for DcfgBlocks<'_> {
                 pcs: &self.pcs,
             };
             walk.counts = walk.sink.lend_counts(pid, c.thread)?;
-            // One decoding loop per table kind, each with its look-up inlined.
+            // One decoding loop per table kind, each with its look-up and count inlined
+            // (the closures are too large for the inliner's own choice).
             let decoded = match table {
-                EdgeTable::Dense(v) => c.for_each_edge(|edge| {
-                    let r = usize::try_from(edge)
-                        .ok()
-                        .and_then(|i| v.get(i))
-                        .copied()
-                        .unwrap_or(UNKNOWN_EDGE);
-                    walk.edge(edge, &r)
-                }),
-                EdgeTable::Sparse(m) => c.for_each_edge(|edge| {
-                    walk.edge(edge, &m.get(&edge).copied().unwrap_or(UNKNOWN_EDGE))
-                }),
+                EdgeTable::Dense(v) => c.for_each_edge(
+                    #[inline(always)]
+                    |edge| {
+                        let r = usize::try_from(edge).ok().and_then(|i| v.get(i));
+                        walk.edge(edge, r.unwrap_or(&UNKNOWN_EDGE))
+                    },
+                ),
+                EdgeTable::Sparse(m) => c.for_each_edge(
+                    #[inline(always)]
+                    |edge| walk.edge(edge, m.get(&edge).unwrap_or(&UNKNOWN_EDGE)),
+                ),
             };
             if let Some(counts) = walk.counts.take() {
                 walk.sink.return_counts(counts);
