@@ -456,8 +456,8 @@ impl<W: Write, F: FnMut(Option<StreamKey>) -> std::io::Result<W>> State<W, F> {
         Ok(())
     }
 
-    /// A run of a static block that the hot loop of [`State::static_runs`] left: the
-    /// block's first run in the slice (or ever), or one that may end the slice.
+    /// A run of a static block that [`StaticCounts::add`] refused: the block's first run
+    /// in the stream (or ever), or one that may end the slice.
     fn static_run(
         &mut self,
         at: usize,
