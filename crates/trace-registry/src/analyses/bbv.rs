@@ -917,10 +917,10 @@ mod tests {
         }
     }
 
-    fn outputs(
-        blocks: &mut dyn Blocks,
-        options: &BbvOptions,
-    ) -> (Vec<(Option<StreamKey>, u64, Vec<u8>)>, Vec<MapRow>) {
+    /// An output stream: its key, instructions and bytes.
+    type Written = (Option<StreamKey>, u64, Vec<u8>);
+
+    fn outputs(blocks: &mut dyn Blocks, options: &BbvOptions) -> (Vec<Written>, Vec<MapRow>) {
         let r = bbv(blocks, options, |_| Ok(Vec::new())).unwrap();
         let streams = r
             .streams

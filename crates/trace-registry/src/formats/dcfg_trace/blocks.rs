@@ -59,12 +59,12 @@ impl ChunkWalk<'_, '_> {
         {
             return true;
         }
-        self.to_sink(r)
+        self.hand_to_sink(r)
     }
 
     /// A run the counters refused: to the sink, with the counters given back meanwhile.
     #[inline(never)]
-    fn to_sink(&mut self, r: &StaticRun) -> bool {
+    fn hand_to_sink(&mut self, r: &StaticRun) -> bool {
         let c = self.chunk;
         if let Some(counts) = self.counts.take() {
             self.sink.return_counts(counts);
