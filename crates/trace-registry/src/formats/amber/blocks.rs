@@ -326,22 +326,16 @@ mod tests {
     fn collect(blocks: &mut dyn Blocks) -> (Vec<Run>, Option<String>) {
         let mut runs = Vec::new();
         let mut sink = |r: &BlockRun<'_>| {
-            let start = blocks_start(r);
+            assert_eq!(r.instrs, r.pc_count());
             let pcs = (0..r.pc_count()).map(|k| r.pc_at(k).unwrap()).collect();
-            runs.push((r.thread, start, pcs));
+            runs.push((r.thread, r.pc.unwrap(), pcs));
             Ok(())
         };
         let e = blocks.run(&mut sink).err().map(|e| e.to_string());
         (runs, e)
     }
 
-    fn blocks_start(r: &BlockRun<'_>) -> u64 {
-        assert_eq!(r.instrs, r.pc_count());
-        r.pc.unwrap()
-    }
-
-    /// The runs of `handler`'s blocks and of the default over its steps, with each
-    /// stream's block keys.
+    /// The runs (and error) of `handler`'s blocks and of the default over its steps.
     fn both(
         handler: Amber,
         name: &str,
@@ -409,14 +403,13 @@ mod tests {
             w.write(&Instruction::flow(B, 0x100)).unwrap();
         }
         // Into the middle: 0x104, 0x108, then off to 0x200.
-        let mut w2 = w;
-        w2.write(&Instruction::compute(ADDI)).unwrap();
-        w2.write(&Instruction::compute(ADDI)).unwrap();
-        w2.write(&Instruction::flow(B, 0x104)).unwrap();
-        w2.write(&Instruction::compute(ADDI)).unwrap();
-        w2.write(&Instruction::flow(B, 0x200)).unwrap();
-        w2.write(&Instruction::compute(ADDI)).unwrap();
-        let bytes = w2.finish();
+        w.write(&Instruction::compute(ADDI)).unwrap();
+        w.write(&Instruction::compute(ADDI)).unwrap();
+        w.write(&Instruction::flow(B, 0x104)).unwrap();
+        w.write(&Instruction::compute(ADDI)).unwrap();
+        w.write(&Instruction::flow(B, 0x200)).unwrap();
+        w.write(&Instruction::compute(ADDI)).unwrap();
+        let bytes = w.finish();
         let options = crate::Options::default();
         let mut inp = input("t.tt6", &bytes, false);
         let mut blocks = TT6.blocks(&mut inp, &mut Ctx::new(&options)).unwrap();
