@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::ops::ControlFlow;
 
 use trace_core::{LimitExceeded, Offset, UnexpectedEof};
 use zerocopy::FromBytes;
@@ -439,6 +440,53 @@ impl<'a> Records<'a> {
     #[must_use]
     pub fn pc(&self) -> u32 {
         self.dec.pc
+    }
+
+    /// Calls `f` with every record left (and the error that ends them), in order, until
+    /// `f` breaks: the internal iteration of [`Iterator::fold`] (the decoder state kept in
+    /// registers), for a caller that may stop early. The iterator resumes after the last
+    /// record `f` saw.
+    #[inline]
+    pub fn try_for_each_record<B>(
+        &mut self,
+        mut f: impl FnMut(Result<Record<'a>, Error>) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        loop {
+            if self.done {
+                return ControlFlow::Continue(());
+            }
+            let mut rest = self.rest;
+            let mut base = self.base;
+            let mut dec = self.dec.clone();
+            let mut flow = ControlFlow::Continue(());
+            while let Some((r, n)) = dec.fast(rest, base) {
+                // `fast` used three words, so `n <= 3 <= rest.len()`.
+                if let Some(r) = rest.get(n..) {
+                    rest = r;
+                }
+                // Offsets of a slice's words cannot overflow a u64.
+                base = base.wrapping_add((n as u64).wrapping_mul(4));
+                flow = f(Ok(r));
+                if flow.is_break() {
+                    break;
+                }
+            }
+            self.rest = rest;
+            self.base = base;
+            self.dec = dec;
+            if flow.is_break() {
+                return flow;
+            }
+            // Escapes, the last records or the end: one step of the general path.
+            match self.next_slow() {
+                Some(item) => {
+                    if let ControlFlow::Break(b) = f(item) {
+                        return ControlFlow::Break(b);
+                    }
+                }
+                None => return ControlFlow::Continue(()),
+            }
+        }
     }
 }
 

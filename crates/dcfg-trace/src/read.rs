@@ -143,6 +143,33 @@ impl Chunk<'_> {
         Ok(out)
     }
 
+    /// Decodes the chunk, handing each edge to `emit` in order, until the end or an edge
+    /// for which `emit` returns `false` (see [`ChunkDecoder::decode_each`]: the caller's
+    /// work per edge runs inside the decoding loop, with no buffer).
+    ///
+    /// [`ChunkDecoder::decode_each`]: crate::table::ChunkDecoder::decode_each
+    ///
+    /// # Errors
+    ///
+    /// A bad sequence or a decoding error; the edges before it were handed to `emit`.
+    #[inline]
+    pub fn for_each_edge(&self, emit: impl FnMut(u64) -> bool) -> Result<(), Error> {
+        let prog = self.compile()?;
+        let bits = BitReader::new(Expander::new(&prog, &self.process.dictionary));
+        let mut dec = self.process.table.decoder(
+            self.first_edge_id,
+            self.edge_count,
+            bits,
+            self.context(),
+            self.sequence_offset.0,
+            self.process.options.lenient,
+        );
+        // `emit` moves in: a `&mut` of it would be called through a forwarding function
+        // that the decoding loop need not inline.
+        dec.decode_each(u64::MAX, emit)?;
+        Ok(())
+    }
+
     /// Decodes the chunk in batches of about `batch` edges: `f` sees each batch (the tail
     /// of `buf`, which is cleared between batches when `batch` is below `u64::MAX`), so a
     /// chunk of any length decodes in bounded memory.

@@ -497,43 +497,69 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
     /// [`Error::Decode`]: a missing transition, bits that run out, or (strict) an
     /// overshooting group. Later calls return `Ok(0)`.
     pub fn decode_into(&mut self, out: &mut Vec<u64>, max: u64) -> Result<u64, Error> {
+        let room = self.remaining.min(max).min(1 << 16);
+        out.reserve(usize::try_from(room).unwrap_or(0));
+        self.decode_each(max, |id| {
+            out.push(id);
+            true
+        })
+    }
+
+    /// Hands up to about `max` more edges to `emit`, in order (a multi-edge group may add
+    /// a few more); stops early after an edge for which `emit` returns `false` (and the
+    /// rest of its group). Returns how many were handed out, 0 when the chunk is done.
+    /// With `emit` inlined into the decoding loop (a closure marked `#[inline(always)]`),
+    /// a caller's work per edge overlaps the decoding's, which waits on table look-ups.
+    ///
+    /// # Errors
+    ///
+    /// As [`ChunkDecoder::decode_into`].
+    #[inline]
+    pub fn decode_each(
+        &mut self,
+        max: u64,
+        mut emit: impl FnMut(u64) -> bool,
+    ) -> Result<u64, Error> {
         if self.failed || self.remaining == 0 {
             return Ok(0);
         }
-        let before = out.len();
+        let mut done = 0u64;
         if !self.started {
             self.started = true;
             let Some(first) = self.first else {
                 return Err(self.fail(DecodeErrorKind::MissingFirstEdge));
             };
-            out.push(first);
             self.remaining = self.remaining.wrapping_sub(1);
             self.cur_id = first;
-            match self.table.index.get(&first) {
-                Some(&s) => {
-                    self.cur = self
-                        .table
-                        .roots
-                        .get(s as usize)
-                        .copied()
-                        .unwrap_or_default()
-                }
-                None if self.remaining > 0 => {
-                    return Err(self.fail(DecodeErrorKind::NoSuccessor { edge: first }));
-                }
-                None => {}
+            let root = self.table.index.get(&first);
+            if let Some(&s) = root {
+                self.cur = self
+                    .table
+                    .roots
+                    .get(s as usize)
+                    .copied()
+                    .unwrap_or_default();
+            }
+            done = 1;
+            // The first edge is handed out also when it has no successor.
+            let go_on = emit(first);
+            if root.is_none() && self.remaining > 0 {
+                return Err(self.fail(DecodeErrorKind::NoSuccessor { edge: first }));
+            }
+            if !go_on {
+                return Ok(done);
             }
         }
-        let want = max.saturating_sub(out.len().saturating_sub(before) as u64);
-        let mut left = self.remaining.min(want);
-        let mut block = [0u64; BLOCK];
+        let mut left = self.remaining.min(max.saturating_sub(done));
         while left > 0 {
             let n = usize::try_from(left).unwrap_or(BLOCK).min(BLOCK);
-            let got = self.block(&mut block, n);
-            out.extend_from_slice(block.get(..got.0).unwrap_or_default());
-            self.remaining = self.remaining.saturating_sub(got.0 as u64);
-            left = left.saturating_sub(got.0 as u64);
+            let got = self.block(n, &mut emit);
+            let got_n = got.0 as u64;
+            done = done.saturating_add(got_n);
+            self.remaining = self.remaining.saturating_sub(got_n);
+            left = left.saturating_sub(got_n);
             match got.1 {
+                Step::Ok if got.0 < n => return Ok(done),
                 Step::Ok => {}
                 Step::Group(g) => {
                     // A multi-edge group: rare, handled outside the hot loop.
@@ -557,22 +583,30 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
                     }
                     self.bits.consume(got.2);
                     let take = usize::try_from(n.min(self.remaining)).unwrap_or(0);
-                    out.extend_from_slice(ids.get(..take).unwrap_or_default());
+                    let mut go_on = true;
+                    for &id in ids.get(..take).unwrap_or_default() {
+                        go_on &= emit(id);
+                    }
+                    done = done.saturating_add(take as u64);
                     self.remaining = self.remaining.saturating_sub(n);
                     left = left.saturating_sub(n);
                     self.cur = group.next;
                     self.cur_id = ids.last().copied().unwrap_or(self.cur_id);
+                    if !go_on {
+                        return Ok(done);
+                    }
                 }
                 Step::Fail(e, used, k) => return Err(self.no_code(e, used, k)),
             }
         }
-        Ok(out.len().saturating_sub(before) as u64)
+        Ok(done)
     }
 
-    /// The hot loop: decodes up to `n` ≤ [`BLOCK`] single-edge transitions into `block`;
-    /// stops early at a multi-edge group (not consumed) or an error.
+    /// The hot loop: decodes up to `n` ≤ [`BLOCK`] single-edge transitions, handing
+    /// each to `emit`; stops early at a multi-edge group (not consumed), an error, or
+    /// after an edge `emit` refused (the count then is below `n`, with [`Step::Ok`]).
     #[inline]
-    fn block(&mut self, block: &mut [u64; BLOCK], n: usize) -> (usize, Step, u32) {
+    fn block(&mut self, n: usize, emit: &mut impl FnMut(u64) -> bool) -> (usize, Step, u32) {
         let entries = self.table.entries.as_slice();
         let mut cur = self.cur;
         let mut cur_id = self.cur_id;
@@ -605,15 +639,15 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
             let kd = kind(e.meta);
             if kd == SINGLE && total <= self.bits.available() {
                 self.bits.advance(total);
-                if let Some(slot) = block.get_mut(i) {
-                    *slot = e.id;
-                }
                 i = i.wrapping_add(1);
                 cur = Root {
                     offset: eoff(e.meta),
                     bits: ebits(e.meta),
                 };
                 cur_id = e.id;
+                if !emit(e.id) {
+                    break;
+                }
             } else if kd == MULTI && total <= self.bits.available() {
                 step = Step::Group(eoff(e.meta));
                 pending = total;

@@ -1,7 +1,7 @@
 //! `bbv` (basic-block vectors) next to the plain iteration of the same input: an x64dbg
-//! trace of four threads and a TT6 PowerPC trace (the steps' scan, then `bbv` over the
-//! blocks it gives), and a DCFG-Trace with its DCFG (the decode alone, then `bbv` over the
-//! edges' target blocks).
+//! trace of four threads and a TT6 PowerPC trace (the steps' scan, for TT6 also the raw
+//! records, then `bbv` over the blocks), and a DCFG-Trace with its DCFG (the decode
+//! alone, then `bbv` over the edges' target blocks).
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
@@ -43,13 +43,25 @@ fn run_bbv(format: &str, input: &mut Input, options: &Options) -> u64 {
     r.streams.iter().map(|s| s.instructions).sum()
 }
 
-/// The plain steps scan and bbv of one pc-stream format, side by side.
-fn pc_stream(c: &mut Criterion, format: &str, name: &str, bytes: Vec<u8>) {
+/// The plain steps scan (and the format's raw record iteration, `raw`) and bbv of one
+/// pc-stream format, side by side.
+fn pc_stream(
+    c: &mut Criterion,
+    format: &str,
+    name: &str,
+    bytes: Vec<u8>,
+    raw: Option<fn(&[u8]) -> u64>,
+) {
     let options = Options::default();
     let handler = trace_registry::by_name(format).unwrap();
-    let mut input = Input::from_bytes(name, bytes).unwrap();
     let mut g = c.benchmark_group(format!("{format} bbv"));
     g.throughput(Throughput::Elements(INSTRUCTIONS));
+    if let Some(raw) = raw {
+        g.bench_function("records (raw iteration)", |b| {
+            b.iter(|| black_box(raw(&bytes)));
+        });
+    }
+    let mut input = Input::from_bytes(name, bytes).unwrap();
     g.bench_function("steps scan (plain iteration)", |b| {
         b.iter(|| {
             let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
@@ -74,7 +86,7 @@ fn pc_stream(c: &mut Criterion, format: &str, name: &str, bytes: Vec<u8>) {
 }
 
 fn x64dbg(c: &mut Criterion) {
-    pc_stream(c, "x64dbg", "bench.trace64", x64dbg_input());
+    pc_stream(c, "x64dbg", "bench.trace64", x64dbg_input(), None);
 }
 
 /// A TT6 trace of PowerPC code: 64 blocks of 3 to 20 `addi`s, each ending in a `b` to
@@ -99,8 +111,16 @@ fn tt6_input() -> Vec<u8> {
     w.finish()
 }
 
+/// The pcs of every record, with the reader's internal iteration.
+fn tt6_records(bytes: &[u8]) -> u64 {
+    let reader = amber_tt6::Tt6Reader::parse(bytes, amber_tt6::Dialect::Tt6).unwrap();
+    reader
+        .records()
+        .fold(0u64, |acc, r| acc.wrapping_add(u64::from(r.unwrap().pc)))
+}
+
 fn tt6(c: &mut Criterion) {
-    pc_stream(c, "tt6", "bench.tt6", tt6_input());
+    pc_stream(c, "tt6", "bench.tt6", tt6_input(), Some(tt6_records));
 }
 
 fn dcfg_trace(c: &mut Criterion) {

@@ -19,15 +19,30 @@
 //! followed separately and a block is handed out when it ends (when its thread's next
 //! instruction does not continue it, or at the end of the input).
 //!
-//! DCFG-Trace files override it with the blocks of their DCFG (`--dcfg`): each decoded edge
-//! executes its target block's `NUM_INSTRS`; edges into special nodes (START, END,
-//! UNKNOWN) execute none and are not handed out.
+//! Amber TT6/TT6E/FULL traces override it with the same blocks read straight from their
+//! records (no [`Step`] per instruction; the pcs as [`Pcs::Stride`]). DCFG-Trace files
+//! override it with the blocks of their DCFG (`--dcfg`): each decoded edge executes its
+//! target block's `NUM_INSTRS`; edges into special nodes (START, END, UNKNOWN) execute none
+//! and are not handed out. Their runs come in batches ([`StaticBatch`]), as one call per
+//! block would cost more than decoding the edge.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::Error;
 use crate::steps::{Isa, ScanQuery, Step, Steps};
+
+/// The pcs of a block execution's instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pcs<'a> {
+    /// Not known: the stream records no pcs inside a block (DCFG-Trace).
+    Unknown,
+    /// Every instruction's pc, in order (one per instruction executed).
+    Listed(&'a [u64]),
+    /// Evenly spaced from the block's first pc ([`BlockRun::pc`]): instruction `k` is at
+    /// `pc + k × stride` (PowerPC's 4-byte words), so a stream need not list them.
+    Stride(u64),
+}
 
 /// One execution of a basic block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +55,186 @@ pub struct BlockRun<'a> {
     pub process: u64,
     /// The thread (0 where the format has none).
     pub thread: u64,
-    /// The address of the block's first instruction, where known.
+    /// The address of the block's first instruction, where known (always with
+    /// [`Pcs::Stride`]).
     pub pc: Option<u64>,
     /// The instructions executed.
     pub instrs: u64,
-    /// The pc of every instruction executed, in order, where the stream knows them (pc
-    /// streams); empty where it does not (DCFG-Trace).
-    pub pcs: &'a [u64],
+    /// The pc of every instruction executed, where the stream knows them (pc streams).
+    pub pcs: Pcs<'a>,
     /// Whether the block heads a loop and was entered from outside the loop, at its first
     /// address (not through a back edge): LoopPoint's region boundaries. Only streams with
     /// a loop table ([`Blocks::has_loops`]) set it.
     pub loop_entry: bool,
+}
+
+impl BlockRun<'_> {
+    /// Whether the run's pcs are known.
+    #[inline]
+    #[must_use]
+    pub fn has_pcs(&self) -> bool {
+        !matches!(self.pcs, Pcs::Unknown)
+    }
+
+    /// The pcs known: the instructions executed with listed or evenly spaced pcs, else 0.
+    #[inline]
+    #[must_use]
+    pub fn pc_count(&self) -> u64 {
+        match self.pcs {
+            Pcs::Unknown => 0,
+            Pcs::Listed(p) => p.len() as u64,
+            Pcs::Stride(_) => self.instrs,
+        }
+    }
+
+    /// The pc of instruction `k` of the run, where known.
+    #[inline]
+    #[must_use]
+    pub fn pc_at(&self, k: u64) -> Option<u64> {
+        match self.pcs {
+            Pcs::Unknown => None,
+            Pcs::Listed(p) => p.get(usize::try_from(k).ok()?).copied(),
+            Pcs::Stride(stride) => (k < self.instrs)
+                .then(|| self.pc.map(|pc| pc.wrapping_add(k.wrapping_mul(stride))))
+                .flatten(),
+        }
+    }
+}
+
+/// One execution of a block whose instruction count is fixed (a DCFG's `NUM_INSTRS`),
+/// handed out in bulk ([`StaticBatch`]): what most of a DCFG-Trace's edges come to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StaticRun {
+    /// The block number (as [`BlockRun::block`]).
+    pub block: u32,
+    /// Its instruction count: the same in every run of the block.
+    pub instrs: u32,
+    /// As [`BlockRun::loop_entry`].
+    pub loop_entry: bool,
+}
+
+/// Consecutive executions of static blocks in one thread, without pcs: one call of
+/// [`BlockSink::static_runs`] for many blocks, rather than one call per block.
+#[derive(Clone, Copy, Debug)]
+pub struct StaticBatch<'a> {
+    /// The process (0 where the format has none).
+    pub process: u64,
+    /// The thread.
+    pub thread: u64,
+    /// The executions, in order.
+    pub runs: &'a [StaticRun],
+    /// Block number → the address of its first instruction (at least every block of
+    /// `runs`).
+    pub pcs: &'a [u64],
+}
+
+impl StaticBatch<'_> {
+    /// The run `r` of the batch as a [`BlockRun`].
+    #[must_use]
+    pub fn block_run(&self, r: &StaticRun) -> BlockRun<'static> {
+        BlockRun {
+            block: r.block,
+            process: self.process,
+            thread: self.thread,
+            pc: self.pcs.get(r.block as usize).copied(),
+            instrs: u64::from(r.instrs),
+            pcs: Pcs::Unknown,
+            loop_entry: r.loop_entry,
+        }
+    }
+}
+
+/// The counters of one output stream's current slice for static blocks, which a
+/// [`BlockSink`] lends ([`BlockSink::lend_counts`]) to a block stream so that the stream
+/// counts most runs in its own decoding loop, with [`StaticCounts::add`], rather than
+/// hand each to the sink.
+#[derive(Clone, Debug, Default)]
+pub struct StaticCounts {
+    /// Block number → its runs in the current slice, or [`StaticCounts::UNSEEN`] for a
+    /// block the sink must see first.
+    pub(crate) execs: Vec<u64>,
+    /// The block numbers run in the current slice.
+    pub(crate) touched: Vec<u32>,
+    /// The instructions of the current slice.
+    pub(crate) total: u64,
+    /// The slice size: a slice that reached it may end before the next run.
+    pub(crate) slice: u64,
+    /// Whether slices end only before loop entries.
+    pub(crate) bounded: bool,
+}
+
+impl StaticCounts {
+    /// The count of a block without runs in this stream yet.
+    pub(crate) const UNSEEN: u64 = u64::MAX;
+
+    /// Counts `r` when that is all it takes: `false` when the sink must see it (through
+    /// [`BlockSink::static_runs`], after [`BlockSink::return_counts`]): the first run of
+    /// a block in the stream, or a run that may end the slice.
+    #[inline(always)]
+    pub fn add(&mut self, r: &StaticRun) -> bool {
+        if self.total >= self.slice && (!self.bounded || r.loop_entry) {
+            return false;
+        }
+        let Some(e) = self.execs.get_mut(r.block as usize) else {
+            return false;
+        };
+        match *e {
+            0 => self.touched.push(r.block),
+            Self::UNSEEN => return false,
+            _ => {}
+        }
+        *e = e.wrapping_add(1);
+        self.total = self.total.saturating_add(u64::from(r.instrs));
+        true
+    }
+}
+
+/// What [`Blocks::run`] hands the block executions to.
+pub trait BlockSink {
+    /// One block execution.
+    ///
+    /// # Errors
+    ///
+    /// The sink's own (an output that fails, a limit): the stream stops with it.
+    fn block(&mut self, run: &BlockRun<'_>) -> Result<(), Error>;
+
+    /// Many executions of static blocks; the default hands them to [`BlockSink::block`]
+    /// one by one.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockSink::block`].
+    fn static_runs(&mut self, batch: &StaticBatch<'_>) -> Result<(), Error> {
+        for r in batch.runs {
+            self.block(&batch.block_run(r))?;
+        }
+        Ok(())
+    }
+
+    /// Lends the slice counters of the output stream of `process` and `thread`, for the
+    /// stream to count static runs with [`StaticCounts::add`]; the runs those refuse go
+    /// to [`BlockSink::static_runs`], after [`BlockSink::return_counts`]. No other call
+    /// may come between the lending and the return. The default lends none (every run
+    /// goes to [`BlockSink::static_runs`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`BlockSink::block`] (the stream's output cannot be opened).
+    fn lend_counts(&mut self, process: u64, thread: u64) -> Result<Option<StaticCounts>, Error> {
+        let _ = (process, thread);
+        Ok(None)
+    }
+
+    /// Takes back the counters [`BlockSink::lend_counts`] lent.
+    fn return_counts(&mut self, counts: StaticCounts) {
+        let _ = counts;
+    }
+}
+
+impl<F: FnMut(&BlockRun<'_>) -> Result<(), Error>> BlockSink for F {
+    fn block(&mut self, run: &BlockRun<'_>) -> Result<(), Error> {
+        self(run)
+    }
 }
 
 /// What a block number of a [`Blocks`] stream stands for.
@@ -78,9 +262,6 @@ pub enum BlockKeys {
     DcfgNode,
 }
 
-/// What [`Blocks::run`] calls with each block execution.
-pub type OnBlock<'f> = dyn FnMut(&BlockRun<'_>) -> Result<(), Error> + 'f;
-
 /// A stream of block executions (see the module docs).
 pub trait Blocks {
     /// What the blocks' keys are.
@@ -105,12 +286,12 @@ pub trait Blocks {
         false
     }
 
-    /// Calls `on_block` with every block execution, in file order. Call it once.
+    /// Hands every block execution to `sink`, in file order. Call it once.
     ///
     /// # Errors
     ///
-    /// A read error (after every block before it was handed out), or `on_block`'s error.
-    fn run(&mut self, on_block: &mut OnBlock<'_>) -> Result<(), Error>;
+    /// A read error (after every block before it was handed out), or the sink's error.
+    fn run(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error>;
 
     /// What block number `block` (of a [`BlockRun`] handed out) stands for.
     fn describe(&self, block: u32) -> BlockDesc;
@@ -217,7 +398,7 @@ fn number(numbers: &mut PcMap<u64, u32>, starts: &mut Vec<u64>, start: u64) -> u
 }
 
 /// Hands out the block `open` holds (if any).
-fn emit(open: &mut Open, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
+fn emit(open: &mut Open, sink: &mut dyn BlockSink) -> Result<(), Error> {
     let Some(&start) = open.pcs.first() else {
         return Ok(());
     };
@@ -227,10 +408,10 @@ fn emit(open: &mut Open, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
         thread: open.thread,
         pc: Some(start),
         instrs: open.pcs.len() as u64,
-        pcs: &open.pcs,
+        pcs: Pcs::Listed(&open.pcs),
         loop_entry: false,
     };
-    let r = on_block(&run);
+    let r = sink.block(&run);
     open.pcs.clear();
     r
 }
@@ -244,7 +425,7 @@ impl Blocks for StepBlocks<'_> {
         true
     }
 
-    fn run(&mut self, on_block: &mut OnBlock<'_>) -> Result<(), Error> {
+    fn run(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
         let isa = self.steps.isa();
         let (numbers, starts) = (&mut self.numbers, &mut self.starts);
         // Per thread the block being followed; the last thread's slot is remembered, as
@@ -276,7 +457,7 @@ impl Blocks for StepBlocks<'_> {
                 .last()
                 .is_some_and(|&pc| falls_through(isa, pc, o.last_len, step.pc));
             if !continues {
-                emit(o, on_block)?;
+                emit(o, sink)?;
                 o.first = step.i;
                 o.block = number(numbers, starts, step.pc);
             }
@@ -289,7 +470,7 @@ impl Blocks for StepBlocks<'_> {
         // blocks before the damage are handed out first).
         open.sort_by_key(|o| o.first);
         for o in &mut open {
-            emit(o, on_block)?;
+            emit(o, sink)?;
         }
         scanned
     }

@@ -233,3 +233,39 @@ fn internal_iteration_matches_next() {
         .tests(300)
         .quickcheck(prop as fn(ArbTrace, usize) -> bool);
 }
+
+#[test]
+fn try_for_each_record_matches_next_and_resumes() {
+    // The same fast loop, stopped every `stop` records and resumed: the records of `next`,
+    // each once, and the iterator ends where `next` ends.
+    fn prop(t: ArbTrace, cut: usize, stop: u8) -> bool {
+        use std::ops::ControlFlow;
+        let mut bytes = t.0.to_bytes().unwrap();
+        bytes.truncate(bytes.len() - cut % 6.min(bytes.len()));
+        let Ok(r) = amber_tt6::Tt6Reader::parse(&bytes, t.0.dialect) else {
+            return true;
+        };
+        let a: Vec<String> = r.records().map(|x| format!("{x:?}")).collect();
+        let every = usize::from(stop % 8) + 1;
+        let mut records = r.records();
+        let mut b = Vec::new();
+        loop {
+            let before = b.len();
+            let flow = records.try_for_each_record(|x| {
+                b.push(format!("{x:?}"));
+                if b.len() % every == 0 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            if flow.is_continue() || b.len() == before {
+                break;
+            }
+        }
+        a == b && records.next().is_none()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(ArbTrace, usize, u8) -> bool);
+}

@@ -127,3 +127,59 @@ fn batches_bound_memory() {
     assert_eq!(sizes.iter().sum::<usize>(), 6);
     assert!(sizes.iter().all(|&s| s <= 2));
 }
+
+/// `for_each_edge` hands out the edges `decode` gives, in order, with the same error after
+/// the same edges on damaged chunks (every fixture that parses, and a synthetic trace);
+/// an `emit` that refuses stops it right after that edge, or after the rest of a group.
+#[test]
+fn for_each_edge_matches_decode() {
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/dcfg-trace"),
+    )
+    .unwrap()
+    .map(|e| e.unwrap().path())
+    .filter(|p| p.to_string_lossy().ends_with(".trace.json"))
+    .map(|p| std::fs::read(p).unwrap())
+    .collect();
+    files.push(
+        dcfg_trace::synth::Cfg::new(300, 3)
+            .trace(50_000, u64::MAX, 3_000, 2)
+            .to_vec(),
+    );
+    let mut chunks_seen = 0;
+    for bytes in &files {
+        let Ok(t) = Trace::parse(bytes, ReadOptions::default()) else {
+            continue;
+        };
+        for c in t
+            .processes
+            .iter()
+            .flat_map(|p| &p.threads)
+            .flat_map(|t| &t.chunks)
+        {
+            chunks_seen += 1;
+            let mut want = Vec::new();
+            let want_err = c.for_each_batch(7, |b| want.extend_from_slice(b), &mut Vec::new());
+            let mut got = Vec::new();
+            let got_err = c.for_each_edge(|e| {
+                got.push(e);
+                true
+            });
+            assert_eq!(got, want);
+            assert_eq!(
+                got_err.map_err(|e| e.to_string()),
+                want_err.map_err(|e| e.to_string())
+            );
+            for stop in [1, 2, 5] {
+                let mut some = Vec::new();
+                let _ = c.for_each_edge(|e| {
+                    some.push(e);
+                    some.len() < stop
+                });
+                assert!(want.starts_with(&some));
+                assert!(some.len() >= stop.min(want.len()));
+            }
+        }
+    }
+    assert!(chunks_seen > 20);
+}

@@ -29,6 +29,7 @@ use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{Isa, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source, Value};
 
+mod blocks;
 mod steps;
 
 /// The cache-line size used for `dcb*` operand sizes (G3/G4).
@@ -309,6 +310,16 @@ impl Handler for Amber {
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Steps + 'a>, Error> {
         Ok(Box::new(steps::AmberSteps::open(*self, input, ctx)?))
+    }
+
+    /// The blocks of the default, read straight from the records (see the `blocks`
+    /// module).
+    fn blocks<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn crate::blocks::Blocks + 'a>, Error> {
+        Ok(Box::new(blocks::AmberBlocks::open(*self, input, ctx)?))
     }
 }
 
