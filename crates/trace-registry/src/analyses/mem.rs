@@ -480,9 +480,9 @@ fn sidecar(handler: &dyn Handler, input: &Input, ctx: &mut Ctx<'_>) -> Option<Si
 /// twice as many, up to [`MAX_WINDOW`].
 const FIRST_WINDOW: usize = 16;
 
-/// The most candidates one window holds: past twice as many, the lean pass is quicker
-/// than their seeks.
-const MAX_WINDOW: usize = 1 << 12;
+/// The most candidates one window holds: past about twice as many (on either side of
+/// N), the lean pass is quicker than reading them.
+const MAX_WINDOW: usize = 1 << 8;
 
 /// [`read`] from the sidecar: the candidates (instructions with an access that may cover
 /// a byte asked for) nearest `at`, in windows: the last ones before `at`, read in order
@@ -490,8 +490,8 @@ const MAX_WINDOW: usize = 1 << 12;
 /// covers), then earlier windows for the bytes still unknown; then the first ones from
 /// `at` on, for the bytes to infer. A byte that an access covers is found in the first
 /// window that holds it, so the work is that of the few candidates nearest `at` unless
-/// some byte is covered by none of them: past [`MAX_WINDOW`] candidates before `at` it
-/// gives up (`None`), and the caller makes the pass.
+/// some byte is covered by none of them: past [`MAX_WINDOW`] candidates before or after
+/// `at` it gives up (`None`), and the caller makes the pass.
 fn from_sidecar(
     steps: &mut dyn Steps,
     sidecar: &mut Sidecar,
@@ -568,6 +568,9 @@ fn from_sidecar(
         }
         if nearest.len() < window {
             break;
+        }
+        if window >= MAX_WINDOW {
+            return Ok(None);
         }
         from = last.saturating_add(1);
         window = window.saturating_mul(2).min(MAX_WINDOW);
@@ -1168,6 +1171,24 @@ pub(crate) mod tests {
         assert_eq!(indexed.source[0], Some(9_989));
         assert_eq!(indexed.source[8], None);
         assert_eq!(indexed.source[16], Some(5));
+        // Early: the byte no access covers sends the search for later accesses (to infer
+        // from) past every candidate after N too.
+        let early = query(3, 0x1000, 24);
+        let indexed = ask_file(&path, &index, false, early);
+        assert_eq!(
+            indexed,
+            ask_file(&path, &dir.join("none.tkidx"), false, early)
+        );
+        assert_eq!(indexed.bytes[..8], 3u64.to_le_bytes().map(Some));
+        assert_eq!(
+            (indexed.source[0], indexed.inferred[0]),
+            (Some(2), Some(false))
+        );
+        assert_eq!(indexed.bytes[8], None);
+        assert_eq!(
+            (indexed.source[16], indexed.inferred[16]),
+            (Some(5), Some(true))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
