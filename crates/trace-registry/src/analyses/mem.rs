@@ -533,7 +533,13 @@ fn from_masks(
             .collect()
     };
     #[cfg(test)]
-    tests::MASK_READS.with(|r| r.set(r.get() + befores.len() + afters.len()));
+    tests::MASK_READS.with(|r| {
+        r.set(
+            r.get()
+                .saturating_add(befores.len())
+                .saturating_add(afters.len()),
+        );
+    });
     let mut visit = Visit::new();
     for &i in &befores {
         visit.step(steps, i, &mut |step| {
