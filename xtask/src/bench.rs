@@ -604,6 +604,7 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
     for call in [
         rows,
         format!("state?i={late}"),
+        format!("mem?i={late}&addr={addr:#x}&len=8"),
         format!("mem?i={late}&addr={:#x}&len=16", addr.saturating_sub(4)),
         format!("mem?i={late}&addr={:#x}&len=256", rsp.saturating_sub(128)),
     ] {
@@ -615,7 +616,7 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
     let _ = child.kill();
     let _ = child.wait();
     println!(
-        "{:<34} {:>9.1} first 1,000 rows {:.2} s after start, index ready at {:.1} s; then rows {}, state {}, mem 16 B {}, mem 256 B around rsp {} (at {late} of {count})",
+        "{:<34} {:>9.1} first 1,000 rows {:.2} s after start, index ready at {:.1} s; then rows {}, state {}, mem of the word {}, 16 B around it {}, 256 B around rsp {} (at {late} of {count})",
         "x64dbg serve (HTTP)",
         size as f64 / (1u64 << 20) as f64,
         first_rows,
@@ -624,6 +625,7 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
         times[1],
         times[2],
         times[3],
+        times[4],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

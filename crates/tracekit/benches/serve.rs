@@ -75,6 +75,7 @@ fn bench(c: &mut Criterion) {
     // and 64 bytes around it (bytes never accessed next to busy ones send `mem` back
     // through every candidate, then to its pass).
     for (name, at, len) in [
+        ("mem 8 bytes (the word), late", addr, 8),
         ("mem 16 bytes, late", addr - 4, 16),
         ("mem 64 bytes, late", addr - 32, 64),
     ] {

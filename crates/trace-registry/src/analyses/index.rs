@@ -1,6 +1,7 @@
 //! The sidecar index (`tracekit index`): a file beside a trace (`FILE.tkidx`) that lists,
-//! for every pc, the instructions that executed there, and for every memory word, the
-//! instructions whose accesses start in it; for x64dbg it also keeps the trace's own seek
+//! for every pc, the instructions that executed there, and for every 8-byte memory word,
+//! the instructions whose accesses cover some of its bytes, each with a mask of which
+//! (so that `mem` knows which bytes no access covers without reading a step); for x64dbg it also keeps the trace's own seek
 //! index (full-dump offsets and decoder states), so that seeking needs no index pass.
 //!
 //! `xref` answers from it with a binary search and a short decode, and the x64dbg steps
@@ -17,7 +18,9 @@
 //! - each list section: entries sorted by key (pc, or address / 8), each entry
 //!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
 //!   numbers as varint deltas (the first absolute); a key with many instructions takes
-//!   several entries. Every [`GROUP`] entries start a group (keys restart from 0) listed
+//!   several entries; in the memory list each value is `instruction << 8 | mask`, the
+//!   mask's bit `b` saying the access covers byte `b` of the word (version 2; version 1
+//!   listed accesses under their first word only). Every [`GROUP`] entries start a group (keys restart from 0) listed
 //!   in the section's directory, `(first key, offset)` pairs of 16 bytes after the entries.
 //!
 //! Building keeps at most [`BuildOptions::run_pairs`] pairs per list in memory: beyond
@@ -41,7 +44,7 @@ use crate::steps::{ScanQuery, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
 /// The first bytes of a sidecar index (the last byte is the version).
-pub const MAGIC: &[u8; 16] = b"tracekit-index\x00\x01";
+pub const MAGIC: &[u8; 16] = b"tracekit-index\x00\x02";
 
 /// The file name extension: `FILE.tkidx` beside `FILE`.
 pub const EXTENSION: &str = "tkidx";
@@ -457,14 +460,13 @@ impl<R: Read + Seek> Sidecar<R> {
     pub fn executions(&mut self, pc: u64) -> Result<Vec<u64>, Error> {
         let (list, dir) = (self.header.pcs, std::mem::take(&mut self.pcs_dir));
         let mut found = Vec::new();
-        let looked = self.lookup(list, &dir, pc, pc, &mut |i| found.push(i));
+        let looked = self.lookup(list, &dir, pc, pc, 0, &mut |_, i| found.push(i));
         self.pcs_dir = dir;
         looked.map(|()| sorted(found))
     }
 
-    /// The instructions with a memory access that may cover a byte of `start..end`
-    /// (every access starting in a word from `start − longest access` on), in order and
-    /// each once; the caller checks the accesses themselves.
+    /// The instructions with a memory access that covers a byte of `start..end`, in order
+    /// and each once.
     ///
     /// # Errors
     ///
@@ -488,13 +490,35 @@ impl<R: Read + Seek> Sidecar<R> {
         end: u64,
         visit: &mut dyn FnMut(u64),
     ) -> Result<(), Error> {
+        self.covering_each(start, end, &mut |_, i, _| visit(i))
+    }
+
+    /// Calls `visit` with each access that covers a byte of `start..end`, one call per
+    /// 8-byte word it covers there: the word's first address, the instruction, and which
+    /// of the word's bytes (bit `b` for address `word + b`) it covers inside the range.
+    /// In word order, then instruction order.
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn covering_each(
+        &mut self,
+        start: u64,
+        end: u64,
+        visit: &mut dyn FnMut(u64, u64, u8),
+    ) -> Result<(), Error> {
         if start >= end {
             return Ok(());
         }
-        let lo = start.saturating_sub(self.header.max_len.saturating_sub(1)) >> 3;
-        let hi = end.saturating_sub(1) >> 3;
+        let (lo, hi) = (start >> 3, end.saturating_sub(1) >> 3);
         let (list, dir) = (self.header.mem, std::mem::take(&mut self.mem_dir));
-        let found = self.lookup(list, &dir, lo, hi, visit);
+        let found = self.lookup(list, &dir, lo, hi, MASK_BITS, &mut |key, v| {
+            let word = key << 3;
+            let mask = (v & 0xff) as u8 & word_mask(word, start, end);
+            if mask != 0 {
+                visit(word, v >> MASK_BITS, mask);
+            }
+        });
         self.mem_dir = dir;
         found
     }
@@ -514,7 +538,8 @@ impl<R: Read + Seek> Sidecar<R> {
         dir: &[(u64, u64)],
         lo: u64,
         hi: u64,
-        visit: &mut dyn FnMut(u64),
+        shift: u32,
+        visit: &mut dyn FnMut(u64, u64),
     ) -> Result<(), Error> {
         // The last group that starts below `lo` may end with `lo`'s first entries.
         let g = dir.partition_point(|&(k, _)| k < lo).saturating_sub(1);
@@ -573,14 +598,29 @@ impl<R: Read + Seek> Sidecar<R> {
                 } else {
                     i.checked_add(d).ok_or_else(|| bad(at))?
                 };
-                if i >= self.header.steps {
+                if i >> shift >= self.header.steps {
                     return Err(bad(at));
                 }
-                visit(i);
+                visit(key, i);
             }
         }
         Ok(())
     }
+}
+
+/// The bits of the memory list's values that hold a byte mask (below the instruction).
+const MASK_BITS: u32 = 8;
+
+/// The bytes of the word at `word` inside `start..end`: bit `b` for `word + b`.
+fn word_mask(word: u64, start: u64, end: u64) -> u8 {
+    (0..8u8).fold(0, |m, b| {
+        let a = word.saturating_add(u64::from(b));
+        if (start..end).contains(&a) {
+            m | (1 << b)
+        } else {
+            m
+        }
+    })
 }
 
 /// The instruction numbers a lookup found, in order and each once.
@@ -949,7 +989,8 @@ pub struct Built {
     pub seek_bytes: u64,
     /// `(pc, instruction)` pairs.
     pub executions: u64,
-    /// `(address word, instruction)` pairs.
+    /// `(address word, instruction)` pairs: an access is listed under every word it
+    /// covers.
     pub accesses: u64,
 }
 
@@ -1035,7 +1076,25 @@ pub fn build(
         pcs.push(step.pc, step.i).map_err(spill)?;
         for a in &step.mem {
             max_len = max_len.max(u64::from(a.len));
-            mem.push(a.addr >> 3, step.i).map_err(spill)?;
+            // Under every word the access covers, with which of its bytes: a lookup then
+            // knows exactly which bytes have an access at all, without reading the steps.
+            if step.i >> (64 - MASK_BITS) != 0 {
+                return Err(Error::Unsupported(format!(
+                    "the sidecar index holds at most 2^56 steps, not {}",
+                    step.i
+                )));
+            }
+            let end = a.addr.saturating_add(u64::from(a.len.max(1)));
+            let mut word = a.addr & !7;
+            while word < end {
+                let mask = word_mask(word, a.addr, end);
+                mem.push(word >> 3, (step.i << MASK_BITS) | u64::from(mask))
+                    .map_err(spill)?;
+                match word.checked_add(8) {
+                    Some(w) => word = w,
+                    None => break,
+                }
+            }
         }
         Ok(())
     })?;

@@ -400,6 +400,12 @@ pub fn mem_of(
         ..Memory::unknown(query.at, query.addr, n)
     };
     if let Some(sidecar) = sidecar {
+        // The sidecar's masks say which steps cover each byte, as the recorded accesses
+        // do (with `--disasm` the accesses are the operand sizes: the windows below).
+        if !ctx.options.disasm {
+            let damage = from_masks(steps, sidecar, query.at, &mut memory)?;
+            return Ok((memory, damage));
+        }
         if let Some(damage) = from_sidecar(steps, sidecar, query.at, &mut memory)? {
             return Ok((memory, damage));
         }
@@ -476,13 +482,90 @@ fn sidecar(handler: &dyn Handler, input: &Input, ctx: &mut Ctx<'_>) -> Option<Si
     }
 }
 
+/// [`read`] from the sidecar's byte masks: for each byte, the last step before `at` whose
+/// access covers it (at `at` too for a snapshot) and, where there is none, the first from
+/// `at` on; only those steps are read (a seek each, at most two per byte asked for), in
+/// order, so that each byte ends with its latest value. The lookup decodes the lists of
+/// the words asked for, whatever the steps are. Returns the damage met after `at`.
+fn from_masks(
+    steps: &mut dyn Steps,
+    sidecar: &mut Sidecar,
+    at: u64,
+    memory: &mut Memory,
+) -> Result<Option<Error>, Error> {
+    let count = sidecar.header().steps;
+    if at >= count {
+        return Err(crate::steps::past_end_of(steps.step_noun(), at, count));
+    }
+    let snapshot = steps.memory_is_snapshot();
+    let limit = if snapshot { at.saturating_add(1) } else { at };
+    let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
+    let n = memory.bytes.len();
+    let mut latest: Vec<Option<u64>> = vec![None; n];
+    let mut earliest: Vec<Option<u64>> = vec![None; n];
+    sidecar.covering_each(lo, hi, &mut |word, i, mask| {
+        for b in 0..8u8 {
+            if mask & (1 << b) == 0 {
+                continue;
+            }
+            let k = word.saturating_add(u64::from(b)).saturating_sub(lo);
+            let Some(k) = usize::try_from(k).ok().filter(|&k| k < n) else {
+                continue;
+            };
+            if i < limit {
+                if let Some(l) = latest.get_mut(k) {
+                    *l = (*l).max(Some(i));
+                }
+            } else if let Some(e) = earliest.get_mut(k) {
+                *e = Some(e.map_or(i, |e| e.min(i)));
+            }
+        }
+    })?;
+    let befores: BTreeSet<u64> = latest.iter().flatten().copied().collect();
+    let afters: BTreeSet<u64> = if snapshot {
+        BTreeSet::new()
+    } else {
+        latest
+            .iter()
+            .zip(&earliest)
+            .filter(|(l, _)| l.is_none())
+            .filter_map(|(_, e)| *e)
+            .collect()
+    };
+    #[cfg(test)]
+    tests::MASK_READS.with(|r| {
+        r.set(
+            r.get()
+                .saturating_add(befores.len())
+                .saturating_add(afters.len()),
+        );
+    });
+    let mut visit = Visit::new();
+    for &i in &befores {
+        visit.step(steps, i, &mut |step| {
+            memory.before(step, snapshot);
+            Ok(())
+        })?;
+    }
+    for &i in &afters {
+        let read = visit.step(steps, i, &mut |step| {
+            memory.infer(step);
+            Ok(())
+        });
+        if let Err(e) = read {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
+
 /// How many candidates the first window of [`from_sidecar`] takes; each next one takes
 /// twice as many, up to [`MAX_WINDOW`].
 const FIRST_WINDOW: usize = 16;
 
-/// The most candidates one window holds: past twice as many, the lean pass is quicker
-/// than their seeks.
-const MAX_WINDOW: usize = 1 << 12;
+/// The most candidates one window holds: past about twice as many (on either side of
+/// N), the lean pass is quicker than reading them.
+const MAX_WINDOW: usize = 1 << 8;
 
 /// [`read`] from the sidecar: the candidates (instructions with an access that may cover
 /// a byte asked for) nearest `at`, in windows: the last ones before `at`, read in order
@@ -490,8 +573,8 @@ const MAX_WINDOW: usize = 1 << 12;
 /// covers), then earlier windows for the bytes still unknown; then the first ones from
 /// `at` on, for the bytes to infer. A byte that an access covers is found in the first
 /// window that holds it, so the work is that of the few candidates nearest `at` unless
-/// some byte is covered by none of them: past [`MAX_WINDOW`] candidates before `at` it
-/// gives up (`None`), and the caller makes the pass.
+/// some byte is covered by none of them: past [`MAX_WINDOW`] candidates before or after
+/// `at` it gives up (`None`), and the caller makes the pass.
 fn from_sidecar(
     steps: &mut dyn Steps,
     sidecar: &mut Sidecar,
@@ -568,6 +651,9 @@ fn from_sidecar(
         }
         if nearest.len() < window {
             break;
+        }
+        if window >= MAX_WINDOW {
+            return Ok(None);
         }
         from = last.saturating_add(1);
         window = window.saturating_mul(2).min(MAX_WINDOW);
@@ -1136,11 +1222,17 @@ pub(crate) mod tests {
         );
     }
 
+    thread_local! {
+        /// How many steps [`from_masks`] read on this thread.
+        pub(super) static MASK_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// A word written by every step and, beside it, a word no step touches: the sidecar's
-    /// candidates (every step) never cover the second, so `mem` gives up on them and makes
-    /// the lean pass, whose answer is the known one and the full pass's.
+    /// masks tell that no access covers the second, so `mem` reads one step per known
+    /// byte run (not the 10,000 that write the busy word), and the answer is the known one
+    /// and the pass's.
     #[test]
-    fn many_candidates_fall_back_to_the_lean_pass() {
+    fn never_covered_bytes_beside_busy_ones_read_few_steps() {
         let steps: Vec<Hand> = (0..10_000u64)
             .map(|k| {
                 let mut mem = vec![(0x1000, k, Some(k + 1))];
@@ -1154,7 +1246,10 @@ pub(crate) mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (path, index, _) = with_sidecar(&dir, "h.trace64", &hand_built(&steps));
         let q = query(9_990, 0x1000, 24);
+        MASK_READS.with(|r| r.set(0));
         let indexed = ask_file(&path, &index, false, q);
+        // Step 9,989 (the word's last writer) and step 5 (the read beside it).
+        assert_eq!(MASK_READS.with(std::cell::Cell::get), 2);
         let scanned = ask_file(&path, &dir.join("none.tkidx"), false, q);
         assert_eq!(indexed, scanned);
         let mut bytes = vec![None; 24];
@@ -1168,6 +1263,27 @@ pub(crate) mod tests {
         assert_eq!(indexed.source[0], Some(9_989));
         assert_eq!(indexed.source[8], None);
         assert_eq!(indexed.source[16], Some(5));
+        // Early: the byte no access covers sends the search for later accesses (to infer
+        // from) past every candidate after N too.
+        let early = query(3, 0x1000, 24);
+        MASK_READS.with(|r| r.set(0));
+        let indexed = ask_file(&path, &index, false, early);
+        // Step 2 (the last write before 3) and step 5 (inferred from).
+        assert_eq!(MASK_READS.with(std::cell::Cell::get), 2);
+        assert_eq!(
+            indexed,
+            ask_file(&path, &dir.join("none.tkidx"), false, early)
+        );
+        assert_eq!(indexed.bytes[..8], 3u64.to_le_bytes().map(Some));
+        assert_eq!(
+            (indexed.source[0], indexed.inferred[0]),
+            (Some(2), Some(false))
+        );
+        assert_eq!(indexed.bytes[8], None);
+        assert_eq!(
+            (indexed.source[16], indexed.inferred[16]),
+            (Some(5), Some(true))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
