@@ -19,6 +19,7 @@ use trace_core::{LimitExceeded, Offset};
 use crate::base64::BitReader;
 use crate::error::{Context, Error};
 use crate::expand::{Dictionary, Expander, Program};
+use crate::table::ChunkDecoder;
 use crate::limits::{MAX_CHUNK_EDGES, MAX_DICTIONARY, MAX_GROUP, MAX_TRANSITIONS};
 use crate::raw;
 use crate::table::{Code, TransitionRow, TransitionTable};
@@ -154,20 +155,9 @@ impl Chunk<'_> {
     /// A bad sequence or a decoding error; the edges before it were handed to `emit`.
     #[inline]
     pub fn for_each_edge(&self, emit: impl FnMut(u64) -> bool) -> Result<(), Error> {
-        let prog = self.compile()?;
-        let bits = BitReader::new(Expander::new(&prog, &self.process.dictionary));
-        let mut dec = self.process.table.decoder(
-            self.first_edge_id,
-            self.edge_count,
-            bits,
-            self.context(),
-            self.sequence_offset.0,
-            self.process.options.lenient,
-        );
         // `emit` moves in: a `&mut` of it would be called through a forwarding function
         // that the decoding loop need not inline.
-        dec.decode_each(u64::MAX, emit)?;
-        Ok(())
+        self.with_decoder(|dec| dec.decode_each(u64::MAX, emit).map(drop))
     }
 
     /// Decodes the chunk in batches of about `batch` edges: `f` sees each batch (the tail
@@ -183,18 +173,8 @@ impl Chunk<'_> {
         mut f: impl FnMut(&[u64]),
         buf: &mut Vec<u64>,
     ) -> Result<(), Error> {
-        let prog = self.compile()?;
-        let bits = BitReader::new(Expander::new(&prog, &self.process.dictionary));
-        let mut dec = self.process.table.decoder(
-            self.first_edge_id,
-            self.edge_count,
-            bits,
-            self.context(),
-            self.sequence_offset.0,
-            self.process.options.lenient,
-        );
         let streaming = batch != u64::MAX;
-        loop {
+        self.with_decoder(|dec| loop {
             if streaming {
                 buf.clear();
             }
@@ -207,7 +187,25 @@ impl Chunk<'_> {
             if n? == 0 {
                 return Ok(());
             }
-        }
+        })
+    }
+
+    /// Runs `f` with the chunk's decoder (its sequence compiled and expanded).
+    #[inline]
+    fn with_decoder<T>(
+        &self,
+        f: impl for<'p> FnOnce(&mut ChunkDecoder<'p, Expander<'p>>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let prog = self.compile()?;
+        let bits = BitReader::new(Expander::new(&prog, &self.process.dictionary));
+        f(&mut self.process.table.decoder(
+            self.first_edge_id,
+            self.edge_count,
+            bits,
+            self.context(),
+            self.sequence_offset.0,
+            self.process.options.lenient,
+        ))
     }
 }
 

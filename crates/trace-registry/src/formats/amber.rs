@@ -127,6 +127,66 @@ pub fn merge_dir(format: Amber, parts: &mut [Input]) -> Result<Merge<'_>, Error>
     amber_tt6::threads::merge_files(&files).map_err(|e| format.err(e))
 }
 
+/// An amber input's record reader, whichever its shape: a mapped file or a stream, TT6/TT6E
+/// or FULL, or a merged thread directory. The steps and the blocks both read through it.
+pub(super) enum Reader<'a> {
+    Slice(amber_tt6::Records<'a>),
+    Stream(Box<Tt6StreamReader<Box<dyn std::io::Read + Send>>>),
+    Merged(Merge<'a>),
+    FullSlice(amber_tt6::FullRecords<'a>),
+    FullStream(Box<FullStreamReader<Box<dyn std::io::Read + Send>>>),
+}
+
+impl<'a> Reader<'a> {
+    /// Opens the reader of `input`, and the thread of a single file (from its
+    /// `thread_NNN` name, else 0).
+    ///
+    /// # Errors
+    ///
+    /// A FULL directory, a bad header, a bad `--record-size`, or an unreadable part.
+    pub(super) fn open(
+        handler: Amber,
+        input: &'a mut Input,
+        ctx: &Ctx<'_>,
+    ) -> Result<(Reader<'a>, u64), Error> {
+        let thread = parse_thread_file_name(&input.logical_name()).map_or(0, |(t, _)| t.0);
+        let full = handler.kind() == Kind::Full;
+        let err = |e| handler.err(e);
+        let reader = if input.is_dir() {
+            if full {
+                return Err(Error::Unsupported(
+                    "amber FULL traces are single files, not directories".into(),
+                ));
+            }
+            Reader::Merged(merge_dir(handler, input.parts_mut().unwrap_or_default())?)
+        } else {
+            match (input.source(), full) {
+                (Source::Bytes(b), false) => Reader::Slice(
+                    Tt6Reader::parse(b, handler.dialect())
+                        .map_err(err)?
+                        .records(),
+                ),
+                (Source::Stream(s), false) => Reader::Stream(Box::new(
+                    Tt6StreamReader::from_reader(s, handler.dialect()).map_err(err)?,
+                )),
+                (Source::Bytes(b), true) => {
+                    Reader::FullSlice(handler.full_reader(b, ctx.options)?.records())
+                }
+                (Source::Stream(s), true) => {
+                    let size = match ctx.options.record_size {
+                        Some(n) => Some(RecordSize::from_bytes(n).map_err(err)?),
+                        None => None,
+                    };
+                    Reader::FullStream(Box::new(
+                        FullStreamReader::from_reader(s, size).map_err(err)?,
+                    ))
+                }
+            }
+        };
+        Ok((reader, thread))
+    }
+}
+
 /// The warning line for a wait the merge released without a matching signal.
 pub fn unmatched_line(u: &UnmatchedWait) -> String {
     format!(

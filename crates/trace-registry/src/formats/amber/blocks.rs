@@ -13,23 +13,12 @@
 
 use std::ops::ControlFlow;
 
-use amber_tt6::threads::{Merge, parse_thread_file_name};
-use amber_tt6::{FullStreamReader, Tt6Reader, Tt6StreamReader};
-
-use super::{Amber, Kind, merge_dir};
+use super::{Amber, Reader};
 use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, PcMap, Pcs};
-use crate::{Ctx, Error, Input, Source};
+use crate::{Ctx, Error, Input};
 
 /// A PowerPC instruction's length.
 const WORD: u64 = 4;
-
-enum Reader<'a> {
-    Slice(amber_tt6::Records<'a>),
-    Stream(Box<Tt6StreamReader<Box<dyn std::io::Read + Send>>>),
-    Merged(Merge<'a>),
-    FullSlice(amber_tt6::FullRecords<'a>),
-    FullStream(Box<FullStreamReader<Box<dyn std::io::Read + Send>>>),
-}
 
 /// The block of one thread being followed.
 #[derive(Clone, Copy, Debug, Default)]
@@ -163,40 +152,7 @@ impl<'a> AmberBlocks<'a> {
         input: &'a mut Input,
         ctx: &Ctx<'_>,
     ) -> Result<AmberBlocks<'a>, Error> {
-        let thread = parse_thread_file_name(&input.logical_name()).map_or(0, |(t, _)| t.0);
-        let full = handler.kind() == Kind::Full;
-        let reader = if input.is_dir() {
-            if full {
-                return Err(Error::Unsupported(
-                    "amber FULL traces are single files, not directories".into(),
-                ));
-            }
-            Reader::Merged(merge_dir(handler, input.parts_mut().unwrap_or_default())?)
-        } else {
-            let err = |e| handler.err(e);
-            match (input.source(), full) {
-                (Source::Bytes(b), false) => Reader::Slice(
-                    Tt6Reader::parse(b, handler.dialect())
-                        .map_err(err)?
-                        .records(),
-                ),
-                (Source::Stream(s), false) => Reader::Stream(Box::new(
-                    Tt6StreamReader::from_reader(s, handler.dialect()).map_err(err)?,
-                )),
-                (Source::Bytes(b), true) => {
-                    Reader::FullSlice(handler.full_reader(b, ctx.options)?.records())
-                }
-                (Source::Stream(s), true) => {
-                    let size = match ctx.options.record_size {
-                        Some(n) => Some(amber_tt6::RecordSize::from_bytes(n).map_err(err)?),
-                        None => None,
-                    };
-                    Reader::FullStream(Box::new(
-                        FullStreamReader::from_reader(s, size).map_err(err)?,
-                    ))
-                }
-            }
-        };
+        let (reader, thread) = Reader::open(handler, input, ctx)?;
         Ok(AmberBlocks {
             handler,
             reader: Some(reader),

@@ -10,14 +10,11 @@
 
 use std::borrow::Cow;
 
-use amber_tt6::threads::{Merge, parse_thread_file_name};
-use amber_tt6::{
-    Access, FullRecord, FullRecordOwned, FullStreamReader, Tt6Reader, Tt6StreamReader,
-};
+use amber_tt6::{Access, FullRecord, FullRecordOwned};
 
-use super::{Amber, CACHE_LINE, Kind, merge_dir};
+use super::{Amber, CACHE_LINE, Kind, Reader};
 use crate::steps::{self, AccessKind, Isa, NamedReg, RegValue, Step, Steps};
-use crate::{Ctx, Error, Input, Source};
+use crate::{Ctx, Error, Input};
 
 /// The words of `ppc_thread_state`, in order, as `dump` names them.
 fn thread_state_names() -> Vec<Cow<'static, str>> {
@@ -35,14 +32,6 @@ fn thread_state_words(r: &FullRecordOwned, out: &mut Vec<u64>) {
     out.push(u64::from(t.srr1.get()));
     out.extend(t.r.iter().map(|x| u64::from(x.get())));
     out.extend([t.cr, t.xer, t.lr, t.ctr, t.mq, t.vrsave].map(|x| u64::from(x.get())));
-}
-
-enum Reader<'a> {
-    Slice(amber_tt6::Records<'a>),
-    Stream(Box<Tt6StreamReader<Box<dyn std::io::Read + Send>>>),
-    Merged(Merge<'a>),
-    FullSlice(amber_tt6::FullRecords<'a>),
-    FullStream(Box<FullStreamReader<Box<dyn std::io::Read + Send>>>),
 }
 
 /// The steps of an amber input.
@@ -67,42 +56,8 @@ impl<'a> AmberSteps<'a> {
         input: &'a mut Input,
         ctx: &Ctx<'_>,
     ) -> Result<AmberSteps<'a>, Error> {
-        let thread = parse_thread_file_name(&input.logical_name()).map_or(0, |(t, _)| t.0);
+        let (reader, thread) = Reader::open(handler, input, ctx)?;
         let full = handler.kind() == Kind::Full;
-        let reader = if input.is_dir() {
-            if full {
-                return Err(Error::Unsupported(
-                    "amber FULL traces are single files, not directories".into(),
-                ));
-            }
-            Reader::Merged(merge_dir(handler, input.parts_mut().unwrap_or_default())?)
-        } else {
-            let dialect = handler.dialect();
-            match (input.source(), full) {
-                (Source::Bytes(b), false) => Reader::Slice(
-                    Tt6Reader::parse(b, dialect)
-                        .map_err(|e| handler.err(e))?
-                        .records(),
-                ),
-                (Source::Stream(s), false) => Reader::Stream(Box::new(
-                    Tt6StreamReader::from_reader(s, dialect).map_err(|e| handler.err(e))?,
-                )),
-                (Source::Bytes(b), true) => {
-                    Reader::FullSlice(handler.full_reader(b, ctx.options)?.records())
-                }
-                (Source::Stream(s), true) => {
-                    let size = match ctx.options.record_size {
-                        Some(n) => {
-                            Some(amber_tt6::RecordSize::from_bytes(n).map_err(|e| handler.err(e))?)
-                        }
-                        None => None,
-                    };
-                    Reader::FullStream(Box::new(
-                        FullStreamReader::from_reader(s, size).map_err(|e| handler.err(e))?,
-                    ))
-                }
-            }
-        };
         Ok(AmberSteps {
             handler,
             reader,
