@@ -19,9 +19,9 @@ use trace_core::{LimitExceeded, Offset};
 use crate::base64::BitReader;
 use crate::error::{Context, Error};
 use crate::expand::{Dictionary, Expander, Program};
-use crate::table::ChunkDecoder;
 use crate::limits::{MAX_CHUNK_EDGES, MAX_DICTIONARY, MAX_GROUP, MAX_TRANSITIONS};
 use crate::raw;
+use crate::table::ChunkDecoder;
 use crate::table::{Code, TransitionRow, TransitionTable};
 use trace_core::json::{Lexer, ReadSource, SliceSource, Source};
 
@@ -174,18 +174,20 @@ impl Chunk<'_> {
         buf: &mut Vec<u64>,
     ) -> Result<(), Error> {
         let streaming = batch != u64::MAX;
-        self.with_decoder(|dec| loop {
-            if streaming {
-                buf.clear();
-            }
-            let start = buf.len();
-            let n = dec.decode_into(buf, batch.max(1));
-            let new = buf.get(start..).unwrap_or_default();
-            if !new.is_empty() {
-                f(new);
-            }
-            if n? == 0 {
-                return Ok(());
+        self.with_decoder(|dec| {
+            loop {
+                if streaming {
+                    buf.clear();
+                }
+                let start = buf.len();
+                let n = dec.decode_into(buf, batch.max(1));
+                let new = buf.get(start..).unwrap_or_default();
+                if !new.is_empty() {
+                    f(new);
+                }
+                if n? == 0 {
+                    return Ok(());
+                }
             }
         })
     }

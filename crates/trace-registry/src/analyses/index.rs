@@ -523,6 +523,169 @@ impl<R: Read + Seek> Sidecar<R> {
         found
     }
 
+    /// Calls `visit` as [`Sidecar::covering_each`] does, but only with the accesses `mem`
+    /// needs: for every byte of `start..end`, the last access below `limit` that covers
+    /// it, and where there is none, the first at or after `limit` (each call's mask then
+    /// holds only the bytes it answers). A word's list is read from its last entry below
+    /// `limit` backwards, and forwards from there for the bytes still open, so that the
+    /// work is a few entries per word however long the trace, rather than its whole list.
+    ///
+    /// # Errors
+    ///
+    /// The section cannot be read or is damaged.
+    pub fn covering_near(
+        &mut self,
+        start: u64,
+        end: u64,
+        limit: u64,
+        visit: &mut dyn FnMut(u64, u64, u8),
+    ) -> Result<(), Error> {
+        if start >= end {
+            return Ok(());
+        }
+        let (lo, hi) = (start >> 3, end.saturating_sub(1) >> 3);
+        let (list, dir) = (self.header.mem, std::mem::take(&mut self.mem_dir));
+        let heads = self.entry_heads(list, &dir, lo, hi);
+        self.mem_dir = dir;
+        let heads = heads?;
+        let (mut buf, mut values) = (Vec::new(), Vec::new());
+        for same in heads.chunk_by(|a, b| a.key == b.key) {
+            let Some(word) = same.first().map(|h| h.key << 3) else {
+                continue;
+            };
+            let wanted = word_mask(word, start, end);
+            // Values ascend (instruction, then mask), so the entries holding values below
+            // `limit` come first.
+            let below = same.partition_point(|h| h.first >> MASK_BITS < limit);
+            let mut found = 0u8;
+            for h in same.get(..below).unwrap_or_default().iter().rev() {
+                self.entry_values(h, &mut buf, &mut values)?;
+                for &v in &values {
+                    let (i, mask) = (v >> MASK_BITS, (v & 0xff) as u8 & wanted);
+                    if i < limit && mask != 0 {
+                        visit(word, i, mask);
+                        found |= mask;
+                    }
+                }
+                if found == wanted {
+                    break;
+                }
+            }
+            let mut open = wanted & !found;
+            for h in same.get(below.saturating_sub(1)..).unwrap_or_default() {
+                if open == 0 {
+                    break;
+                }
+                self.entry_values(h, &mut buf, &mut values)?;
+                for &v in &values {
+                    let (i, mask) = (v >> MASK_BITS, (v & 0xff) as u8 & open);
+                    if i >= limit && mask != 0 {
+                        visit(word, i, mask);
+                        open &= !mask;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The heads of the entries of the keys `lo..=hi` of `list` (key, value count, where
+    /// the values lie and the first of them), read without their values.
+    fn entry_heads(
+        &mut self,
+        list: ListSection,
+        dir: &[(u64, u64)],
+        lo: u64,
+        hi: u64,
+    ) -> Result<Vec<EntryHead>, Error> {
+        // The last group that starts below `lo` may end with `lo`'s first entries.
+        let g = dir.partition_point(|&(k, _)| k < lo).saturating_sub(1);
+        let Some(&(_, mut pos)) = dir.get(g) else {
+            return Ok(Vec::new());
+        };
+        let path = self.path.clone();
+        let bad = |at: u64| damaged(&path, "an entry is damaged", Some(at));
+        let io = |e| Error::io(format!("cannot read {}", path.display()), e);
+        let (mut key, mut entry) = (0u64, 0u64);
+        let mut heads = Vec::new();
+        // Three varints of the head and the first value's.
+        let mut head = [0u8; 40];
+        while pos < list.entries.len {
+            let at = list.entries.offset.saturating_add(pos);
+            self.file.seek(SeekFrom::Start(at)).map_err(io)?;
+            let room = usize::try_from(list.entries.len.saturating_sub(pos))
+                .map_or(head.len(), |r| r.min(head.len()));
+            let got =
+                read_up_to(&mut self.file, head.get_mut(..room).unwrap_or_default()).map_err(io)?;
+            let mut cur = head.get(..got).unwrap_or_default();
+            let delta = take_varint(&mut cur).ok_or_else(|| bad(at))?;
+            // Each group's first entry has its key whole.
+            key = if entry.is_multiple_of(GROUP) {
+                delta
+            } else {
+                key.checked_add(delta).ok_or_else(|| bad(at))?
+            };
+            entry = entry.saturating_add(1);
+            let count = take_varint(&mut cur).ok_or_else(|| bad(at))?;
+            let bytes = take_varint(&mut cur).ok_or_else(|| bad(at))?;
+            if key > hi {
+                break;
+            }
+            let body = pos.saturating_add(got.saturating_sub(cur.len()) as u64);
+            let next = body.saturating_add(bytes);
+            if bytes > ENTRY_BYTES as u64 || count > bytes || count == 0 || next > list.entries.len
+            {
+                return Err(bad(at));
+            }
+            if key >= lo {
+                let first = take_varint(&mut cur).ok_or_else(|| bad(at))?;
+                heads.push(EntryHead {
+                    key,
+                    count,
+                    at: list.entries.offset.saturating_add(body),
+                    len: bytes,
+                    first,
+                });
+            }
+            pos = next;
+        }
+        Ok(heads)
+    }
+
+    /// The values of the entry `h`, into `values` (`buf` holds its bytes).
+    fn entry_values(
+        &mut self,
+        h: &EntryHead,
+        buf: &mut Vec<u8>,
+        values: &mut Vec<u64>,
+    ) -> Result<(), Error> {
+        let path = self.path.clone();
+        let bad = || damaged(&path, "an entry is damaged", Some(h.at));
+        buf.resize(usize::try_from(h.len).unwrap_or(0), 0);
+        self.file
+            .seek(SeekFrom::Start(h.at))
+            .and_then(|_| self.file.read_exact(buf))
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        #[cfg(test)]
+        tests::ENTRY_READS.with(|r| r.set(r.get().saturating_add(1)));
+        values.clear();
+        let mut cur = buf.as_slice();
+        let mut v = 0u64;
+        for n in 0..h.count {
+            let d = take_varint(&mut cur).ok_or_else(bad)?;
+            v = if n == 0 {
+                d
+            } else {
+                v.checked_add(d).ok_or_else(bad)?
+            };
+            if v >> MASK_BITS >= self.header.steps {
+                return Err(bad());
+            }
+            values.push(v);
+        }
+        Ok(())
+    }
+
     /// Whether the sidecar keeps the format's seek index, so that
     /// [`Steps::seek`] goes straight to a step rather than
     /// reading up to it.
@@ -606,6 +769,19 @@ impl<R: Read + Seek> Sidecar<R> {
         }
         Ok(())
     }
+}
+
+/// An entry of a list, as [`Sidecar::covering_near`] finds it before reading its values.
+#[derive(Clone, Copy, Debug)]
+struct EntryHead {
+    key: u64,
+    count: u64,
+    /// The file offset of its values.
+    at: u64,
+    /// Their size in bytes.
+    len: u64,
+    /// The first of them.
+    first: u64,
 }
 
 /// The bits of the memory list's values that hold a byte mask (below the instruction).
@@ -1216,7 +1392,7 @@ pub fn is_sidecar_note(line: &str) -> bool {
     clippy::indexing_slicing,
     clippy::arithmetic_side_effects
 )]
-mod tests {
+pub(crate) mod tests {
     use std::io::Cursor;
 
     use quickcheck::{QuickCheck, TestResult};
@@ -1224,6 +1400,11 @@ mod tests {
     use trac_x64dbg::{Arch, RecorderOptions};
 
     use super::*;
+
+    thread_local! {
+        /// How many list entries [`Sidecar::covering_near`] decoded on this thread.
+        pub(crate) static ENTRY_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
     use crate::analyses::xref::{XrefQuery, xref};
     use crate::{HANDLERS, Options};
 

@@ -503,7 +503,7 @@ fn from_masks(
     let n = memory.bytes.len();
     let mut latest: Vec<Option<u64>> = vec![None; n];
     let mut earliest: Vec<Option<u64>> = vec![None; n];
-    sidecar.covering_each(lo, hi, &mut |word, i, mask| {
+    sidecar.covering_near(lo, hi, limit, &mut |word, i, mask| {
         for b in 0..8u8 {
             if mask & (1 << b) == 0 {
                 continue;
@@ -1225,6 +1225,30 @@ pub(crate) mod tests {
     thread_local! {
         /// How many steps [`from_masks`] read on this thread.
         pub(super) static MASK_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A word written by 150,000 steps fills several list entries of the sidecar; `mem`
+    /// late in the trace decodes the last entry below N (and the one holding N), not the
+    /// word's whole list, and answers as the pass does.
+    #[test]
+    fn a_busy_word_reads_the_entries_near_n_only() {
+        let steps: Vec<Hand> = (0..150_000u64)
+            .map(|k| (vec![0x90], Vec::new(), vec![(0x2000, k, Some(k + 1))]))
+            .collect();
+        let dir = std::env::temp_dir().join(format!("tk-mem-busy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, index, _) = with_sidecar(&dir, "b.trace64", &hand_built(&steps));
+        for at in [1, 75_000, 149_999] {
+            let q = query(at, 0x1ffc, 16);
+            crate::analyses::index::tests::ENTRY_READS.with(|r| r.set(0));
+            let indexed = ask_file(&path, &index, false, q);
+            let reads = crate::analyses::index::tests::ENTRY_READS.with(std::cell::Cell::get);
+            assert!((1..=2).contains(&reads), "{reads} entries decoded at {at}");
+            assert_eq!(indexed, ask_file(&path, &dir.join("none.tkidx"), false, q));
+            assert_eq!(indexed.bytes[4..12], at.to_le_bytes().map(Some));
+            assert_eq!(indexed.source[4], Some(at - 1));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A word written by every step and, beside it, a word no step touches: the sidecar's
