@@ -43,7 +43,8 @@
 
 use iced_x86::{
     Decoder, DecoderOptions, Formatter, Instruction, InstructionInfoFactory,
-    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, OpAccess, Register, UsedMemory,
+    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, OpAccess, Register, RflagsBits,
+    UsedMemory,
 };
 use smallvec::SmallVec;
 
@@ -169,6 +170,35 @@ impl Disassembler {
             d.formatted = true;
         }
         Some(&d.asm)
+    }
+
+    /// Whether the x86 or x64 instruction at `pc` (`bytes`) reads `watch` (a register
+    /// through any part of it, or a flag); `None` when the bytes do not decode or the
+    /// instruction set is not x86.
+    pub fn reads(&mut self, pc: u64, bytes: &[u8], watch: ReadWatch) -> Option<bool> {
+        let Disassembler {
+            slots,
+            factory,
+            isa,
+            ..
+        } = self;
+        let slot = lookup(slots, factory, *isa, pc, bytes)?;
+        if !slot.decoded.valid {
+            return None;
+        }
+        let instruction = &slot.decoded.instruction;
+        let target = match watch.0 {
+            Watch::Flags(bits) => return Some(instruction.rflags_read() & bits != 0),
+            Watch::Reg(r) => r,
+        };
+        let info = factory.info(instruction);
+        Some(info.used_registers().iter().any(|used| {
+            let r = used.register();
+            matches!(
+                used.access(),
+                OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            ) && (r == target || r.full_register() == target || r.full_register32() == target)
+        }))
     }
 
     /// Sizes and classifies x64dbg's recorded memory entries of the instruction at `pc`
@@ -311,6 +341,54 @@ fn reg_value(isa: Isa, regs: &[u64], r: Register) -> Option<u64> {
         _ => from(Register::RAX, u64::MAX)
             .or_else(|| from(Register::EAX, u64::from(u32::MAX)))
             .or_else(|| from(Register::AX, u64::from(u16::MAX))),
+    }
+}
+
+/// A register or flags whose reads [`Disassembler::reads`] looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadWatch(Watch);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watch {
+    Reg(Register),
+    /// `RflagsBits`.
+    Flags(u32),
+}
+
+impl ReadWatch {
+    /// The watch for a register as `state` names it: a general, segment, debug or vector
+    /// register (`rax`, `eax`, `cs`, `xmm3`), `rflags`/`eflags` (any flag) or one flag
+    /// (`flags.c`, `flags.p`, `flags.a`, `flags.z`, `flags.s`, `flags.i`, `flags.d`,
+    /// `flags.o`); `None` for other names.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<ReadWatch> {
+        let flags = match name {
+            "rflags" | "eflags" => Some(
+                RflagsBits::CF
+                    | RflagsBits::PF
+                    | RflagsBits::AF
+                    | RflagsBits::ZF
+                    | RflagsBits::SF
+                    | RflagsBits::IF
+                    | RflagsBits::DF
+                    | RflagsBits::OF,
+            ),
+            "flags.c" => Some(RflagsBits::CF),
+            "flags.p" => Some(RflagsBits::PF),
+            "flags.a" => Some(RflagsBits::AF),
+            "flags.z" => Some(RflagsBits::ZF),
+            "flags.s" => Some(RflagsBits::SF),
+            "flags.i" => Some(RflagsBits::IF),
+            "flags.d" => Some(RflagsBits::DF),
+            "flags.o" => Some(RflagsBits::OF),
+            _ => None,
+        };
+        if let Some(bits) = flags {
+            return Some(ReadWatch(Watch::Flags(bits)));
+        }
+        Register::values()
+            .find(|&r| r != Register::None && format!("{r:?}").eq_ignore_ascii_case(name))
+            .map(|r| ReadWatch(Watch::Reg(r)))
     }
 }
 
@@ -465,6 +543,36 @@ mod ppc {
 #[allow(clippy::indexing_slicing, clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn register_reads_come_from_the_operands() {
+        let mut d = Disassembler::new(Isa::X64);
+        let w = |n: &str| ReadWatch::parse(n).unwrap();
+        // mov rax, rbx: reads rbx, writes rax.
+        let mov = [0x48, 0x89, 0xd8];
+        assert_eq!(d.reads(0x1000, &mov, w("rbx")), Some(true));
+        assert_eq!(d.reads(0x1000, &mov, w("rax")), Some(false));
+        // add eax, 1: reads rax through eax, and no flag.
+        let add = [0x83, 0xc0, 0x01];
+        assert_eq!(d.reads(0x1000, &add, w("rax")), Some(true));
+        assert_eq!(d.reads(0x1000, &add, w("rflags")), Some(false));
+        // jz: reads the zero flag only.
+        let jz = [0x74, 0x00];
+        assert_eq!(d.reads(0x1000, &jz, w("flags.z")), Some(true));
+        assert_eq!(d.reads(0x1000, &jz, w("flags.c")), Some(false));
+        assert_eq!(d.reads(0x1000, &jz, w("rflags")), Some(true));
+        // push rax: reads rax and rsp.
+        assert_eq!(d.reads(0x1000, &[0x50], w("rsp")), Some(true));
+        assert_eq!(d.reads(0x1000, &[0x0f, 0xff], w("rax")), None);
+        assert_eq!(ReadWatch::parse("lastError"), None);
+        assert_eq!(ReadWatch::parse("gs|fs|es|ds"), None);
+        let mut d32 = Disassembler::new(Isa::X86);
+        // mov eax, ebx in 32-bit code.
+        assert_eq!(
+            d32.reads(0x1000, &[0x89, 0xd8], ReadWatch::parse("ebx").unwrap()),
+            Some(true)
+        );
+    }
 
     const PC: u64 = 0x7ff6_a1b2_1000;
 

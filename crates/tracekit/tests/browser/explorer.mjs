@@ -171,6 +171,19 @@ try {
   await page.click(`#regs [data-reg="${want.reg}"] .reg-name`);
   await selected(want.reg_writer, `clicking register ${want.reg}`);
 
+  // Shift+clicking a register goes to the next step that reads it, where /api/reader says
+  // (its answers are checked against the instructions' operands in tests/cli/serve.rs);
+  // without one, the selection stays.
+  await jump(String(want.at), want.at);
+  const token = new URL(url).searchParams.get('token');
+  const reader = await page.evaluate(async ([i, reg, t]) => {
+    const r = await fetch(`/api/reader?i=${i}&reg=${reg}`, { headers: { Authorization: `Bearer ${t}` } });
+    return (await r.json()).reader;
+  }, [want.at, want.reg, token]);
+  await page.click(`#regs [data-reg="${want.reg}"] .reg-name`, { modifiers: ['Shift'] });
+  console.log(`explorer: ${want.reg} at step ${want.at} is next read by step ${reader}`);
+  await selected(reader ?? want.at, `shift-clicking register ${want.reg}`);
+
   // Clicking a byte goes to its source; "Next read" to the next read of it.
   await jump(String(want.at), want.at);
   await page.click(`#mem .b[data-addr="${want.byte}"]`);

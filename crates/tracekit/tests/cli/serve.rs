@@ -392,6 +392,21 @@ fn every_endpoint_on_a_known_trace() {
     assert_ne!(rbx(99), rbx(100));
     assert_eq!(rbx(100), rbx(150));
 
+    // reader: every step is `mov qword ptr [rsp], rax`, which reads rax and rsp (so the
+    // step itself is the next reader) and neither rbx nor a flag (so none in the rest of
+    // the trace: steps 150 to 299 searched).
+    let r = s.ok("reader?i=150&reg=rax");
+    assert_eq!(
+        (r["i"].clone(), r["reg"].clone(), r["reader"].clone()),
+        (150.into(), "rax".into(), 150.into())
+    );
+    assert_eq!(s.ok("reader?i=7&reg=rsp")["reader"], 7);
+    for reg in ["rbx", "flags.z", "rflags"] {
+        let none = s.ok(&format!("reader?i=150&reg={reg}"));
+        assert_eq!(none["reader"], Value::Null, "{reg}");
+        assert_eq!(none["searched"], STEPS - 150, "{reg}");
+    }
+
     // The page and its assets, without the token.
     let page = s.get_with("/", "");
     assert_eq!(page.status, 200);
@@ -433,6 +448,9 @@ fn refusals_and_the_server_keeps_serving() {
         ("find?pc=0x401000&from=1&before=2", "before"),
         ("find?pc=", "pc"),
         ("writer?i=5&reg=nosuch", "reg"),
+        ("reader?i=5&reg=nosuch", "reg"),
+        ("reader?i=5&reg=lastError", "reg"),
+        ("reader?i=5", "reg"),
         ("writer?i=5", "reg"),
         ("info?x=1", "x"),
     ] {

@@ -12,8 +12,9 @@ use trace_registry::analyses::index::{self, BuildOptions, Sidecar};
 use trace_registry::analyses::mem::{MemQuery, mem_of};
 use trace_registry::analyses::state::state_of;
 use trace_registry::analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
+use trace_registry::disasm::{Disassembler, ReadWatch};
 use trace_registry::sink::JsonLines;
-use trace_registry::steps::{RegCopy, RegPlan, Steps};
+use trace_registry::steps::{Isa, RegCopy, RegPlan, Steps};
 use trace_registry::{Ctx, Error, Handler, Input, Options};
 
 use super::http::Response;
@@ -24,6 +25,9 @@ pub const MAX_COUNT: u64 = 10_000;
 
 /// The most bytes one `mem` call reads.
 pub const MAX_LEN: u64 = 65_536;
+
+/// How many steps `reader` reads forward from `i` at most before it gives up.
+pub const READER_SEARCH: u64 = 1 << 22;
 
 /// How many steps `writer` reads back from `i` at most before it gives up.
 pub const WRITER_SEARCH: u64 = 1 << 22;
@@ -526,6 +530,7 @@ impl Worker {
             "xref" => self.xref(query, false),
             "find" => self.xref(query, true),
             "writer" => self.writer(query),
+            "reader" => self.reader(query),
             _ => Err(Response::error(
                 404,
                 &format!("no endpoint /api/{path}"),
@@ -953,6 +958,28 @@ impl Worker {
         }
         Ok(Response::json(200, v.to_string()))
     }
+
+    fn reader(&mut self, query: &[(String, String)]) -> Answer {
+        let p = Params::new(query, &["i", "reg"])?;
+        let i = p.required("i")?;
+        let reg = p
+            .get("reg")
+            .ok_or_else(|| bad("reg", "parameter \"reg\" is required"))?
+            .to_owned();
+        self.check_i(i)?;
+        let s = Arc::clone(&self.shared);
+        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+            .map_err(|e| failure(&e, None))?;
+        let (reader, searched) =
+            find_reader(steps.as_mut(), i, &reg).map_err(|e| e.into_response())?;
+        let mut v = json!({ "i": i, "reg": reg, "reader": reader });
+        if reader.is_none()
+            && let Some(map) = v.as_object_mut()
+        {
+            map.insert("searched".into(), searched.into());
+        }
+        Ok(Response::json(200, v.to_string()))
+    }
 }
 
 /// One row of `/api/rows`: the dump's JSON line, and what [`Worker::complete_rows`]
@@ -989,7 +1016,7 @@ fn hits_body(
     body
 }
 
-/// Why [`find_writer`] failed.
+/// Why [`find_writer`] or [`find_reader`] failed.
 #[derive(Debug)]
 pub enum WriterError {
     /// The stream has no register of that name.
@@ -1075,6 +1102,55 @@ pub fn find_writer(
         }
         window = window.saturating_mul(2).min(WRITER_SEARCH);
     }
+}
+
+/// The first step `j >= i` of step `i`'s thread whose instruction reads register `name`
+/// (through any part of it; a flag by its `flags.x` name), by its operands as the
+/// disassembler decodes them; read forwards up to [`READER_SEARCH`] steps; with how many
+/// steps were read.
+///
+/// # Errors
+///
+/// A name that is no x86 register or flag, a trace that is not x86 or x64, `i` past the
+/// end, or a read error.
+pub fn find_reader(
+    steps: &mut dyn Steps,
+    i: u64,
+    name: &str,
+) -> Result<(Option<u64>, u64), WriterError> {
+    let isa = steps.isa();
+    if !matches!(isa, Isa::X64 | Isa::X86) {
+        return Err(WriterError::UnknownReg(
+            "register reads are known for x86 and x64 traces only (from the instructions' \
+             operands)"
+                .into(),
+        ));
+    }
+    let Some(watch) = ReadWatch::parse(name) else {
+        return Err(WriterError::UnknownReg(format!(
+            "{name:?} is no x86 register or flag whose reads can be told"
+        )));
+    };
+    steps.seek(i)?;
+    let mut disasm = Disassembler::new(isa);
+    let mut thread = None;
+    let mut searched = 0u64;
+    while searched < READER_SEARCH {
+        let Some(step) = steps.next_step() else {
+            break;
+        };
+        let step = step?;
+        searched = searched.saturating_add(1);
+        if step.thread == *thread.get_or_insert(step.thread)
+            && disasm.reads(step.pc, &step.opcode, watch) == Some(true)
+        {
+            return Ok((Some(step.i), searched));
+        }
+    }
+    if thread.is_none() {
+        return Err(trace_registry::steps::past_end(i, i).into());
+    }
+    Ok((None, searched))
 }
 
 #[cfg(test)]

@@ -73,6 +73,13 @@
 //!   step `k` was made by its step before `k`). Searched backwards from N in windows that
 //!   double, up to [`api::WRITER_SEARCH`] steps; when none is found the answer adds
 //!   `"searched":M`, the steps looked at. An unknown NAME is a 400 on `reg`.
+//! - `GET /api/reader?i=N&reg=NAME` → `{"i":N,"reg":NAME,"reader":J|null}`: the first step
+//!   `J >= N` of step N's thread whose instruction reads register NAME (through any part
+//!   of it, as `eax` reads `rax`; a flag by its `state` name such as `flags.z`, or any
+//!   flag for `rflags`), by the instruction's operands (x86 and x64 traces whose steps
+//!   carry their bytes: x64dbg). Read forwards up to [`api::READER_SEARCH`] steps; when
+//!   none is found the answer adds `"searched":M`. A NAME that is no x86 register or
+//!   flag, or a trace of another instruction set, is a 400 on `reg`.
 
 pub mod api;
 pub mod http;

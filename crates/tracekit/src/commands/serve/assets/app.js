@@ -546,6 +546,16 @@
     }
     try {
       const from = st.selected;
+      if (e.shiftKey) {
+        const ans = await api('reader', { i: from, reg: name });
+        if (ans.reader === null || ans.reader === undefined) {
+          note(`${name}: no read from step ${from} on` + (ans.searched ? ` (searched ${ans.searched} steps)` : ''));
+        } else {
+          note(`${name} before step ${from} is next read by step ${ans.reader}`);
+          select(ans.reader, true);
+        }
+        return;
+      }
       const ans = await api('writer', { i: from, reg: name });
       if (ans.writer === null || ans.writer === undefined) {
         note(`${name}: no writer before step ${from}` + (ans.searched ? ` (searched ${ans.searched} steps)` : ''));
