@@ -271,7 +271,6 @@ print(duckdb.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()[0
 /// (`Batches::pull`), and value by value through the generic visitor (`Batches::write`
 /// of each record) for the ratio between them.
 fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
-    use trace_registry::sink::parquet::{Batches, Pulled};
     if format != "x64dbg" {
         return Vec::new();
     }
@@ -288,37 +287,7 @@ fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
             input: dump.input.clone(),
             unit: "rows",
             run: Box::new(move |bytes| {
-                let options = trace_registry::Options::default();
-                let mut ctx = trace_registry::Ctx::new(&options);
-                let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
-                let mut records = handler.records(&mut input, &mut ctx).unwrap();
-                let mut batches = Batches::new(records.tables(), "instructions", 1 << 16).unwrap();
-                let mut rows = 0u64;
-                loop {
-                    if typed {
-                        match batches.pull(records.as_mut()) {
-                            Pulled::Records(_) => {}
-                            Pulled::End => break,
-                            Pulled::Failed(e) => panic!("{e}"),
-                        }
-                    } else {
-                        match records.next_record() {
-                            None => break,
-                            Some(r) => {
-                                let r = r.unwrap();
-                                batches.write(r.table, r.row());
-                            }
-                        }
-                    }
-                    while let Some(b) = batches.take() {
-                        rows += black_box(b).num_rows() as u64;
-                    }
-                }
-                batches.finish();
-                while let Some(b) = batches.take() {
-                    rows += b.num_rows() as u64;
-                }
-                rows
+                trace_registry::testgen::arrow_rows(handler, bytes, "instructions", typed)
             }),
         })
         .collect()

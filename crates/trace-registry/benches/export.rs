@@ -17,7 +17,7 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trace_registry::sink::JsonLines;
-use trace_registry::sink::parquet::{Batches, Dataset, Origin, ParquetOptions, Pulled};
+use trace_registry::sink::parquet::{Dataset, Origin, ParquetOptions, Pulled};
 use trace_registry::{Ctx, Handler, Input, Options};
 
 fn x64dbg_input() -> Vec<u8> {
@@ -57,38 +57,6 @@ fn export(handler: &dyn Handler, bytes: &[u8], dir: &Path, threads: usize) -> u6
     summary[0].rows
 }
 
-/// The Arrow batches of `table` of `bytes` (through the typed fast path, or visited):
-/// their rows.
-fn arrow(handler: &dyn Handler, bytes: &[u8], table: &str, typed: bool) -> u64 {
-    let options = Options::default();
-    let mut ctx = Ctx::new(&options);
-    let mut input = Input::from_bytes("bench", bytes.to_vec()).unwrap();
-    let mut records = handler.records(&mut input, &mut ctx).unwrap();
-    let mut batches = Batches::new(records.tables(), table, 1 << 16).unwrap();
-    let mut rows = 0;
-    loop {
-        if typed {
-            if !matches!(batches.pull(records.as_mut()), Pulled::Records(_)) {
-                break;
-            }
-        } else {
-            let Some(r) = records.next_record() else {
-                break;
-            };
-            let r = r.unwrap();
-            batches.write(r.table, r.row());
-        }
-        while let Some(b) = batches.take() {
-            rows += black_box(b).num_rows() as u64;
-        }
-    }
-    batches.finish();
-    while let Some(b) = batches.take() {
-        rows += b.num_rows() as u64;
-    }
-    rows
-}
-
 fn dump(handler: &dyn Handler, bytes: &[u8]) -> u64 {
     let options = Options::default();
     let mut ctx = Ctx::new(&options);
@@ -121,7 +89,9 @@ fn sinks(c: &mut Criterion) {
     }
     for (how, typed) in [("typed", true), ("visited", false)] {
         g.bench_function(format!("Arrow batches of instructions ({how})"), |b| {
-            b.iter(|| arrow(handler, black_box(&x64), "instructions", typed));
+            b.iter(|| {
+                trace_registry::testgen::arrow_rows(handler, black_box(&x64), "instructions", typed)
+            });
         });
     }
     g.finish();

@@ -253,6 +253,18 @@ pub struct BlockDesc {
     pub symbol: Option<String>,
 }
 
+impl BlockDesc {
+    /// A dynamic block of a pc stream (process 0) starting at `start`: its key and pc.
+    #[must_use]
+    pub fn starting_at(start: u64) -> BlockDesc {
+        BlockDesc {
+            key: start,
+            pc: Some(start),
+            ..BlockDesc::default()
+        }
+    }
+}
+
 /// What the keys of a [`Blocks`] stream are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKeys {
@@ -476,14 +488,7 @@ impl Blocks for StepBlocks<'_> {
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        let start = self.starts.get(block as usize).copied().unwrap_or(0);
-        BlockDesc {
-            process: 0,
-            key: start,
-            pc: Some(start),
-            instrs: None,
-            symbol: None,
-        }
+        BlockDesc::starting_at(self.starts.get(block as usize).copied().unwrap_or(0))
     }
 }
 

@@ -156,3 +156,47 @@ pub fn to_tfile(bytes: &[u8]) -> u64 {
         Ok(done.frames)
     })
 }
+
+/// The Arrow batches of `table` of `bytes` read by `handler`, through the typed column
+/// path (`Batches::pull`) or value by value through the visitor (`Batches::write` of each
+/// record): their rows. What the criterion bench `export` and the Arrow rows of
+/// `cargo xtask bench` both run.
+///
+/// # Panics
+///
+/// On a read error or an unknown table: the inputs are synthetic.
+#[cfg(feature = "parquet")]
+#[allow(clippy::unwrap_used, clippy::panic)] // A benchmark of synthetic, valid input.
+#[must_use]
+pub fn arrow_rows(handler: &dyn crate::Handler, bytes: &[u8], table: &str, typed: bool) -> u64 {
+    use crate::sink::parquet::{Batches, Pulled};
+    let options = Options::default();
+    let mut ctx = Ctx::new(&options);
+    let mut input = Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let mut records = handler.records(&mut input, &mut ctx).unwrap();
+    let mut batches = Batches::new(records.tables(), table, 1 << 16).unwrap();
+    let mut rows = 0u64;
+    loop {
+        if typed {
+            match batches.pull(records.as_mut()) {
+                Pulled::Records(_) => {}
+                Pulled::End => break,
+                Pulled::Failed(e) => panic!("{e}"),
+            }
+        } else {
+            let Some(r) = records.next_record() else {
+                break;
+            };
+            let r = r.unwrap();
+            batches.write(r.table, r.row());
+        }
+        while let Some(b) = batches.take() {
+            rows = rows.saturating_add(black_box(b).num_rows() as u64);
+        }
+    }
+    batches.finish();
+    while let Some(b) = batches.take() {
+        rows = rows.saturating_add(b.num_rows() as u64);
+    }
+    rows
+}

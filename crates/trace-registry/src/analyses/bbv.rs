@@ -708,12 +708,7 @@ mod tests {
         }
 
         fn describe(&self, block: u32) -> BlockDesc {
-            let pc = self.starts[block as usize];
-            BlockDesc {
-                key: pc,
-                pc: Some(pc),
-                ..BlockDesc::default()
-            }
+            BlockDesc::starting_at(self.starts[block as usize])
         }
     }
 

@@ -559,7 +559,7 @@ impl<R: Read + Seek> Sidecar<R> {
             let below = same.partition_point(|h| h.first >> MASK_BITS < limit);
             let mut found = 0u8;
             for h in same.get(..below).unwrap_or_default().iter().rev() {
-                self.entry_values(h, &mut buf, &mut values)?;
+                self.entry_values(h, MASK_BITS, &mut buf, &mut values)?;
                 for &v in &values {
                     let (i, mask) = (v >> MASK_BITS, (v & 0xff) as u8 & wanted);
                     if i < limit && mask != 0 {
@@ -576,7 +576,7 @@ impl<R: Read + Seek> Sidecar<R> {
                 if open == 0 {
                     break;
                 }
-                self.entry_values(h, &mut buf, &mut values)?;
+                self.entry_values(h, MASK_BITS, &mut buf, &mut values)?;
                 for &v in &values {
                     let (i, mask) = (v >> MASK_BITS, (v & 0xff) as u8 & open);
                     if i >= limit && mask != 0 {
@@ -652,10 +652,12 @@ impl<R: Read + Seek> Sidecar<R> {
         Ok(heads)
     }
 
-    /// The values of the entry `h`, into `values` (`buf` holds its bytes).
+    /// The values of the entry `h`, into `values` (`buf` holds its bytes); a value's
+    /// instruction is its bits above `shift`.
     fn entry_values(
         &mut self,
         h: &EntryHead,
+        shift: u32,
         buf: &mut Vec<u8>,
         values: &mut Vec<u64>,
     ) -> Result<(), Error> {
@@ -678,7 +680,7 @@ impl<R: Read + Seek> Sidecar<R> {
             } else {
                 v.checked_add(d).ok_or_else(bad)?
             };
-            if v >> MASK_BITS >= self.header.steps {
+            if v >> shift >= self.header.steps {
                 return Err(bad());
             }
             values.push(v);
@@ -694,7 +696,8 @@ impl<R: Read + Seek> Sidecar<R> {
         self.header.seek.len > 0
     }
 
-    /// Calls `visit` with the instruction numbers of the keys `lo..=hi` (in key order).
+    /// Calls `visit` with the values of the keys `lo..=hi` (in key order); a value's
+    /// instruction is its bits above `shift`.
     fn lookup(
         &mut self,
         list: ListSection,
@@ -704,74 +707,19 @@ impl<R: Read + Seek> Sidecar<R> {
         shift: u32,
         visit: &mut dyn FnMut(u64, u64),
     ) -> Result<(), Error> {
-        // The last group that starts below `lo` may end with `lo`'s first entries.
-        let g = dir.partition_point(|&(k, _)| k < lo).saturating_sub(1);
-        let Some(&(_, start)) = dir.get(g) else {
-            return Ok(());
-        };
-        let end = dir
-            .get(g.saturating_add(1)..)
-            .unwrap_or_default()
-            .iter()
-            .find(|&&(k, _)| k > hi)
-            .map_or(list.entries.len, |&(_, off)| off);
-        let base = list.entries.offset.saturating_add(start);
-        let len = end.saturating_sub(start);
-        let path = self.path.clone();
-        self.file
-            .seek(SeekFrom::Start(base))
-            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        let mut r = Counted {
-            inner: BufReader::new((&mut self.file).take(len)),
-            at: base,
-        };
-        let bad = |at: u64| damaged(&path, "an entry is damaged", Some(at));
-        let mut key = 0u64;
-        let mut entry = 0u64;
-        let mut buf = Vec::new();
-        while r.at < base.saturating_add(len) {
-            let at = r.at;
-            let delta = read_varint(&mut r).map_err(|_| bad(at))?;
-            // Each group's first entry has its key whole.
-            key = if entry.is_multiple_of(GROUP) {
-                delta
-            } else {
-                key.checked_add(delta).ok_or_else(|| bad(at))?
-            };
-            entry = entry.saturating_add(1);
-            let count = read_varint(&mut r).map_err(|_| bad(at))?;
-            let bytes = read_varint(&mut r).map_err(|_| bad(at))?;
-            if key > hi {
-                break;
-            }
-            if bytes > ENTRY_BYTES as u64 || count > bytes {
-                return Err(bad(at));
-            }
-            buf.resize(usize::try_from(bytes).unwrap_or(0), 0);
-            r.read_exact(&mut buf).map_err(|_| bad(at))?;
-            if key < lo {
-                continue;
-            }
-            let mut cur = buf.as_slice();
-            let mut i = 0u64;
-            for n in 0..count {
-                let d = take_varint(&mut cur).ok_or_else(|| bad(at))?;
-                i = if n == 0 {
-                    d
-                } else {
-                    i.checked_add(d).ok_or_else(|| bad(at))?
-                };
-                if i >> shift >= self.header.steps {
-                    return Err(bad(at));
-                }
-                visit(key, i);
+        let heads = self.entry_heads(list, dir, lo, hi)?;
+        let (mut buf, mut values) = (Vec::new(), Vec::new());
+        for h in &heads {
+            self.entry_values(h, shift, &mut buf, &mut values)?;
+            for &v in &values {
+                visit(h.key, v);
             }
         }
         Ok(())
     }
 }
 
-/// An entry of a list, as [`Sidecar::covering_near`] finds it before reading its values.
+/// An entry of a list, as [`Sidecar::entry_heads`] finds it before reading its values.
 #[derive(Clone, Copy, Debug)]
 struct EntryHead {
     key: u64,
@@ -860,20 +808,6 @@ impl Visit {
 impl Default for Visit {
     fn default() -> Visit {
         Visit::new()
-    }
-}
-
-/// A reader that counts the bytes read from it (the file offset for errors).
-struct Counted<R> {
-    inner: R,
-    at: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.at = self.at.saturating_add(n as u64);
-        Ok(n)
     }
 }
 

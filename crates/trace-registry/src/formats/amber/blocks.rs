@@ -251,19 +251,13 @@ impl Blocks for AmberBlocks<'_> {
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        let start = self
-            .numbers
-            .starts
-            .get(block as usize)
-            .copied()
-            .unwrap_or(0);
-        BlockDesc {
-            process: 0,
-            key: start,
-            pc: Some(start),
-            instrs: None,
-            symbol: None,
-        }
+        BlockDesc::starting_at(
+            self.numbers
+                .starts
+                .get(block as usize)
+                .copied()
+                .unwrap_or(0),
+        )
     }
 }
 

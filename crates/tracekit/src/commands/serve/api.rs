@@ -529,8 +529,8 @@ impl Worker {
             "mem" => self.mem(query),
             "xref" => self.xref(query, false),
             "find" => self.xref(query, true),
-            "writer" => self.writer(query),
-            "reader" => self.reader(query),
+            "writer" => self.register_search(query, "writer", find_writer),
+            "reader" => self.register_search(query, "reader", find_reader),
             _ => Err(Response::error(
                 404,
                 &format!("no endpoint /api/{path}"),
@@ -937,7 +937,14 @@ impl Worker {
         ))
     }
 
-    fn writer(&mut self, query: &[(String, String)]) -> Answer {
+    /// `writer` and `reader`: `search` from step `i` for register `reg`, answered as
+    /// `{"i","reg",KEY:J|null}` with `"searched"` when none was found.
+    fn register_search(
+        &mut self,
+        query: &[(String, String)],
+        key: &str,
+        search: fn(&mut dyn Steps, u64, &str) -> Result<(Option<u64>, u64), WriterError>,
+    ) -> Answer {
         let p = Params::new(query, &["i", "reg"])?;
         let i = p.required("i")?;
         let reg = p
@@ -948,35 +955,13 @@ impl Worker {
         let s = Arc::clone(&self.shared);
         let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
             .map_err(|e| failure(&e, None))?;
-        let (writer, searched) =
-            find_writer(steps.as_mut(), i, &reg).map_err(|e| e.into_response())?;
-        let mut v = json!({ "i": i, "reg": reg, "writer": writer });
-        if writer.is_none()
-            && let Some(map) = v.as_object_mut()
-        {
-            map.insert("searched".into(), searched.into());
-        }
-        Ok(Response::json(200, v.to_string()))
-    }
-
-    fn reader(&mut self, query: &[(String, String)]) -> Answer {
-        let p = Params::new(query, &["i", "reg"])?;
-        let i = p.required("i")?;
-        let reg = p
-            .get("reg")
-            .ok_or_else(|| bad("reg", "parameter \"reg\" is required"))?
-            .to_owned();
-        self.check_i(i)?;
-        let s = Arc::clone(&self.shared);
-        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
-            .map_err(|e| failure(&e, None))?;
-        let (reader, searched) =
-            find_reader(steps.as_mut(), i, &reg).map_err(|e| e.into_response())?;
-        let mut v = json!({ "i": i, "reg": reg, "reader": reader });
-        if reader.is_none()
-            && let Some(map) = v.as_object_mut()
-        {
-            map.insert("searched".into(), searched.into());
+        let (found, searched) = search(steps.as_mut(), i, &reg).map_err(|e| e.into_response())?;
+        let mut v = json!({ "i": i, "reg": reg });
+        if let Some(map) = v.as_object_mut() {
+            map.insert(key.into(), found.into());
+            if found.is_none() {
+                map.insert("searched".into(), searched.into());
+            }
         }
         Ok(Response::json(200, v.to_string()))
     }
