@@ -943,7 +943,7 @@ impl Worker {
         &mut self,
         query: &[(String, String)],
         key: &str,
-        search: fn(&mut dyn Steps, u64, &str) -> Result<(Option<u64>, u64), WriterError>,
+        search: RegisterSearch,
     ) -> Answer {
         let p = Params::new(query, &["i", "reg"])?;
         let i = p.required("i")?;
@@ -1000,6 +1000,9 @@ fn hits_body(
     body.push('}');
     body
 }
+
+/// [`find_writer`] or [`find_reader`]: the step found, and how many were searched.
+type RegisterSearch = fn(&mut dyn Steps, u64, &str) -> Result<(Option<u64>, u64), WriterError>;
 
 /// Why [`find_writer`] or [`find_reader`] failed.
 #[derive(Debug)]
