@@ -975,10 +975,11 @@ impl<'a, S: Source<'a>> Lexer<S> {
         {
             check_string(start, n)?;
             let bytes = rest.get(..n).unwrap_or_default();
-            let v = f(std::str::from_utf8(bytes)
-                .map_err(|_| Error::msg(start, "invalid UTF-8 in a string"))?);
+            let v = std::str::from_utf8(bytes).map(f);
+            // Past the string even when its UTF-8 is bad, as after the slow path: a reader
+            // stands at the same offset after an error whichever path the string took.
             self.pos = self.pos.saturating_add(n).saturating_add(1);
-            return Ok(v);
+            return v.map_err(|_| Error::msg(start, "invalid UTF-8 in a string"));
         }
         let s = self.string_slow(start)?;
         let s = String::from_utf8(s).map_err(|_| Error::msg(start, "invalid UTF-8 in a string"))?;
@@ -1307,6 +1308,19 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<JsonU64>(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn bad_utf8_in_a_string_leaves_every_source_at_the_same_offset() {
+        // Found by the lexer_never_panics property in CI: the slice's fast path stopped
+        // before the string, the byte-at-a-time reader after it.
+        let s = [b'"', 0x80, b'"'];
+        let mut a = Lexer::new(SliceSource::new(&s));
+        let mut b = Lexer::new(ReadSource::new(OneByte(&s)));
+        let ea = a.skip_value().unwrap_err();
+        let eb = b.skip_value().unwrap_err();
+        assert_eq!(ea.to_string(), eb.to_string());
+        assert_eq!((a.offset(), b.offset()), (3, 3));
     }
 
     #[test]
