@@ -96,7 +96,8 @@ fn bombs_cost_nothing() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(got, [vec![1; 6], vec![1; 6]]);
-    assert!(t0.elapsed().as_secs() < 5);
+    // Microseconds when bounded; an expanded bomb would not end: a loaded machine has room.
+    assert!(t0.elapsed().as_secs() < 30);
 }
 
 #[test]
