@@ -20,7 +20,10 @@
 //! instruction does not continue it, or at the end of the input).
 //!
 //! Amber TT6/TT6E/FULL traces override it with the same blocks read straight from their
-//! records (no [`Step`] per instruction; the pcs as [`Pcs::Stride`]). DCFG-Trace files
+//! records (no [`Step`] per instruction; the pcs as [`Pcs::Stride`]; one TT6/TT6E file in
+//! memory as its runs of falling-through records), x64dbg traces in memory with the same
+//! blocks from the lean pc walk (pc, opcode length and thread, no register replay).
+//! DCFG-Trace files
 //! override it with the blocks of their DCFG (`--dcfg`): each decoded edge executes its
 //! target block's `NUM_INSTRS`; edges into special nodes (START, END, UNKNOWN) execute none
 //! and are not handed out. Their runs come in batches ([`StaticBatch`]), as one call per

@@ -7,7 +7,9 @@
 //! previous record was not a taken branch). A block is handed out when its thread's next
 //! record does not continue it, or at the end of the input (the blocks still open, in the
 //! order they started), as the default does; its pcs are [`Pcs::Stride`] of 4 from its
-//! start. Blocks are numbered in order of first start.
+//! start. Blocks are numbered in order of first start. One TT6/TT6E file in memory (one
+//! thread) needs no per-record bookkeeping here: its blocks are the reader's runs of
+//! falling-through records ([`amber_tt6::Records::try_for_each_run`]).
 //!
 //! [`Step`]: crate::steps::Step
 
