@@ -43,15 +43,12 @@ fn run_bbv(format: &str, input: &mut Input, options: &Options) -> u64 {
     r.streams.iter().map(|s| s.instructions).sum()
 }
 
-/// The plain steps scan (and the format's raw iterations, `raw`: name and loop) and bbv
+/// A raw iteration of a format's input: its name and loop.
+type Raw<'n> = (&'n str, fn(&[u8]) -> u64);
+
+/// The plain steps scan (and the format's raw iterations, `raw`) and bbv
 /// of one pc-stream format, side by side.
-fn pc_stream(
-    c: &mut Criterion,
-    format: &str,
-    name: &str,
-    bytes: Vec<u8>,
-    raw: &[(&str, fn(&[u8]) -> u64)],
-) {
+fn pc_stream(c: &mut Criterion, format: &str, name: &str, bytes: Vec<u8>, raw: &[Raw<'_>]) {
     let options = Options::default();
     let handler = trace_registry::by_name(format).unwrap();
     let mut g = c.benchmark_group(format!("{format} bbv"));

@@ -233,7 +233,7 @@ mod tests {
     fn synthetic(threads: u32, max_run: u64, seed: u64, instructions: u64) -> Vec<u8> {
         use trac_x64dbg::testgen;
         let opts = testgen::Options {
-            arch: if seed % 3 == 0 {
+            arch: if seed.is_multiple_of(3) {
                 trac_x64dbg::Arch::X86
             } else {
                 trac_x64dbg::Arch::X64
