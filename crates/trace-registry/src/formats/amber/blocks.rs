@@ -16,7 +16,7 @@
 use std::ops::ControlFlow;
 
 use super::{Amber, Reader};
-use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, PcMap, Pcs};
+use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, Numbers, Pcs};
 use crate::{Ctx, Error, Input};
 
 /// A PowerPC instruction's length.
@@ -36,25 +36,6 @@ struct Open {
     /// Its records so far (0: no block open).
     len: u64,
     block: u32,
-}
-
-/// Start pc → block number, and back.
-#[derive(Debug, Default)]
-struct Numbers {
-    numbers: PcMap<u64, u32>,
-    starts: Vec<u64>,
-}
-
-impl Numbers {
-    /// The number of the block starting at `start`, given on first sight.
-    fn of(&mut self, start: u64) -> u32 {
-        let next = u32::try_from(self.starts.len()).unwrap_or(u32::MAX);
-        let starts = &mut self.starts;
-        *self.numbers.entry(start).or_insert_with(|| {
-            starts.push(start);
-            next
-        })
-    }
 }
 
 /// Follows every thread's block over the records.
@@ -283,13 +264,7 @@ impl Blocks for AmberBlocks<'_> {
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        BlockDesc::starting_at(
-            self.numbers
-                .starts
-                .get(block as usize)
-                .copied()
-                .unwrap_or(0),
-        )
+        self.numbers.describe(block)
     }
 }
 

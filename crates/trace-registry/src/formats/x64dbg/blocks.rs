@@ -15,51 +15,14 @@ use trac_x64dbg::Scan;
 
 use super::err;
 use crate::Error;
-use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, PcMap, Pcs, falls_through};
+use crate::blocks::{BlockDesc, BlockKeys, BlockSink, Blocks, Follow, Numbers};
 use crate::steps::Isa;
-
-/// The block of one thread being followed.
-#[derive(Debug, Default)]
-struct Open {
-    thread: u64,
-    /// The index of its first instruction (to hand out the blocks still open at the end
-    /// in the order they started).
-    first: u64,
-    /// Its pcs so far (empty: no block open).
-    pcs: Vec<u64>,
-    /// The length of its last instruction's opcode (0: not recorded).
-    last_len: u64,
-    block: u32,
-}
-
-impl Open {
-    /// Hands out the block, if one is open, and empties it.
-    fn emit(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
-        let Some(&start) = self.pcs.first() else {
-            return Ok(());
-        };
-        let r = sink.block(&BlockRun {
-            block: self.block,
-            process: 0,
-            thread: self.thread,
-            pc: Some(start),
-            instrs: self.pcs.len() as u64,
-            pcs: Pcs::Listed(&self.pcs),
-            loop_entry: false,
-        });
-        self.pcs.clear();
-        r
-    }
-}
 
 /// The block stream of an x64dbg trace in memory.
 pub(super) struct X64Blocks<'a> {
     scan: Option<Scan<'a>>,
     isa: Isa,
-    /// Start pc → block number.
-    numbers: PcMap<u64, u32>,
-    /// Block number → start pc.
-    starts: Vec<u64>,
+    numbers: Numbers,
 }
 
 impl<'a> X64Blocks<'a> {
@@ -68,78 +31,8 @@ impl<'a> X64Blocks<'a> {
         X64Blocks {
             scan: Some(scan),
             isa,
-            numbers: PcMap::default(),
-            starts: Vec::new(),
+            numbers: Numbers::default(),
         }
-    }
-}
-
-/// Follows every thread's block over the instructions.
-struct Walk<'s> {
-    isa: Isa,
-    numbers: &'s mut PcMap<u64, u32>,
-    starts: &'s mut Vec<u64>,
-    sink: &'s mut dyn BlockSink,
-    /// Per thread the block being followed.
-    open: Vec<Open>,
-    /// The slot in `open` of the last instruction's thread (threads switch rarely).
-    last: usize,
-}
-
-impl Walk<'_> {
-    /// Instruction `i` of `thread` at `pc`, with an opcode of `len` bytes.
-    #[inline]
-    fn instruction(&mut self, thread: u64, i: u64, pc: u64, len: u64) -> Result<(), Error> {
-        let at = match self.open.get(self.last) {
-            Some(o) if o.thread == thread => self.last,
-            _ => self.slot(thread),
-        };
-        let Some(o) = self.open.get_mut(at) else {
-            return Ok(());
-        };
-        let continues = o
-            .pcs
-            .last()
-            .is_some_and(|&last| falls_through(self.isa, last, o.last_len, pc));
-        if !continues {
-            o.emit(self.sink)?;
-            o.first = i;
-            let next = u32::try_from(self.starts.len()).unwrap_or(u32::MAX);
-            let starts = &mut *self.starts;
-            o.block = *self.numbers.entry(pc).or_insert_with(|| {
-                starts.push(pc);
-                next
-            });
-        }
-        o.pcs.push(pc);
-        o.last_len = len;
-        Ok(())
-    }
-
-    /// The slot of `thread` in `open` (a new one for a new thread), remembered as the last.
-    #[cold]
-    fn slot(&mut self, thread: u64) -> usize {
-        let at = match self.open.iter().position(|o| o.thread == thread) {
-            Some(at) => at,
-            None => {
-                self.open.push(Open {
-                    thread,
-                    ..Open::default()
-                });
-                self.open.len().saturating_sub(1)
-            }
-        };
-        self.last = at;
-        at
-    }
-
-    /// Hands out the blocks still open, in the order they started.
-    fn finish(mut self) -> Result<(), Error> {
-        self.open.sort_by_key(|o| o.first);
-        for o in &mut self.open {
-            o.emit(self.sink)?;
-        }
-        Ok(())
     }
 }
 
@@ -156,19 +49,14 @@ impl Blocks for X64Blocks<'_> {
         let Some(mut scan) = self.scan.take() else {
             return Ok(());
         };
-        let mut walk = Walk {
-            isa: self.isa,
-            numbers: &mut self.numbers,
-            starts: &mut self.starts,
-            sink,
-            open: Vec::new(),
-            last: 0,
-        };
+        let mut follow = Follow::new(self.isa);
         // A read error ends the instructions; the blocks before it are handed out first.
         let mut read_error = None;
         while let Some(ins) = scan.next_instruction() {
             match ins {
-                Ok(ins) => walk.instruction(
+                Ok(ins) => follow.instruction(
+                    &mut self.numbers,
+                    sink,
                     u64::from(ins.thread()),
                     ins.index(),
                     scan.pc(),
@@ -180,12 +68,12 @@ impl Blocks for X64Blocks<'_> {
                 }
             }
         }
-        walk.finish()?;
+        follow.finish(sink)?;
         read_error.map_or(Ok(()), Err)
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        BlockDesc::starting_at(self.starts.get(block as usize).copied().unwrap_or(0))
+        self.numbers.describe(block)
     }
 }
 
@@ -193,7 +81,7 @@ impl Blocks for X64Blocks<'_> {
 #[allow(clippy::unwrap_used, clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
-    use crate::blocks::StepBlocks;
+    use crate::blocks::{BlockRun, Pcs, StepBlocks};
     use crate::formats::x64dbg::X64dbg;
     use crate::schema::testing::{input, testdata};
     use crate::{Ctx, Handler, Input};
