@@ -67,7 +67,7 @@ pub use error::{Error, WriteError};
 pub use escape::{Escape, EscapeIter, EscapeKind, EscapeRef, Escapes, SyncEvent, SyncKind};
 pub use full::{FullReader, FullRecord, FullRecords, FullStreamReader, RecordSize};
 pub use opcode::{Access, Class, Dialect, classify};
-pub use read::{Record, Records, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader};
+pub use read::{Record, Records, Run, Summary, SyntheticTrap, Tt6Reader, Tt6StreamReader};
 pub use write::{FullRecordOwned, FullWriter, Instruction, Trace, Tt6Writer};
 
 /// Fuzzing entry point: reads `data` as TT6, TT6E (slice and stream, which must agree) and

@@ -490,6 +490,118 @@ impl<'a> Records<'a> {
     }
 }
 
+/// Consecutive records of a [`Records`] walk that fall through one to the next: each but
+/// the last has `next_pc == pc + 4` (no taken branch), so their pcs are the words from
+/// [`Run::pc`] on. What [`Records::try_for_each_run`] hands out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The index of its first record.
+    pub first: u64,
+    /// The pc of its first record.
+    pub pc: u32,
+    /// Its records (at least 1).
+    pub len: u64,
+}
+
+impl<'a> Records<'a> {
+    /// Calls `f` with every run of records left ([`Run`]: a run ends at a record whose
+    /// next pc is not its pc + 4, compared without wrapping at 2³², or at the end of the
+    /// records), and with the error that ends them after the run open before it, until
+    /// `f` breaks. The records' other fields are not looked at, so this costs less than
+    /// [`Records::try_for_each_record`] with a run kept by the caller. After a break the
+    /// iterator resumes after the run `f` saw.
+    #[inline]
+    pub fn try_for_each_run<B>(
+        &mut self,
+        mut f: impl FnMut(Result<Run, Error>) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        // The run open: its first record's index and pc, and its length (0: none).
+        let (mut first, mut start, mut len) = (0u64, 0u32, 0u64);
+        loop {
+            if self.done {
+                break;
+            }
+            let mut rest = self.rest;
+            let mut base = self.base;
+            let mut dec = self.dec.clone();
+            let mut flow = ControlFlow::Continue(());
+            while let Some((r, n)) = dec.fast(rest, base) {
+                // `fast` used three words, so `n <= 3 <= rest.len()`.
+                if let Some(r) = rest.get(n..) {
+                    rest = r;
+                }
+                // Offsets of a slice's words cannot overflow a u64.
+                base = base.wrapping_add((n as u64).wrapping_mul(4));
+                if len == 0 {
+                    (first, start) = (r.index, r.pc);
+                }
+                len = len.wrapping_add(1);
+                if u64::from(r.next_pc) != u64::from(r.pc).wrapping_add(4) {
+                    flow = f(Ok(Run {
+                        first,
+                        pc: start,
+                        len,
+                    }));
+                    len = 0;
+                    if flow.is_break() {
+                        break;
+                    }
+                }
+            }
+            self.rest = rest;
+            self.base = base;
+            self.dec = dec;
+            if flow.is_break() {
+                return flow;
+            }
+            // Escapes, the last records or the end: one step of the general path.
+            match self.next_slow() {
+                Some(Ok(r)) => {
+                    if len == 0 {
+                        (first, start) = (r.index, r.pc);
+                    }
+                    len = len.wrapping_add(1);
+                    if u64::from(r.next_pc) != u64::from(r.pc).wrapping_add(4) {
+                        let run = Run {
+                            first,
+                            pc: start,
+                            len,
+                        };
+                        len = 0;
+                        f(Ok(run))?;
+                    }
+                }
+                Some(Err(e)) => {
+                    if len != 0 {
+                        let run = Run {
+                            first,
+                            pc: start,
+                            len,
+                        };
+                        len = 0;
+                        if let ControlFlow::Break(b) = f(Ok(run)) {
+                            // The decoder state is as before the error: a resumed walk
+                            // meets it again.
+                            self.done = false;
+                            return ControlFlow::Break(b);
+                        }
+                    }
+                    f(Err(e))?;
+                }
+                None => break,
+            }
+        }
+        if len != 0 {
+            f(Ok(Run {
+                first,
+                pc: start,
+                len,
+            }))?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Record<'a>, Error>;
 

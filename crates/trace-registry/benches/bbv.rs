@@ -1,7 +1,7 @@
 //! `bbv` (basic-block vectors) next to the plain iteration of the same input: an x64dbg
-//! trace of four threads and a TT6 PowerPC trace (the steps' scan, for TT6 also the raw
-//! records, then `bbv` over the blocks), and a DCFG-Trace with its DCFG (the decode
-//! alone, then `bbv` over the edges' target blocks).
+//! trace of four threads and a TT6 PowerPC trace (the raw blocks or records, for TT6 also
+//! the runs its blocks are read from, the steps' scan, then `bbv` over the blocks), and a
+//! DCFG-Trace with its DCFG (the decode alone, then `bbv` over the edges' target blocks).
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
@@ -43,21 +43,18 @@ fn run_bbv(format: &str, input: &mut Input, options: &Options) -> u64 {
     r.streams.iter().map(|s| s.instructions).sum()
 }
 
-/// The plain steps scan (and the format's raw record iteration, `raw`) and bbv of one
-/// pc-stream format, side by side.
-fn pc_stream(
-    c: &mut Criterion,
-    format: &str,
-    name: &str,
-    bytes: Vec<u8>,
-    raw: Option<fn(&[u8]) -> u64>,
-) {
+/// A raw iteration of a format's input: its name and loop.
+type Raw<'n> = (&'n str, fn(&[u8]) -> u64);
+
+/// The plain steps scan (and the format's raw iterations, `raw`) and bbv
+/// of one pc-stream format, side by side.
+fn pc_stream(c: &mut Criterion, format: &str, name: &str, bytes: Vec<u8>, raw: &[Raw<'_>]) {
     let options = Options::default();
     let handler = trace_registry::by_name(format).unwrap();
     let mut g = c.benchmark_group(format!("{format} bbv"));
     g.throughput(Throughput::Elements(INSTRUCTIONS));
-    if let Some(raw) = raw {
-        g.bench_function("records (raw iteration)", |b| {
+    for (name, raw) in raw {
+        g.bench_function(*name, |b| {
             b.iter(|| black_box(raw(&bytes)));
         });
     }
@@ -85,8 +82,26 @@ fn pc_stream(
     g.finish();
 }
 
+/// The blocks of the trace with each instruction's thread and opcode length: the plain
+/// iteration that `bbv`'s walk is measured against.
+fn x64dbg_blocks(bytes: &[u8]) -> u64 {
+    let trace = trac_x64dbg::Trace::parse(bytes).unwrap();
+    trace.blocks().fold(0u64, |acc, b| match b.unwrap() {
+        trac_x64dbg::Block::Instruction(ins) => {
+            acc.wrapping_add(u64::from(ins.thread()) ^ ins.opcode().len() as u64)
+        }
+        trac_x64dbg::Block::User(_) => acc,
+    })
+}
+
 fn x64dbg(c: &mut Criterion) {
-    pc_stream(c, "x64dbg", "bench.trace64", x64dbg_input(), None);
+    pc_stream(
+        c,
+        "x64dbg",
+        "bench.trace64",
+        x64dbg_input(),
+        &[("blocks (raw iteration)", x64dbg_blocks)],
+    );
 }
 
 /// A TT6 trace of PowerPC code: 64 blocks of 3 to 20 `addi`s, each ending in a `b` to
@@ -119,8 +134,28 @@ fn tt6_records(bytes: &[u8]) -> u64 {
         .fold(0u64, |acc, r| acc.wrapping_add(u64::from(r.unwrap().pc)))
 }
 
+/// The runs of falling-through records (what the amber blocks are made of).
+fn tt6_runs(bytes: &[u8]) -> u64 {
+    let reader = amber_tt6::Tt6Reader::parse(bytes, amber_tt6::Dialect::Tt6).unwrap();
+    let mut acc = 0u64;
+    let _ = reader.records().try_for_each_run(|r| {
+        acc = acc.wrapping_add(u64::from(r.unwrap().pc));
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    acc
+}
+
 fn tt6(c: &mut Criterion) {
-    pc_stream(c, "tt6", "bench.tt6", tt6_input(), Some(tt6_records));
+    pc_stream(
+        c,
+        "tt6",
+        "bench.tt6",
+        tt6_input(),
+        &[
+            ("records (raw iteration)", tt6_records),
+            ("runs (raw run walk)", tt6_runs),
+        ],
+    );
 }
 
 fn dcfg_trace(c: &mut Criterion) {

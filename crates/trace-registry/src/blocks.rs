@@ -20,7 +20,10 @@
 //! instruction does not continue it, or at the end of the input).
 //!
 //! Amber TT6/TT6E/FULL traces override it with the same blocks read straight from their
-//! records (no [`Step`] per instruction; the pcs as [`Pcs::Stride`]). DCFG-Trace files
+//! records (no [`Step`] per instruction; the pcs as [`Pcs::Stride`]; one TT6/TT6E file in
+//! memory as its runs of falling-through records), x64dbg traces in memory with the same
+//! blocks from the lean pc walk (pc, opcode length and thread, no register replay).
+//! DCFG-Trace files
 //! override it with the blocks of their DCFG (`--dcfg`): each decoded edge executes its
 //! target block's `NUM_INSTRS`; edges into special nodes (START, END, UNKNOWN) execute none
 //! and are not handed out. Their runs come in batches ([`StaticBatch`]), as one call per
@@ -340,12 +343,43 @@ impl Hasher for PcHasher {
 /// A `HashMap` with [`PcHasher`].
 pub type PcMap<K, V> = HashMap<K, V, BuildHasherDefault<PcHasher>>;
 
+/// Start pc → block number, and back: dynamic blocks numbered in order of first start.
+#[derive(Debug, Default)]
+pub(crate) struct Numbers {
+    numbers: PcMap<u64, u32>,
+    /// Block number → start pc.
+    starts: Vec<u64>,
+}
+
+impl Numbers {
+    /// The number of the block starting at `start`, given on first sight.
+    #[inline]
+    pub(crate) fn of(&mut self, start: u64) -> u32 {
+        let next = u32::try_from(self.starts.len()).unwrap_or(u32::MAX);
+        let starts = &mut self.starts;
+        *self.numbers.entry(start).or_insert_with(|| {
+            starts.push(start);
+            next
+        })
+    }
+
+    /// What block number `block` stands for.
+    pub(crate) fn describe(&self, block: u32) -> BlockDesc {
+        BlockDesc::starting_at(self.starts.get(block as usize).copied().unwrap_or(0))
+    }
+
+    /// How many blocks are numbered.
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+}
+
 /// The block of one thread being followed.
 #[derive(Debug, Default)]
 struct Open {
     thread: u64,
-    /// The step index of its first instruction (to hand out the blocks still open at the
-    /// end in the order they started).
+    /// The index of its first instruction (to hand out the blocks still open at the end
+    /// in the order they started).
     first: u64,
     /// Its pcs so far (empty: no block open).
     pcs: Vec<u64>,
@@ -355,20 +389,130 @@ struct Open {
     last_len: u64,
 }
 
+impl Open {
+    /// Hands out the block, if one is open, and empties it.
+    fn emit(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
+        let Some(&start) = self.pcs.first() else {
+            return Ok(());
+        };
+        let run = BlockRun {
+            block: self.block,
+            process: 0,
+            thread: self.thread,
+            pc: Some(start),
+            instrs: self.pcs.len() as u64,
+            pcs: Pcs::Listed(&self.pcs),
+            loop_entry: false,
+        };
+        let r = sink.block(&run);
+        self.pcs.clear();
+        r
+    }
+}
+
+/// Follows every thread's dynamic block over a pc stream, instruction by instruction (see
+/// the module docs): what [`StepBlocks`] does with the steps, and a format's walk without a
+/// [`Step`] per instruction (x64dbg) with the same results.
+#[derive(Debug)]
+pub(crate) struct Follow {
+    isa: Isa,
+    /// Per thread the block being followed.
+    open: Vec<Open>,
+    /// Thread → its slot in `open`.
+    slots: PcMap<u64, usize>,
+    /// The slot of the last instruction's thread (traces switch threads rarely).
+    last: usize,
+}
+
+impl Follow {
+    /// Nothing followed yet, in a stream of `isa`.
+    pub(crate) fn new(isa: Isa) -> Follow {
+        Follow {
+            isa,
+            open: Vec::new(),
+            slots: PcMap::default(),
+            last: 0,
+        }
+    }
+
+    /// Instruction `i` of `thread` at `pc` with `len` opcode bytes (0: not recorded):
+    /// continues its thread's block, or hands that out to `sink` and starts the next
+    /// (numbered by `numbers`).
+    ///
+    /// # Errors
+    ///
+    /// The sink's.
+    #[inline]
+    pub(crate) fn instruction(
+        &mut self,
+        numbers: &mut Numbers,
+        sink: &mut dyn BlockSink,
+        thread: u64,
+        i: u64,
+        pc: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        let at = match self.open.get(self.last) {
+            Some(o) if o.thread == thread => self.last,
+            _ => self.slot(thread),
+        };
+        let Some(o) = self.open.get_mut(at) else {
+            return Ok(());
+        };
+        let continues = o
+            .pcs
+            .last()
+            .is_some_and(|&last| falls_through(self.isa, last, o.last_len, pc));
+        if !continues {
+            o.emit(sink)?;
+            o.first = i;
+            o.block = numbers.of(pc);
+        }
+        o.pcs.push(pc);
+        o.last_len = len;
+        Ok(())
+    }
+
+    /// The slot of `thread` in `open` (a new one for a new thread), remembered as the last.
+    #[cold]
+    fn slot(&mut self, thread: u64) -> usize {
+        let open = &mut self.open;
+        let at = *self.slots.entry(thread).or_insert_with(|| {
+            open.push(Open {
+                thread,
+                ..Open::default()
+            });
+            open.len().saturating_sub(1)
+        });
+        self.last = at;
+        at
+    }
+
+    /// Hands out the blocks still open, in the order they started.
+    ///
+    /// # Errors
+    ///
+    /// The sink's.
+    pub(crate) fn finish(mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
+        self.open.sort_by_key(|o| o.first);
+        for o in &mut self.open {
+            o.emit(sink)?;
+        }
+        Ok(())
+    }
+}
+
 /// The default block stream: dynamic blocks of an instruction stream (see the module
 /// docs).
 pub struct StepBlocks<'a> {
     steps: Box<dyn Steps + 'a>,
-    /// Start pc → block number.
-    numbers: PcMap<u64, u32>,
-    /// Block number → start pc.
-    starts: Vec<u64>,
+    numbers: Numbers,
 }
 
 impl std::fmt::Debug for StepBlocks<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StepBlocks")
-            .field("blocks", &self.starts.len())
+            .field("blocks", &self.numbers.len())
             .finish_non_exhaustive()
     }
 }
@@ -379,8 +523,7 @@ impl<'a> StepBlocks<'a> {
     pub fn new(steps: Box<dyn Steps + 'a>) -> Self {
         StepBlocks {
             steps,
-            numbers: PcMap::default(),
-            starts: Vec::new(),
+            numbers: Numbers::default(),
         }
     }
 }
@@ -400,34 +543,6 @@ pub fn falls_through(isa: Isa, pc: u64, len: u64, next: u64) -> bool {
     }
 }
 
-/// The number of the block starting at `start`, given on first sight.
-fn number(numbers: &mut PcMap<u64, u32>, starts: &mut Vec<u64>, start: u64) -> u32 {
-    let next = u32::try_from(starts.len()).unwrap_or(u32::MAX);
-    *numbers.entry(start).or_insert_with(|| {
-        starts.push(start);
-        next
-    })
-}
-
-/// Hands out the block `open` holds (if any).
-fn emit(open: &mut Open, sink: &mut dyn BlockSink) -> Result<(), Error> {
-    let Some(&start) = open.pcs.first() else {
-        return Ok(());
-    };
-    let run = BlockRun {
-        block: open.block,
-        process: 0,
-        thread: open.thread,
-        pc: Some(start),
-        instrs: open.pcs.len() as u64,
-        pcs: Pcs::Listed(&open.pcs),
-        loop_entry: false,
-    };
-    let r = sink.block(&run);
-    open.pcs.clear();
-    r
-}
-
 impl Blocks for StepBlocks<'_> {
     fn keys(&self) -> BlockKeys {
         BlockKeys::Pc
@@ -438,57 +553,24 @@ impl Blocks for StepBlocks<'_> {
     }
 
     fn run(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
-        let isa = self.steps.isa();
-        let (numbers, starts) = (&mut self.numbers, &mut self.starts);
-        // Per thread the block being followed; the last thread's slot is remembered, as
-        // traces switch threads rarely.
-        let mut open: Vec<Open> = Vec::new();
-        let mut slots: PcMap<u64, usize> = PcMap::default();
-        let mut last = 0usize;
+        let mut follow = Follow::new(self.steps.isa());
+        let numbers = &mut self.numbers;
         let query = ScanQuery {
             all: true,
             ..ScanQuery::default()
         };
-        let mut on_step = |step: &Step| -> Result<(), Error> {
-            let at = match open.get(last) {
-                Some(o) if o.thread == step.thread => last,
-                _ => *slots.entry(step.thread).or_insert_with(|| {
-                    open.push(Open {
-                        thread: step.thread,
-                        ..Open::default()
-                    });
-                    open.len().saturating_sub(1)
-                }),
-            };
-            last = at;
-            let Some(o) = open.get_mut(at) else {
-                return Ok(());
-            };
-            let continues = o
-                .pcs
-                .last()
-                .is_some_and(|&pc| falls_through(isa, pc, o.last_len, step.pc));
-            if !continues {
-                emit(o, sink)?;
-                o.first = step.i;
-                o.block = number(numbers, starts, step.pc);
-            }
-            o.pcs.push(step.pc);
-            o.last_len = step.opcode.len() as u64;
-            Ok(())
-        };
-        let scanned = self.steps.scan(&query, &mut on_step);
+        let scanned = self.steps.scan(&query, &mut |step: &Step| {
+            let len = step.opcode.len() as u64;
+            follow.instruction(numbers, sink, step.thread, step.i, step.pc, len)
+        });
         // The blocks still open, in the order they started (also after a read error: the
         // blocks before the damage are handed out first).
-        open.sort_by_key(|o| o.first);
-        for o in &mut open {
-            emit(o, sink)?;
-        }
+        follow.finish(sink)?;
         scanned
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        BlockDesc::starting_at(self.starts.get(block as usize).copied().unwrap_or(0))
+        self.numbers.describe(block)
     }
 }
 

@@ -637,6 +637,21 @@ fn decode_tt6_next(bytes: &[u8]) -> u64 {
     n
 }
 
+/// The runs of falling-through records `bbv`'s blocks are read from
+/// (`Records::try_for_each_run`); returns the record count.
+fn tt6_runs(bytes: &[u8]) -> u64 {
+    let reader = Tt6Reader::parse(bytes, Dialect::Tt6).unwrap();
+    let (mut n, mut acc) = (0u64, 0u32);
+    let _ = reader.records().try_for_each_run(|r| {
+        let r = r.unwrap();
+        n += r.len;
+        acc = acc.wrapping_add(r.pc);
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    black_box(acc);
+    n
+}
+
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
     let records = config.mib * (1 << 20) / 5 + 1; // ~5.6 bytes per record on average
     let tt6 = Arc::new(synth_trace(records, 1, Dialect::Tt6));
@@ -662,6 +677,12 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             input: tt6.clone(),
             unit: "instrs",
             run: Box::new(|b| crate::bench::run_bbv("tt6", b, None)),
+        },
+        BenchCase {
+            name: "amber tt6 runs (bbv's record walk)".into(),
+            input: tt6.clone(),
+            unit: "records",
+            run: Box::new(tt6_runs),
         },
         BenchCase {
             name: "amber tt6e records".into(),

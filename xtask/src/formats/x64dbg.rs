@@ -193,6 +193,21 @@ fn run_replay(bytes: &[u8]) -> u64 {
     n
 }
 
+/// Every instruction with its pc from the `cip` changes, thread and opcode length
+/// ([`trac_x64dbg::Scan`]): the walk `bbv`'s blocks are read from.
+fn run_pc_scan(bytes: &[u8]) -> u64 {
+    let trace = Trace::parse(bytes).unwrap();
+    let mut scan = trace.scan();
+    let (mut n, mut acc) = (0u64, 0u64);
+    while let Some(ins) = scan.next_instruction() {
+        let ins = ins.unwrap();
+        n += 1;
+        acc = acc.wrapping_add(scan.pc() ^ u64::from(ins.thread()) ^ ins.opcode().len() as u64);
+    }
+    black_box(acc);
+    n
+}
+
 fn run_index(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
     let index = trace.build_index().unwrap();
@@ -334,6 +349,7 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         row("x64dbg bbv (slices of 1M)", |b| {
             crate::bench::run_bbv("x64dbg", b, None)
         }),
+        row("x64dbg pc scan (bbv's walk)", run_pc_scan),
         BenchCase {
             name: "x64dbg state with sidecar".into(),
             input: Arc::clone(&input),

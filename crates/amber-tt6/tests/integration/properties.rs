@@ -269,3 +269,84 @@ fn try_for_each_record_matches_next_and_resumes() {
         .tests(300)
         .quickcheck(prop as fn(ArbTrace, usize, u8) -> bool);
 }
+
+/// The runs of [`amber_tt6::Records::try_for_each_run`] are the records grouped where a
+/// record's pc is not the previous one's + 4 (then the error, if any), on whole and cut
+/// traces, and the same when the walk stops after every run and resumes.
+#[test]
+fn runs_group_the_records() {
+    use std::ops::ControlFlow;
+
+    use amber_tt6::Run;
+
+    /// The runs from the records one by one: (first index, pc, length), or the error.
+    fn grouped(bytes: &[u8], dialect: Dialect) -> Vec<Result<Run, String>> {
+        let mut out = Vec::new();
+        let Ok(r) = amber_tt6::Tt6Reader::parse(bytes, dialect) else {
+            return out;
+        };
+        let mut open: Option<(Run, u64)> = None;
+        for rec in r.records() {
+            match rec {
+                Ok(rec) => {
+                    let pc = u64::from(rec.pc);
+                    match &mut open {
+                        Some((run, next)) if *next == pc => {
+                            run.len += 1;
+                            *next = pc + 4;
+                        }
+                        _ => {
+                            out.extend(open.take().map(|(run, _)| Ok(run)));
+                            open = Some((
+                                Run {
+                                    first: rec.index,
+                                    pc: rec.pc,
+                                    len: 1,
+                                },
+                                pc + 4,
+                            ));
+                        }
+                    }
+                }
+                Err(e) => {
+                    out.extend(open.take().map(|(run, _)| Ok(run)));
+                    out.push(Err(e.to_string()));
+                }
+            }
+        }
+        out.extend(open.map(|(run, _)| Ok(run)));
+        out
+    }
+
+    fn walked(bytes: &[u8], dialect: Dialect, stop: bool) -> Vec<Result<Run, String>> {
+        let mut out = Vec::new();
+        let Ok(r) = amber_tt6::Tt6Reader::parse(bytes, dialect) else {
+            return out;
+        };
+        let mut records = r.records();
+        while records
+            .try_for_each_run(|run| {
+                out.push(run.map_err(|e| e.to_string()));
+                if stop {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            })
+            .is_break()
+        {}
+        out
+    }
+
+    fn prop(t: ArbTrace, cut: usize) -> bool {
+        let bytes = t.0.to_bytes().unwrap();
+        let cut = &bytes[..bytes.len() - cut % bytes.len().min(9)];
+        [&bytes[..], cut].iter().all(|b| {
+            let want = grouped(b, t.0.dialect);
+            walked(b, t.0.dialect, false) == want && walked(b, t.0.dialect, true) == want
+        })
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(prop as fn(ArbTrace, usize) -> bool);
+}

@@ -35,6 +35,8 @@ use crate::steps::{
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
+mod blocks;
+
 /// The x64dbg handler.
 #[derive(Debug)]
 pub struct X64dbg;
@@ -378,6 +380,25 @@ impl Handler for X64dbg {
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Steps + 'a>, Error> {
         Ok(Box::new(X64Steps::open(input, ctx)?))
+    }
+
+    /// The blocks of the default, from the lean pc walk for a trace in memory (see the
+    /// `blocks` module).
+    fn blocks<'a>(
+        &self,
+        input: &'a mut Input,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Box<dyn crate::blocks::Blocks + 'a>, Error> {
+        if input.is_stream() {
+            return Ok(Box::new(crate::blocks::StepBlocks::new(
+                self.steps(input, ctx)?,
+            )));
+        }
+        let trace = Trace::parse(input.loaded_bytes()).map_err(err)?;
+        Ok(Box::new(blocks::X64Blocks::new(
+            trace.scan(),
+            isa(trace.arch()),
+        )))
     }
 }
 

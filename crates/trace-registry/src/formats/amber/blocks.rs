@@ -7,14 +7,16 @@
 //! previous record was not a taken branch). A block is handed out when its thread's next
 //! record does not continue it, or at the end of the input (the blocks still open, in the
 //! order they started), as the default does; its pcs are [`Pcs::Stride`] of 4 from its
-//! start. Blocks are numbered in order of first start.
+//! start. Blocks are numbered in order of first start. One TT6/TT6E file in memory (one
+//! thread) needs no per-record bookkeeping here: its blocks are the reader's runs of
+//! falling-through records ([`amber_tt6::Records::try_for_each_run`]).
 //!
 //! [`Step`]: crate::steps::Step
 
 use std::ops::ControlFlow;
 
 use super::{Amber, Reader};
-use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, PcMap, Pcs};
+use crate::blocks::{BlockDesc, BlockKeys, BlockRun, BlockSink, Blocks, Numbers, Pcs};
 use crate::{Ctx, Error, Input};
 
 /// A PowerPC instruction's length.
@@ -34,25 +36,6 @@ struct Open {
     /// Its records so far (0: no block open).
     len: u64,
     block: u32,
-}
-
-/// Start pc → block number, and back.
-#[derive(Debug, Default)]
-struct Numbers {
-    numbers: PcMap<u64, u32>,
-    starts: Vec<u64>,
-}
-
-impl Numbers {
-    /// The number of the block starting at `start`, given on first sight.
-    fn of(&mut self, start: u64) -> u32 {
-        let next = u32::try_from(self.starts.len()).unwrap_or(u32::MAX);
-        let starts = &mut self.starts;
-        *self.numbers.entry(start).or_insert_with(|| {
-            starts.push(start);
-            next
-        })
-    }
 }
 
 /// Follows every thread's block over the records.
@@ -137,6 +120,46 @@ impl Walk<'_> {
     }
 }
 
+/// The blocks of one TT6/TT6E file in memory: its runs of falling-through records
+/// ([`amber_tt6::Records::try_for_each_run`]), each a block. One thread, and a record's pc
+/// is the previous record's next pc, so a run never continues the one before it and each
+/// is handed out as it ends, in the order the blocks start.
+fn slice_runs(
+    records: &mut amber_tt6::Records<'_>,
+    handler: Amber,
+    thread: u64,
+    numbers: &mut Numbers,
+    sink: &mut dyn BlockSink,
+) -> Result<(), Error> {
+    let mut read_error = None;
+    let flow = records.try_for_each_run(|r| match r {
+        Ok(r) => {
+            let pc = u64::from(r.pc);
+            let run = BlockRun {
+                block: numbers.of(pc),
+                process: 0,
+                thread,
+                pc: Some(pc),
+                instrs: r.len,
+                pcs: Pcs::Stride(WORD),
+                loop_entry: false,
+            };
+            match sink.block(&run) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(e),
+            }
+        }
+        Err(e) => {
+            read_error = Some(e);
+            ControlFlow::Continue(())
+        }
+    });
+    if let ControlFlow::Break(e) = flow {
+        return Err(e);
+    }
+    read_error.map_or(Ok(()), |e| Err(handler.err(e)))
+}
+
 /// The block stream of an amber input.
 pub(super) struct AmberBlocks<'a> {
     handler: Amber,
@@ -176,6 +199,9 @@ impl Blocks for AmberBlocks<'_> {
             return Ok(());
         };
         let (handler, thread) = (self.handler, self.thread);
+        if let Reader::Slice(mut records) = reader {
+            return slice_runs(&mut records, handler, thread, &mut self.numbers, sink);
+        }
         let mut walk = Walk {
             numbers: &mut self.numbers,
             sink,
@@ -186,21 +212,8 @@ impl Blocks for AmberBlocks<'_> {
         let mut read_error = None;
         let mut on_read_error = |e| read_error = Some(handler.err(e));
         match reader {
-            Reader::Slice(mut records) => {
-                let flow = records.try_for_each_record(|r| match r {
-                    Ok(r) => match walk.record(thread, r.index, r.pc) {
-                        Ok(()) => ControlFlow::Continue(()),
-                        Err(e) => ControlFlow::Break(e),
-                    },
-                    Err(e) => {
-                        on_read_error(e);
-                        ControlFlow::Continue(())
-                    }
-                });
-                if let ControlFlow::Break(e) = flow {
-                    return Err(e);
-                }
-            }
+            // Taken above.
+            Reader::Slice(_) => {}
             Reader::Stream(mut reader) => {
                 while let Some(r) = reader.next_record() {
                     match r {
@@ -251,13 +264,7 @@ impl Blocks for AmberBlocks<'_> {
     }
 
     fn describe(&self, block: u32) -> BlockDesc {
-        BlockDesc::starting_at(
-            self.numbers
-                .starts
-                .get(block as usize)
-                .copied()
-                .unwrap_or(0),
-        )
+        self.numbers.describe(block)
     }
 }
 
