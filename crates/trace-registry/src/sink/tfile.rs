@@ -25,8 +25,9 @@
 //!
 //! Registers are found by name once ([`Steps::reg_source`], else a word of
 //! [`Steps::regs`] named in [`Steps::reg_names`]); every frame then brings one reused block
-//! up to date ([`Steps::update_regs`]: x64dbg copies only the registers its blocks
-//! changed). Memory use is bounded by one frame and a 256 KiB buffer.
+//! up to date ([`Steps::walk_regs`]: x64dbg writes each register word its blocks change
+//! into the block as it replays them). Memory use is bounded by one frame and a 256 KiB
+//! buffer.
 
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -808,5 +809,76 @@ mod tests {
         let (fa, fb) = (frames(&a), frames(&b));
         assert_eq!(fa.len(), done.frames as usize);
         assert_eq!(fa, fb);
+    }
+
+    /// x64dbg's own walks give what the default walks over `next_step` give: at every step
+    /// of the thread, the same step and register image (`walk_regs`: the changed words
+    /// written into the image as the replay applies them, the other copies at the step),
+    /// and at every step the same general registers and changed words (`walk_steps`), over
+    /// traces of several threads whose other registers change at random, with sessions.
+    #[test]
+    fn x64dbg_walks_match_the_default_walks() {
+        fn prop(seed: u64, threads: u8, n: u16, x86: bool, pick: u8) -> TestResult {
+            let arch = if x86 { Arch::X86 } else { Arch::X64 };
+            let threads = u32::from(threads % 4) + 1;
+            let bytes = x64dbg_trace(arch, threads, u64::from(n % 400) + 1, seed, true);
+            let options = Options::default();
+            let name = if x86 { "t.trace32" } else { "t.trace64" };
+            let regs_walk = |fast: bool| {
+                let mut input = Input::from_bytes(name, bytes.clone()).unwrap();
+                let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                // The thread of a step `pick` steps in, set up there.
+                let mut first = None;
+                for _ in 0..=pick {
+                    match steps.next_step() {
+                        Some(step) => first = Some(step.unwrap().clone()),
+                        None => break,
+                    }
+                }
+                let first = first.unwrap();
+                let mut setup = set_up(&*steps, first.thread, first.pc, &mut Vec::new()).unwrap();
+                setup.plan.fill(&mut *steps, &mut setup.block);
+                let mut seen = vec![(first.clone(), setup.block.clone())];
+                let mut on_step = |step: &Step, regs: &[u8]| {
+                    seen.push((step.clone(), regs.to_vec()));
+                    true
+                };
+                let (plan, block) = (&mut setup.plan.copies, &mut setup.block);
+                if fast {
+                    steps.walk_regs(first.thread, plan, block, &mut on_step)
+                } else {
+                    crate::steps::walk_regs_by_steps(
+                        &mut *steps,
+                        first.thread,
+                        plan,
+                        block,
+                        &mut on_step,
+                    )
+                }
+                .unwrap();
+                seen
+            };
+            assert_eq!(regs_walk(true), regs_walk(false));
+            let steps_walk = |fast: bool| {
+                let mut input = Input::from_bytes(name, bytes.clone()).unwrap();
+                let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                steps.want_regs(crate::steps::RegsWanted::General);
+                let mut seen = Vec::new();
+                let mut on_step = |step: &Step, regs: &[u64], changed: u64| {
+                    seen.push((step.clone(), regs.to_vec(), changed));
+                    true
+                };
+                if fast {
+                    steps.walk_steps(&mut on_step)
+                } else {
+                    crate::steps::walk_steps_by_steps(&mut *steps, &mut on_step)
+                }
+                .unwrap();
+                seen
+            };
+            assert_eq!(steps_walk(true), steps_walk(false));
+            TestResult::passed()
+        }
+        QuickCheck::new().quickcheck(prop as fn(u64, u8, u16, bool, u8) -> TestResult);
     }
 }
