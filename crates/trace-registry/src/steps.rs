@@ -455,7 +455,8 @@ pub trait Steps {
     /// tfile conversion): for each step from here on of thread `thread`, brings `out` up to
     /// date as [`Steps::update_regs`] with `plan` does and calls `on_step` with the step
     /// and `out`, until the end, a read error (returned, the stream fused) or `on_step`
-    /// returning `false`. Steps of other threads are passed over. The default reads
+    /// returning `false` (the stream may then have read steps past that one). Steps of
+    /// other threads are passed over. The default reads
     /// [`Steps::next_step`] and calls [`Steps::update_regs`]; x64dbg in memory writes each
     /// `REGDUMP` word a block sets straight into `out` as the replay applies it.
     ///
@@ -475,7 +476,8 @@ pub trait Steps {
     /// The walk of a writer of every step with its general registers (the Tenet
     /// conversion): calls `on_step` with each step from here on, the values of
     /// [`Steps::regs`] before it and [`Steps::regs_changed`], until the end, a read error
-    /// (returned, the stream fused) or `on_step` returning `false`. The default reads
+    /// (returned, the stream fused) or `on_step` returning `false` (the stream may then
+    /// have read steps past that one). The default reads
     /// [`Steps::next_step`]; x64dbg in memory under [`RegsWanted::General`] takes its
     /// usual blocks in the lean walk.
     ///
