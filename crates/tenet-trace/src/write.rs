@@ -51,6 +51,16 @@ fn push_hex(out: &mut Vec<u8>, v: u64) {
     out.truncate(len);
 }
 
+/// Two lowercase hex digits of each of the 8 bytes, in order.
+#[inline(always)]
+fn hex16(bytes: [u8; 8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
+    }
+    out
+}
+
 /// Appends two lowercase hex digits per byte: eight bytes at a time as one fixed-size
 /// piece (the usual item is one word), the rest pair by pair.
 #[inline]
@@ -172,27 +182,67 @@ impl MemItems {
     }
 
     /// Appends an item.
+    #[inline]
     pub fn push(&mut self, item: MemRef<'_>) {
-        self.push_key(item.kind, item.addr);
-        push_bytes(&mut self.text, item.data);
+        // The usual item is one word of 8 or 4 bytes: the fixed-size path.
+        let word = match item.data.len() {
+            8 => item.data.first_chunk::<8>().map(|w| u64::from_le_bytes(*w)),
+            4 => item
+                .data
+                .first_chunk::<4>()
+                .map(|w| u64::from(u32::from_le_bytes(*w))),
+            _ => None,
+        };
+        match word {
+            Some(value) => self.push_word(item.kind, item.addr, value, item.data.len()),
+            None => {
+                self.push_key(item.kind, item.addr);
+                push_bytes(&mut self.text, item.data);
+            }
+        }
     }
 
     /// Appends an item of the `size` low bytes of `value` in little-endian order (at most
     /// 8; the usual item is one recorded word).
     #[inline]
     pub fn push_word(&mut self, kind: MemKind, addr: u64, value: u64, size: usize) {
-        self.push_key(kind, addr);
-        // All sixteen digits as one fixed-size piece, cut to the size.
-        let mut tmp = [0u8; 16];
-        for (pair, b) in tmp.chunks_exact_mut(2).zip(value.to_le_bytes()) {
-            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
+        // The whole item built as one fixed-size piece and cut to length: `,`, the key,
+        // `=0x`, the address, `:`, the value's bytes.
+        let (prefix, mut at): (&[u8; 8], usize) = match kind {
+            MemKind::Read => (b",mr=0x00", 6),
+            MemKind::Write => (b",mw=0x00", 6),
+            MemKind::ReadWrite => (b",mrw=0x0", 7),
+        };
+        let mut tmp = [0u8; 48];
+        if let Some(head) = tmp.first_chunk_mut::<8>() {
+            *head = *prefix;
         }
-        let len = self
-            .text
-            .len()
+        // Each piece may run past its digits: the next one is written over the rest.
+        let mut put = |at: usize, piece: [u8; 16]| {
+            if let Some(d) = tmp.get_mut(at..).and_then(<[u8]>::first_chunk_mut::<16>) {
+                *d = piece;
+            }
+        };
+        let digits = 64u32
+            .saturating_sub(addr.leading_zeros())
+            .div_ceil(4)
+            .max(1);
+        let top = addr
+            .checked_shl(16u32.saturating_sub(digits).saturating_mul(4))
+            .unwrap_or(0);
+        put(at, hex16(top.to_be_bytes()));
+        at = at.saturating_add(digits as usize);
+        put(at.saturating_add(1), hex16(value.to_le_bytes()));
+        if let Some(sep) = tmp.get_mut(at) {
+            *sep = crate::raw::MEMORY_SEPARATOR;
+        }
+        let len = at
+            .saturating_add(1)
             .saturating_add(size.min(8).saturating_mul(2));
+        let end = self.text.len().saturating_add(len);
         self.text.extend_from_slice(&tmp);
-        self.text.truncate(len);
+        self.text.truncate(end);
+        self.count = self.count.saturating_add(1);
     }
 
     #[inline]

@@ -451,6 +451,46 @@ pub trait Steps {
         }
     }
 
+    /// The walk of a writer of the whole register state at every step of one thread (the
+    /// tfile conversion): for each step from here on of thread `thread`, brings `out` up to
+    /// date as [`Steps::update_regs`] with `plan` does and calls `on_step` with the step
+    /// and `out`, until the end, a read error (returned, the stream fused) or `on_step`
+    /// returning `false` (the stream may then have read steps past that one). Steps of
+    /// other threads are passed over. The default reads
+    /// [`Steps::next_step`] and calls [`Steps::update_regs`]; x64dbg in memory writes each
+    /// `REGDUMP` word a block sets straight into `out` as the replay applies it.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    fn walk_regs(
+        &mut self,
+        thread: u64,
+        plan: &mut RegPlan,
+        out: &mut [u8],
+        on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        walk_regs_by_steps(self, thread, plan, out, on_step)
+    }
+
+    /// The walk of a writer of every step with its general registers (the Tenet
+    /// conversion): calls `on_step` with each step from here on, the values of
+    /// [`Steps::regs`] before it and [`Steps::regs_changed`], until the end, a read error
+    /// (returned, the stream fused) or `on_step` returning `false` (the stream may then
+    /// have read steps past that one). The default reads
+    /// [`Steps::next_step`]; x64dbg in memory under [`RegsWanted::General`] takes its
+    /// usual blocks in the lean walk.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    fn walk_steps(
+        &mut self,
+        on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
+    ) -> Result<(), Error> {
+        walk_steps_by_steps(self, on_step)
+    }
+
     /// Tells the stream which registers its reader reads from the next step on, so that a
     /// format can replay less: after [`RegsWanted::General`] only [`Steps::regs`] is
     /// kept up, and [`Steps::named_regs`] and [`Steps::update_regs`] give unspecified
@@ -660,6 +700,56 @@ pub fn scan_by_steps<S: Steps + ?Sized>(
         let step = step?;
         if query.matches(step) {
             on_step(step)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`Steps::walk_steps`] by reading every step: the default, and what formats fall back
+/// to.
+///
+/// # Errors
+///
+/// The first read error.
+pub fn walk_steps_by_steps<S: Steps + ?Sized>(
+    steps: &mut S,
+    on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
+) -> Result<(), Error> {
+    // A copy of the step: the registers are the stream's again.
+    let mut step = Step::default();
+    while let Some(next) = steps.next_step() {
+        step.clone_from(next?);
+        if !on_step(&step, steps.regs(), steps.regs_changed()) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// [`Steps::walk_regs`] by reading every step and calling [`Steps::update_regs`] for
+/// those of `thread`: the default, and what formats fall back to.
+///
+/// # Errors
+///
+/// The first read error.
+pub fn walk_regs_by_steps<S: Steps + ?Sized>(
+    steps: &mut S,
+    thread: u64,
+    plan: &mut RegPlan,
+    out: &mut [u8],
+    on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
+) -> Result<(), Error> {
+    // A copy of the step: `update_regs` needs the stream again.
+    let mut step = Step::default();
+    while let Some(next) = steps.next_step() {
+        let next = next?;
+        if next.thread != thread {
+            continue;
+        }
+        step.clone_from(next);
+        steps.update_regs(plan, out);
+        if !on_step(&step, out) {
+            break;
         }
     }
     Ok(())

@@ -323,6 +323,23 @@ impl<'a> Replay<'a> {
         &mut self,
         changed: &mut [u64; 4],
     ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
+        self.next_instruction_changing(|i, _| {
+            if let Some(bits) = changed.get_mut(i >> 6) {
+                *bits |= 1 << (i & 63);
+            }
+        })
+    }
+
+    /// [`Replay::next_instruction_with_regs`] that also calls `on_change(word, value)` for
+    /// each `REGDUMP` word the instruction's block sets, as it applies it (in the block's
+    /// order, by increasing word): for a reader that keeps its own image of the registers
+    /// up to date from the changes alone (the tfile conversion). A full dump calls it for
+    /// every word.
+    #[inline]
+    pub fn next_instruction_changing(
+        &mut self,
+        mut on_change: impl FnMut(usize, u64),
+    ) -> Option<Result<(Instruction<'a>, &RegDump), Error>> {
         loop {
             let block = self.blocks.next()?;
             self.state.blocks_read += 1;
@@ -335,9 +352,7 @@ impl<'a> Replay<'a> {
                         // The reader checked every index against the REGDUMP.
                         if let Some(slot) = words.get_mut(i) {
                             *slot = change.value;
-                        }
-                        if let Some(bits) = changed.get_mut(i >> 6) {
-                            *bits |= 1 << (i & 63);
+                            on_change(i, change.value);
                         }
                     }
                     return Some(Ok((ins, &self.state.regs)));
@@ -672,6 +687,51 @@ impl<'a> GeneralReplay<'a> {
             self.changed = ins.apply_below(self.general, &mut self.regs);
         }
         Some(block)
+    }
+
+    /// [`Replay::walk_plain`] for the lean replay: takes in at most `max` of the usual
+    /// instruction blocks from here, applying their changes to the general words, and
+    /// calls `on_instruction` with each, the register state before it and the general
+    /// words its block set (as [`GeneralReplay::changed`] gives them); returns how many.
+    /// Stops before any other block, which [`GeneralReplay::next_instruction`] then
+    /// returns.
+    #[inline]
+    pub fn walk_plain(
+        &mut self,
+        max: u64,
+        mut on_instruction: impl FnMut(&Instruction<'a>, &RegDump, u64),
+    ) -> u64 {
+        // The first instruction goes the general way (as for the full replay).
+        if max == 0 || self.blocks.instructions() == 0 {
+            return 0;
+        }
+        let GeneralReplay {
+            blocks,
+            regs,
+            general,
+            changed,
+        } = self;
+        let (first, block, thread) = (
+            blocks.instructions(),
+            blocks.next_block_number(),
+            u64::from(blocks.thread()),
+        );
+        let (mut offset, mut k) = (blocks.offset().0, 0u64);
+        blocks.walk_plain(|ins| {
+            if k >= max {
+                return false;
+            }
+            let mut ins = *ins;
+            ins.meta.index = first + k;
+            ins.meta.block = block + k;
+            ins.meta.offset = offset;
+            ins.meta.packed |= thread;
+            offset += ins.meta.len;
+            k += 1;
+            *changed = ins.apply_below(*general, regs);
+            on_instruction(&ins, regs, *changed);
+            true
+        })
     }
 
     /// The general words (bit `k` for word `k`) that the block of the last instruction

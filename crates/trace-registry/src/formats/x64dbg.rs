@@ -881,10 +881,155 @@ impl Steps for X64Steps<'_> {
     /// and only those reading words a block changed since the last call (found from the
     /// changed words through the plan's index, so the cost follows the changes).
     fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
-        // From now on `next_step` notes the words the blocks change (until now every
-        // word counts as changed).
+        self.track(plan);
+        let dirty = std::mem::take(&mut self.dirty);
+        let all = std::mem::take(&mut self.all_dirty);
+        let w = self.word as usize;
+        update_image(self.blocks.regs().words(), w, plan, out, &dirty, all);
+    }
+
+    /// In memory under [`RegsWanted::General`]: the lean replay's walk of the usual blocks,
+    /// and the lean replay for the others. Else the default.
+    fn walk_steps(
+        &mut self,
+        on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
+    ) -> Result<(), Error> {
+        self.caught_up()?;
+        if self.pending || self.done || !matches!(self.blocks, Blocks::General(_)) {
+            return steps::walk_steps_by_steps(self, on_step);
+        }
+        // `update_regs` has no marks to go by afterwards.
+        self.all_dirty = true;
+        let state_words = self.names.len();
+        let X64Steps {
+            blocks: Blocks::General(replay),
+            step,
+            disasm,
+            done,
+            word,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let mut stopped = false;
+        loop {
+            // The usual blocks (nearly all), then one block the general way.
+            replay.walk_plain(u64::MAX, |ins, regs, changed| {
+                if !stopped {
+                    Self::fill(step, *word, ins, regs, disasm.as_mut(), state_words);
+                    let words = regs.words();
+                    stopped = !on_step(step, words.get(..state_words).unwrap_or(words), changed);
+                }
+            });
+            if stopped {
+                return Ok(());
+            }
+            match replay.next_instruction() {
+                None => return Ok(()),
+                Some(Ok(ins)) => {
+                    let regs = replay.regs();
+                    Self::fill(step, *word, &ins, regs, disasm.as_mut(), state_words);
+                    let words = regs.words();
+                    let words = words.get(..state_words).unwrap_or(words);
+                    if !on_step(step, words, replay.changed()) {
+                        return Ok(());
+                    }
+                }
+                Some(Err(e)) => {
+                    *done = true;
+                    return Err(err(e));
+                }
+            }
+        }
+    }
+
+    /// In memory: the replay's lean walk of the usual blocks (and the replay for the
+    /// others) hands over each `REGDUMP` word a block sets; the words that feed one slot
+    /// of their own (nearly all changes) are written straight into `out`, those feeding
+    /// other copies marked for them at the next step of `thread`, the others (no copy
+    /// reads them) passed over. A step of another thread is not filled. Else the default.
+    fn walk_regs(
+        &mut self,
+        thread: u64,
+        plan: &mut RegPlan,
+        out: &mut [u8],
+        on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        self.caught_up()?;
+        if self.pending || self.done || !matches!(self.blocks, Blocks::Slice(_)) {
+            return steps::walk_regs_by_steps(self, thread, plan, out, on_step);
+        }
+        self.track(plan);
+        let mut walk = ImageWalk {
+            route: (0..trac_x64dbg::MAX_WORDS)
+                .map(|i| Route::of(plan, i, self.word as usize))
+                .collect(),
+            plan,
+            out,
+            w: self.word as usize,
+            dirty: std::mem::take(&mut self.dirty),
+            all: std::mem::take(&mut self.all_dirty),
+            thread,
+            on_step,
+            stopped: false,
+        };
+        let state_words = self.names.len();
+        let X64Steps {
+            blocks: Blocks::Slice(replay),
+            step,
+            disasm,
+            done,
+            word,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let result = loop {
+            // The usual blocks (nearly all), then one block the general way.
+            replay.walk_plain(u64::MAX, |ins, regs| {
+                if !walk.stopped {
+                    ins.regs()
+                        .for_each(|c| walk.change(usize::from(c.index), c.value));
+                    walk.step(ins, regs, step, *word, disasm.as_mut(), state_words);
+                }
+            });
+            if walk.stopped {
+                break Ok(());
+            }
+            let next = replay.next_instruction_changing(|i, value| walk.change(i, value));
+            match next {
+                None => break Ok(()),
+                Some(Ok((ins, regs))) => {
+                    // A full dump sets every word: the copies of several words made once.
+                    walk.all |= ins.is_full_dump();
+                    walk.step(&ins, regs, step, *word, disasm.as_mut(), state_words);
+                    if walk.stopped {
+                        break Ok(());
+                    }
+                }
+                Some(Err(e)) => {
+                    *done = true;
+                    break Err(err(e));
+                }
+            }
+        };
+        self.dirty = walk.dirty;
+        self.all_dirty = walk.all;
+        result
+    }
+}
+
+impl X64Steps<'_> {
+    /// Notes that a reader keeps a register image with `plan` ([`Steps::update_regs`]):
+    /// from now on the words the blocks change are marked; the plan is indexed by
+    /// `REGDUMP` word on first use (and the image then copied whole).
+    fn track(&mut self, plan: &mut RegPlan) {
         self.tracking = true;
-        let words = self.blocks.regs().words();
+        if plan.is_indexed() {
+            return;
+        }
         let w = self.word as usize;
         let shift = if w == 8 { 3 } else { 2 };
         let span = |c: &RegCopy| {
@@ -896,60 +1041,170 @@ impl Steps for X64Steps<'_> {
             let aligned = (c.src.at >> shift) << shift == c.src.at;
             (aligned && c.src.len <= w).then_some(c.src.len)
         };
-        if !plan.is_indexed() {
-            plan.index(trac_x64dbg::MAX_WORDS, span, low);
-            self.all_dirty = true;
+        plan.index(trac_x64dbg::MAX_WORDS, span, low);
+        self.all_dirty = true;
+    }
+}
+
+/// What [`X64Steps::walk_regs`] does with a change of a `REGDUMP` word.
+#[derive(Clone, Copy)]
+enum Route {
+    /// No copy of the plan reads the word.
+    Skip,
+    /// The word's low `.1` bytes go to offset `.0` of the image, and nothing else reads it.
+    Low(usize, usize),
+    /// Other copies read it: marked for [`update_image`].
+    Mark,
+}
+
+impl Route {
+    /// The route of word `i` (of `w` bytes): [`Route::Low`] for a word that one copy alone
+    /// reads whole (its low bytes into a slot of their size, or one word of a wider
+    /// register such as an XMM one), [`Route::Mark`] for a word other copies read.
+    fn of(plan: &RegPlan, i: usize, w: usize) -> Route {
+        if let Some((dst, n)) = plan.low(i) {
+            return Route::Low(dst, n);
         }
-        let copy = |c: &RegCopy, out: &mut [u8]| {
-            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
-                return;
-            };
-            // The most common copy: one whole word into a slot of its size.
-            if c.len == w && c.src.len == w && (c.src.at >> shift) << shift == c.src.at {
-                let word = words
-                    .get(c.src.at >> shift)
-                    .copied()
-                    .unwrap_or(0)
-                    .to_le_bytes();
-                if let Some(src) = word.get(..w) {
-                    dst.copy_from_slice(src);
-                }
-                return;
-            }
-            let (head, tail) = dst.split_at_mut(c.src.len.min(dst.len()));
-            dump_bytes(words, w, c.src.at, head);
-            for b in tail {
-                *b = 0;
-            }
+        let mut readers = plan.readers(i);
+        let Some(c) = readers.next() else {
+            return Route::Skip;
         };
-        let dirty = std::mem::take(&mut self.dirty);
-        if std::mem::take(&mut self.all_dirty) {
-            plan.copies().iter().for_each(|c| copy(c, out));
+        let start = i.saturating_mul(w);
+        // The word's bytes land at `dst + (start - src.at)` (the copy's bytes are the
+        // dump's from `src.at` on), when they are all inside what it copies.
+        let inside = start
+            .checked_sub(c.src.at)
+            .filter(|off| off.saturating_add(w) <= c.src.len.min(c.len));
+        match (inside, readers.next()) {
+            (Some(off), None) => Route::Low(c.dst.saturating_add(off), w),
+            _ => Route::Mark,
+        }
+    }
+}
+
+/// The state of [`X64Steps::walk_regs`].
+struct ImageWalk<'w> {
+    /// Per `REGDUMP` word.
+    route: Vec<Route>,
+    plan: &'w RegPlan,
+    out: &'w mut [u8],
+    /// The size of a word.
+    w: usize,
+    /// Words marked since the image was last brought up to date.
+    dirty: [u64; 4],
+    /// Every copy is due (a full dump, or a new plan).
+    all: bool,
+    thread: u64,
+    on_step: &'w mut dyn FnMut(&Step, &[u8]) -> bool,
+    /// `on_step` returned false.
+    stopped: bool,
+}
+
+impl ImageWalk<'_> {
+    /// Word `i` was set to `value`.
+    #[inline(always)]
+    fn change(&mut self, i: usize, value: u64) {
+        match self.route.get(i) {
+            Some(&Route::Low(dst, n)) => write_word(self.out, dst, n, value),
+            Some(Route::Mark) => {
+                if let Some(bits) = self.dirty.get_mut(i >> 6) {
+                    *bits |= 1 << (i & 63);
+                }
+            }
+            Some(Route::Skip) | None => {}
+        }
+    }
+
+    /// The instruction `ins` with the registers `regs` before it (its changes passed to
+    /// [`ImageWalk::change`]): a step of the thread brings the image up to date, is
+    /// filled and handed on.
+    #[inline(always)]
+    fn step(
+        &mut self,
+        ins: &Instruction<'_>,
+        regs: &RegDump,
+        step: &mut Step,
+        word: u32,
+        disasm: Option<&mut Disassembler>,
+        state_words: usize,
+    ) {
+        if u64::from(ins.thread()) != self.thread {
             return;
         }
-        // A copy fed by several changed words (an XMM register) is made once per word: a
-        // few bytes again, cheaper than remembering which were made.
-        for (k, &bits) in dirty.iter().enumerate() {
-            let mut bits = bits;
-            while bits != 0 {
-                let unit = (k << 6) | bits.trailing_zeros() as usize;
-                bits &= bits.wrapping_sub(1);
-                // Most changed words feed one slot of their own: a copy of constant size.
-                if let Some((dst, n)) = plan.low(unit) {
-                    let word = words.get(unit).copied().unwrap_or(0).to_le_bytes();
-                    let end = dst.saturating_add(n);
-                    match (n, out.get_mut(dst..end)) {
-                        (8, Some(d)) => d.copy_from_slice(&word),
-                        (4, Some(d)) => {
-                            d.copy_from_slice(word.first_chunk::<4>().unwrap_or(&[0; 4]))
-                        }
-                        (_, Some(d)) => d.copy_from_slice(word.get(..n).unwrap_or_default()),
-                        (_, None) => {}
-                    }
-                    continue;
-                }
-                plan.readers(unit).for_each(|c| copy(c, out));
+        if self.all || self.dirty.iter().any(|&b| b != 0) {
+            let marked = std::mem::take(&mut self.dirty);
+            let all = std::mem::take(&mut self.all);
+            update_image(regs.words(), self.w, self.plan, self.out, &marked, all);
+        }
+        X64Steps::fill(step, word, ins, regs, disasm, state_words);
+        self.stopped = !(self.on_step)(step, self.out);
+    }
+}
+
+/// Writes the `n` low bytes of `value` at `dst` of `out` (8 and 4 bytes as copies of
+/// constant size); nothing where they do not fit.
+#[inline(always)]
+fn write_word(out: &mut [u8], dst: usize, n: usize, value: u64) {
+    let word = value.to_le_bytes();
+    match (n, out.get_mut(dst..dst.saturating_add(n))) {
+        (8, Some(d)) => d.copy_from_slice(&word),
+        (4, Some(d)) => d.copy_from_slice(word.first_chunk::<4>().unwrap_or(&[0; 4])),
+        (_, Some(d)) => d.copy_from_slice(word.get(..n).unwrap_or_default()),
+        (_, None) => {}
+    }
+}
+
+/// Brings the register image `out` up to date from the `REGDUMP` `words` (of `w` bytes):
+/// every copy of `plan` when `all`, else those reading the words marked in `dirty` (a
+/// word feeding one slot of its own is written alone, as [`RegPlan::low`] says).
+fn update_image(
+    words: &[u64],
+    w: usize,
+    plan: &RegPlan,
+    out: &mut [u8],
+    dirty: &[u64; 4],
+    all: bool,
+) {
+    let shift = if w == 8 { 3 } else { 2 };
+    let copy = |c: &RegCopy, out: &mut [u8]| {
+        let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+            return;
+        };
+        // The most common copy: one whole word into a slot of its size.
+        if c.len == w && c.src.len == w && (c.src.at >> shift) << shift == c.src.at {
+            let word = words
+                .get(c.src.at >> shift)
+                .copied()
+                .unwrap_or(0)
+                .to_le_bytes();
+            if let Some(src) = word.get(..w) {
+                dst.copy_from_slice(src);
             }
+            return;
+        }
+        let (head, tail) = dst.split_at_mut(c.src.len.min(dst.len()));
+        dump_bytes(words, w, c.src.at, head);
+        for b in tail {
+            *b = 0;
+        }
+    };
+    if all {
+        plan.copies().iter().for_each(|c| copy(c, out));
+        return;
+    }
+    // A copy fed by several changed words (an XMM register) is made once per word: a
+    // few bytes again, cheaper than remembering which were made.
+    for (k, &bits) in dirty.iter().enumerate() {
+        let mut bits = bits;
+        while bits != 0 {
+            let unit = (k << 6) | bits.trailing_zeros() as usize;
+            bits &= bits.wrapping_sub(1);
+            // Most changed words feed one slot of their own: a copy of constant size.
+            if let Some((dst, n)) = plan.low(unit) {
+                write_word(out, dst, n, words.get(unit).copied().unwrap_or(0));
+                continue;
+            }
+            plan.readers(unit).for_each(|c| copy(c, out));
         }
     }
 }

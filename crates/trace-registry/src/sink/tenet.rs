@@ -53,91 +53,129 @@ pub struct ThreadTrace<W> {
 /// [`MAX_THREADS`] threads; a read error of the stream; an output that fails.
 pub fn convert<W: Write>(
     steps: &mut dyn Steps,
-    mut open: impl FnMut(u64) -> std::io::Result<W>,
+    open: impl FnMut(u64) -> std::io::Result<W>,
 ) -> Result<Vec<ThreadTrace<W>>, Error> {
-    // In order of first appearance; `at` is the thread of the previous step (threads run
-    // in long stretches, so the search is rare).
-    let mut threads: Vec<ThreadOut<W>> = Vec::new();
-    let mut at = 0usize;
-    let mut current = MemItems::new();
-    let mut map: Option<RegMap> = None;
-    // The span's words when the stream gives fewer (read as 0).
-    let mut padded: Vec<u64> = Vec::new();
-    // The registers of the line being written, reused.
-    let mut line = Registers::new(Arch::Amd64);
     // Only the general registers are written: the stream may replay only those.
     steps.want_regs(RegsWanted::General);
-    while let Some(step) = steps.next_step() {
-        let step = step?;
+    // The register map is known once a step has been read.
+    let Some(first) = steps.next_step() else {
+        return Ok(Vec::new());
+    };
+    let first = first?.clone();
+    let map = register_map(steps)?;
+    let mut lines = Lines {
+        threads: Vec::new(),
+        at: 0,
+        current: MemItems::new(),
+        padded: Vec::new(),
+        line: Registers::new(map.arch),
+        map,
+        open,
+    };
+    lines.step(&first, steps.regs(), steps.regs_changed())?;
+    let mut failed = None;
+    steps.walk_steps(
+        &mut |step, regs, changed| match lines.step(step, regs, changed) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    )?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut threads = lines.threads;
+    threads.sort_by_key(|t| t.thread);
+    threads
+        .into_iter()
+        .map(|out| {
+            Ok(ThreadTrace {
+                thread: out.thread,
+                lines: out.lines,
+                output: out.writer.finish().map_err(write_err)?,
+            })
+        })
+        .collect()
+}
+
+/// The writing state of a conversion.
+struct Lines<W: Write, F> {
+    /// In order of first appearance; `at` is the thread of the previous step (threads run
+    /// in long stretches, so the search is rare).
+    threads: Vec<ThreadOut<W>>,
+    at: usize,
+    /// The accesses of the step being written.
+    current: MemItems,
+    /// The span's words when the stream gives fewer (read as 0).
+    padded: Vec<u64>,
+    /// The registers of the line being written, reused.
+    line: Registers,
+    map: RegMap,
+    /// Opens the output of a thread.
+    open: F,
+}
+
+impl<W: Write, F: FnMut(u64) -> std::io::Result<W>> Lines<W, F> {
+    /// Writes the line of `step`, whose registers before it are `regs` (the stream's
+    /// [`Steps::regs`]), those possibly changed since the step before being `changed`.
+    fn step(&mut self, step: &Step, regs: &[u64], changed: u64) -> Result<(), Error> {
         let (thread, pc) = (step.thread, step.pc);
-        take_accesses(step, &mut current);
-        if map.is_none() {
-            map = Some(register_map(steps)?);
-        }
-        let Some(RegMap {
+        take_accesses(step, &mut self.current);
+        let RegMap {
             arch,
             lo,
-            tenet,
+            ref tenet,
             all,
-        }) = &map
-        else {
-            break;
-        };
-        let (arch, lo, all) = (*arch, *lo, *all);
-        if line.arch() != arch {
-            line = Registers::new(arch);
-        }
+        } = self.map;
         // Whether the previous step was this thread's last line: then only the words the
         // stream says changed since can differ from it.
         let mut same = true;
-        if threads.get(at).is_none_or(|t| t.thread != thread) {
+        if self.threads.get(self.at).is_none_or(|t| t.thread != thread) {
             same = false;
-            at = match threads.iter().position(|t| t.thread == thread) {
+            self.at = match self.threads.iter().position(|t| t.thread == thread) {
                 Some(k) => k,
                 None => {
-                    if threads.len() >= MAX_THREADS {
+                    if self.threads.len() >= MAX_THREADS {
                         return Err(Error::Unsupported(format!(
                             "more than {MAX_THREADS} threads: one Tenet trace per thread would open too many files"
                         )));
                     }
-                    let w = open(thread)
+                    let w = (self.open)(thread)
                         .map_err(|e| Error::io(format!("the trace of thread {thread}"), e))?;
-                    threads.push(ThreadOut {
+                    self.threads.push(ThreadOut {
                         thread,
                         writer: Writer::new(w, arch),
                         last: vec![0; tenet.len()],
                         pending: MemItems::new(),
                         lines: 0,
                     });
-                    threads.len().saturating_sub(1)
+                    self.threads.len().saturating_sub(1)
                 }
             };
         }
-        let Some(out) = threads.get_mut(at) else {
-            break;
+        let Some(out) = self.threads.get_mut(self.at) else {
+            return Ok(());
         };
-        let regs = steps.regs();
         let now = match regs.get(lo..lo.saturating_add(tenet.len())) {
             Some(now) => now,
             None => {
-                padded.clear();
-                padded.extend(
+                self.padded.clear();
+                self.padded.extend(
                     (0..tenet.len()).map(|k| regs.get(lo.saturating_add(k)).copied().unwrap_or(0)),
                 );
-                &padded
+                &self.padded
             }
         };
         let max = arch.max_value();
         let first = out.lines == 0;
         let candidates = if same && !first {
-            steps
-                .regs_changed()
-                .checked_shr(lo as u32)
-                .unwrap_or(u64::MAX)
-                & all
+            changed.checked_shr(lo as u32).unwrap_or(u64::MAX) & all
         } else {
             all
         };
+        let line = &mut self.line;
         line.clear();
         let mut take = |k: usize| {
             let (Some(last), Some(&value), Some(&Some(index))) =
@@ -163,22 +201,12 @@ pub fn convert<W: Write>(
         }
         line.set(arch.pc(), pc);
         out.writer
-            .write_instruction_items(&line, &out.pending)
+            .write_instruction_items(line, &out.pending)
             .map_err(write_err)?;
         out.lines = out.lines.saturating_add(1);
-        std::mem::swap(&mut out.pending, &mut current);
+        std::mem::swap(&mut out.pending, &mut self.current);
+        Ok(())
     }
-    threads.sort_by_key(|t| t.thread);
-    threads
-        .into_iter()
-        .map(|out| {
-            Ok(ThreadTrace {
-                thread: out.thread,
-                lines: out.lines,
-                output: out.writer.finish().map_err(write_err)?,
-            })
-        })
-        .collect()
 }
 
 fn write_err(e: tenet_trace::WriteError) -> Error {

@@ -25,8 +25,9 @@
 //!
 //! Registers are found by name once ([`Steps::reg_source`], else a word of
 //! [`Steps::regs`] named in [`Steps::reg_names`]); every frame then brings one reused block
-//! up to date ([`Steps::update_regs`]: x64dbg copies only the registers its blocks
-//! changed). Memory use is bounded by one frame and a 256 KiB buffer.
+//! up to date ([`Steps::walk_regs`]: x64dbg writes each register word its blocks change
+//! into the block as it replays them). Memory use is bounded by one frame and a 256 KiB
+//! buffer.
 
 use std::collections::BTreeSet;
 use std::io::{Seek, SeekFrom, Write};
@@ -36,7 +37,7 @@ use gdb_tfile::{Description, Endian, Status, StopReason, TargetDescription, Trac
 use gdb_tfile::{SourceKind, SourceString, X86Target};
 
 use crate::Error;
-use crate::steps::{Isa, RegCopy, RegPlan, RegSource, Steps};
+use crate::steps::{Isa, RegCopy, RegPlan, RegSource, Step, Steps};
 
 /// The tracepoint every frame belongs to.
 const TRACEPOINT: i16 = 1;
@@ -259,33 +260,17 @@ pub fn convert<W: Write + Seek>(
     mut out: W,
 ) -> Result<(Converted, W), TfileError> {
     let start = out.stream_position()?;
-    let mut want = thread;
     let mut seen: BTreeSet<u64> = BTreeSet::new();
     let mut more = false;
     let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT.saturating_add(4096));
-    // Set up at the thread's first step.
-    let mut setup: Option<Setup> = None;
-    // The current instruction's accesses: (address, start, length) in `mem`.
-    let mut accesses: Vec<(u64, usize, usize)> = Vec::new();
-    let mut mem: Vec<u8> = Vec::new();
-    let mut written = 0u64;
+    // The thread's first step: set up, and its frame.
+    let mut first: Option<(Setup, u64)> = None;
     while let Some(step) = steps.next_step() {
         let step = step?;
-        let (t, pc) = (step.thread, step.pc);
-        let selected = *want.get_or_insert(t) == t;
-        if selected {
-            accesses.clear();
-            mem.clear();
-            for a in &step.mem {
-                if let Some(old) = step.old(a) {
-                    accesses.push((a.addr, mem.len(), old.len()));
-                    mem.extend_from_slice(old);
-                }
-            }
-        }
-        if !selected {
+        let t = step.thread;
+        if thread.is_some_and(|want| want != t) {
             // Kept only for the error of a thread that never runs.
-            if setup.is_none() && !seen.contains(&t) {
+            if !seen.contains(&t) {
                 if seen.len() < THREADS_LISTED {
                     seen.insert(t);
                 } else {
@@ -294,67 +279,15 @@ pub fn convert<W: Write + Seek>(
             }
             continue;
         }
-        if setup.is_none() {
-            let target = match steps.isa() {
-                Isa::X64 => X86Target::Amd64,
-                Isa::X86 => X86Target::I386,
-                other => return Err(TfileError::Isa(other)),
-            };
-            let avx =
-                steps.reg_source("ymm0.High").is_some() || steps.reg_source("ymm0h").is_some();
-            let xml = gdb_tfile::x86_tdesc_xml(target, avx);
-            let td = TargetDescription::parse(&xml, 0).map_err(|e| {
-                TfileError::Read(Error::Unsupported(format!("the x86 description: {e}")))
-            })?;
-            let size = u32::try_from(td.block_size()).unwrap_or(u32::MAX);
-            gdb_tfile::write::write_description(&description(&xml, size, t, pc), &mut buf)?;
-            let counts = [
-                placeholder(&buf, b";tframes:").unwrap_or(0),
-                placeholder(&buf, b";tcreated:").unwrap_or(0),
-            ];
-            setup = Some(Setup {
-                plan: plan(steps, &td),
-                frames: FrameWriter::new(size, Endian::Little),
-                block: vec![0; td.block_size()],
-                counts,
-                first_pc: pc,
-            });
-        }
-        let Some(Setup {
-            plan,
-            frames,
-            block,
-            ..
-        }) = setup.as_mut()
-        else {
-            break;
-        };
-        plan.fill(steps, block);
-        frames.begin(&mut buf, TRACEPOINT)?;
-        frames.registers(&mut buf, block)?;
-        for &(addr, at, len) in &accesses {
-            let bytes = mem.get(at..at.saturating_add(len)).unwrap_or_default();
-            // M blocks hold at most 65535 bytes: longer accesses are split, as gdbserver does.
-            for (k, chunk) in bytes.chunks(usize::from(u16::MAX)).enumerate() {
-                let off = (k as u64).saturating_mul(u64::from(u16::MAX));
-                frames.memory(&mut buf, addr.wrapping_add(off), chunk)?;
-            }
-        }
-        frames.end(&mut buf)?;
-        if buf.len() >= FLUSH_AT {
-            out.write_all(&buf)?;
-            written = written.saturating_add(buf.len() as u64);
-            buf.clear();
-        }
+        // `plan.fill` reads the stream again: the step is kept.
+        let step = step.clone();
+        let mut setup = set_up(steps, t, step.pc, &mut buf)?;
+        setup.plan.fill(steps, &mut setup.block);
+        push_frame(&mut setup.frames, &mut buf, &setup.block, &step)?;
+        first = Some((setup, t));
+        break;
     }
-    let Some(Setup {
-        frames,
-        block,
-        counts,
-        first_pc,
-        ..
-    }) = setup
-    else {
+    let Some((mut setup, t)) = first else {
         return Err(match thread {
             Some(thread) => TfileError::NoSuchThread {
                 thread,
@@ -364,11 +297,57 @@ pub fn convert<W: Write + Seek>(
             None => TfileError::Empty,
         });
     };
+    let mut written = 0u64;
+    let mut failed: Option<TfileError> = None;
+    let Setup {
+        plan,
+        frames,
+        block,
+        counts,
+        first_pc,
+    } = &mut setup;
+    let mut on_step = |step: &Step, regs: &[u8]| {
+        let pushed = push_frame(frames, &mut buf, regs, step).and_then(|()| {
+            if buf.len() >= FLUSH_AT {
+                out.write_all(&buf)?;
+                written = written.saturating_add(buf.len() as u64);
+                buf.clear();
+            }
+            Ok(())
+        });
+        match pushed {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    };
+    if plan.words.is_empty() {
+        steps.walk_regs(t, &mut plan.copies, block, &mut on_step)?;
+    } else {
+        // Registers read from `regs()` by name: step by step.
+        let mut step = Step::default();
+        while let Some(next) = steps.next_step() {
+            let next = next?;
+            if next.thread != t {
+                continue;
+            }
+            step.clone_from(next);
+            plan.fill(steps, block);
+            if !on_step(&step, block) {
+                break;
+            }
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
     FrameWriter::terminate(&mut buf);
     out.write_all(&buf)?;
     written = written.saturating_add(buf.len() as u64);
     let n = frames.frames() as u64;
-    for at in counts {
+    for &at in counts.iter() {
         if at > 0 {
             out.seek(SeekFrom::Start(start.saturating_add(at as u64)))?;
             out.write_all(format!("{n:016x}").as_bytes())?;
@@ -378,14 +357,74 @@ pub fn convert<W: Write + Seek>(
     out.flush()?;
     Ok((
         Converted {
-            thread: want.unwrap_or(0),
+            thread: t,
             frames: n,
-            first_pc,
+            first_pc: *first_pc,
             register_size: u32::try_from(block.len()).unwrap_or(u32::MAX),
             bytes: written,
         },
         out,
     ))
+}
+
+/// The writing state for thread `thread` whose first instruction is at `pc`: the plan of
+/// the registers of the x86 description of the stream, and the description written to
+/// `buf`.
+fn set_up(steps: &dyn Steps, thread: u64, pc: u64, buf: &mut Vec<u8>) -> Result<Setup, TfileError> {
+    let target = match steps.isa() {
+        Isa::X64 => X86Target::Amd64,
+        Isa::X86 => X86Target::I386,
+        other => return Err(TfileError::Isa(other)),
+    };
+    let avx = steps.reg_source("ymm0.High").is_some() || steps.reg_source("ymm0h").is_some();
+    let xml = gdb_tfile::x86_tdesc_xml(target, avx);
+    let td = TargetDescription::parse(&xml, 0)
+        .map_err(|e| TfileError::Read(Error::Unsupported(format!("the x86 description: {e}"))))?;
+    let size = u32::try_from(td.block_size()).unwrap_or(u32::MAX);
+    let from = buf.len();
+    gdb_tfile::write::write_description(&description(&xml, size, thread, pc), buf)?;
+    let head = buf.get(from..).unwrap_or_default();
+    let at = |key: &[u8]| {
+        placeholder(head, key)
+            .and_then(|k| k.checked_add(from))
+            .unwrap_or(0)
+    };
+    let counts = [at(b";tframes:"), at(b";tcreated:")];
+    Ok(Setup {
+        plan: plan(steps, &td),
+        frames: FrameWriter::new(size, Endian::Little),
+        block: vec![0; td.block_size()],
+        counts,
+        first_pc: pc,
+    })
+}
+
+/// Appends the frame of `step`: its `R` block `regs`, then an `M` block per access with
+/// the bytes before the instruction (accesses without them left out).
+fn push_frame(
+    frames: &mut FrameWriter,
+    buf: &mut Vec<u8>,
+    regs: &[u8],
+    step: &Step,
+) -> Result<(), TfileError> {
+    frames.begin(buf, TRACEPOINT)?;
+    frames.registers(buf, regs)?;
+    for a in &step.mem {
+        let Some(bytes) = step.old(a) else {
+            continue;
+        };
+        // M blocks hold at most 65535 bytes: longer accesses are split, as gdbserver does.
+        if !bytes.is_empty() && bytes.len() <= usize::from(u16::MAX) {
+            frames.memory(buf, a.addr, bytes)?;
+            continue;
+        }
+        for (k, chunk) in bytes.chunks(usize::from(u16::MAX)).enumerate() {
+            let off = (k as u64).saturating_mul(u64::from(u16::MAX));
+            frames.memory(buf, a.addr.wrapping_add(off), chunk)?;
+        }
+    }
+    frames.end(buf)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -770,5 +809,76 @@ mod tests {
         let (fa, fb) = (frames(&a), frames(&b));
         assert_eq!(fa.len(), done.frames as usize);
         assert_eq!(fa, fb);
+    }
+
+    /// x64dbg's own walks give what the default walks over `next_step` give: at every step
+    /// of the thread, the same step and register image (`walk_regs`: the changed words
+    /// written into the image as the replay applies them, the other copies at the step),
+    /// and at every step the same general registers and changed words (`walk_steps`), over
+    /// traces of several threads whose other registers change at random, with sessions.
+    #[test]
+    fn x64dbg_walks_match_the_default_walks() {
+        fn prop(seed: u64, threads: u8, n: u16, x86: bool, pick: u8) -> TestResult {
+            let arch = if x86 { Arch::X86 } else { Arch::X64 };
+            let threads = u32::from(threads % 4) + 1;
+            let bytes = x64dbg_trace(arch, threads, u64::from(n % 400) + 1, seed, true);
+            let options = Options::default();
+            let name = if x86 { "t.trace32" } else { "t.trace64" };
+            let regs_walk = |fast: bool| {
+                let mut input = Input::from_bytes(name, bytes.clone()).unwrap();
+                let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                // The thread of a step `pick` steps in, set up there.
+                let mut first = None;
+                for _ in 0..=pick {
+                    match steps.next_step() {
+                        Some(step) => first = Some(step.unwrap().clone()),
+                        None => break,
+                    }
+                }
+                let first = first.unwrap();
+                let mut setup = set_up(&*steps, first.thread, first.pc, &mut Vec::new()).unwrap();
+                setup.plan.fill(&mut *steps, &mut setup.block);
+                let mut seen = vec![(first.clone(), setup.block.clone())];
+                let mut on_step = |step: &Step, regs: &[u8]| {
+                    seen.push((step.clone(), regs.to_vec()));
+                    true
+                };
+                let (plan, block) = (&mut setup.plan.copies, &mut setup.block);
+                if fast {
+                    steps.walk_regs(first.thread, plan, block, &mut on_step)
+                } else {
+                    crate::steps::walk_regs_by_steps(
+                        &mut *steps,
+                        first.thread,
+                        plan,
+                        block,
+                        &mut on_step,
+                    )
+                }
+                .unwrap();
+                seen
+            };
+            assert_eq!(regs_walk(true), regs_walk(false));
+            let steps_walk = |fast: bool| {
+                let mut input = Input::from_bytes(name, bytes.clone()).unwrap();
+                let mut steps = X64dbg.steps(&mut input, &mut Ctx::new(&options)).unwrap();
+                steps.want_regs(crate::steps::RegsWanted::General);
+                let mut seen = Vec::new();
+                let mut on_step = |step: &Step, regs: &[u64], changed: u64| {
+                    seen.push((step.clone(), regs.to_vec(), changed));
+                    true
+                };
+                if fast {
+                    steps.walk_steps(&mut on_step)
+                } else {
+                    crate::steps::walk_steps_by_steps(&mut *steps, &mut on_step)
+                }
+                .unwrap();
+                seen
+            };
+            assert_eq!(steps_walk(true), steps_walk(false));
+            TestResult::passed()
+        }
+        QuickCheck::new().quickcheck(prop as fn(u64, u8, u16, bool, u8) -> TestResult);
     }
 }
