@@ -1,7 +1,7 @@
 //! `bbv` (basic-block vectors) next to the plain iteration of the same input: an x64dbg
 //! trace of four threads and a TT6 PowerPC trace (the steps' scan, for TT6 also the raw
 //! records, then `bbv` over the blocks), and a DCFG-Trace with its DCFG (the decode
-//! alone, then `bbv` over the edges' target blocks).
+//! alone, then `bbv` over the edges' target blocks, on every core and on one thread).
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
@@ -167,6 +167,15 @@ fn dcfg_trace(c: &mut Criterion) {
     let mut input = Input::from_bytes("bench.trace.json", bytes.clone()).unwrap();
     g.bench_function("bbv", |b| {
         b.iter(|| black_box(run_bbv("dcfg-trace", &mut input, &options)));
+    });
+    g.bench_function("bbv, 1 thread", |b| {
+        b.iter(|| {
+            let mut ctx = Ctx::new(&options);
+            let mut blocks =
+                trace_registry::formats::dcfg_trace::dcfg_blocks(&mut input, &mut ctx, 1).unwrap();
+            let r = bbv(&mut *blocks, &SLICES, |_| Ok(std::io::sink())).unwrap();
+            black_box(r.streams.iter().map(|s| s.instructions).sum::<u64>())
+        });
     });
     g.finish();
     let _ = std::fs::remove_dir_all(&dir);
