@@ -544,3 +544,118 @@ impl Blocks for DcfgBlocks<'_> {
         self.descs.get(block as usize).cloned().unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::arithmetic_side_effects)]
+mod tests {
+    use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges, encode};
+    use dcfg_trace::synth::{Cfg, dcfg_json};
+
+    use crate::analyses::bbv::{BbvOptions, bbv};
+    use crate::formats::dcfg_trace::dcfg_blocks;
+    use crate::{Ctx, Input, Options};
+
+    /// The outputs (streams and map) of `bbv` on `trace` with the DCFG at `dcfg`, decoded
+    /// on `workers` threads, and its error.
+    fn outputs(trace: &[u8], dcfg: &std::path::Path, workers: usize, o: &BbvOptions) -> String {
+        let options = Options {
+            dcfg: Some(dcfg.to_path_buf()),
+            ..Options::default()
+        };
+        let mut input = Input::from_bytes("t.trace.json", trace.to_vec()).unwrap();
+        let mut ctx = Ctx::new(&options);
+        let mut blocks = dcfg_blocks(&mut input, &mut ctx, workers).unwrap();
+        // The streams written before an error stay with the sink: keep them.
+        let mut written = Vec::new();
+        let r = bbv(&mut *blocks, o, |key| {
+            written.push(key);
+            Ok(Vec::new())
+        });
+        match r {
+            Ok(r) => format!(
+                "{:?}\n{:?}",
+                r.streams
+                    .iter()
+                    .map(|s| (s.key, String::from_utf8_lossy(&s.out).into_owned()))
+                    .collect::<Vec<_>>(),
+                r.map
+            ),
+            Err(e) => format!("{written:?} {e}"),
+        }
+    }
+
+    /// Chunks decoded on workers give what one thread gives: two processes' threads of
+    /// many small chunks, slices from 1 instruction to more than the trace, per thread and
+    /// global, and a DCFG without one of the edges (the same error, after the same streams).
+    #[test]
+    fn workers_write_what_one_thread_writes() {
+        let cfg = Cfg::new(64, 1);
+        let instrs = |e| cfg.instrs_of(e);
+        let trace = encode(
+            &[
+                ProcessEdges {
+                    pid: 7,
+                    threads: vec![
+                        ThreadEdges {
+                            thread: 0,
+                            edges: cfg.walk(20_000, 2),
+                        },
+                        ThreadEdges {
+                            thread: 3,
+                            edges: cfg.walk(5_000, 3),
+                        },
+                    ],
+                },
+                ProcessEdges {
+                    pid: 9,
+                    threads: vec![ThreadEdges {
+                        thread: 1,
+                        edges: cfg.walk(3_000, 4),
+                    }],
+                },
+            ],
+            |_, e| cfg.instrs_of(e),
+            &EncodeOptions {
+                chunk_instrs: 700,
+                ..EncodeOptions::default()
+            },
+        )
+        .to_vec();
+        let dir = std::env::temp_dir().join(format!("tk-dcfgt-workers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let whole = dir.join("whole.dcfg.json");
+        std::fs::write(
+            &whole,
+            dcfg_json(&[(7, 64, &instrs), (9, 64, &instrs)], None),
+        )
+        .unwrap();
+        let short = dir.join("short.dcfg.json");
+        std::fs::write(
+            &short,
+            dcfg_json(&[(7, 64, &instrs), (9, 64, &instrs)], Some(5)),
+        )
+        .unwrap();
+        for dcfg in [&whole, &short] {
+            for slice in [1, 37, 1_000, 1 << 40] {
+                for global in [false, true] {
+                    let o = BbvOptions {
+                        slice,
+                        global,
+                        loop_bounded: false,
+                    };
+                    let one = outputs(&trace, dcfg, 1, &o);
+                    let expected = if dcfg == &whole {
+                        "T:"
+                    } else {
+                        "not in the DCFG"
+                    };
+                    assert!(one.contains(expected), "{one}");
+                    for workers in [2, 3] {
+                        assert_eq!(one, outputs(&trace, dcfg, workers, &o), "{slice} {global}");
+                    }
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
