@@ -1,7 +1,8 @@
 //! `bbv` (basic-block vectors) next to the plain iteration of the same input: an x64dbg
 //! trace of four threads and a TT6 PowerPC trace (the raw blocks or records, for TT6 also
 //! the runs its blocks are read from, the steps' scan, then `bbv` over the blocks), and a
-//! DCFG-Trace with its DCFG (the decode alone, then `bbv` over the edges' target blocks).
+//! DCFG-Trace with its DCFG (the decode alone, then `bbv` over the edges' target blocks,
+//! on every core and on one thread).
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
@@ -202,6 +203,15 @@ fn dcfg_trace(c: &mut Criterion) {
     let mut input = Input::from_bytes("bench.trace.json", bytes.clone()).unwrap();
     g.bench_function("bbv", |b| {
         b.iter(|| black_box(run_bbv("dcfg-trace", &mut input, &options)));
+    });
+    g.bench_function("bbv, 1 thread", |b| {
+        b.iter(|| {
+            let mut ctx = Ctx::new(&options);
+            let mut blocks =
+                trace_registry::formats::dcfg_trace::dcfg_blocks(&mut input, &mut ctx, 1).unwrap();
+            let r = bbv(&mut *blocks, &SLICES, |_| Ok(std::io::sink())).unwrap();
+            black_box(r.streams.iter().map(|s| s.instructions).sum::<u64>())
+        });
     });
     g.finish();
     let _ = std::fs::remove_dir_all(&dir);

@@ -380,9 +380,10 @@ fn expand_all(bytes: &[u8]) -> u64 {
     n
 }
 
-/// `bbv` of the Huffman trace with its DCFG (written to a temporary file once); units are
-/// the edges (counted once, outside the timing).
-fn bbv_case(trace: &Arc<Vec<u8>>) -> BenchCase {
+/// `bbv` of the Huffman trace with its DCFG (written to a temporary file once), with the
+/// chunks decoded on every core (`None`, as `tracekit bbv` does) or on `workers` threads;
+/// units are the edges (counted once, outside the timing).
+fn bbv_case(trace: &Arc<Vec<u8>>, workers: Option<usize>) -> BenchCase {
     let dir = std::env::temp_dir().join(format!("tracekit-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let dcfg = dir.join("bench.dcfg.json");
@@ -395,14 +396,45 @@ fn bbv_case(trace: &Arc<Vec<u8>>) -> BenchCase {
     .unwrap();
     let edges = decode_all(trace);
     BenchCase {
-        name: "dcfg-trace bbv (with DCFG)".into(),
+        name: match workers {
+            None => "dcfg-trace bbv (with DCFG)".into(),
+            Some(1) => "dcfg-trace bbv (with DCFG), 1 thread".into(),
+            Some(n) => format!("dcfg-trace bbv (with DCFG), {n} threads"),
+        },
         input: Arc::clone(trace),
         unit: "edges",
         run: Box::new(move |b| {
-            crate::bench::run_bbv("dcfg-trace", b, Some(&dcfg));
+            match workers {
+                None => {
+                    crate::bench::run_bbv("dcfg-trace", b, Some(&dcfg));
+                }
+                Some(n) => {
+                    bbv_on(b, &dcfg, n);
+                }
+            }
             edges
         }),
     }
+}
+
+/// As [`crate::bench::run_bbv`], with the chunks decoded on `workers` threads.
+fn bbv_on(bytes: &[u8], dcfg: &std::path::Path, workers: usize) -> u64 {
+    use trace_registry::analyses::bbv::{BbvOptions, bbv};
+    let options = trace_registry::Options {
+        dcfg: Some(dcfg.to_path_buf()),
+        ..trace_registry::Options::default()
+    };
+    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    let mut blocks =
+        trace_registry::formats::dcfg_trace::dcfg_blocks(&mut input, &mut ctx, workers).unwrap();
+    let opts = BbvOptions {
+        slice: 1_000_000,
+        global: false,
+        loop_bounded: false,
+    };
+    let result = bbv(&mut *blocks, &opts, |_| Ok(std::io::sink())).unwrap();
+    result.streams.iter().map(|s| s.instructions).sum()
 }
 
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
@@ -425,7 +457,8 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             unit: "edges",
             run: Box::new(|b| decode_parallel(b, 2)),
         },
-        bbv_case(&huffman),
+        bbv_case(&huffman, Some(1)),
+        bbv_case(&huffman, None),
         BenchCase {
             name: "dcfg-trace expand nested repeats".into(),
             input: repeats,

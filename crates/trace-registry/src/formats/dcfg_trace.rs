@@ -268,21 +268,39 @@ impl Handler for DcfgTrace {
 
     /// The blocks of the DCFG given with `--dcfg` (each edge runs its target block); without one, a usage
     /// error.
+    /// The chunks are decoded on as many threads as the process may use
+    /// ([`std::thread::available_parallelism`], which follows `taskset`).
     fn blocks<'a>(
         &self,
         input: &'a mut Input,
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn crate::blocks::Blocks + 'a>, Error> {
-        let Some(dcfg) = ctx.options.dcfg.clone() else {
-            return Err(Error::Unsupported(
-                "a DCFG-Trace's blocks are in its DCFG: give --dcfg F.dcfg.json[.bz2]".into(),
-            ));
-        };
-        Ok(Box::new(blocks::DcfgBlocks::open(
-            events(input, ctx),
-            &dcfg,
-        )?))
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        dcfg_blocks(input, ctx, workers)
     }
+}
+
+/// [`Handler::blocks`] of a DCFG-Trace with its DCFG (`ctx.options.dcfg`), its chunks
+/// decoded on `workers` threads (1: on the calling thread; the output is the same).
+///
+/// # Errors
+///
+/// No DCFG given (a usage error), or the DCFG cannot be read.
+pub fn dcfg_blocks<'a>(
+    input: &'a mut Input,
+    ctx: &mut Ctx<'_>,
+    workers: usize,
+) -> Result<Box<dyn crate::blocks::Blocks + 'a>, Error> {
+    let Some(dcfg) = ctx.options.dcfg.clone() else {
+        return Err(Error::Unsupported(
+            "a DCFG-Trace's blocks are in its DCFG: give --dcfg F.dcfg.json[.bz2]".into(),
+        ));
+    };
+    Ok(Box::new(blocks::DcfgBlocks::open(
+        events(input, ctx),
+        &dcfg,
+        workers,
+    )?))
 }
 
 /// The `chunks` table, keyed by pid, thread and chunk, with its child table `edges` (one row
