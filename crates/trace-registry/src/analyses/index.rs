@@ -1214,7 +1214,7 @@ pub fn build(
     steps.scan(&query, &mut |step| {
         count = step.i.saturating_add(1);
         if let Some(progress) = progress
-            && count % PROGRESS_STEPS == 0
+            && count.is_multiple_of(PROGRESS_STEPS)
         {
             progress(count);
         }

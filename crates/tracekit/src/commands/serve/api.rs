@@ -133,7 +133,8 @@ fn progress_hook(
     let shared = Arc::clone(shared);
     let width = u128::from(span.end.saturating_sub(span.start));
     Arc::new(move |steps: u64| {
-        let share = (width * u128::from(steps.min(count)))
+        let share = width
+            .saturating_mul(u128::from(steps.min(count)))
             .checked_div(u128::from(count))
             .unwrap_or(width);
         let done = span.start.saturating_add(u64::try_from(share).unwrap_or(0));
