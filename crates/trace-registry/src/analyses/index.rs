@@ -1667,7 +1667,7 @@ pub(crate) mod tests {
             std::fs::read(&plain.path).unwrap(),
             std::fs::read(&given.path).unwrap()
         );
-        // That of the trace's first 3,000 instructions (valid, but not what the pass
+        // That of the trace's first third (valid, but not what the pass
         // makes) is what the file keeps: taken, not rebuilt.
         let head = bytes.len() / 3;
         let prefix = trac_x64dbg::Trace::parse(&bytes[..head])
