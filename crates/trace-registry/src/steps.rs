@@ -598,6 +598,13 @@ pub trait Steps {
         let _ = bytes;
         false
     }
+
+    /// The number of steps in the trace when it is known without reading them (x64dbg
+    /// in memory: from its seek index, once [`Steps::seek_index`] built it or
+    /// [`Steps::use_seek_index`] took it), for progress reports; `None` by default.
+    fn count_known(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The encoded records of a stream's steps not read yet: see [`Steps::records`].

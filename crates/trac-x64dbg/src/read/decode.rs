@@ -153,7 +153,7 @@ pub(super) fn bit0_count(x: u64) -> usize {
 }
 
 /// How far ahead of the current block [`prefetch`] touches the input.
-const PREFETCH_AHEAD: usize = 4096;
+pub(super) const PREFETCH_AHEAD: usize = 4096;
 
 /// [`prefetch`] touches the input a window of this many bytes at a time.
 const PREFETCH_WINDOW: usize = 512;

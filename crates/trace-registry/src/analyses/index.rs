@@ -36,6 +36,7 @@ use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use trace_core::Offset;
 
@@ -1070,17 +1071,42 @@ impl RunReader {
 }
 
 /// How [`build`] works.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub struct BuildOptions {
     /// `(key, instruction)` pairs kept in memory per list before a sorted run is written
     /// to disk (16 bytes each).
     pub run_pairs: usize,
+    /// The seek index that [`Steps::seek_index`] gave for this trace (a caller that made
+    /// it first, to seek early, as `tracekit serve` does): kept as it is, instead of a
+    /// second index pass. Bytes the format does not take ([`Steps::use_seek_index`]) are
+    /// ignored and the index is built.
+    pub seek_index: Option<Arc<Vec<u8>>>,
+    /// Called with the number of steps indexed so far, every [`PROGRESS_STEPS`] steps and
+    /// once at the end of the pass over the steps (the sorted lists are written after it).
+    pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
 }
 
+/// How often [`BuildOptions::progress`] is called, in steps.
+pub const PROGRESS_STEPS: u64 = 4096;
+
 impl Default for BuildOptions {
-    /// 2 Mi pairs per list: 64 MiB for both.
+    /// 2 Mi pairs per list: 64 MiB for both; the seek index built; no progress calls.
     fn default() -> Self {
-        BuildOptions { run_pairs: 2 << 20 }
+        BuildOptions {
+            run_pairs: 2 << 20,
+            seek_index: None,
+            progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for BuildOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildOptions")
+            .field("run_pairs", &self.run_pairs)
+            .field("seek_index", &self.seek_index.as_ref().map(|b| b.len()))
+            .field("progress", &self.progress.is_some())
+            .finish()
     }
 }
 
@@ -1106,8 +1132,8 @@ pub struct Built {
 
 /// Builds the sidecar index of the trace in `input` (which must be a file: its identity
 /// is kept) at `out` (default: [`default_path`]). One pass over the steps, plus the
-/// format's own index pass for its seek index; written under a temporary name beside
-/// `out` and renamed.
+/// format's own index pass for its seek index (unless [`BuildOptions::seek_index`] gives
+/// it); written under a temporary name beside `out` and renamed.
 ///
 /// # Errors
 ///
@@ -1161,7 +1187,10 @@ pub fn build(
     );
     ctx.diagnostics = notes;
     let mut steps = steps?;
-    let seek = steps.seek_index()?.unwrap_or_default();
+    let seek = match options.seek_index {
+        Some(bytes) if steps.use_seek_index(&bytes) => bytes,
+        _ => Arc::new(steps.seek_index()?.unwrap_or_default()),
+    };
     let stem = |what: &str| {
         let mut name = file.temp_path().as_os_str().to_owned();
         name.push(what);
@@ -1181,8 +1210,14 @@ pub fn build(
             e,
         )
     };
+    let progress = options.progress.as_deref();
     steps.scan(&query, &mut |step| {
         count = step.i.saturating_add(1);
+        if let Some(progress) = progress
+            && count.is_multiple_of(PROGRESS_STEPS)
+        {
+            progress(count);
+        }
         pcs.push(step.pc, step.i).map_err(spill)?;
         for a in &step.mem {
             max_len = max_len.max(u64::from(a.len));
@@ -1209,6 +1244,9 @@ pub fn build(
         Ok(())
     })?;
     drop(steps);
+    if let Some(progress) = progress {
+        progress(count);
+    }
     let executions = pcs.total;
     let accesses = mem.total;
     let mut w = BufWriter::with_capacity(1 << 20, &mut file);
@@ -1380,7 +1418,10 @@ pub(crate) mod tests {
             &mut input,
             &mut Ctx::new(&options),
             Some(out),
-            BuildOptions { run_pairs },
+            BuildOptions {
+                run_pairs,
+                ..BuildOptions::default()
+            },
         )
         .unwrap()
     }
@@ -1569,6 +1610,82 @@ pub(crate) mod tests {
         assert_eq!(saved.full_dumps(), 10);
         let after: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
         assert_eq!(before, after);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The progress hook sees the steps indexed grow, in steps of [`PROGRESS_STEPS`], up
+    /// to the count the index then holds; a seek index given is kept as it is (no second
+    /// pass), and the same one as the pass makes gives the same file.
+    #[test]
+    fn progress_and_a_seek_index_given() {
+        let dir = temp_dir("progress");
+        let opts = GenOptions {
+            arch: Arch::X64,
+            threads: 2,
+            max_run: 60,
+            seed: 11,
+        };
+        let path = dir.join("a.trace64");
+        let bytes = testgen::trace(opts, 10_000, RecorderOptions::default(), "s.exe");
+        std::fs::write(&path, &bytes).unwrap();
+        let options = Options::default();
+        let run = |out: &Path, build_options: BuildOptions| {
+            let mut input = Input::open(path.as_os_str()).unwrap();
+            build(
+                x64dbg(),
+                &mut input,
+                &mut Ctx::new(&options),
+                Some(out),
+                build_options,
+            )
+            .unwrap()
+        };
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hook = Arc::clone(&seen);
+        let plain = run(
+            &dir.join("plain.tkidx"),
+            BuildOptions {
+                progress: Some(Arc::new(move |n| hook.lock().unwrap().push(n))),
+                ..BuildOptions::default()
+            },
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(plain.steps, 10_000);
+        assert_eq!(seen, [4096, 8192, 10_000]);
+
+        // The seek index of the same trace, made first: the same file.
+        let trace = trac_x64dbg::Trace::parse(&bytes).unwrap();
+        let seek = trace.build_index().unwrap().to_bytes();
+        let given = run(
+            &dir.join("given.tkidx"),
+            BuildOptions {
+                seek_index: Some(Arc::new(seek)),
+                ..BuildOptions::default()
+            },
+        );
+        assert_eq!(
+            std::fs::read(&plain.path).unwrap(),
+            std::fs::read(&given.path).unwrap()
+        );
+        // That of the trace's first third (valid, but not what the pass
+        // makes) is what the file keeps: taken, not rebuilt.
+        let head = bytes.len() / 3;
+        let prefix = trac_x64dbg::Trace::parse(&bytes[..head])
+            .unwrap()
+            .build_index_partial()
+            .0
+            .to_bytes();
+        let kept = run(
+            &dir.join("kept.tkidx"),
+            BuildOptions {
+                seek_index: Some(Arc::new(prefix.clone())),
+                ..BuildOptions::default()
+            },
+        );
+        let mut sidecar = Sidecar::open(&kept.path, &path, "x64dbg").unwrap();
+        assert_eq!(sidecar.seek_index().unwrap(), prefix);
+        let mut full = Sidecar::open(&plain.path, &path, "x64dbg").unwrap();
+        assert_ne!(full.seek_index().unwrap(), prefix);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

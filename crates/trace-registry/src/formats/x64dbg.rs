@@ -867,6 +867,10 @@ impl Steps for X64Steps<'_> {
         }
     }
 
+    fn count_known(&self) -> Option<u64> {
+        self.index.as_ref().map(Index::instructions)
+    }
+
     /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
     /// its byte offset and size.
     fn reg_source(&self, name: &str) -> Option<RegSource> {

@@ -655,3 +655,49 @@ fn formats_without_steps_are_refused() {
     assert!(stdout(&o).is_empty());
     assert!(stderr(&o).contains("instruction stream"), "{}", stderr(&o));
 }
+
+/// The index status while the index is built on a trace of some size: `done` never goes
+/// back, stays within the file's size, and is the whole size once ready; the index's
+/// step count is the trace's. (That `done` moves in between, with the steps indexed, is
+/// checked without timing by the unit tests of `index::build`'s progress hook and of the
+/// server's.)
+#[test]
+fn index_progress_never_goes_back() {
+    use trac_x64dbg::testgen::{self, Options as GenOptions};
+    let dir = temp_dir("progress");
+    let path = dir.join("big.trace64");
+    let opts = GenOptions {
+        arch: Arch::X64,
+        threads: 3,
+        max_run: 200,
+        seed: 5,
+    };
+    let steps = 60_000;
+    std::fs::write(
+        &path,
+        testgen::trace(opts, steps, RecorderOptions::default(), "p.exe"),
+    )
+    .unwrap();
+    let size = std::fs::metadata(&path).unwrap().len();
+    let s = start(&path, &[]);
+    let t = Instant::now();
+    let mut seen = Vec::new();
+    let last = loop {
+        let st = s.ok("status");
+        let index = &st["index"];
+        assert_ne!(index["state"], "failed", "{st}");
+        assert_eq!(index["total"], size);
+        seen.push(index["done"].as_u64().unwrap());
+        if index["state"] == "ready" {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "not ready: {st}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen.iter().all(|&d| d <= size), "{seen:?}");
+    assert_eq!(seen.last(), Some(&size));
+    assert_eq!(last["steps"], steps);
+    drop(s);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

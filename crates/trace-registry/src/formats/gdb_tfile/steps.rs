@@ -512,6 +512,27 @@ impl<'a> Steps for TfileSteps<'a> {
         Ok(Some(SeekIndex::of(index).to_bytes()))
     }
 
+    /// Takes the bytes as the sidecar's seek index is taken (checked against the file's
+    /// size only).
+    fn use_seek_index(&mut self, bytes: &[u8]) -> bool {
+        let Frames::Slice(slice) = &self.frames else {
+            return false;
+        };
+        let saved = SeekIndex::from_bytes(bytes, slice.0.data().len());
+        let taken = saved.is_some();
+        if taken {
+            self.saved = saved;
+        }
+        taken
+    }
+
+    fn count_known(&self) -> Option<u64> {
+        match (&self.index, &self.saved) {
+            (Some(index), _) => Some(index.len() as u64),
+            (None, saved) => saved.as_ref().map(|s| s.frames),
+        }
+    }
+
     fn position(&self) -> u64 {
         self.current.offset
     }

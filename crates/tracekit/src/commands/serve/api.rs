@@ -123,6 +123,26 @@ fn open_input(file: &OsStr, forced: Option<&str>) -> Result<(Input, &'static dyn
     Ok((input, handler))
 }
 
+/// The progress hook of the index build: moves the status's `done` from the start of
+/// `span` to its end as the steps indexed go from 0 to `count` (never back).
+fn progress_hook(
+    shared: &Arc<Shared>,
+    span: std::ops::Range<u64>,
+    count: u64,
+) -> Arc<dyn Fn(u64) + Send + Sync> {
+    let shared = Arc::clone(shared);
+    let width = u128::from(span.end.saturating_sub(span.start));
+    Arc::new(move |steps: u64| {
+        let share = width
+            .saturating_mul(u128::from(steps.min(count)))
+            .checked_div(u128::from(count))
+            .unwrap_or(width);
+        let done = span.start.saturating_add(u64::try_from(share).unwrap_or(0));
+        let mut st = lock(&shared.index);
+        st.done = st.done.max(done);
+    })
+}
+
 impl Api {
     /// Opens the trace: checks that it has an instruction stream and reads its first
     /// step (the register names, the ISA).
@@ -268,7 +288,8 @@ impl Api {
     /// Finds or builds the sidecar index (in the calling thread: the server runs this in
     /// the background). A usable sidecar beside the trace (or at `--index`) is used as it
     /// is; else the format's seek index is made first (so that seeks are fast soon), then
-    /// the sidecar is written beside the trace or, where that is not writable, in `temp`
+    /// the sidecar (with that seek index: no second pass; the status's `done` follows the
+    /// steps indexed) is written beside the trace or, where that is not writable, in `temp`
     /// (opened, then removed at once: the open handle keeps it readable where the system
     /// allows).
     pub fn build_index(&self, temp: &Path) {
@@ -295,32 +316,37 @@ impl Api {
         // The seek index first: a fast pass, and rows and state at any step need it.
         let seek = {
             let mut ctx = Ctx::new(&s.options);
-            handler
-                .steps(&mut input, &mut ctx)
-                .and_then(|mut steps| steps.seek_index())
+            handler.steps(&mut input, &mut ctx).and_then(|mut steps| {
+                let bytes = steps.seek_index()?;
+                Ok((bytes, steps.count_known()))
+            })
         };
-        match seek {
-            Ok(Some(bytes)) if !bytes.is_empty() => {
+        let (seek, count) = match seek {
+            Ok((Some(bytes), count)) if !bytes.is_empty() => {
+                let bytes = Arc::new(bytes);
                 *s.seek_index.write().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Arc::new(bytes));
+                    Some(Arc::clone(&bytes));
+                (Some(bytes), count)
             }
-            Ok(_) => {}
+            Ok((_, count)) => (None, count),
             Err(e) => return self.failed(&mut input, &e.to_string()),
-        }
-        // Coarse progress (the build has no hook for more): the seek-index pass is about
-        // a third of the work.
-        set("building", total / 3, None);
+        };
+        // The seek-index pass is about a third of the work, the pass over the steps most
+        // of the rest: it moves `done` on in proportion to the steps indexed, when the
+        // format knows how many there are (writing the lists is the last tenth).
+        let (start, end) = (total / 3, total.saturating_sub(total / 10));
+        set("building", start, None);
+        let progress = count.map(|n| progress_hook(&self.shared, start..end, n));
+        let options = BuildOptions {
+            seek_index: seek,
+            progress,
+            ..BuildOptions::default()
+        };
         let beside = index::default_path(Path::new(&s.file));
         let out = explicit.unwrap_or(beside);
         let mut build = |out: &Path| {
             let mut ctx = Ctx::new(&s.options);
-            index::build(
-                handler,
-                &mut input,
-                &mut ctx,
-                Some(out),
-                BuildOptions::default(),
-            )
+            index::build(handler, &mut input, &mut ctx, Some(out), options.clone())
         };
         let (built, temp_file) = match build(&out) {
             Ok(b) => (Ok(b), None),
@@ -1166,6 +1192,34 @@ mod tests {
         ] {
             assert!(parse_number(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// The index status's `done` follows the steps indexed: from the start of its span
+    /// (the seek-index pass) up to its end, strictly inside the file's size meanwhile, and
+    /// never back.
+    #[test]
+    fn index_progress_moves_with_the_steps() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/x64dbg")
+            .join("sessions.trace64");
+        let api = Api::open(path.as_os_str(), None, &Options::default()).unwrap();
+        let total = api.index_status().total;
+        assert!(total > 100, "{total}");
+        let (start, end) = (total / 3, total - total / 10);
+        let hook = progress_hook(&api.shared, start..end, 1000);
+        let mut seen = vec![api.index_status().done];
+        for steps in [0, 1, 250, 500, 499, 999, 1000, 5000] {
+            hook(steps);
+            seen.push(api.index_status().done);
+        }
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        assert_eq!(seen[1], start);
+        assert_eq!(seen[4], start + (end - start) / 2);
+        assert_eq!(seen[5], seen[4], "not back");
+        assert!(seen[6] > seen[5] && seen[6] < end, "{seen:?}");
+        assert_eq!(seen[7], end);
+        assert_eq!(seen[8], end);
+        assert!(seen[1..].iter().all(|&d| d > 0 && d < total), "{seen:?}");
     }
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
