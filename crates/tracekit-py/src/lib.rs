@@ -428,7 +428,12 @@ impl Trace {
         // (while the first thread builds the first stretches from the start) when it is
         // not known yet.
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let known = self.kept().index.clone();
+        // Not waiting (with the GIL) for a seek index being made: then it is made again.
+        let known = match self.kept.try_lock() {
+            Ok(kept) => kept.index.clone(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().index.clone(),
+            Err(TryLockError::WouldBlock) => None,
+        };
         if threads > 1 && !matches!(known, Some(None)) {
             let index = match known {
                 Some(index) => IndexState::Known(index),
@@ -832,8 +837,8 @@ impl Shared {
 /// first, past a stretch another took) moved there through the seek `index`
 /// ([`trace_registry::Records::seek`]), so they start once it is known. A coordinating
 /// thread hands the batches on in order (the same as one thread's), then the error that
-/// ends the records, if any. Memory: at most `2 × threads` stretches built ahead of those
-/// handed on.
+/// ends the records, if any. Memory: at most `threads + 1` stretches built ahead of
+/// those handed on.
 fn spawn_stretches(
     opened: &Opened,
     table: String,
@@ -862,7 +867,9 @@ fn spawn_stretches(
         if let IndexState::Make(kept) = index {
             make_index(&me, kept, &shared);
         }
-        let window = (threads as u64).saturating_mul(2);
+        // One stretch past those being built: a thread that finished can go on while
+        // another still builds the stretch due next.
+        let window = (threads as u64).saturating_add(1);
         let (rtx, rrx) = channel();
         for w in 0..threads {
             let (me, table, shared, rtx) =
@@ -893,12 +900,21 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
         .name("tracekit-index".into())
         .spawn(move || {
             let run = std::panic::AssertUnwindSafe(|| -> Result<Option<Arc<[u8]>>, Error> {
-                if me.source.input()?.is_stream() {
+                let mut input = me.source.input()?;
+                if input.is_stream() {
                     return Ok(None);
                 }
-                kept.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .index(&me)
+                // Made without holding the Trace's lock (`state` and `seek` go on
+                // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
+                let mut ctx = Ctx::new(&me.options);
+                let index = match me.handler.steps(&mut input, &mut ctx) {
+                    Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+                    Err(_) => None,
+                };
+                let mut kept = kept
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                Ok(kept.index.get_or_insert(index).clone())
             });
             let index = std::panic::catch_unwind(run)
                 .ok()
