@@ -877,15 +877,15 @@ fn spawn_stretches(
             let spawned = std::thread::Builder::new()
                 .name("tracekit-stretch".into())
                 .spawn(move || stretches(&me, &table, &shared, &rtx, w == 0, window));
-            if let Err(e) = spawned {
-                if w == 0 {
-                    return Err(Error::io("cannot start a reader thread", e));
-                }
-                // The others only share the work.
+            // Without the first thread nothing is read; the others only share the work.
+            if let Err(e) = spawned
+                && w == 0
+            {
+                return Err(Error::io("cannot start a reader thread", e));
             }
         }
         drop(rtx);
-        let outcome = hand_on(&rrx, &tx, &shared);
+        let outcome = hand_on(&rrx, tx, &shared);
         shared.update(|c| c.stop = true);
         outcome
     })
