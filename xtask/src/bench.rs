@@ -280,15 +280,20 @@ fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
     let Some(handler) = trace_registry::by_name(format) else {
         return Vec::new();
     };
+    // Shared with the reader, not copied per run (`to_arrow` reads a mapped file).
+    let shared: Arc<[u8]> = Arc::from(dump.input.as_slice());
     [("typed", true), ("visited", false)]
         .into_iter()
-        .map(|(how, typed)| BenchCase {
-            name: format!("{format} Arrow batches ({how})"),
-            input: dump.input.clone(),
-            unit: "rows",
-            run: Box::new(move |bytes| {
-                trace_registry::testgen::arrow_rows(handler, bytes, "instructions", typed)
-            }),
+        .map(|(how, typed)| {
+            let shared = Arc::clone(&shared);
+            BenchCase {
+                name: format!("{format} Arrow batches ({how})"),
+                input: dump.input.clone(),
+                unit: "rows",
+                run: Box::new(move |_| {
+                    trace_registry::testgen::arrow_rows(handler, &shared, "instructions", typed)
+                }),
+            }
         })
         .collect()
 }

@@ -87,10 +87,16 @@ fn sinks(c: &mut Criterion) {
             b.iter(|| export(handler, black_box(&x64), &dir, threads));
         });
     }
+    let shared: std::sync::Arc<[u8]> = std::sync::Arc::from(x64.as_slice());
     for (how, typed) in [("typed", true), ("visited", false)] {
         g.bench_function(format!("Arrow batches of instructions ({how})"), |b| {
             b.iter(|| {
-                trace_registry::testgen::arrow_rows(handler, black_box(&x64), "instructions", typed)
+                trace_registry::testgen::arrow_rows(
+                    handler,
+                    black_box(&shared),
+                    "instructions",
+                    typed,
+                )
             });
         });
     }

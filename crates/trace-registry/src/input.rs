@@ -25,6 +25,9 @@ enum Data {
     Mapped(memmap2::Mmap),
     /// Bytes held in memory (small files, stdin or decompressed input read whole).
     Memory(Vec<u8>),
+    /// Bytes in memory shared with other inputs (readers of the same bytes on several
+    /// threads, without a copy each).
+    Shared(std::sync::Arc<[u8]>),
     /// A stream whose first bytes are in `head`.
     Stream(Box<dyn Read + Send>),
     /// A directory: its files, by name (amber's per-thread traces).
@@ -190,6 +193,7 @@ impl Input {
         match &self.data {
             Data::Mapped(m) => m,
             Data::Memory(v) => v,
+            Data::Shared(v) => v,
             Data::Stream(_) | Data::Directory(_) => &[],
         }
     }
@@ -220,6 +224,32 @@ impl Input {
             compression: None,
             head: Vec::new(),
             data: Data::Memory(bytes),
+            file_len: Some(len),
+            kept: None,
+        })
+    }
+
+    /// An input over bytes in memory shared with others (no copy: several threads each read
+    /// the same bytes through an input of their own). Compressed bytes are copied and
+    /// decompressed as with [`Input::from_bytes`].
+    ///
+    /// # Errors
+    ///
+    /// A corrupt compressed stream.
+    pub fn from_shared(
+        name: impl Into<String>,
+        bytes: std::sync::Arc<[u8]>,
+    ) -> Result<Input, Error> {
+        if compression_of(&bytes).is_some() {
+            return Input::from_bytes(name, bytes.to_vec());
+        }
+        let len = bytes.len() as u64;
+        Ok(Input {
+            name: name.into(),
+            path: None,
+            compression: None,
+            head: Vec::new(),
+            data: Data::Shared(bytes),
             file_len: Some(len),
             kept: None,
         })
@@ -315,6 +345,7 @@ impl Input {
         match &self.data {
             Data::Mapped(m) => m.get(..HEAD_LEN).unwrap_or(m),
             Data::Memory(v) => v.get(..HEAD_LEN).unwrap_or(v),
+            Data::Shared(v) => v.get(..HEAD_LEN).unwrap_or(v),
             Data::Stream(_) | Data::Directory(_) => &self.head,
         }
     }

@@ -160,7 +160,8 @@ pub fn to_tfile(bytes: &[u8]) -> u64 {
 /// The Arrow batches of `table` of `bytes` read by `handler`, through the typed column
 /// path (`Batches::pull`) or value by value through the visitor (`Batches::write` of each
 /// record): their rows. What the criterion bench `export` and the Arrow rows of
-/// `cargo xtask bench` both run.
+/// `cargo xtask bench` both run. The input is shared, not copied, as `to_arrow` reads a
+/// mapped file in place.
 ///
 /// # Panics
 ///
@@ -168,11 +169,16 @@ pub fn to_tfile(bytes: &[u8]) -> u64 {
 #[cfg(feature = "parquet")]
 #[allow(clippy::unwrap_used, clippy::panic)] // A benchmark of synthetic, valid input.
 #[must_use]
-pub fn arrow_rows(handler: &dyn crate::Handler, bytes: &[u8], table: &str, typed: bool) -> u64 {
+pub fn arrow_rows(
+    handler: &dyn crate::Handler,
+    bytes: &std::sync::Arc<[u8]>,
+    table: &str,
+    typed: bool,
+) -> u64 {
     use crate::sink::parquet::{Batches, Pulled};
     let options = Options::default();
     let mut ctx = Ctx::new(&options);
-    let mut input = Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let mut input = Input::from_shared("bench", std::sync::Arc::clone(bytes)).unwrap();
     let mut records = handler.records(&mut input, &mut ctx).unwrap();
     let mut batches = Batches::new(records.tables(), table, 1 << 16).unwrap();
     let mut rows = 0u64;

@@ -14,8 +14,9 @@ process and reports its wall time and peak resident memory (ru_maxrss):
   `tracekit dump` shows: registers changed, memory accesses, opcode);
 - tracekit to_arrow: `to_arrow("instructions")` read batch by batch (the stream; every
   column, the register state included), and `read_all()`. With more than one core
-  available, to_arrow builds stretches of batches on several threads (after one pass that
-  indexes the full dumps); `taskset -c 0 python compare.py` measures the one-thread path.
+  available, to_arrow builds stretches of batches on several threads (the first from the
+  start while one pass indexes the full dumps, the others through that index once it is
+  made); `taskset -c 0 python compare.py` measures the one-thread path.
 
 "cpu s" is the CPU time of the timed part (every thread of the process): on a shared,
 loaded machine it is the steadier figure, and "M/cpu s" the rows per CPU second.

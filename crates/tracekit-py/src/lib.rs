@@ -14,10 +14,10 @@
 //! channel (memory: a few chunks or batches). Python waits for them with the GIL released.
 //! `state` and far `seek`s use the input and seek index a `Trace` keeps once made.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::ToPyArrow;
@@ -100,14 +100,15 @@ fn py_err(e: Error) -> PyErr {
 #[derive(Clone, Debug)]
 enum Source {
     Path(PathBuf),
-    Bytes { name: String, bytes: Arc<Vec<u8>> },
+    Bytes { name: String, bytes: Arc<[u8]> },
 }
 
 impl Source {
     fn input(&self) -> Result<Input, Error> {
         match self {
             Source::Path(p) => Input::open(p.as_os_str()),
-            Source::Bytes { name, bytes } => Input::from_bytes(name.clone(), bytes.to_vec()),
+            // Shared, not copied: each reader (of several threads) opens the same bytes.
+            Source::Bytes { name, bytes } => Input::from_shared(name.clone(), Arc::clone(bytes)),
         }
     }
 }
@@ -189,7 +190,7 @@ fn source_of(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
         let b = b.cast_into::<PyBytes>()?;
         return Ok(Source::Bytes {
             name: "<bytes>".into(),
-            bytes: Arc::new(b.as_bytes().to_vec()),
+            bytes: Arc::from(b.as_bytes()),
         });
     }
     let path: PathBuf = obj.extract().map_err(|_| {
@@ -278,7 +279,7 @@ fn open(
     Ok(Trace {
         opened,
         tables,
-        kept: Mutex::new(Kept::default()),
+        kept: Arc::new(Mutex::new(Kept::default())),
     })
 }
 
@@ -317,7 +318,7 @@ struct Trace {
     opened: Opened,
     tables: Vec<String>,
     /// What `state` and `seek` keep between calls.
-    kept: Mutex<Kept>,
+    kept: Arc<Mutex<Kept>>,
 }
 
 /// The open input (loaded whole: mapped, or decompressed) and the format's seek index,
@@ -422,22 +423,22 @@ impl Trace {
     #[pyo3(signature = (table=None))]
     fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let table = self.table_name(table)?;
-        // Several threads build stretches of the batches when the trace is in place, has
-        // a seek index and there are cores for them.
+        // Several threads build stretches of the batches when there are cores for them,
+        // unless the trace is known to have no seek index. The index is made meanwhile
+        // (while the first thread builds the first stretches from the start) when it is
+        // not known yet.
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let index = if threads > 1 {
-            let opened = self.opened.clone();
-            py.detach(|| -> Result<_, Error> {
-                if opened.source.input()?.is_stream() {
-                    return Ok(None);
-                }
-                self.kept().index(&opened)
-            })
-            .map_err(py_err)?
-        } else {
-            None
+        // Not waiting (with the GIL) for a seek index being made: then it is made again.
+        let known = match self.kept.try_lock() {
+            Ok(kept) => kept.index.clone(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().index.clone(),
+            Err(TryLockError::WouldBlock) => None,
         };
-        if let Some(index) = index {
+        if threads > 1 && !matches!(known, Some(None)) {
+            let index = match known {
+                Some(index) => IndexState::Known(index),
+                None => IndexState::Make(Arc::clone(&self.kept)),
+            };
             let rx = spawn_stretches(&self.opened, table, index, threads.min(MAX_THREADS));
             return arrow_reader(py, rx);
         }
@@ -764,15 +765,84 @@ const MAX_THREADS: usize = 4;
 /// records end within it, or the error that ends them there.
 type Stretch = (Vec<RecordBatch>, Result<bool, Error>);
 
-/// `to_arrow` on `threads` threads: stretch `k` of [`BATCH_ROWS`] records is built by
-/// thread `k % threads`, each from its own reader moved there through the seek `index`
-/// ([`trace_registry::Records::seek`]); a coordinating thread hands the batches on in
-/// order (the same as one thread's), then the error that ends the records, if any.
-/// Memory: a stretch per thread being built and one waiting.
+/// The seek index a `to_arrow` on several threads starts with.
+enum IndexState {
+    /// Known: the index, or `None` where the trace has none.
+    Known(Option<Arc<[u8]>>),
+    /// To be made (and kept by the Trace) while the first stretches are built.
+    Make(Arc<Mutex<Kept>>),
+}
+
+/// What the threads of one `to_arrow` share.
+struct Claims {
+    /// The next stretch to build.
+    next: u64,
+    /// How many stretches the coordinator has handed on.
+    sent: u64,
+    /// The last stretch, once a thread found the records end (or fail) in it.
+    last: Option<u64>,
+    /// `None` while the seek index is being made; then the index (`None`: there is none).
+    index: Option<Option<Arc<[u8]>>>,
+    /// Set when the coordinator is done (the end, an error, or Python stopped reading).
+    stop: bool,
+}
+
+/// [`Claims`] and the signal that they changed.
+struct Shared {
+    claims: Mutex<Claims>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Claims> {
+        self.claims
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Changes the claims and wakes the threads waiting on them.
+    fn update(&self, f: impl FnOnce(&mut Claims)) {
+        f(&mut self.lock());
+        self.changed.notify_all();
+    }
+
+    /// The next stretch to build and the seek index as known then, or `None` when there is
+    /// nothing more to build. At most `window` stretches are claimed past those handed on
+    /// (memory). With `needs_index`, waits until the index is known, and stops where there
+    /// is none: threads other than the first can only start through the index.
+    fn claim(&self, needs_index: bool, window: u64) -> Option<(u64, Option<Arc<[u8]>>)> {
+        let mut c = self.lock();
+        loop {
+            let past_last = c.last.is_some_and(|last| c.next > last);
+            if c.stop || past_last || (needs_index && matches!(c.index, Some(None))) {
+                return None;
+            }
+            let ready = !needs_index || c.index.is_some();
+            if ready && c.next < c.sent.saturating_add(window) {
+                let k = c.next;
+                c.next = k.saturating_add(1);
+                return Some((k, c.index.clone().flatten()));
+            }
+            c = self
+                .changed
+                .wait(c)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}
+
+/// `to_arrow` on `threads` threads. Each claims the next stretch of [`BATCH_ROWS`]
+/// records in turn and builds its batches with a reader of its own: the first thread
+/// from the start, reading on while its claims follow each other; the others (and the
+/// first, past a stretch another took) moved there through the seek `index`
+/// ([`trace_registry::Records::seek`]), so they start once it is known. A coordinating
+/// thread hands the batches on in order (the same as one thread's), then the error that
+/// ends the records, if any. Memory: at most `threads + 1` stretches built ahead of
+/// those handed on.
 fn spawn_stretches(
     opened: &Opened,
     table: String,
-    index: Arc<[u8]>,
+    index: IndexState,
     threads: usize,
 ) -> Receiver<Result<Chunk, Error>> {
     let me = opened.clone();
@@ -781,70 +851,176 @@ fn spawn_stretches(
         if tx.send(Ok(Chunk::Schema(schema))).is_err() {
             return Ok(());
         }
-        let workers: Vec<Receiver<Result<Stretch, Error>>> = (0..threads)
-            .map(|first| {
-                let (wtx, wrx) = sync_channel(1);
-                let (me, table, index) = (me.clone(), table.clone(), Arc::clone(&index));
-                let spawned = std::thread::Builder::new()
-                    .name("tracekit-stretch".into())
-                    .spawn(move || {
-                        let mut k = first as u64;
-                        loop {
-                            let run = std::panic::AssertUnwindSafe(|| {
-                                stretch(&me, &table, &index, k.saturating_mul(BATCH_ROWS as u64))
-                            });
-                            let result = std::panic::catch_unwind(run)
-                                .unwrap_or_else(|_| Err(internal("a reader thread panicked")));
-                            let last = !matches!(result, Ok((_, Ok(false))));
-                            if wtx.send(result).is_err() || last {
-                                return;
-                            }
-                            k = k.saturating_add(threads as u64);
-                        }
-                    });
-                if let Err(e) = spawned {
-                    // The coordinator reports it when it comes to this thread's stretch.
-                    let (etx, erx) = sync_channel(1);
-                    let _ = etx.send(Err(Error::io("cannot start a reader thread", e)));
-                    return erx;
-                }
-                wrx
-            })
-            .collect();
-        for k in 0usize.. {
-            let Some(worker) = workers.get(k.checked_rem(threads).unwrap_or(0)) else {
-                return Ok(());
-            };
-            let (batches, end) = worker
-                .recv()
-                .map_err(|_| internal("a reader thread stopped"))??;
-            for b in batches {
-                if tx.send(Ok(Chunk::Batch(b))).is_err() {
-                    return Ok(());
-                }
-            }
-            if end? {
-                break;
+        let shared = Arc::new(Shared {
+            claims: Mutex::new(Claims {
+                next: 0,
+                sent: 0,
+                last: None,
+                index: match &index {
+                    IndexState::Known(i) => Some(i.clone()),
+                    IndexState::Make(_) => None,
+                },
+                stop: false,
+            }),
+            changed: Condvar::new(),
+        });
+        if let IndexState::Make(kept) = index {
+            make_index(&me, kept, &shared);
+        }
+        // One stretch past those being built: a thread that finished can go on while
+        // another still builds the stretch due next.
+        let window = (threads as u64).saturating_add(1);
+        let (rtx, rrx) = channel();
+        for w in 0..threads {
+            let (me, table, shared, rtx) =
+                (me.clone(), table.clone(), Arc::clone(&shared), rtx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("tracekit-stretch".into())
+                .spawn(move || stretches(&me, &table, &shared, &rtx, w == 0, window));
+            // Without the first thread nothing is read; the others only share the work.
+            if let Err(e) = spawned
+                && w == 0
+            {
+                return Err(Error::io("cannot start a reader thread", e));
             }
         }
-        Ok(())
+        drop(rtx);
+        let outcome = hand_on(&rrx, tx, &shared);
+        shared.update(|c| c.stop = true);
+        outcome
     })
 }
 
-/// The batches of table `table` of records `from` to `from +` [`BATCH_ROWS`]: a reader of
-/// its own, moved there through the seek `index`. An error of the records comes after the
-/// batches of the records before it.
-fn stretch(opened: &Opened, table: &str, index: &[u8], from: u64) -> Result<Stretch, Error> {
-    let mut input = opened.source.input()?;
-    let mut ctx = Ctx::new(&opened.options);
-    let mut records = opened.handler.records(&mut input, &mut ctx)?;
-    records.seek(from, Some(index))?;
+/// Makes the seek index in a thread of its own (the Trace keeps it), then shares it; an
+/// input read as a stream gets none here (`to_arrow` would otherwise load it whole).
+fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
+    let (me, shared) = (me.clone(), Arc::clone(shared));
+    let done = Arc::clone(&shared);
+    let spawned = std::thread::Builder::new()
+        .name("tracekit-index".into())
+        .spawn(move || {
+            let run = std::panic::AssertUnwindSafe(|| -> Result<Option<Arc<[u8]>>, Error> {
+                let mut input = me.source.input()?;
+                if input.is_stream() {
+                    return Ok(None);
+                }
+                // Made without holding the Trace's lock (`state` and `seek` go on
+                // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
+                let mut ctx = Ctx::new(&me.options);
+                let index = match me.handler.steps(&mut input, &mut ctx) {
+                    Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+                    Err(_) => None,
+                };
+                let mut kept = kept
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                Ok(kept.index.get_or_insert(index).clone())
+            });
+            let index = std::panic::catch_unwind(run)
+                .ok()
+                .and_then(Result::ok)
+                .flatten();
+            shared.update(|c| c.index = Some(index));
+        });
+    if spawned.is_err() {
+        done.update(|c| c.index = Some(None));
+    }
+}
+
+/// The coordinator of [`spawn_stretches`]: the stretches' batches in order, then the end
+/// or the error that ends the records.
+fn hand_on(
+    rx: &Receiver<(u64, Result<Stretch, Error>)>,
+    tx: &SyncSender<Result<Chunk, Error>>,
+    shared: &Shared,
+) -> Result<(), Error> {
+    let mut early = BTreeMap::new();
+    for k in 0u64.. {
+        let got = match early.remove(&k) {
+            Some(got) => got,
+            None => loop {
+                let (j, got) = rx.recv().map_err(|_| internal("a reader thread stopped"))?;
+                if j == k {
+                    break got;
+                }
+                early.insert(j, got);
+            },
+        };
+        let (batches, end) = got?;
+        for b in batches {
+            if tx.send(Ok(Chunk::Batch(b))).is_err() {
+                return Ok(());
+            }
+        }
+        shared.update(|c| c.sent = k.saturating_add(1));
+        if end? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// One thread of [`spawn_stretches`]: builds the stretches it claims and sends each with
+/// its number, until there are no more or one ends the records (or fails).
+fn stretches(
+    me: &Opened,
+    table: &str,
+    shared: &Shared,
+    tx: &Sender<(u64, Result<Stretch, Error>)>,
+    first: bool,
+    window: u64,
+) {
+    let Some((mut k, mut index)) = shared.claim(!first, window) else {
+        return;
+    };
+    let run = std::panic::AssertUnwindSafe(|| -> Result<(), Error> {
+        let mut input = me.source.input()?;
+        let mut ctx = Ctx::new(&me.options);
+        // A reader from the start, moved to the first stretch it builds; reading on while
+        // the claims follow each other, else a fresh one (`seek` moves a fresh reader).
+        loop {
+            let mut records = me.handler.records(&mut input, &mut ctx)?;
+            let from = k.saturating_mul(BATCH_ROWS as u64);
+            if from > 0 {
+                records.seek(from, index.as_deref())?;
+            }
+            loop {
+                let built = stretch(records.as_mut(), table)?;
+                let last = !matches!(built.1, Ok(false));
+                if last {
+                    shared.update(|c| c.last = Some(c.last.map_or(k, |l| l.min(k))));
+                }
+                if tx.send((k, Ok(built))).is_err() || last {
+                    return Ok(());
+                }
+                let Some((next, i)) = shared.claim(false, window) else {
+                    return Ok(());
+                };
+                let follows = next == k.saturating_add(1);
+                (k, index) = (next, i);
+                if !follows {
+                    break;
+                }
+            }
+        }
+    });
+    let result =
+        std::panic::catch_unwind(run).unwrap_or_else(|_| Err(internal("a reader thread panicked")));
+    if let Err(e) = result {
+        shared.update(|c| c.last = Some(c.last.map_or(k, |l| l.min(k))));
+        let _ = tx.send((k, Err(e)));
+    }
+}
+
+/// The batches of table `table` of the next [`BATCH_ROWS`] records of `records`. An error
+/// of the records comes after the batches of the records before it.
+fn stretch(records: &mut dyn Records, table: &str) -> Result<Stretch, Error> {
     let mut batches = Batches::new(records.tables(), table, BATCH_ROWS)?;
     let mut left = BATCH_ROWS;
     let mut out = Vec::new();
     let mut failure = None;
     while left > 0 {
-        match batches.pull_at_most(records.as_mut(), left) {
+        match batches.pull_at_most(records, left) {
             Pulled::Records(n) => left = left.saturating_sub(n),
             Pulled::End => break,
             Pulled::Failed(e) => {

@@ -346,6 +346,46 @@ def test_arrow_of_many_batches_equals_parquet_export(tmp_path):
     assert t.to_arrow().read_all().column("i").to_pylist() == list(range(165_000))
 
 
+def arrow_outcome(source):
+    """`to_arrow()`'s column `i` and the error that ends it (offset, record, text), if any."""
+    rows = []
+    try:
+        for b in tracekit.open(source).to_arrow():
+            rows.extend(b.column("i").to_pylist())
+    except tracekit.TraceError as e:
+        return rows, (e.offset, e.record, str(e))
+    return rows, None
+
+
+def test_arrow_on_several_threads_equals_one_thread(tmp_path):
+    """Stretches built on several threads (the seek index made meanwhile, or kept from a
+    first call; bytes shared by the readers) give the batches of one thread, in order, and
+    on a trace cut short the same rows before the same error."""
+    if not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two cores")
+    path = tmp_path / "big.trace64"
+    repeated_trace(TESTDATA / "x64dbg/basic.trace64", 250, path)  # 275,000 instructions
+    data = path.read_bytes()
+    cut = tmp_path / "cut.trace64"
+    cut.write_bytes(data[: len(data) * 7 // 10 + 3])
+    sources = [path, data, cut, cut.read_bytes()]
+    cpus = os.sched_getaffinity(0)
+    # One core: `to_arrow` reads on one thread.
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        alone = [arrow_outcome(s) for s in sources]
+    finally:
+        os.sched_setaffinity(0, cpus)
+    assert alone[0] == (list(range(275_000)), None)
+    assert alone[2][1] is not None and 0 < len(alone[2][0]) < 275_000
+    for source, expected in zip(sources, alone):
+        assert arrow_outcome(source) == expected
+    t = tracekit.open(path)
+    first = t.to_arrow().read_all()
+    assert t.to_arrow().read_all().equals(first)
+    assert first.column("i").to_pylist() == alone[0][0]
+
+
 def test_arrow_errors_are_trace_errors():
     """A damaged trace's error in the middle of a `to_arrow` stream is the TraceError
     (with its offset and record) that iteration raises, after the rows before it; the

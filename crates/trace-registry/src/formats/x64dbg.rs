@@ -1719,11 +1719,14 @@ impl<'b> Run<'b> {
     /// Writes the open run up to row `row` (not included).
     #[inline]
     fn close(&mut self, row: usize) {
-        let len = self.buf.values.len();
-        self.buf.values.resize(
-            len.saturating_add(row.saturating_sub(self.from)),
-            self.value,
-        );
+        match row.saturating_sub(self.from) {
+            // A value that changes every row (the instruction pointer): one push.
+            1 => self.buf.values.push(self.value),
+            n => {
+                let len = self.buf.values.len();
+                self.buf.values.resize(len.saturating_add(n), self.value);
+            }
+        }
         self.from = row;
     }
 }

@@ -847,6 +847,10 @@ const FILL_MAX: usize = 4096;
 /// Rows reserved at most in a record table's integer columns at the start of a batch.
 const RESERVE_ROWS: usize = 1 << 16;
 
+/// Bytes reserved per row in a record table's byte-string columns at the start of a batch
+/// (an x86 instruction is 1 to 15 bytes, a few on average).
+const BYTES_PER_VALUE: usize = 8;
+
 impl Tables {
     /// Up to a few thousand records of `records` (and `limit`) through its typed fast path
     /// ([`crate::Records::fill_columns`]): how many (0 at the end) or the error that ends
@@ -941,10 +945,17 @@ impl crate::schema::ColumnSink for Tables {
         for (index, t) in self.tables.iter_mut().enumerate() {
             if index == rec {
                 for c in &mut t.columns {
-                    if let Column::Int(c) = c
-                        && c.buf.values.capacity() == 0
-                    {
-                        c.buf.values.reserve(reserve);
+                    match c {
+                        Column::Int(c) if c.buf.values.capacity() == 0 => {
+                            c.buf.values.reserve(reserve);
+                        }
+                        // Byte strings (x64dbg opcodes) at a few bytes a value; past that
+                        // they grow as they come.
+                        Column::Bytes(b) if b.offsets.capacity() <= 1 => {
+                            b.offsets.reserve(reserve);
+                            b.data.reserve(reserve.saturating_mul(BYTES_PER_VALUE));
+                        }
+                        _ => {}
                     }
                 }
                 record = t.columns.iter_mut().map(Column::as_col).collect();
