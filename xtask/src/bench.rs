@@ -795,20 +795,30 @@ fn thread_cpu_secs() -> Option<f64> {
     Some(ns as f64 / 1e9)
 }
 
-/// `tracekit bbv` through the registry as the command runs it (slices of 1,000,000
-/// instructions, one stream per thread, the `.bb` text written to a sink): the
-/// instructions in the vectors. `dcfg`: the DCFG of a DCFG-Trace.
-pub fn run_bbv(format: &str, bytes: &[u8], dcfg: Option<&std::path::Path>) -> u64 {
+/// `bbv` (slices of 1 M instructions) of `bytes` read as `format`, with the DCFG `dcfg`
+/// for DCFG-Trace, whose chunks are decoded on `workers` threads (`None`: every core, as
+/// `tracekit bbv` does); returns the instructions. The bytes are shared with the reader, as
+/// a mapped file is, not copied in the timed part.
+pub fn run_bbv(
+    format: &str,
+    bytes: &Arc<[u8]>,
+    dcfg: Option<&std::path::Path>,
+    workers: Option<usize>,
+) -> u64 {
     use trace_registry::analyses::bbv::{BbvOptions, bbv};
     let options = trace_registry::Options {
         dcfg: dcfg.map(std::path::Path::to_path_buf),
         ..trace_registry::Options::default()
     };
     let handler = trace_registry::by_name(format).unwrap();
-    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
-    let mut blocks = handler
-        .blocks(&mut input, &mut trace_registry::Ctx::new(&options))
-        .unwrap();
+    let mut input = trace_registry::Input::from_shared("bench", Arc::clone(bytes)).unwrap();
+    let mut ctx = trace_registry::Ctx::new(&options);
+    let mut blocks = match workers {
+        Some(n) => {
+            trace_registry::formats::dcfg_trace::dcfg_blocks(&mut input, &mut ctx, n).unwrap()
+        }
+        None => handler.blocks(&mut input, &mut ctx).unwrap(),
+    };
     let opts = BbvOptions {
         slice: 1_000_000,
         global: false,

@@ -676,7 +676,10 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             name: "amber tt6 bbv (slices of 1M)".into(),
             input: tt6.clone(),
             unit: "instrs",
-            run: Box::new(|b| crate::bench::run_bbv("tt6", b, None)),
+            run: {
+                let shared: Arc<[u8]> = Arc::from(tt6.as_slice());
+                Box::new(move |_| crate::bench::run_bbv("tt6", &shared, None, None))
+            },
         },
         BenchCase {
             name: "amber tt6 runs (bbv's record walk)".into(),

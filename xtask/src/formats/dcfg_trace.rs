@@ -403,38 +403,14 @@ fn bbv_case(trace: &Arc<Vec<u8>>, workers: Option<usize>) -> BenchCase {
         },
         input: Arc::clone(trace),
         unit: "edges",
-        run: Box::new(move |b| {
-            match workers {
-                None => {
-                    crate::bench::run_bbv("dcfg-trace", b, Some(&dcfg));
-                }
-                Some(n) => {
-                    bbv_on(b, &dcfg, n);
-                }
-            }
-            edges
-        }),
+        run: {
+            let shared: Arc<[u8]> = Arc::from(trace.as_slice());
+            Box::new(move |_| {
+                crate::bench::run_bbv("dcfg-trace", &shared, Some(&dcfg), workers);
+                edges
+            })
+        },
     }
-}
-
-/// As [`crate::bench::run_bbv`], with the chunks decoded on `workers` threads.
-fn bbv_on(bytes: &[u8], dcfg: &std::path::Path, workers: usize) -> u64 {
-    use trace_registry::analyses::bbv::{BbvOptions, bbv};
-    let options = trace_registry::Options {
-        dcfg: Some(dcfg.to_path_buf()),
-        ..trace_registry::Options::default()
-    };
-    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
-    let mut ctx = trace_registry::Ctx::new(&options);
-    let mut blocks =
-        trace_registry::formats::dcfg_trace::dcfg_blocks(&mut input, &mut ctx, workers).unwrap();
-    let opts = BbvOptions {
-        slice: 1_000_000,
-        global: false,
-        loop_bounded: false,
-    };
-    let result = bbv(&mut *blocks, &opts, |_| Ok(std::io::sink())).unwrap();
-    result.streams.iter().map(|s| s.instructions).sum()
 }
 
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {
