@@ -477,6 +477,37 @@ impl<'a> Blocks<'a> {
         self.state.thread()
     }
 
+    /// [`Blocks::walk_plain`] of at most `max` blocks, each numbered as the general path
+    /// numbers it (index, block number, offset, thread): what the replays' lean walks
+    /// hand on.
+    #[inline(always)]
+    pub(super) fn walk_plain_numbered(
+        &mut self,
+        max: u64,
+        mut on_instruction: impl FnMut(&Instruction<'a>),
+    ) -> u64 {
+        let (first, block, thread) = (
+            self.instructions(),
+            self.next_block_number(),
+            u64::from(self.thread()),
+        );
+        let (mut offset, mut k) = (self.offset().0, 0u64);
+        self.walk_plain(|ins| {
+            if k >= max {
+                return false;
+            }
+            let mut ins = *ins;
+            ins.meta.index = first + k;
+            ins.meta.block = block + k;
+            ins.meta.offset = offset;
+            ins.meta.packed |= thread;
+            offset += ins.meta.len;
+            k += 1;
+            on_instruction(&ins);
+            true
+        })
+    }
+
     /// Passes over the usual blocks without a thread id from here (see [`walk_plain`])
     /// while `on_block` says to go on, and returns the instructions passed; the next
     /// [`Iterator::next`] returns the block after them. Passes nothing when a thread-id

@@ -289,26 +289,9 @@ impl<'a> Replay<'a> {
             return 0;
         }
         let Replay { blocks, state } = self;
-        let (first, block, thread) = (
-            blocks.instructions(),
-            blocks.next_block_number(),
-            u64::from(blocks.thread()),
-        );
-        let (mut offset, mut k) = (blocks.offset().0, 0u64);
-        let count = blocks.walk_plain(|ins| {
-            if k >= max {
-                return false;
-            }
-            let mut ins = *ins;
-            ins.meta.index = first + k;
-            ins.meta.block = block + k;
-            ins.meta.offset = offset;
-            ins.meta.packed |= thread;
-            offset += ins.meta.len;
-            k += 1;
+        let count = blocks.walk_plain_numbered(max, |ins| {
             ins.apply(&mut state.regs);
-            on_instruction(&ins, &state.regs);
-            true
+            on_instruction(ins, &state.regs);
         });
         state.blocks_read += count;
         count
@@ -711,26 +694,9 @@ impl<'a> GeneralReplay<'a> {
             general,
             changed,
         } = self;
-        let (first, block, thread) = (
-            blocks.instructions(),
-            blocks.next_block_number(),
-            u64::from(blocks.thread()),
-        );
-        let (mut offset, mut k) = (blocks.offset().0, 0u64);
-        blocks.walk_plain(|ins| {
-            if k >= max {
-                return false;
-            }
-            let mut ins = *ins;
-            ins.meta.index = first + k;
-            ins.meta.block = block + k;
-            ins.meta.offset = offset;
-            ins.meta.packed |= thread;
-            offset += ins.meta.len;
-            k += 1;
+        blocks.walk_plain_numbered(max, |ins| {
             *changed = ins.apply_below(*general, regs);
-            on_instruction(&ins, regs, *changed);
-            true
+            on_instruction(ins, regs, *changed);
         })
     }
 
