@@ -241,7 +241,7 @@ pub trait Records {
     /// # Errors
     ///
     /// The error that ends the input before record `n`.
-    fn seek(&mut self, n: u64, index: Option<&[u8]>) -> Result<(), Error> {
+    fn seek(&mut self, n: u64, index: Option<&steps::SeekIndex>) -> Result<(), Error> {
         let _ = index;
         skip_records(self, n)
     }

@@ -34,6 +34,7 @@ use trace_registry::sink::native::{Native, Node};
 use trace_registry::sink::parquet::{
     Batches, Compression, Dataset, Origin, ParquetOptions, Pulled, TableSummary,
 };
+use trace_registry::steps::SeekIndex;
 use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 
 mod graph;
@@ -327,7 +328,7 @@ struct Trace {
 struct Kept {
     input: Option<Input>,
     /// `None` until asked for; then the format's index (`None` where it has none).
-    index: Option<Option<Arc<[u8]>>>,
+    index: Option<Option<SeekIndex>>,
 }
 
 impl Kept {
@@ -349,14 +350,14 @@ impl Kept {
     /// The format's seek index of the trace ([`trace_registry::steps::Steps::seek_index`]:
     /// the sidecar's, else built in one pass), made on first use. A trace without
     /// steps, or whose index cannot be built (damage), has none.
-    fn index(&mut self, opened: &Opened) -> Result<Option<Arc<[u8]>>, Error> {
+    fn index(&mut self, opened: &Opened) -> Result<Option<SeekIndex>, Error> {
         if let Some(index) = &self.index {
             return Ok(index.clone());
         }
         let input = self.input(opened)?;
         let mut ctx = Ctx::new(&opened.options);
         let index = match opened.handler.steps(input, &mut ctx) {
-            Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+            Ok(mut steps) => steps.seek_index().ok().flatten().map(SeekIndex::new),
             Err(_) => None,
         };
         Ok(self.index.insert(index).clone())
@@ -561,7 +562,7 @@ impl Trace {
                 )?;
                 // The index the seek built (x64dbg in memory), for the next call.
                 if !known {
-                    let built = steps.seek_index().ok().flatten().map(Arc::from);
+                    let built = steps.seek_index().ok().flatten().map(SeekIndex::new);
                     drop(steps);
                     kept.index = Some(built);
                 }
@@ -768,7 +769,7 @@ type Stretch = (Vec<RecordBatch>, Result<bool, Error>);
 /// The seek index a `to_arrow` on several threads starts with.
 enum IndexState {
     /// Known: the index, or `None` where the trace has none.
-    Known(Option<Arc<[u8]>>),
+    Known(Option<SeekIndex>),
     /// To be made (and kept by the Trace) while the first stretches are built.
     Make(Arc<Mutex<Kept>>),
 }
@@ -782,7 +783,7 @@ struct Claims {
     /// The last stretch, once a thread found the records end (or fail) in it.
     last: Option<u64>,
     /// `None` while the seek index is being made; then the index (`None`: there is none).
-    index: Option<Option<Arc<[u8]>>>,
+    index: Option<Option<SeekIndex>>,
     /// Set when the coordinator is done (the end, an error, or Python stopped reading).
     stop: bool,
 }
@@ -810,7 +811,7 @@ impl Shared {
     /// nothing more to build. At most `window` stretches are claimed past those handed on
     /// (memory). With `needs_index`, waits until the index is known, and stops where there
     /// is none: threads other than the first can only start through the index.
-    fn claim(&self, needs_index: bool, window: u64) -> Option<(u64, Option<Arc<[u8]>>)> {
+    fn claim(&self, needs_index: bool, window: u64) -> Option<(u64, Option<SeekIndex>)> {
         let mut c = self.lock();
         loop {
             let past_last = c.last.is_some_and(|last| c.next > last);
@@ -899,7 +900,7 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
     let spawned = std::thread::Builder::new()
         .name("tracekit-index".into())
         .spawn(move || {
-            let run = std::panic::AssertUnwindSafe(|| -> Result<Option<Arc<[u8]>>, Error> {
+            let run = std::panic::AssertUnwindSafe(|| -> Result<Option<SeekIndex>, Error> {
                 let mut input = me.source.input()?;
                 if input.is_stream() {
                     return Ok(None);
@@ -908,7 +909,7 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
                 // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
                 let mut ctx = Ctx::new(&me.options);
                 let index = match me.handler.steps(&mut input, &mut ctx) {
-                    Ok(mut steps) => steps.seek_index().ok().flatten().map(Arc::from),
+                    Ok(mut steps) => steps.seek_index().ok().flatten().map(SeekIndex::new),
                     Err(_) => None,
                 };
                 let mut kept = kept
@@ -982,7 +983,7 @@ fn stretches(
             let mut records = me.handler.records(&mut input, &mut ctx)?;
             let from = k.saturating_mul(BATCH_ROWS as u64);
             if from > 0 {
-                records.seek(from, index.as_deref())?;
+                records.seek(from, index.as_ref())?;
             }
             loop {
                 let built = stretch(records.as_mut(), table)?;
@@ -1109,9 +1110,9 @@ struct RecordIter {
 
 impl RecordIter {
     /// The records from record `skip` on (through the format's seek `index`, if any).
-    fn new(opened: &Opened, skip: u64, index: Option<Arc<[u8]>>) -> RecordIter {
+    fn new(opened: &Opened, skip: u64, index: Option<SeekIndex>) -> RecordIter {
         let rx = opened.spawn(move |records, tx| {
-            records.seek(skip, index.as_deref())?;
+            records.seek(skip, index.as_ref())?;
             let mut sink = Native::new(records.tables());
             let mut chunk = Vec::with_capacity(CHUNK);
             let failure = loop {

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use trace_core::Offset;
 
 use crate::output::AtomicFile;
-use crate::steps::{ScanQuery, Step, Steps};
+use crate::steps::{ScanQuery, SeekIndex, Step, Steps};
 use crate::{Ctx, Error, Handler, Input};
 
 /// The first bytes of a sidecar index (the last byte is the version).
@@ -1080,7 +1080,7 @@ pub struct BuildOptions {
     /// it first, to seek early, as `tracekit serve` does): kept as it is, instead of a
     /// second index pass. Bytes the format does not take ([`Steps::use_seek_index`]) are
     /// ignored and the index is built.
-    pub seek_index: Option<Arc<Vec<u8>>>,
+    pub seek_index: Option<SeekIndex>,
     /// Called with the number of steps indexed so far, every [`PROGRESS_STEPS`] steps and
     /// once at the end of the pass over the steps (the sorted lists are written after it).
     pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
@@ -1104,7 +1104,7 @@ impl std::fmt::Debug for BuildOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BuildOptions")
             .field("run_pairs", &self.run_pairs)
-            .field("seek_index", &self.seek_index.as_ref().map(|b| b.len()))
+            .field("seek_index", &self.seek_index)
             .field("progress", &self.progress.is_some())
             .finish()
     }
@@ -1188,8 +1188,8 @@ pub fn build(
     ctx.diagnostics = notes;
     let mut steps = steps?;
     let seek = match options.seek_index {
-        Some(bytes) if steps.use_seek_index(&bytes) => bytes,
-        _ => Arc::new(steps.seek_index()?.unwrap_or_default()),
+        Some(index) if steps.use_seek_index(&index) => index,
+        _ => SeekIndex::new(steps.seek_index()?.unwrap_or_default()),
     };
     let stem = |what: &str| {
         let mut name = file.temp_path().as_os_str().to_owned();
@@ -1262,7 +1262,7 @@ pub fn build(
     let mut pos = HEADER_LEN as u64;
     let mut sections = || -> io::Result<()> {
         w.write_all(&[0u8; HEADER_LEN])?;
-        header.seek = write_section(&mut w, &seek, &mut pos)?;
+        header.seek = write_section(&mut w, seek.bytes(), &mut pos)?;
         for (runs, list) in [(&mut pcs, &mut header.pcs), (&mut mem, &mut header.mem)] {
             let mut lw = ListWriter::new(&mut w);
             runs.drain_into(&mut lw)?;
@@ -1287,7 +1287,7 @@ pub fn build(
         steps: count,
         trace_bytes: identity.len,
         index_bytes: pos,
-        seek_bytes: seek.len() as u64,
+        seek_bytes: seek.bytes().len() as u64,
         executions,
         accesses,
     })
@@ -1659,7 +1659,7 @@ pub(crate) mod tests {
         let given = run(
             &dir.join("given.tkidx"),
             BuildOptions {
-                seek_index: Some(Arc::new(seek)),
+                seek_index: Some(SeekIndex::new(seek)),
                 ..BuildOptions::default()
             },
         );
@@ -1678,7 +1678,7 @@ pub(crate) mod tests {
         let kept = run(
             &dir.join("kept.tkidx"),
             BuildOptions {
-                seek_index: Some(Arc::new(prefix.clone())),
+                seek_index: Some(SeekIndex::new(prefix.clone())),
                 ..BuildOptions::default()
             },
         );

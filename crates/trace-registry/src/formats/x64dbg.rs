@@ -31,7 +31,7 @@ use crate::schema::{
 };
 use crate::steps::{
     self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, RegsWanted,
-    ScanQuery, Step, Steps,
+    ScanQuery, SeekIndex, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
@@ -432,7 +432,9 @@ impl<'a> X64Steps<'a> {
                 .map(Cow::Owned)
                 .collect(),
             fields: register_fields(arch),
-            index: saved.and_then(|bytes| Index::from_bytes(&bytes)),
+            index: saved
+                .and_then(|bytes| Index::from_bytes(&bytes))
+                .map(Arc::new),
             trace,
             blocks,
             step: Step::default(),
@@ -467,7 +469,8 @@ struct X64Steps<'a> {
     fields: Vec<RegisterField>,
     /// The trace in memory, for seeking; `None` for a stream.
     trace: Option<Trace<'a>>,
-    index: Option<Index>,
+    /// The seek index: built here, or taken parsed from a caller's [`SeekIndex`].
+    index: Option<Arc<Index>>,
     blocks: Blocks<'a>,
     step: Step,
     /// `step` is already read (by a seek) and is what the next `next_step` returns.
@@ -526,7 +529,7 @@ impl<'a> X64Steps<'a> {
         if far && let Some(last) = next.checked_sub(1) {
             let index = self
                 .index
-                .get_or_insert_with(|| trace.build_index_partial().0);
+                .get_or_insert_with(|| Arc::new(trace.build_index_partial().0));
             if last < index.instructions() {
                 match trace.seek(index, last) {
                     Ok((_, replay)) => {
@@ -697,7 +700,7 @@ impl Steps for X64Steps<'_> {
         // The index of the complete blocks: instructions before damage can be reached.
         let index = match &self.index {
             Some(index) => index,
-            None => self.index.insert(trace.build_index_partial().0),
+            None => self.index.insert(Arc::new(trace.build_index_partial().0)),
         };
         if n >= index.instructions() {
             return Err(past_the_index(trace, index, n));
@@ -849,16 +852,18 @@ impl Steps for X64Steps<'_> {
         };
         let index = match &self.index {
             Some(index) => index,
-            None => self.index.insert(trace.build_index().map_err(err)?),
+            None => self
+                .index
+                .insert(Arc::new(trace.build_index().map_err(err)?)),
         };
         Ok(Some(index.to_bytes()))
     }
 
-    fn use_seek_index(&mut self, bytes: &[u8]) -> bool {
+    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
         if self.trace.is_none() {
             return false;
         }
-        match Index::from_bytes(bytes) {
+        match index.parsed(Index::from_bytes) {
             Some(index) => {
                 self.index = Some(index);
                 true
@@ -868,7 +873,7 @@ impl Steps for X64Steps<'_> {
     }
 
     fn count_known(&self) -> Option<u64> {
-        self.index.as_ref().map(Index::instructions)
+        self.index.as_deref().map(Index::instructions)
     }
 
     /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
@@ -1473,8 +1478,8 @@ impl Records for X64Records<'_> {
         )))
     }
 
-    fn seek(&mut self, n: u64, index: Option<&[u8]>) -> Result<(), Error> {
-        let found = match (&self.trace, index.and_then(Index::from_bytes)) {
+    fn seek(&mut self, n: u64, index: Option<&SeekIndex>) -> Result<(), Error> {
+        let found = match (&self.trace, index.and_then(|i| i.parsed(Index::from_bytes))) {
             (Some(trace), Some(index)) if index.instructions() > 0 => {
                 // The last instruction the index knows, at most: past it, the records
                 // (and the damage that ends them, if any) are read one by one.
@@ -2290,7 +2295,7 @@ mod tests {
         }
         let options = crate::Options::default();
         for (name, bytes) in inputs {
-            let all = |from: u64, index: Option<&[u8]>| {
+            let all = |from: u64, index: Option<&SeekIndex>| {
                 let mut input = Input::from_bytes(name.clone(), bytes.clone()).unwrap();
                 let mut records = X64dbg.records(&mut input, &mut Ctx::new(&options)).unwrap();
                 let sought = records.seek(from, index).map_err(|e| e.to_string());
@@ -2312,7 +2317,8 @@ mod tests {
                 .unwrap()
                 .seek_index()
                 .ok()
-                .flatten();
+                .flatten()
+                .map(SeekIndex::new);
             let (_, every, _) = all(0, None);
             let n = every.len() as u64;
             assert!(index.is_some() || name.starts_with("err-"), "{name}");
@@ -2328,7 +2334,7 @@ mod tests {
                 n,
                 n + 7,
             ] {
-                let jumped = all(at, index.as_deref());
+                let jumped = all(at, index.as_ref());
                 assert_eq!(jumped, all(at, None), "{name}: seek to {at}");
                 let expected = every
                     .get(usize::try_from(at).unwrap()..)

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use gdb_tfile::{Block, Endian, Frame, FrameIndex, TargetDescription, TraceFile};
 
@@ -123,7 +124,7 @@ pub(crate) struct TfileSteps<'a> {
     /// Built on the first seek of a file in memory without a `saved` one.
     index: Option<FrameIndex<'a>>,
     /// The seek index of the sidecar index file, when there is a usable one.
-    saved: Option<SeekIndex>,
+    saved: Option<Arc<SeekIndex>>,
     /// Frames the last seek read to reach its frame (the work it did).
     walked: u64,
     current: Current,
@@ -163,7 +164,7 @@ impl<'a> TfileSteps<'a> {
         let frames = Frames::open(input, ctx)?;
         let saved = match &frames {
             Frames::Slice(slice) => {
-                saved.and_then(|b| SeekIndex::from_bytes(&b, slice.0.data().len()))
+                saved.and_then(|b| SeekIndex::from_bytes(&b, slice.0.data().len()).map(Arc::new))
             }
             Frames::Stream(_) => None,
         };
@@ -514,11 +515,12 @@ impl<'a> Steps for TfileSteps<'a> {
 
     /// Takes the bytes as the sidecar's seek index is taken (checked against the file's
     /// size only).
-    fn use_seek_index(&mut self, bytes: &[u8]) -> bool {
+    fn use_seek_index(&mut self, index: &steps::SeekIndex) -> bool {
         let Frames::Slice(slice) = &self.frames else {
             return false;
         };
-        let saved = SeekIndex::from_bytes(bytes, slice.0.data().len());
+        let len = slice.0.data().len();
+        let saved = index.parsed(|b| SeekIndex::from_bytes(b, len));
         let taken = saved.is_some();
         if taken {
             self.saved = saved;

@@ -14,7 +14,7 @@ use trace_registry::analyses::state::state_of;
 use trace_registry::analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
 use trace_registry::disasm::{Disassembler, ReadWatch};
 use trace_registry::sink::JsonLines;
-use trace_registry::steps::{Isa, RegCopy, RegPlan, Steps};
+use trace_registry::steps::{Isa, RegCopy, RegPlan, SeekIndex, Steps};
 use trace_registry::{Ctx, Error, Handler, Input, Options};
 
 use super::http::Response;
@@ -73,8 +73,9 @@ struct Shared {
     meta: Meta,
     steps: Mutex<Option<u64>>,
     index: Mutex<IndexStatus>,
-    /// The format's seek index, once known (x64dbg), for every open of the steps.
-    seek_index: RwLock<Option<Arc<Vec<u8>>>>,
+    /// The format's seek index, once known (x64dbg), for every open of the steps and
+    /// records (parsed on the first, then shared).
+    seek_index: RwLock<Option<SeekIndex>>,
     /// The sidecar index, once usable (one file handle: lookups take turns).
     sidecar: Mutex<Option<Sidecar>>,
     info: Mutex<Option<Result<String, String>>>,
@@ -323,10 +324,9 @@ impl Api {
         };
         let (seek, count) = match seek {
             Ok((Some(bytes), count)) if !bytes.is_empty() => {
-                let bytes = Arc::new(bytes);
-                *s.seek_index.write().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Arc::clone(&bytes));
-                (Some(bytes), count)
+                let index = SeekIndex::new(bytes);
+                *s.seek_index.write().unwrap_or_else(PoisonError::into_inner) = Some(index.clone());
+                (Some(index), count)
             }
             Ok((_, count)) => (None, count),
             Err(e) => return self.failed(&mut input, &e.to_string()),
@@ -386,9 +386,12 @@ impl Api {
     fn ready(&self, sidecar: Sidecar, seek: Vec<u8>) {
         let s = &self.shared;
         *lock(&s.steps) = Some(sidecar.header().steps);
-        if !seek.is_empty() {
-            *s.seek_index.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(seek));
+        let mut kept = s.seek_index.write().unwrap_or_else(PoisonError::into_inner);
+        // The sidecar keeps the seek index made first: keep that one, parsed already.
+        if !seek.is_empty() && kept.as_ref().is_none_or(|k| k.bytes() != seek) {
+            *kept = Some(SeekIndex::new(seek));
         }
+        drop(kept);
         *lock(&s.sidecar) = Some(sidecar);
     }
 
@@ -579,8 +582,8 @@ impl Worker {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some(bytes) = seek {
-            steps.use_seek_index(&bytes);
+        if let Some(index) = seek {
+            steps.use_seek_index(&index);
         }
         Ok(steps)
     }
@@ -665,7 +668,7 @@ impl Worker {
                 .records(&mut self.input, &mut Ctx::new(&s.row_options))
                 .map_err(|e| failure(&e, None))?;
             records
-                .seek(from, seek.as_deref().map(Vec::as_slice))
+                .seek(from, seek.as_ref())
                 .map_err(|e| failure(&e, Some("from")))?;
             let mut buf = Vec::new();
             let mut sink = JsonLines::new(&mut buf, records.tables());
