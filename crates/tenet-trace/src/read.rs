@@ -261,8 +261,15 @@ fn hex(c: u8) -> u8 {
     HEX.get(usize::from(c)).copied().unwrap_or(0xff)
 }
 
-/// A problem at byte `at` of the line.
-struct At(usize, Problem);
+/// A problem at byte `at` of the line (boxed: the parser's results stay two words, so
+/// they come back in registers).
+struct At(usize, Box<Problem>);
+
+/// [`At`] of a problem.
+#[cold]
+fn at(at: usize, problem: Problem) -> At {
+    At(at, Box::new(problem))
+}
 
 /// The parser's state: the architecture, and the buffers of the current line.
 #[derive(Debug)]
@@ -313,6 +320,7 @@ impl Parser {
             }));
         }
         if let Err(At(at, problem)) = self.items(line) {
+            let problem = *problem;
             return Err(self.error(offset, at, problem));
         }
         self.instructions = self.instructions.saturating_add(1);
@@ -373,7 +381,7 @@ impl Parser {
         }
         if self.regs.pc().is_none() || self.arch.is_none() {
             let pc = self.arch.map_or("rip or eip", Arch::pc_name);
-            return Err(At(0, Problem::MissingPc { pc }));
+            return Err(at(0, Problem::MissingPc { pc }));
         }
         Ok(())
     }
@@ -394,7 +402,7 @@ impl Parser {
                     }
                     Some(a) if a != arch => {
                         let key = line.get(start..p).unwrap_or_default().to_ascii_lowercase();
-                        return Err(At(
+                        return Err(at(
                             start,
                             Problem::OtherArch {
                                 key: String::from_utf8_lossy(&key).into_owned(),
@@ -407,11 +415,11 @@ impl Parser {
                 }
                 *regs = regs.saturating_add(1);
                 if *regs > MAX_REGISTERS {
-                    return Err(At(start, Problem::TooManyRegisters));
+                    return Err(at(start, Problem::TooManyRegisters));
                 }
                 let (v, end) = number(line, value, "register value")?;
                 if v > arch.max_value() {
-                    return Err(At(
+                    return Err(at(
                         value,
                         Problem::TooWide {
                             what: "register value",
@@ -425,11 +433,11 @@ impl Parser {
             Key::Mem(kind) => {
                 let (addr, p) = number(line, value, "memory address")?;
                 if line.get(p) != Some(&raw::MEMORY_SEPARATOR) {
-                    return Err(At(p, Problem::MissingColon));
+                    return Err(at(p, Problem::MissingColon));
                 }
                 let bytes = p.saturating_add(1);
                 // Eight digits (four bytes) at a time, each piece appended whole and cut.
-                let at = self.data.len();
+                let from = self.data.len();
                 let mut q = bytes;
                 loop {
                     let (values, n) = hex_prefix(load8(line, q));
@@ -445,11 +453,11 @@ impl Parser {
                 }
                 let digits = q.saturating_sub(bytes);
                 if digits == 0 || digits % 2 != 0 {
-                    self.data.truncate(at);
+                    self.data.truncate(from);
                 }
                 if digits == 0 {
                     end_of_item(line, q, "memory bytes")?;
-                    return Err(At(
+                    return Err(at(
                         q,
                         Problem::NoHexDigits {
                             what: "memory bytes",
@@ -458,12 +466,12 @@ impl Parser {
                 }
                 if digits % 2 != 0 {
                     end_of_item(line, q, "memory bytes")?;
-                    return Err(At(bytes, Problem::OddHexDigits { digits }));
+                    return Err(at(bytes, Problem::OddHexDigits { digits }));
                 }
                 self.items.push(MemItem {
                     kind,
                     addr,
-                    start: u32::try_from(at).unwrap_or(u32::MAX),
+                    start: u32::try_from(from).unwrap_or(u32::MAX),
                     len: u32::try_from(digits / 2).unwrap_or(u32::MAX),
                 });
                 end_of_item(line, q, "memory bytes")
@@ -502,7 +510,7 @@ fn slow_key(line: &[u8], start: usize) -> Result<(Key, usize), At> {
     loop {
         match line.get(p) {
             Some(&raw::KEY_SEPARATOR) => break,
-            Some(&raw::ITEM_SEPARATOR) | None => return Err(At(p, Problem::MissingEquals)),
+            Some(&raw::ITEM_SEPARATOR) | None => return Err(at(p, Problem::MissingEquals)),
             Some(&c) => {
                 if len < 4 && c.is_ascii_alphanumeric() {
                     key |= u32::from(c.to_ascii_lowercase()).wrapping_shl(len.wrapping_mul(8));
@@ -518,7 +526,7 @@ fn slow_key(line: &[u8], start: usize) -> Result<(Key, usize), At> {
     let kind = (len <= 4)
         .then(|| raw::classify(key))
         .flatten()
-        .ok_or_else(|| At(start, unknown_key(line.get(start..p).unwrap_or_default())))?;
+        .ok_or_else(|| at(start, unknown_key(line.get(start..p).unwrap_or_default())))?;
     Ok((kind, p))
 }
 
@@ -533,7 +541,7 @@ fn unknown_key(key: &[u8]) -> Problem {
 fn end_of_item(line: &[u8], p: usize, what: &'static str) -> Result<usize, At> {
     match line.get(p) {
         None | Some(&raw::ITEM_SEPARATOR) => Ok(p),
-        Some(&c) => Err(At(
+        Some(&c) => Err(at(
             p,
             Problem::BadHexDigit {
                 what,
@@ -647,7 +655,7 @@ fn number_by_digit(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64
             break;
         }
         if v >> 60 != 0 {
-            return Err(At(start, Problem::TooWide { what, bits: 64 }));
+            return Err(at(start, Problem::TooWide { what, bits: 64 }));
         }
         v = (v << 4) | u64::from(d);
         p = p.saturating_add(1);
@@ -655,9 +663,9 @@ fn number_by_digit(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64
     if p == start {
         return match line.get(p) {
             None | Some(&raw::ITEM_SEPARATOR | &raw::MEMORY_SEPARATOR) => {
-                Err(At(p, Problem::NoHexDigits { what }))
+                Err(at(p, Problem::NoHexDigits { what }))
             }
-            Some(&c) => Err(At(
+            Some(&c) => Err(at(
                 p,
                 Problem::BadHexDigit {
                     what,
