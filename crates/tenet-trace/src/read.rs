@@ -447,7 +447,8 @@ impl Parser {
                         .extend_from_slice(piece.get(..4).unwrap_or_default());
                     self.data.truncate(keep);
                     q = q.saturating_add(n);
-                    if n < 8 {
+                    // The usual item ends after a whole word: seen from its next byte.
+                    if n < 8 || line.get(q).is_none_or(|&c| hex(c) == 0xff) {
                         break;
                     }
                 }
