@@ -165,76 +165,53 @@ pub(crate) const fn pack(key: &[u8]) -> u32 {
     v
 }
 
-/// Classifies a lowercase key packed by [`pack`] (keys longer than 4 bytes are none of
-/// these). One `match` over integers, which compiles to a few comparisons: this is the hot
-/// path of the reader.
-pub(crate) fn classify(key: u32) -> Option<Key> {
-    use Arch::{Amd64 as A, X86 as X};
-    const fn k(s: &str) -> u32 {
-        pack(s.as_bytes())
+/// The multiplier of [`slot`]: it sends the 29 known keys to 29 different slots of 64
+/// (found by search; the test `classify_matches_the_tables` checks every key).
+const SLOT_MULTIPLIER: u32 = 0x5a82_bb4d;
+
+/// The slot of a packed key in [`KEYS`]: the top 6 bits of a multiplicative hash.
+#[inline(always)]
+const fn slot(key: u32) -> usize {
+    (key.wrapping_mul(SLOT_MULTIPLIER) >> 26) as usize
+}
+
+/// Every known key at its [`slot`], packed, with what it is (0 and `None` in free slots).
+/// Built at compile time from the name tables; two keys in one slot would be a compile
+/// error.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+static KEYS: [(u32, Option<Key>); 64] = {
+    let mut t: [(u32, Option<Key>); 64] = [(0, None); 64];
+    const fn put(t: &mut [(u32, Option<Key>); 64], name: &str, key: Key) {
+        let packed = pack(name.as_bytes());
+        let s = slot(packed);
+        assert!(t[s].1.is_none(), "two keys in one slot");
+        t[s] = (packed, Some(key));
     }
-    const RDI: u32 = k("rdi");
-    const RSI: u32 = k("rsi");
-    const RBP: u32 = k("rbp");
-    const RSP: u32 = k("rsp");
-    const RBX: u32 = k("rbx");
-    const RDX: u32 = k("rdx");
-    const RCX: u32 = k("rcx");
-    const RAX: u32 = k("rax");
-    const R8: u32 = k("r8");
-    const R9: u32 = k("r9");
-    const R10: u32 = k("r10");
-    const R11: u32 = k("r11");
-    const R12: u32 = k("r12");
-    const R13: u32 = k("r13");
-    const R14: u32 = k("r14");
-    const R15: u32 = k("r15");
-    const RIP: u32 = k("rip");
-    const EDI: u32 = k("edi");
-    const ESI: u32 = k("esi");
-    const EBP: u32 = k("ebp");
-    const ESP: u32 = k("esp");
-    const EBX: u32 = k("ebx");
-    const EDX: u32 = k("edx");
-    const ECX: u32 = k("ecx");
-    const EAX: u32 = k("eax");
-    const EIP: u32 = k("eip");
-    const MR: u32 = k("mr");
-    const MW: u32 = k("mw");
-    const MRW: u32 = k("mrw");
-    let k = match key {
-        RDI => Key::Reg(A, 0),
-        RSI => Key::Reg(A, 1),
-        RBP => Key::Reg(A, 2),
-        RSP => Key::Reg(A, 3),
-        RBX => Key::Reg(A, 4),
-        RDX => Key::Reg(A, 5),
-        RCX => Key::Reg(A, 6),
-        RAX => Key::Reg(A, 7),
-        R8 => Key::Reg(A, 8),
-        R9 => Key::Reg(A, 9),
-        R10 => Key::Reg(A, 10),
-        R11 => Key::Reg(A, 11),
-        R12 => Key::Reg(A, 12),
-        R13 => Key::Reg(A, 13),
-        R14 => Key::Reg(A, 14),
-        R15 => Key::Reg(A, 15),
-        RIP => Key::Reg(A, 16),
-        EDI => Key::Reg(X, 0),
-        ESI => Key::Reg(X, 1),
-        EBP => Key::Reg(X, 2),
-        ESP => Key::Reg(X, 3),
-        EBX => Key::Reg(X, 4),
-        EDX => Key::Reg(X, 5),
-        ECX => Key::Reg(X, 6),
-        EAX => Key::Reg(X, 7),
-        EIP => Key::Reg(X, 8),
-        MR => Key::Mem(MemKind::Read),
-        MW => Key::Mem(MemKind::Write),
-        MRW => Key::Mem(MemKind::ReadWrite),
-        _ => return None,
-    };
-    Some(k)
+    let mut i = 0;
+    while i < AMD64_REGISTERS.len() {
+        put(&mut t, AMD64_REGISTERS[i], Key::Reg(Arch::Amd64, i));
+        i += 1;
+    }
+    let mut i = 0;
+    while i < X86_REGISTERS.len() {
+        put(&mut t, X86_REGISTERS[i], Key::Reg(Arch::X86, i));
+        i += 1;
+    }
+    put(&mut t, "mr", Key::Mem(MemKind::Read));
+    put(&mut t, "mw", Key::Mem(MemKind::Write));
+    put(&mut t, "mrw", Key::Mem(MemKind::ReadWrite));
+    t
+};
+
+/// Classifies a lowercase key packed by [`pack`] (keys longer than 4 bytes are none of
+/// these): one table slot and one comparison, no branch per key (the hot path of the
+/// reader).
+#[inline]
+pub(crate) fn classify(key: u32) -> Option<Key> {
+    match KEYS.get(slot(key)) {
+        Some(&(packed, found)) if packed == key => found,
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +233,27 @@ mod tests {
             assert_eq!(classify(pack(k.key().as_bytes())), Some(Key::Mem(k)));
         }
         assert_eq!(classify(pack(b"rfla")), None);
+        // Every key of 2 and 3 lowercase letters and digits: known exactly when named.
+        let known: Vec<&str> = AMD64_REGISTERS
+            .iter()
+            .chain(&X86_REGISTERS)
+            .copied()
+            .chain(["mr", "mw", "mrw"])
+            .collect();
+        let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        for &a in alphabet {
+            for &b in alphabet {
+                for c in alphabet.iter().map(|&c| Some(c)).chain([None]) {
+                    let key: Vec<u8> = [a, b].into_iter().chain(c).collect();
+                    let name = std::str::from_utf8(&key).unwrap();
+                    assert_eq!(
+                        classify(pack(&key)).is_some(),
+                        known.contains(&name),
+                        "{name}"
+                    );
+                }
+            }
+        }
         assert_eq!(classify(pack(b"RAX")), None);
     }
 }

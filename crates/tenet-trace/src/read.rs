@@ -1,9 +1,11 @@
 //! The readers: [`Reader`] over `&[u8]` and [`StreamReader`] over `io::Read`, both lending
 //! one [`Line`] at a time from buffers they reuse (no allocation per line).
 //!
-//! The parser is one pass over the bytes of a line: a key up to `=`, lowercased and matched
-//! against the known keys, then a hex value read digit by digit through a table until the
-//! `,` or the end of the line. No regex, no splitting into strings.
+//! The parser is one pass over the bytes of a line: a key up to `=` (canonical keys found
+//! from one word, others lowercased byte by byte), matched against the known keys through
+//! a hashed table, then a hex value read eight digits at a time (the digits found and
+//! converted in one 64-bit word) until the `,` or the end of the line. No regex, no
+//! splitting into strings.
 
 use std::io::Read;
 
@@ -259,8 +261,15 @@ fn hex(c: u8) -> u8 {
     HEX.get(usize::from(c)).copied().unwrap_or(0xff)
 }
 
-/// A problem at byte `at` of the line.
-struct At(usize, Problem);
+/// A problem at byte `at` of the line (boxed: the parser's results stay two words, so
+/// they come back in registers).
+struct At(usize, Box<Problem>);
+
+/// [`At`] of a problem.
+#[cold]
+fn at(at: usize, problem: Problem) -> At {
+    At(at, Box::new(problem))
+}
 
 /// The parser's state: the architecture, and the buffers of the current line.
 #[derive(Debug)]
@@ -311,6 +320,7 @@ impl Parser {
             }));
         }
         if let Err(At(at, problem)) = self.items(line) {
+            let problem = *problem;
             return Err(self.error(offset, at, problem));
         }
         self.instructions = self.instructions.saturating_add(1);
@@ -371,38 +381,17 @@ impl Parser {
         }
         if self.regs.pc().is_none() || self.arch.is_none() {
             let pc = self.arch.map_or("rip or eip", Arch::pc_name);
-            return Err(At(0, Problem::MissingPc { pc }));
+            return Err(at(0, Problem::MissingPc { pc }));
         }
         Ok(())
     }
 
     /// Reads the item at `start`; returns where it ends (at `,` or the end of the line).
     fn item(&mut self, line: &[u8], start: usize, regs: &mut usize) -> Result<usize, At> {
-        // The key, lowercased and packed into a u32 as it is scanned (known keys have at
-        // most 4 bytes; a longer one is unknown, `len` says so).
-        let mut key = 0u32;
-        let mut len = 0u32;
-        let mut p = start;
-        loop {
-            match line.get(p) {
-                Some(&raw::KEY_SEPARATOR) => break,
-                Some(&raw::ITEM_SEPARATOR) | None => return Err(At(p, Problem::MissingEquals)),
-                Some(&c) => {
-                    if len < 4 && c.is_ascii_alphanumeric() {
-                        key |= u32::from(c.to_ascii_lowercase()).wrapping_shl(len.wrapping_mul(8));
-                        len = len.saturating_add(1);
-                    } else {
-                        // Too long, or a byte no key has: unknown.
-                        len = 5;
-                    }
-                }
-            }
-            p = p.saturating_add(1);
-        }
-        let kind = (len <= 4)
-            .then(|| raw::classify(key))
-            .flatten()
-            .ok_or_else(|| At(start, unknown_key(line.get(start..p).unwrap_or_default())))?;
+        let (kind, p) = match fast_key(line, start) {
+            Some(found) => found,
+            None => slow_key(line, start)?,
+        };
         let value = p.saturating_add(1);
         match kind {
             Key::Reg(arch, index) => {
@@ -413,7 +402,7 @@ impl Parser {
                     }
                     Some(a) if a != arch => {
                         let key = line.get(start..p).unwrap_or_default().to_ascii_lowercase();
-                        return Err(At(
+                        return Err(at(
                             start,
                             Problem::OtherArch {
                                 key: String::from_utf8_lossy(&key).into_owned(),
@@ -426,11 +415,11 @@ impl Parser {
                 }
                 *regs = regs.saturating_add(1);
                 if *regs > MAX_REGISTERS {
-                    return Err(At(start, Problem::TooManyRegisters));
+                    return Err(at(start, Problem::TooManyRegisters));
                 }
                 let (v, end) = number(line, value, "register value")?;
                 if v > arch.max_value() {
-                    return Err(At(
+                    return Err(at(
                         value,
                         Problem::TooWide {
                             what: "register value",
@@ -444,17 +433,32 @@ impl Parser {
             Key::Mem(kind) => {
                 let (addr, p) = number(line, value, "memory address")?;
                 if line.get(p) != Some(&raw::MEMORY_SEPARATOR) {
-                    return Err(At(p, Problem::MissingColon));
+                    return Err(at(p, Problem::MissingColon));
                 }
                 let bytes = p.saturating_add(1);
+                // Eight digits (four bytes) at a time, each piece appended whole and cut.
+                let from = self.data.len();
                 let mut q = bytes;
-                while line.get(q).is_some_and(|&c| hex(c) != 0xff) {
-                    q = q.saturating_add(1);
+                loop {
+                    let (values, n) = hex_prefix(load8(line, q));
+                    let keep = self.data.len().saturating_add(n / 2);
+                    let piece = digits_bytes(values, n).to_le_bytes();
+                    self.data
+                        .extend_from_slice(piece.get(..4).unwrap_or_default());
+                    self.data.truncate(keep);
+                    q = q.saturating_add(n);
+                    // The usual item ends after a whole word: seen from its next byte.
+                    if n < 8 || line.get(q).is_none_or(|&c| hex(c) == 0xff) {
+                        break;
+                    }
                 }
                 let digits = q.saturating_sub(bytes);
+                if digits == 0 || digits % 2 != 0 {
+                    self.data.truncate(from);
+                }
                 if digits == 0 {
                     end_of_item(line, q, "memory bytes")?;
-                    return Err(At(
+                    return Err(at(
                         q,
                         Problem::NoHexDigits {
                             what: "memory bytes",
@@ -463,24 +467,68 @@ impl Parser {
                 }
                 if digits % 2 != 0 {
                     end_of_item(line, q, "memory bytes")?;
-                    return Err(At(bytes, Problem::OddHexDigits { digits }));
-                }
-                let at = self.data.len();
-                for pair in line.get(bytes..q).unwrap_or_default().chunks_exact(2) {
-                    if let [h, l] = pair {
-                        self.data.push((hex(*h) << 4) | hex(*l));
-                    }
+                    return Err(at(bytes, Problem::OddHexDigits { digits }));
                 }
                 self.items.push(MemItem {
                     kind,
                     addr,
-                    start: u32::try_from(at).unwrap_or(u32::MAX),
+                    start: u32::try_from(from).unwrap_or(u32::MAX),
                     len: u32::try_from(digits / 2).unwrap_or(u32::MAX),
                 });
                 end_of_item(line, q, "memory bytes")
             }
         }
     }
+}
+
+/// The key at `start` when it is written as canonical files write it (lowercase, `=`
+/// after its 2 or 3 bytes), found from one word: the key and where its `=` is; `None`
+/// for anything else (then [`slow_key`] decides).
+#[inline(always)]
+fn fast_key(line: &[u8], start: usize) -> Option<(Key, usize)> {
+    let w = load8(line, start);
+    let byte = |k: u32| (w >> k.saturating_mul(8)) as u8;
+    let (key, len) = if byte(2) == raw::KEY_SEPARATOR {
+        (w & 0xffff, 2)
+    } else if byte(3) == raw::KEY_SEPARATOR && byte(2) != 0 {
+        // A 0 byte would pack like a shorter key.
+        (w & 0xff_ffff, 3)
+    } else {
+        return None;
+    };
+    // Known keys are lowercase letters and digits: any other byte matches none.
+    let kind = raw::classify(u32::try_from(key).ok()?)?;
+    Some((kind, start.saturating_add(len)))
+}
+
+/// The key at `start` in any case: lowercased and packed into a u32 as it is scanned
+/// (known keys have at most 4 bytes; a longer one is unknown, `len` says so); returns it
+/// and where its `=` is.
+fn slow_key(line: &[u8], start: usize) -> Result<(Key, usize), At> {
+    let mut key = 0u32;
+    let mut len = 0u32;
+    let mut p = start;
+    loop {
+        match line.get(p) {
+            Some(&raw::KEY_SEPARATOR) => break,
+            Some(&raw::ITEM_SEPARATOR) | None => return Err(at(p, Problem::MissingEquals)),
+            Some(&c) => {
+                if len < 4 && c.is_ascii_alphanumeric() {
+                    key |= u32::from(c.to_ascii_lowercase()).wrapping_shl(len.wrapping_mul(8));
+                    len = len.saturating_add(1);
+                } else {
+                    // Too long, or a byte no key has: unknown.
+                    len = 5;
+                }
+            }
+        }
+        p = p.saturating_add(1);
+    }
+    let kind = (len <= 4)
+        .then(|| raw::classify(key))
+        .flatten()
+        .ok_or_else(|| at(start, unknown_key(line.get(start..p).unwrap_or_default())))?;
+    Ok((kind, p))
 }
 
 fn unknown_key(key: &[u8]) -> Problem {
@@ -494,7 +542,7 @@ fn unknown_key(key: &[u8]) -> Problem {
 fn end_of_item(line: &[u8], p: usize, what: &'static str) -> Result<usize, At> {
     match line.get(p) {
         None | Some(&raw::ITEM_SEPARATOR) => Ok(p),
-        Some(&c) => Err(At(
+        Some(&c) => Err(at(
             p,
             Problem::BadHexDigit {
                 what,
@@ -504,13 +552,102 @@ fn end_of_item(line: &[u8], p: usize, what: &'static str) -> Result<usize, At> {
     }
 }
 
+/// Eight bytes of `line` from `p` as a little-endian word; past the end of the line the
+/// bytes read as 0 (not a hex digit, so a scan stops there as at the end).
+#[inline(always)]
+fn load8(line: &[u8], p: usize) -> u64 {
+    let rest = line.get(p..).unwrap_or_default();
+    match rest.first_chunk::<8>() {
+        Some(w) => u64::from_le_bytes(*w),
+        None => {
+            let mut w = [0u8; 8];
+            for (d, s) in w.iter_mut().zip(rest) {
+                *d = *s;
+            }
+            u64::from_le_bytes(w)
+        }
+    }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The hex digits at the start of the eight bytes `x` (first byte lowest): how many lead
+/// (0 to 8), and each byte's digit value (meaningful for those), all bytes at once.
+#[inline(always)]
+fn hex_prefix(x: u64) -> (u64, usize) {
+    // Bit 7 of each byte: whether the byte (high bit cleared, so no carry crosses bytes)
+    // lies in lo..=hi.
+    let in_range = |v: u64, lo: u8, hi: u8| {
+        let ge = v.wrapping_add(ONES.wrapping_mul(u64::from(0x80u8.wrapping_sub(lo))));
+        let gt = v.wrapping_add(ONES.wrapping_mul(u64::from(0x7fu8.wrapping_sub(hi))));
+        ge & !gt & HIGH
+    };
+    let low = x & !HIGH;
+    let digit = in_range(low, b'0', b'9');
+    let letter = in_range(low | ONES.wrapping_mul(0x20), b'a', b'f');
+    // Bytes with their high bit set are no digits.
+    let hex = (digit | letter) & !x & HIGH;
+    let count = ((!hex & HIGH).trailing_zeros() / 8) as usize;
+    // '0'..'9' are 0x3N, 'a'..'f' 0x6N and 'A'..'F' 0x4N with N from 1: bit 6 says letter.
+    let values = (x & ONES.wrapping_mul(0x0f)).wrapping_add(((x >> 6) & ONES).wrapping_mul(9));
+    (values, count)
+}
+
+/// The first `count` (1 to 8) digit values of `values` (first byte the most significant
+/// digit) as one number.
+#[inline(always)]
+fn digits_value(values: u64, count: usize) -> u64 {
+    let junk = 8usize.saturating_sub(count).saturating_mul(8) as u32;
+    let kept = u64::MAX.checked_shr(junk).unwrap_or(0);
+    // The last digit in the lowest byte, then pairs of nibbles joined into bytes, bytes
+    // into 16-bit pieces, those into the 32-bit value.
+    let mut y = (values & kept).swap_bytes().checked_shr(junk).unwrap_or(0);
+    y = (y | (y >> 4)) & 0x00ff_00ff_00ff_00ff;
+    y = (y | (y >> 8)) & 0x0000_ffff_0000_ffff;
+    (y | (y >> 16)) & 0xffff_ffff
+}
+
+/// The bytes spelled by the first `count` (0 to 8) digit values of `values`, two digits a
+/// byte in memory order (an odd last digit is dropped), in the low bytes of the result.
+#[inline(always)]
+fn digits_bytes(values: u64, count: usize) -> u64 {
+    let kept = u64::MAX
+        .checked_shr(8usize.saturating_sub(count).saturating_mul(8) as u32)
+        .unwrap_or(0);
+    let v = values & kept;
+    let mut z = ((v << 4) | (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    z = (z | (z >> 8)) & 0x0000_ffff_0000_ffff;
+    (z | (z >> 16)) & 0xffff_ffff
+}
+
 /// A hex number at `p` (with or without `0x`), up to 64 bits; returns it and where its
-/// digits end.
-#[inline]
+/// digits end. Up to 16 digits are read eight at a time; longer runs (leading zeros) and
+/// errors digit by digit.
+#[inline(always)]
 fn number(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64, usize), At> {
     if let Some([b'0', b'x' | b'X']) = line.get(p..p.saturating_add(2)) {
         p = p.saturating_add(2);
     }
+    let (values, n) = hex_prefix(load8(line, p));
+    if n > 0 && n < 8 {
+        return Ok((digits_value(values, n), p.saturating_add(n)));
+    }
+    if n == 8 {
+        let high = digits_value(values, 8);
+        let (values, n) = hex_prefix(load8(line, p.saturating_add(8)));
+        let end = p.saturating_add(8).saturating_add(n);
+        if n < 8 || line.get(end).is_none_or(|&c| hex(c) == 0xff) {
+            let low = digits_value(values, n);
+            let shift = u32::try_from(n.saturating_mul(4)).unwrap_or(0);
+            return Ok((high.checked_shl(shift).unwrap_or(0) | low, end));
+        }
+    }
+    number_by_digit(line, p, what)
+}
+
+/// [`number`] digit by digit, from `p` after any `0x`.
+fn number_by_digit(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64, usize), At> {
     let start = p;
     let mut v = 0u64;
     while let Some(&c) = line.get(p) {
@@ -519,7 +656,7 @@ fn number(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64, usize),
             break;
         }
         if v >> 60 != 0 {
-            return Err(At(start, Problem::TooWide { what, bits: 64 }));
+            return Err(at(start, Problem::TooWide { what, bits: 64 }));
         }
         v = (v << 4) | u64::from(d);
         p = p.saturating_add(1);
@@ -527,9 +664,9 @@ fn number(line: &[u8], mut p: usize, what: &'static str) -> Result<(u64, usize),
     if p == start {
         return match line.get(p) {
             None | Some(&raw::ITEM_SEPARATOR | &raw::MEMORY_SEPARATOR) => {
-                Err(At(p, Problem::NoHexDigits { what }))
+                Err(at(p, Problem::NoHexDigits { what }))
             }
-            Some(&c) => Err(At(
+            Some(&c) => Err(at(
                 p,
                 Problem::BadHexDigit {
                     what,
@@ -897,6 +1034,76 @@ mod tests {
         QuickCheck::new()
             .tests(20_000)
             .quickcheck(prop as fn(Vec<u8>, u8) -> bool);
+    }
+
+    /// Every byte, as each of the eight of a word: the word scan says what the table says.
+    #[test]
+    fn hex_prefix_matches_the_table() {
+        for b in 0..=255u8 {
+            for k in 0..8 {
+                let mut w = *b"01234567";
+                w[k] = b;
+                let (values, n) = hex_prefix(u64::from_le_bytes(w));
+                let want = if hex(b) == 0xff { k } else { 8 };
+                assert_eq!(n, want, "byte {b:#x} at {k}");
+                for (i, &c) in w.iter().enumerate().take(n) {
+                    assert_eq!((values >> (8 * i)) as u8, hex(c), "byte {b:#x} at {k}");
+                }
+            }
+        }
+    }
+
+    /// Keys in any case, with bytes no key has (`\0` among them) and `=` anywhere: where
+    /// the one-word reading finds a key, the byte-by-byte reading finds the same.
+    #[test]
+    fn fast_key_agrees_with_slow_key() {
+        fn prop(picks: Vec<u8>) -> bool {
+            const PIECES: &[&[u8]] = &[
+                b"r8", b"rip", b"RiP", b"mr", b"mrw", b"MW", b"eax", b"r1", b"r15", b"x", b"\0",
+                b"=", b",", b"\x80", b"=0x1",
+            ];
+            let line: Vec<u8> = picks
+                .iter()
+                .take(4)
+                .flat_map(|&k| PIECES[usize::from(k) % PIECES.len()].iter().copied())
+                .collect();
+            match fast_key(&line, 0) {
+                None => true,
+                Some(found) => slow_key(&line, 0).ok() == Some(found),
+            }
+        }
+        QuickCheck::new()
+            .tests(20_000)
+            .quickcheck(prop as fn(Vec<u8>) -> bool);
+        assert!(fast_key(b"r8\0=0x1", 0).is_none());
+        assert!(matches!(slow_key(b"r8\0=0x1", 0), Err(At(0, _))));
+    }
+
+    /// Memory items of every length of digits (odd ones are errors), then a line end or
+    /// another item: the bytes are the digits' pairs.
+    #[test]
+    fn memory_bytes_of_every_length() {
+        let digits = "0123456789abcdefFEDCBA9876543210a5c3e1f0b2d4";
+        for n in 0..=digits.len() {
+            for tail in ["", ",rip=0x1"] {
+                let line = format!("rip=0x1,mr=0x10:{}{tail}", &digits[..n]);
+                let mut p = Parser::new(ReadOptions::default());
+                let got = p.line(line.as_bytes(), 0);
+                if n == 0 || n % 2 == 1 {
+                    assert!(got.is_err(), "{line}");
+                    continue;
+                }
+                let Ok(Line::Instruction(i)) = got else {
+                    panic!("{line}")
+                };
+                let want: Vec<u8> = (0..n / 2)
+                    .map(|k| u8::from_str_radix(&digits[2 * k..2 * k + 2], 16).unwrap())
+                    .collect();
+                let m: Vec<_> = i.mem().collect();
+                assert_eq!(m.len(), 1);
+                assert_eq!(m[0].data, &want[..], "{line}");
+            }
+        }
     }
 
     /// Every length of digits from 1 to 17, at the end of a line and before more bytes.
