@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use crate::schema::{Field, Json, Row, Schema, Visitor, tree_layout};
 
-/// Past this many buffered bytes a line is written out before it is complete, so that a
-/// record with a huge list (a DCFG-Trace chunk of a billion edges) needs no huge buffer.
-const FLUSH_AT: usize = 1 << 16;
+/// Past this many buffered bytes the buffer is written out (mid-line too, so that a record
+/// with a huge list, a DCFG-Trace chunk of a billion edges, needs no huge buffer). As large
+/// as the command's `BufWriter` around stdout (256 KiB), which passes a write that size
+/// straight through instead of copying it into its own buffer.
+const FLUSH_AT: usize = 1 << 18;
 
 /// How one field is written, prepared once per schema.
 #[derive(Debug)]
@@ -592,95 +594,122 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 ///
-/// The digits are made in a fixed array and copied with a fixed-size copy cut back to
-/// their number (a few moves; a byte at a time, each push checks the capacity).
+/// The whole literal is made in a fixed array, the digits eight at a time ([`hex8`]), and
+/// copied with one fixed-size copy cut back to its length (a few moves, where a copy of
+/// unknown length is a call and a byte at a time checks the capacity for each).
 #[inline]
 fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
-    // Digits needed: one per started nibble, at least one (so 1..=16).
-    let digits = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
-    let pad = usize::from(width)
-        .saturating_sub(2)
-        .saturating_sub(digits as usize);
-    buf.extend_from_slice(b"\"0x");
-    if pad > 0 {
-        buf.resize(buf.len().saturating_add(pad), b'0');
+    // Digits needed: one per started nibble, at least one (so 1..=16); padding to 16 digits
+    // comes from the leading zero nibbles themselves.
+    let least = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
+    let padded = u32::from(width).saturating_sub(2);
+    if padded > 16 {
+        // Wider than any value: the zeros past sixteen digits first (no format asks this).
+        buf.extend_from_slice(b"\"0x");
+        buf.resize(buf.len().saturating_add(padded.saturating_sub(16) as usize), b'0');
+        buf.extend_from_slice(&hex16(v));
+        buf.push(b'"');
+        return;
     }
+    let digits = least.max(padded);
     // The first digit in the top nibble, then the closing quote after the last one.
     let top = v.wrapping_shl(16u32.saturating_sub(digits).wrapping_mul(4));
-    let mut out = [b'"'; 17];
-    for (k, o) in (0u32..).zip(out.iter_mut().take(16)) {
-        *o = hex_digit(top.wrapping_shr(60u32.wrapping_sub(k.wrapping_mul(4))));
+    let mut out = [b'"'; 20];
+    if let Some((prefix, rest)) = out.split_first_chunk_mut::<3>()
+        && let Some((body, _)) = rest.split_first_chunk_mut::<16>()
+    {
+        *prefix = *b"\"0x";
+        *body = hex16(top);
     }
-    if let Some(q) = out.get_mut(digits as usize) {
+    let digits = digits as usize;
+    if let Some(q) = out.get_mut(digits.saturating_add(3)) {
         *q = b'"';
     }
-    let end = buf.len().saturating_add(digits as usize).saturating_add(1);
+    let end = buf.len().saturating_add(digits).saturating_add(4);
     buf.extend_from_slice(&out);
     buf.truncate(end);
 }
 
-/// The hex digit of the low nibble of `x`.
+/// The sixteen hex digits of `v`, most significant first.
 #[inline(always)]
-fn hex_digit(x: u64) -> u8 {
-    HEX.get((x & 0xf) as usize).copied().unwrap_or(b'0')
+fn hex16(v: u64) -> [u8; 16] {
+    let wide = u128::from(hex8((v >> 32) as u32)) << 64 | u128::from(hex8(v as u32));
+    wide.to_be_bytes()
 }
 
-/// The bytes `v` in hex; up to 16 bytes (an instruction's) with one fixed-size copy.
+/// The eight hex digits of `x` as ASCII, the most significant in the top byte (so
+/// `to_be_bytes` gives them in reading order), computed on all eight at once.
+#[inline(always)]
+fn hex8(x: u32) -> u64 {
+    const LOW_NIBBLES: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    // Spread the nibbles out, one per byte: byte k (from the low end) gets nibble k.
+    let x = u64::from(x);
+    let x = (x | x << 16) & 0x0000_FFFF_0000_FFFF;
+    let x = (x | x << 8) & 0x00FF_00FF_00FF_00FF;
+    let x = (x | x << 4) & LOW_NIBBLES;
+    // `'0' + n`, and `'a' - '0' - 10` more where `n` ≥ 10 (adding 6 carries into bit 4).
+    // No byte carries into the next: each stays below 0x67.
+    let letters = (x.wrapping_add(0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    x.wrapping_add(0x3030_3030_3030_3030)
+        .wrapping_add(letters.wrapping_mul(u64::from(b'a' - b'0' - 10)))
+}
+
+/// The bytes `v` in hex; eight bytes at a time, each eight with one fixed-size copy.
 #[inline]
 fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
-    if v.len() <= 16 {
-        let mut out = [0u8; 32];
-        for (pair, b) in out.chunks_exact_mut(2).zip(v) {
-            if let [hi, lo] = pair {
-                *hi = hex_digit(u64::from(b >> 4));
-                *lo = hex_digit(u64::from(*b));
-            }
-        }
-        let end = buf.len().saturating_add(v.len().saturating_mul(2));
-        buf.extend_from_slice(&out);
-        buf.truncate(end);
-        return;
-    }
     buf.reserve(v.len().saturating_mul(2));
-    for b in v {
-        buf.push(hex_digit(u64::from(b >> 4)));
-        buf.push(hex_digit(u64::from(*b)));
+    let (words, rest) = v.as_chunks::<4>();
+    for w in words {
+        buf.extend_from_slice(&hex8(u32::from_be_bytes(*w)).to_be_bytes());
+    }
+    for b in rest {
+        buf.extend_from_slice(&hex_pair(*b));
     }
 }
 
-/// `v` in decimal, two digits at a time from a table (a division per pair).
+/// The two hex digits of a byte.
+#[inline(always)]
+fn hex_pair(b: u8) -> [u8; 2] {
+    let [.., hi, lo] = hex8(u32::from(b)).to_be_bytes();
+    [hi, lo]
+}
+
+/// `v` in decimal, two digits at a time from a table (a division per pair), made in a
+/// fixed array from its last digit and copied with one fixed-size copy cut back.
+#[inline]
 fn push_dec(buf: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
+    // 1..=20 digits.
+    let len = v.checked_ilog10().unwrap_or(0).saturating_add(1) as usize;
+    let mut digits = [b'0'; 20];
+    let mut at = len;
     let mut x = v;
     while x >= 100 {
         let pair = (x % 100) as usize;
         x /= 100;
         at = at.saturating_sub(2);
-        if let (Some(d), Some(p)) = (
-            digits.get_mut(at..at.saturating_add(2)),
-            DEC_PAIRS.get(pair.saturating_mul(2)..pair.saturating_mul(2).saturating_add(2)),
-        ) {
+        if let (Some(d), Some(p)) = (digits.get_mut(at..at.saturating_add(2)), dec_pair(pair)) {
             d.copy_from_slice(p);
         }
     }
-    // One or two digits left (`x` < 100).
-    let pair = x as usize;
-    let (from, len) = if x >= 10 { (0, 2) } else { (1, 1) };
-    at = at.saturating_sub(len);
-    if let (Some(d), Some(p)) = (
-        digits.get_mut(at..at.saturating_add(len)),
-        DEC_PAIRS.get(
-            pair.saturating_mul(2).saturating_add(from)..pair.saturating_mul(2).saturating_add(2),
-        ),
-    ) {
-        d.copy_from_slice(p);
+    // One or two digits left (`x` < 100), at the front.
+    if x >= 10 {
+        if let (Some(d), Some(p)) = (digits.get_mut(..2), dec_pair(x as usize)) {
+            d.copy_from_slice(p);
+        }
+    } else if let Some(d) = digits.first_mut() {
+        *d = b'0'.wrapping_add(x as u8);
     }
-    buf.extend_from_slice(digits.get(at..).unwrap_or_default());
+    let end = buf.len().saturating_add(len);
+    buf.extend_from_slice(&digits);
+    buf.truncate(end);
+}
+
+/// The two digits of `pair` (< 100).
+#[inline(always)]
+fn dec_pair(pair: usize) -> Option<&'static [u8]> {
+    DEC_PAIRS.get(pair.saturating_mul(2)..pair.saturating_mul(2).saturating_add(2))
 }
 
 /// `"00" "01" … "99"`: the two digits of every number below 100.
@@ -739,8 +768,7 @@ fn push_str_body(buf: &mut Vec<u8>, s: &str) {
             b'\t' => buf.extend_from_slice(b"\\t"),
             0..0x20 => {
                 buf.extend_from_slice(b"\\u00");
-                buf.push(*HEX.get(usize::from(b >> 4)).unwrap_or(&b'0'));
-                buf.push(*HEX.get(usize::from(b & 0xf)).unwrap_or(&b'0'));
+                buf.extend_from_slice(&hex_pair(b));
             }
             _ => buf.push(b),
         }
