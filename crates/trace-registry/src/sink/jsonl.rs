@@ -274,6 +274,7 @@ enum Key {
 const KEY_INLINE: usize = 32;
 
 impl Key {
+    #[inline(always)]
     fn write(&self, buf: &mut Vec<u8>) {
         match self {
             Key::Short { bytes, len } => {
@@ -318,11 +319,7 @@ impl<W: Write> Visitor for JsonLines<W> {
                     self.buf.push(b',');
                 }
                 count = count.saturating_add(1);
-                match json {
-                    Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, x, 0),
-                    Json::HexWidth(w) => push_hex_quoted(&mut self.buf, x, w),
-                    _ => push_dec(&mut self.buf, x),
-                }
+                push_uint(&mut self.buf, x, json);
                 if self.buf.len() >= FLUSH_AT {
                     self.maybe_flush();
                 }
@@ -361,11 +358,29 @@ impl<W: Write> Visitor for JsonLines<W> {
             };
             json
         };
-        match json {
-            Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, v, 0),
-            Json::HexWidth(w) => push_hex_quoted(&mut self.buf, v, w),
-            _ => push_dec(&mut self.buf, v),
+        push_uint(&mut self.buf, v, json);
+    }
+
+    fn name_value_row(&mut self, name: &str, value: u64) {
+        // An entry of a table shown as an object (an x64dbg instruction's registers), as
+        // `begin_row`, `str`, `uint`, `end_row` would write it, without the entry's frame.
+        if let Frame::Object { base, count } = &mut self.top
+            && let Some(f) = self.fields.get(base.saturating_add(1))
+        {
+            if *count > 0 {
+                self.buf.push(b',');
+            }
+            *count = count.saturating_add(1);
+            self.buf.push(b'"');
+            push_str_body(&mut self.buf, name);
+            self.buf.extend_from_slice(b"\":");
+            push_uint(&mut self.buf, value, f.json);
+            return;
         }
+        self.begin_row();
+        self.str(name);
+        self.uint(value);
+        self.end_row();
     }
 
     fn int(&mut self, v: i64) {
@@ -594,6 +609,16 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 }
 
+/// An unsigned integer shown as `json`.
+#[inline]
+fn push_uint(buf: &mut Vec<u8>, v: u64, json: Json) {
+    match json {
+        Json::Hex | Json::HexBytes0x => push_hex_quoted(buf, v, 0),
+        Json::HexWidth(w) => push_hex_quoted(buf, v, w),
+        _ => push_dec(buf, v),
+    }
+}
+
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 ///
 /// The whole literal is made in a fixed array, the digits eight at a time ([`hex8`]), and
@@ -727,8 +752,9 @@ fn push_int(buf: &mut Vec<u8>, v: i64) {
     push_dec(buf, v.unsigned_abs());
 }
 
-/// Whether `s` has a byte JSON escapes (`"`, `\\` or a control character), looked for
-/// eight bytes at a time.
+/// Whether `s` has a byte JSON escapes (`"`, `\\` or a control character): looked for
+/// eight bytes at a time, the last eight overlapping the others when the length is not a
+/// multiple of eight; a byte at a time in strings shorter than that.
 #[inline]
 fn needs_escape(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
@@ -736,24 +762,30 @@ fn needs_escape(s: &[u8]) -> bool {
     // Whether a byte of `x` is below `n` (for `n` ≤ 0x80): exact as a whole (a byte
     // can be marked wrongly only above a byte that is below `n`).
     let below = |x: u64, n: u64| x.wrapping_sub(ONES.wrapping_mul(n)) & !x & HIGH != 0;
-    let (words, rest) = s.as_chunks::<8>();
-    let word_needs = words.iter().any(|w| {
+    let word_needs = |w: &[u8; 8]| {
         let x = u64::from_le_bytes(*w);
         below(x, 0x20)
             || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
             || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
-    });
-    word_needs || rest.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    };
+    let Some(last) = s.last_chunk::<8>() else {
+        return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    };
+    let (words, _) = s.as_chunks::<8>();
+    words.iter().any(word_needs) || word_needs(last)
 }
 
 /// A JSON string literal.
+#[inline]
 fn push_str(buf: &mut Vec<u8>, s: &str) {
+    buf.reserve(s.len().saturating_add(2));
     buf.push(b'"');
     push_str_body(buf, s);
     buf.push(b'"');
 }
 
 /// The inside of a JSON string literal: `"`, `\` and control characters escaped.
+#[inline]
 fn push_str_body(buf: &mut Vec<u8>, s: &str) {
     if !needs_escape(s.as_bytes()) {
         buf.extend_from_slice(s.as_bytes());
@@ -848,8 +880,11 @@ mod tests {
         for s in [
             "",
             "rax",
+            "rsp",
             "0123456\"",
             "01234567\u{1f}",
+            "012345678\\",
+            "0123456789abcde\n",
             "abcdefgh\\ijk",
             "é\u{7f}\u{80}",
         ] {
