@@ -339,6 +339,19 @@ fn annotate_decoded(isa: Isa, d: &Decoded, regs: &[u64], accesses: &mut [Access]
         Isa::X86 => u64::from(u32::MAX),
         _ => u64::MAX,
     };
+    // The common case, one operand at a known address: each entry is its or no one's (no
+    // other operand can claim it, none is left for an unknown base), as below.
+    if let [m] = d.mem.as_slice()
+        && let Some(addr) = m.address(regs)
+    {
+        let addr = addr & mask;
+        for access in accesses.iter_mut() {
+            if let Some(part) = part_of(addr, m.size, word, access.addr, mask) {
+                set(access, part, m.kind);
+            }
+        }
+        return;
+    }
     // Each operand's address, `None` where the segment base is unknown.
     let addrs: SmallVec<[Option<u64>; 4]> = d
         .mem
@@ -350,8 +363,7 @@ fn annotate_decoded(isa: Isa, d: &Decoded, regs: &[u64], accesses: &mut [Access]
         let mut found: Option<(u32, AccessKind)> = None;
         let mut conflict = false;
         for (m, addr) in d.mem.iter().zip(&addrs) {
-            let Some(part) = addr.and_then(|a| part_of(a, m.size, word, access.addr, mask))
-            else {
+            let Some(part) = addr.and_then(|a| part_of(a, m.size, word, access.addr, mask)) else {
                 continue;
             };
             match found {
@@ -574,7 +586,8 @@ fn decode(
                 CodeSize::Code32 => u64::from(u32::MAX),
                 _ => u64::MAX,
             },
-            unknown_base: used.segment() != Register::None && reg_ref(isa, used.segment()).is_none(),
+            unknown_base: used.segment() != Register::None
+                && reg_ref(isa, used.segment()).is_none(),
             size,
             kind,
         });

@@ -610,7 +610,7 @@ impl<W: Write> Visitor for JsonLines<W> {
 }
 
 /// An unsigned integer shown as `json`.
-#[inline]
+#[inline(always)]
 fn push_uint(buf: &mut Vec<u8>, v: u64, json: Json) {
     match json {
         Json::Hex | Json::HexBytes0x => push_hex_quoted(buf, v, 0),
@@ -631,11 +631,7 @@ fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
     let least = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
     let padded = u32::from(width).saturating_sub(2);
     if padded > 16 {
-        // Wider than any value: the zeros past sixteen digits first (no format asks this).
-        buf.extend_from_slice(b"\"0x");
-        buf.resize(buf.len().saturating_add(padded.saturating_sub(16) as usize), b'0');
-        buf.extend_from_slice(&hex16(v));
-        buf.push(b'"');
+        push_hex_wide(buf, v, padded);
         return;
     }
     let digits = least.max(padded);
@@ -655,6 +651,19 @@ fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
     let end = buf.len().saturating_add(digits).saturating_add(4);
     buf.extend_from_slice(&out);
     buf.truncate(end);
+}
+
+/// [`push_hex_quoted`] padded to more than sixteen digits (no format asks this): the zeros
+/// past sixteen digits, then all sixteen.
+#[cold]
+fn push_hex_wide(buf: &mut Vec<u8>, v: u64, padded: u32) {
+    buf.extend_from_slice(b"\"0x");
+    buf.resize(
+        buf.len().saturating_add(padded.saturating_sub(16) as usize),
+        b'0',
+    );
+    buf.extend_from_slice(&hex16(v));
+    buf.push(b'"');
 }
 
 /// The sixteen hex digits of `v`, most significant first.
@@ -752,27 +761,39 @@ fn push_int(buf: &mut Vec<u8>, v: i64) {
     push_dec(buf, v.unsigned_abs());
 }
 
-/// Whether `s` has a byte JSON escapes (`"`, `\\` or a control character): looked for
-/// eight bytes at a time, the last eight overlapping the others when the length is not a
-/// multiple of eight; a byte at a time in strings shorter than that.
-#[inline]
-fn needs_escape(s: &[u8]) -> bool {
+/// Whether a byte of the eight in `x` is one JSON escapes (`"`, `\\` or a control
+/// character).
+#[inline(always)]
+fn word_needs_escape(x: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Whether a byte of `x` is below `n` (for `n` ≤ 0x80): exact as a whole (a byte
     // can be marked wrongly only above a byte that is below `n`).
     let below = |x: u64, n: u64| x.wrapping_sub(ONES.wrapping_mul(n)) & !x & HIGH != 0;
-    let word_needs = |w: &[u8; 8]| {
-        let x = u64::from_le_bytes(*w);
-        below(x, 0x20)
-            || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
-            || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
-    };
+    below(x, 0x20)
+        || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
+        || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
+}
+
+/// Whether a byte is one JSON escapes.
+#[inline(always)]
+fn byte_needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Whether `s` has a byte JSON escapes: looked for eight bytes at a time, the last eight
+/// overlapping the others when the length is not a multiple of eight; a byte at a time in
+/// strings shorter than that.
+#[inline]
+fn needs_escape(s: &[u8]) -> bool {
     let Some(last) = s.last_chunk::<8>() else {
-        return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        return s.iter().any(|&b| byte_needs_escape(b));
     };
     let (words, _) = s.as_chunks::<8>();
-    words.iter().any(word_needs) || word_needs(last)
+    words
+        .iter()
+        .chain([last])
+        .any(|w| word_needs_escape(u64::from_le_bytes(*w)))
 }
 
 /// A JSON string literal.
@@ -785,9 +806,38 @@ fn push_str(buf: &mut Vec<u8>, s: &str) {
 }
 
 /// The inside of a JSON string literal: `"`, `\` and control characters escaped.
+///
+/// A string of 4 to 16 bytes (a register name, most instruction texts) is checked and
+/// copied as two overlapping fixed-size pieces, its first and last 4 or 8 bytes: the
+/// second copy rewrites the overlap with the same bytes.
 #[inline]
 fn push_str_body(buf: &mut Vec<u8>, s: &str) {
-    if !needs_escape(s.as_bytes()) {
+    let b = s.as_bytes();
+    let start = buf.len();
+    let overlap_from = start.saturating_add(b.len());
+    if let (Some(first), Some(last)) = (b.first_chunk::<8>(), b.last_chunk::<8>())
+        && b.len() <= 16
+    {
+        if !word_needs_escape(u64::from_le_bytes(*first))
+            && !word_needs_escape(u64::from_le_bytes(*last))
+        {
+            buf.extend_from_slice(first);
+            buf.truncate(overlap_from.saturating_sub(8));
+            buf.extend_from_slice(last);
+            return;
+        }
+    } else if let (Some(first), Some(last)) = (b.first_chunk::<4>(), b.last_chunk::<4>())
+        && b.len() < 8
+    {
+        let x = u64::from(u32::from_le_bytes(*first)) | u64::from(u32::from_le_bytes(*last)) << 32;
+        if !word_needs_escape(x) {
+            buf.extend_from_slice(first);
+            buf.truncate(overlap_from.saturating_sub(4));
+            buf.extend_from_slice(last);
+            return;
+        }
+    }
+    if !needs_escape(b) {
         buf.extend_from_slice(s.as_bytes());
         return;
     }
@@ -844,6 +894,86 @@ mod tests {
         assert_eq!(String::from_utf8(b).unwrap(), s);
     }
 
+    /// The number writers against the standard library's formatting at every digit-count
+    /// boundary (each power of two and of ten, and their neighbours) and every width.
+    #[test]
+    fn numbers_at_every_length() {
+        let mut values = vec![0u64, u64::MAX];
+        for k in 0..64 {
+            values.extend([1u64 << k, (1u64 << k) - 1, (1u64 << k) + 1]);
+        }
+        for k in 0..20 {
+            let p = 10u64.pow(k);
+            values.extend([p, p - 1, p + 1]);
+        }
+        for v in values {
+            let mut b = Vec::new();
+            push_dec(&mut b, v);
+            assert_eq!(b, v.to_string().into_bytes());
+            for width in 0..24u8 {
+                let mut b = Vec::new();
+                push_hex_quoted(&mut b, v, width);
+                let want = if width > 0 {
+                    format!("\"{v:#0w$x}\"", w = usize::from(width))
+                } else {
+                    format!("\"{v:#x}\"")
+                };
+                assert_eq!(String::from_utf8(b).unwrap(), want);
+            }
+        }
+        let bytes: Vec<u8> = (0..=255).collect();
+        let mut b = Vec::new();
+        push_hex_bytes(&mut b, &bytes);
+        let want: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(String::from_utf8(b).unwrap(), want);
+    }
+
+    /// A JSON string literal a character at a time: `\n`, `\r`, `\t` and `\uXXXX` for the
+    /// other control characters (where serde_json writes `\b` and `\f`).
+    fn naive_literal(t: &str) -> String {
+        let mut out = String::from("\"");
+        for c in t.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// String literals of every length up to 40 bytes, with each escaped character at each
+    /// position (the short strings' fast paths copy overlapping pieces), against a
+    /// character-at-a-time writer.
+    #[test]
+    fn strings_of_every_length() {
+        for len in 0..40 {
+            let plain: String = "abcdefghij".chars().cycle().take(len).collect();
+            let mut cases = vec![plain.clone()];
+            for at in 0..len {
+                for c in ['"', '\\', '\n', '\u{c}', '\u{1}', '\u{1f}', 'é'] {
+                    let mut t: Vec<char> = plain.chars().collect();
+                    t[at] = c;
+                    cases.push(t.into_iter().collect());
+                }
+            }
+            for t in cases {
+                let mut b = b"[".to_vec();
+                push_str(&mut b, &t);
+                assert_eq!(
+                    String::from_utf8(b).unwrap(),
+                    format!("[{}", naive_literal(&t)),
+                    "{t:?}"
+                );
+            }
+        }
+    }
+
     /// The number and string writers against the standard library's formatting and a
     /// byte-by-byte escape check, on random values.
     #[test]
@@ -872,10 +1002,18 @@ mod tests {
             let naive = |s: &[u8]| s.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
             let escape = needs_escape(text.as_bytes()) == naive(text.as_bytes())
                 && needs_escape(&bytes) == naive(&bytes);
-            dec && hex && hex_bytes && escape
+            let mut b = Vec::new();
+            push_str(&mut b, &text);
+            let string = String::from_utf8(b).unwrap() == naive_literal(&text);
+            dec && hex && hex_bytes && escape && string
         }
+        // 2,000 cases unless `QUICKCHECK_TESTS` asks for more.
+        let tests = std::env::var("QUICKCHECK_TESTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000);
         quickcheck::QuickCheck::new()
-            .tests(2000)
+            .tests(tests)
             .quickcheck(prop as fn(u64, u8, Vec<u8>, String) -> bool);
         for s in [
             "",
@@ -965,6 +1103,63 @@ mod tests {
         assert_eq!(
             lines[0],
             "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n"
+        );
+        assert_eq!(lines[1], lines[0]);
+    }
+
+    /// A row with three tables of (name, value) pairs, handed over pair by pair or part by
+    /// part.
+    struct Pairs {
+        whole: bool,
+    }
+
+    impl Row for Pairs {
+        fn visit(&self, v: &mut dyn Visitor) {
+            for _ in 0..3 {
+                v.begin_list();
+                for (name, value) in [("rax", 0x10), ("a\"b", 7), ("xmm0[0..8]", 0)] {
+                    if self.whole {
+                        v.name_value_row(name, value);
+                    } else {
+                        v.begin_row();
+                        v.str(name);
+                        v.uint(value);
+                        v.end_row();
+                    }
+                }
+                v.end_list();
+            }
+        }
+    }
+
+    /// `name_value_row` writes what `begin_row`, `str`, `uint`, `end_row` write, in a table
+    /// shown as an object, as an array of rows, or not at all.
+    #[test]
+    fn name_value_rows_as_parts() {
+        let pair = Arc::new(Schema::new(
+            "pair",
+            vec![Field::new("name", Type::Name), Field::hex("value", 64)],
+        ));
+        let schema = Arc::new(Schema::new(
+            "t",
+            vec![
+                Field::new("object", Type::Rows(Arc::clone(&pair))).json(Json::Object),
+                Field::new("rows", Type::Rows(Arc::clone(&pair))),
+                Field::new("hidden", Type::Rows(pair)).json(Json::Skip),
+            ],
+        ));
+        let mut lines = Vec::new();
+        for whole in [false, true] {
+            let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(&schema));
+            sink.write(0, &Pairs { whole }).unwrap();
+            sink.flush().unwrap();
+            lines.push(String::from_utf8(sink.into_inner()).unwrap());
+        }
+        assert_eq!(
+            lines[0],
+            "{\"object\":{\"rax\":\"0x10\",\"a\\\"b\":\"0x7\",\"xmm0[0..8]\":\"0x0\"},\
+             \"rows\":[{\"name\":\"rax\",\"value\":\"0x10\"},{\"name\":\"a\\\"b\",\"value\":\"0x7\"},\
+             {\"name\":\"xmm0[0..8]\",\"value\":\"0x0\"}]}\n"
         );
         assert_eq!(lines[1], lines[0]);
     }
