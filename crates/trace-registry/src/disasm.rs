@@ -42,9 +42,8 @@
 //! of each cached instruction once.
 
 use iced_x86::{
-    Decoder, DecoderOptions, Formatter, Instruction, InstructionInfoFactory,
+    CodeSize, Decoder, DecoderOptions, Formatter, Instruction, InstructionInfoFactory,
     InstructionInfoOptions, IntelFormatter, MemorySizeOptions, OpAccess, Register, RflagsBits,
-    UsedMemory,
 };
 use smallvec::SmallVec;
 
@@ -57,13 +56,77 @@ const CACHE_SLOTS: usize = 1024;
 /// The longest x86 instruction.
 const MAX_X86_LEN: usize = 15;
 
-/// A memory operand of a decoded instruction, as [`Disassembler::annotate`] matches it.
+/// A memory operand of a decoded instruction, as [`Disassembler::annotate`] matches it:
+/// its address's parts resolved once, when it is decoded, to where the state holds them.
 #[derive(Clone, Copy, Debug)]
 struct MemOperand {
-    used: UsedMemory,
+    /// The displacement (for RIP-relative operands, the absolute address).
+    displacement: u64,
+    base: Part,
+    index: Part,
+    scale: u64,
+    /// The address size's mask (16, 32 or 64 bits).
+    address_mask: u64,
+    /// The segment base is unknown (`gs` on x64, `fs` on x86); every other base is 0.
+    unknown_base: bool,
     /// The operand size in bytes (0 when iced does not know it).
     size: u32,
     kind: AccessKind,
+}
+
+/// A base or index register of a memory operand, as the state holds it.
+#[derive(Clone, Copy, Debug)]
+enum Part {
+    /// No register.
+    None,
+    /// `regs[at] & mask`.
+    Reg { at: usize, mask: u64 },
+    /// A register the state does not hold: the address is unknown.
+    Unknown,
+}
+
+impl Part {
+    /// The part for register `r` of an `isa` instruction.
+    fn of(isa: Isa, r: Register) -> Part {
+        if r == Register::None {
+            return Part::None;
+        }
+        match reg_ref(isa, r) {
+            Some(RegRef::Zero) => Part::None,
+            Some(RegRef::Word { at, mask }) => Part::Reg { at, mask },
+            None => Part::Unknown,
+        }
+    }
+
+    /// Its value in `regs`; `None` when unknown.
+    #[inline]
+    fn value(self, regs: &[u64]) -> Option<u64> {
+        match self {
+            Part::None => Some(0),
+            Part::Reg { at, mask } => regs.get(at).map(|v| v & mask),
+            Part::Unknown => None,
+        }
+    }
+}
+
+impl MemOperand {
+    /// The operand's address from the state before the instruction, as iced's
+    /// `UsedMemory::virtual_address` computes it; `None` where the segment base or a
+    /// register is unknown.
+    #[inline]
+    fn address(&self, regs: &[u64]) -> Option<u64> {
+        if self.unknown_base {
+            return None;
+        }
+        let base = self.base.value(regs)?;
+        let index = self.index.value(regs)?;
+        Some(
+            self.displacement
+                .wrapping_add(base)
+                .wrapping_add(index.wrapping_mul(self.scale))
+                & self.address_mask,
+        )
+    }
 }
 
 /// What the cache keeps of one instruction.
@@ -101,6 +164,9 @@ pub struct Disassembler {
     /// The last PowerPC text (PowerPC is not cached: formatting a word is cheaper than a
     /// lookup).
     ppc_text: String,
+    /// The slot whose text [`Disassembler::last_asm`] gives (x86): set by the methods that
+    /// return a text, cleared by every other lookup (which may replace the slot).
+    last: Option<usize>,
 }
 
 impl std::fmt::Debug for Disassembler {
@@ -134,6 +200,7 @@ impl Disassembler {
             formatter,
             factory: InstructionInfoFactory::new(),
             ppc_text: String::new(),
+            last: None,
         }
     }
 
@@ -148,25 +215,54 @@ impl Disassembler {
     /// instruction set is not one this module decodes. PowerPC takes one big-endian word.
     pub fn asm(&mut self, pc: u64, bytes: &[u8]) -> Option<&str> {
         if self.isa == Isa::Ppc32 {
-            let word = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?);
             self.ppc_text.clear();
+            let word = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?);
             return ppc::format(pc, word, &mut self.ppc_text).then_some(&*self.ppc_text);
         }
-        let Disassembler {
-            slots,
-            formatter,
-            factory,
-            isa,
-            ..
-        } = self;
-        let slot = lookup(slots, factory, *isa, pc, bytes)?;
-        let d = &mut slot.decoded;
+        self.last = lookup(&mut self.slots, &mut self.factory, self.isa, pc, bytes);
+        self.format_last()
+    }
+
+    /// [`Disassembler::annotate`], then [`Disassembler::asm`] of the same instruction, with
+    /// one cache lookup (what a `--disasm` row needs). The text stays readable through
+    /// [`Disassembler::last_asm`].
+    pub fn annotate_asm(
+        &mut self,
+        pc: u64,
+        bytes: &[u8],
+        regs: &[u64],
+        accesses: &mut [Access],
+    ) -> Option<&str> {
+        if self.isa == Isa::Ppc32 {
+            return self.asm(pc, bytes);
+        }
+        self.last = lookup(&mut self.slots, &mut self.factory, self.isa, pc, bytes);
+        if let Some(slot) = self.last.and_then(|at| self.slots.get(at)) {
+            annotate_decoded(self.isa, &slot.decoded, regs, accesses);
+        }
+        self.format_last()
+    }
+
+    /// The text the last [`Disassembler::asm`] or [`Disassembler::annotate_asm`] gave, until
+    /// another method is called.
+    #[must_use]
+    pub fn last_asm(&self) -> Option<&str> {
+        if self.isa == Isa::Ppc32 {
+            return Some(&*self.ppc_text).filter(|t| !t.is_empty());
+        }
+        let d = &self.slots.get(self.last?)?.decoded;
+        (d.valid && d.formatted).then_some(&*d.asm)
+    }
+
+    /// The text of the slot `last` names, formatted on its first use.
+    fn format_last(&mut self) -> Option<&str> {
+        let d = &mut self.slots.get_mut(self.last?)?.decoded;
         if !d.valid {
             return None;
         }
         if !d.formatted {
             d.asm.clear();
-            formatter.format(&d.instruction, &mut d.asm);
+            self.formatter.format(&d.instruction, &mut d.asm);
             d.formatted = true;
         }
         Some(&d.asm)
@@ -180,9 +276,12 @@ impl Disassembler {
             slots,
             factory,
             isa,
+            last,
             ..
         } = self;
-        let slot = lookup(slots, factory, *isa, pc, bytes)?;
+        *last = None;
+        let at = lookup(slots, factory, *isa, pc, bytes)?;
+        let slot = slots.get(at)?;
         if !slot.decoded.valid {
             return None;
         }
@@ -211,74 +310,10 @@ impl Disassembler {
         if accesses.is_empty() {
             return;
         }
-        let isa = self.isa;
-        let word = isa.word_size();
-        let Some(slot) = lookup(&mut self.slots, &mut self.factory, isa, pc, bytes) else {
-            return;
-        };
-        let d = &slot.decoded;
-        if !d.valid || d.opaque || d.mem.is_empty() {
-            return;
-        }
-        let mask = match isa {
-            Isa::X86 => u64::from(u32::MAX),
-            _ => u64::MAX,
-        };
-        // Each operand's address, `None` where the segment base is unknown.
-        let addrs: SmallVec<[Option<u64>; 4]> = d
-            .mem
-            .iter()
-            .map(|m| {
-                m.used
-                    .virtual_address(0, |r, _, _| reg_value(isa, regs, r))
-                    .map(|a| a & mask)
-            })
-            .collect();
-        let mut matched: SmallVec<[bool; 8]> = SmallVec::from_elem(false, accesses.len());
-        for (access, done) in accesses.iter_mut().zip(matched.iter_mut()) {
-            let mut found: Option<(u32, AccessKind)> = None;
-            let mut conflict = false;
-            for (m, addr) in d.mem.iter().zip(&addrs) {
-                let Some(part) = addr.and_then(|a| part_of(a, m.size, word, access.addr, mask))
-                else {
-                    continue;
-                };
-                match found {
-                    None => found = Some((part, m.kind)),
-                    Some(f) if f == (part, m.kind) => {}
-                    Some(_) => conflict = true,
-                }
-            }
-            if let (Some((len, kind)), false) = (found, conflict) {
-                set(access, len, kind);
-                *done = true;
-            }
-        }
-        // An operand whose segment base is unknown takes the entries left over, by order.
-        let mut unknown_base = d.mem.iter().zip(&addrs).filter(|(_, a)| a.is_none());
-        if let (Some((m, _)), None) = (unknown_base.next(), unknown_base.next()) {
-            let left: SmallVec<[usize; 8]> = matched
-                .iter()
-                .enumerate()
-                .filter(|(_, done)| !**done)
-                .map(|(k, _)| k)
-                .collect();
-            let first = left.first().and_then(|&k| accesses.get(k)).map(|a| a.addr);
-            let words = m.size.div_ceil(word).max(1);
-            let consecutive = first.is_some_and(|first| {
-                left.iter().zip(0u64..).all(|(&k, n)| {
-                    accesses.get(k).map(|a| a.addr)
-                        == Some(first.wrapping_add(n.wrapping_mul(u64::from(word))) & mask)
-                })
-            });
-            if m.size > 0 && consecutive && u32::try_from(left.len()).ok() == Some(words) {
-                for (&k, n) in left.iter().zip(0u32..) {
-                    let len = m.size.saturating_sub(n.saturating_mul(word)).min(word);
-                    if let Some(a) = accesses.get_mut(k) {
-                        set(a, len, m.kind);
-                    }
-                }
-            }
+        self.last = None;
+        let at = lookup(&mut self.slots, &mut self.factory, self.isa, pc, bytes);
+        if let Some(slot) = at.and_then(|at| self.slots.get(at)) {
+            annotate_decoded(self.isa, &slot.decoded, regs, accesses);
         }
     }
 
@@ -288,6 +323,85 @@ impl Disassembler {
             pc, opcode, mem, ..
         } = step;
         self.annotate(*pc, opcode, regs, mem);
+    }
+}
+
+/// [`Disassembler::annotate`] with the instruction decoded.
+fn annotate_decoded(isa: Isa, d: &Decoded, regs: &[u64], accesses: &mut [Access]) {
+    if accesses.is_empty() {
+        return;
+    }
+    let word = isa.word_size();
+    if !d.valid || d.opaque || d.mem.is_empty() {
+        return;
+    }
+    let mask = match isa {
+        Isa::X86 => u64::from(u32::MAX),
+        _ => u64::MAX,
+    };
+    // The common case, one operand at a known address: each entry is its or no one's (no
+    // other operand can claim it, none is left for an unknown base), as below.
+    if let [m] = d.mem.as_slice()
+        && let Some(addr) = m.address(regs)
+    {
+        let addr = addr & mask;
+        for access in accesses.iter_mut() {
+            if let Some(part) = part_of(addr, m.size, word, access.addr, mask) {
+                set(access, part, m.kind);
+            }
+        }
+        return;
+    }
+    // Each operand's address, `None` where the segment base is unknown.
+    let addrs: SmallVec<[Option<u64>; 4]> = d
+        .mem
+        .iter()
+        .map(|m| m.address(regs).map(|a| a & mask))
+        .collect();
+    let mut matched: SmallVec<[bool; 8]> = SmallVec::from_elem(false, accesses.len());
+    for (access, done) in accesses.iter_mut().zip(matched.iter_mut()) {
+        let mut found: Option<(u32, AccessKind)> = None;
+        let mut conflict = false;
+        for (m, addr) in d.mem.iter().zip(&addrs) {
+            let Some(part) = addr.and_then(|a| part_of(a, m.size, word, access.addr, mask)) else {
+                continue;
+            };
+            match found {
+                None => found = Some((part, m.kind)),
+                Some(f) if f == (part, m.kind) => {}
+                Some(_) => conflict = true,
+            }
+        }
+        if let (Some((len, kind)), false) = (found, conflict) {
+            set(access, len, kind);
+            *done = true;
+        }
+    }
+    // An operand whose segment base is unknown takes the entries left over, by order.
+    let mut unknown_base = d.mem.iter().zip(&addrs).filter(|(_, a)| a.is_none());
+    if let (Some((m, _)), None) = (unknown_base.next(), unknown_base.next()) {
+        let left: SmallVec<[usize; 8]> = matched
+            .iter()
+            .enumerate()
+            .filter(|(_, done)| !**done)
+            .map(|(k, _)| k)
+            .collect();
+        let first = left.first().and_then(|&k| accesses.get(k)).map(|a| a.addr);
+        let words = m.size.div_ceil(word).max(1);
+        let consecutive = first.is_some_and(|first| {
+            left.iter().zip(0u64..).all(|(&k, n)| {
+                accesses.get(k).map(|a| a.addr)
+                    == Some(first.wrapping_add(n.wrapping_mul(u64::from(word))) & mask)
+            })
+        });
+        if m.size > 0 && consecutive && u32::try_from(left.len()).ok() == Some(words) {
+            for (&k, n) in left.iter().zip(0u32..) {
+                let len = m.size.saturating_sub(n.saturating_mul(word)).min(word);
+                if let Some(a) = accesses.get_mut(k) {
+                    set(a, len, m.kind);
+                }
+            }
+        }
     }
 }
 
@@ -322,21 +436,30 @@ pub fn annotate(isa: Isa, step: &mut Step, regs: &[u64]) {
     Disassembler::new(isa).annotate_step(step, regs);
 }
 
-/// The value of an address register or segment base from `regs` (general registers in
+/// Where the state holds an address register or segment base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RegRef {
+    /// A segment base counted as 0.
+    Zero,
+    /// `regs[at] & mask` (general registers in encoding order).
+    Word { at: usize, mask: u64 },
+}
+
+/// Where an address register or segment base is in the state (general registers in
 /// encoding order); `None` for what the state does not hold (the TEB base of `gs` on x64,
-/// `fs` on x86).
-fn reg_value(isa: Isa, regs: &[u64], r: Register) -> Option<u64> {
+/// `fs` on x86, registers that are not general ones).
+fn reg_ref(isa: Isa, r: Register) -> Option<RegRef> {
     let n = r as usize;
     // iced lists each size's sixteen general registers in encoding order, as x64dbg does.
     let from = |first: Register, mask: u64| {
-        let k = n.checked_sub(first as usize).filter(|k| *k < 16)?;
-        regs.get(k).map(|v| v & mask)
+        let at = n.checked_sub(first as usize).filter(|k| *k < 16)?;
+        Some(RegRef::Word { at, mask })
     };
     match r {
         Register::GS if isa == Isa::X64 => None,
         Register::FS if isa == Isa::X86 => None,
         Register::ES | Register::CS | Register::SS | Register::DS | Register::FS | Register::GS => {
-            Some(0)
+            Some(RegRef::Zero)
         }
         _ => from(Register::RAX, u64::MAX)
             .or_else(|| from(Register::EAX, u64::from(u32::MAX)))
@@ -394,13 +517,13 @@ impl ReadWatch {
 
 /// The slot of `(pc, bytes)`, decoding on a miss; `None` for an instruction set without x86
 /// decoding.
-fn lookup<'s>(
-    slots: &'s mut [Slot],
+fn lookup(
+    slots: &mut [Slot],
     factory: &mut InstructionInfoFactory,
     isa: Isa,
     pc: u64,
     bytes: &[u8],
-) -> Option<&'s mut Slot> {
+) -> Option<usize> {
     let bitness = match isa {
         Isa::X64 => 64,
         Isa::X86 => 32,
@@ -412,19 +535,20 @@ fn lookup<'s>(
     let slot = slots.get_mut(at)?;
     let len = u8::try_from(bytes.len()).ok()?;
     if slot.len == len && slot.pc == pc && slot.bytes.get(..bytes.len()) == Some(bytes) {
-        return Some(slot);
+        return Some(at);
     }
     slot.pc = pc;
     slot.len = len;
     slot.bytes.get_mut(..bytes.len())?.copy_from_slice(bytes);
-    decode(&mut slot.decoded, factory, bitness, pc, bytes);
-    Some(slot)
+    decode(&mut slot.decoded, factory, isa, bitness, pc, bytes);
+    Some(at)
 }
 
 /// Decodes one instruction into `d`, with its memory operands.
 fn decode(
     d: &mut Decoded,
     factory: &mut InstructionInfoFactory,
+    isa: Isa,
     bitness: u32,
     pc: u64,
     bytes: &[u8],
@@ -453,7 +577,17 @@ fn decode(
         }
         let size = u32::try_from(used.memory_size().size()).unwrap_or(0);
         d.mem.push(MemOperand {
-            used: *used,
+            displacement: used.displacement(),
+            base: Part::of(isa, used.base()),
+            index: Part::of(isa, used.index()),
+            scale: u64::from(used.scale()),
+            address_mask: match used.address_size() {
+                CodeSize::Code16 => u64::from(u16::MAX),
+                CodeSize::Code32 => u64::from(u32::MAX),
+                _ => u64::MAX,
+            },
+            unknown_base: used.segment() != Register::None
+                && reg_ref(isa, used.segment()).is_none(),
             size,
             kind,
         });

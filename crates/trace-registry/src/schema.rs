@@ -276,6 +276,18 @@ pub trait Visitor {
     fn numbered_rows(&mut self, first: u64, values: &[u64]) {
         numbered_rows_one_by_one(self, first, values);
     }
+
+    /// One element of a [`Type::Rows`] child table whose rows are a name and an unsigned
+    /// integer, in one call: the same as [`Visitor::begin_row`], [`Visitor::str`] of `name`,
+    /// [`Visitor::uint`] of `value` and [`Visitor::end_row`] (which the default does). For
+    /// the changed registers of an x64dbg instruction, so that a sink may write the pair
+    /// without a call per part (JSON Lines: `"name":"0x…"` in an object).
+    fn name_value_row(&mut self, name: &str, value: u64) {
+        self.begin_row();
+        self.str(name);
+        self.uint(value);
+        self.end_row();
+    }
 }
 
 /// [`Visitor::numbered_rows`] as the per-row calls it stands for: its default, and the

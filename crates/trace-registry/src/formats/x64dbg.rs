@@ -1318,10 +1318,10 @@ impl Row for X64Records<'_> {
 /// What `--disasm` adds to an instruction row, worked out before the row is handed out
 /// (rows are visited through `&self`; the decode cache needs `&mut`).
 struct DisasmRow {
+    /// The disassembler; its [`Disassembler::last_asm`] is the current instruction's text
+    /// (read in place from its cache, not copied).
     disassembler: Disassembler,
-    /// The current instruction's text, if it decodes.
-    asm: Option<String>,
-    /// Its memory entries, sized and classified, in recorded order.
+    /// The current instruction's memory entries, sized and classified, in recorded order.
     accesses: Vec<Access>,
 }
 
@@ -1329,7 +1329,6 @@ impl DisasmRow {
     fn new(arch: Arch) -> DisasmRow {
         DisasmRow {
             disassembler: Disassembler::new(isa(arch)),
-            asm: None,
             accesses: Vec::new(),
         }
     }
@@ -1347,15 +1346,7 @@ impl DisasmRow {
         let words = regs.words();
         let state = words.get(..state_words).unwrap_or(words);
         self.disassembler
-            .annotate(pc, ins.opcode(), state, &mut self.accesses);
-        let asm = self.disassembler.asm(pc, ins.opcode());
-        match (&mut self.asm, asm) {
-            (Some(s), Some(a)) => {
-                s.clear();
-                s.push_str(a);
-            }
-            (slot, a) => *slot = a.map(str::to_owned),
-        }
+            .annotate_asm(pc, ins.opcode(), state, &mut self.accesses);
     }
 }
 
@@ -1745,21 +1736,18 @@ impl Row for InstructionRow<'_> {
         v.uint(self.regs.ip());
         v.bytes(ins.opcode());
         if let Some(d) = self.disasm {
-            match &d.asm {
+            match d.disassembler.last_asm() {
                 Some(asm) => v.str(asm),
                 None => v.null(),
             }
         }
         v.begin_list();
         for r in ins.regs() {
-            v.begin_row();
-            v.str(
-                self.names
-                    .get(usize::from(r.index))
-                    .map_or("?", String::as_str),
-            );
-            v.uint(r.value);
-            v.end_row();
+            let name = self
+                .names
+                .get(usize::from(r.index))
+                .map_or("?", String::as_str);
+            v.name_value_row(name, r.value);
         }
         v.end_list();
         v.begin_list();

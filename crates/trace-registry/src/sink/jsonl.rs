@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use crate::schema::{Field, Json, Row, Schema, Visitor, tree_layout};
 
-/// Past this many buffered bytes a line is written out before it is complete, so that a
-/// record with a huge list (a DCFG-Trace chunk of a billion edges) needs no huge buffer.
-const FLUSH_AT: usize = 1 << 16;
+/// Past this many buffered bytes the buffer is written out (mid-line too, so that a record
+/// with a huge list, a DCFG-Trace chunk of a billion edges, needs no huge buffer). As large
+/// as the command's `BufWriter` around stdout (256 KiB), which passes a write that size
+/// straight through instead of copying it into its own buffer.
+const FLUSH_AT: usize = 1 << 18;
 
 /// How one field is written, prepared once per schema.
 #[derive(Debug)]
@@ -272,6 +274,7 @@ enum Key {
 const KEY_INLINE: usize = 32;
 
 impl Key {
+    #[inline(always)]
     fn write(&self, buf: &mut Vec<u8>) {
         match self {
             Key::Short { bytes, len } => {
@@ -316,11 +319,7 @@ impl<W: Write> Visitor for JsonLines<W> {
                     self.buf.push(b',');
                 }
                 count = count.saturating_add(1);
-                match json {
-                    Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, x, 0),
-                    Json::HexWidth(w) => push_hex_quoted(&mut self.buf, x, w),
-                    _ => push_dec(&mut self.buf, x),
-                }
+                push_uint(&mut self.buf, x, json);
                 if self.buf.len() >= FLUSH_AT {
                     self.maybe_flush();
                 }
@@ -359,11 +358,29 @@ impl<W: Write> Visitor for JsonLines<W> {
             };
             json
         };
-        match json {
-            Json::Hex | Json::HexBytes0x => push_hex_quoted(&mut self.buf, v, 0),
-            Json::HexWidth(w) => push_hex_quoted(&mut self.buf, v, w),
-            _ => push_dec(&mut self.buf, v),
+        push_uint(&mut self.buf, v, json);
+    }
+
+    fn name_value_row(&mut self, name: &str, value: u64) {
+        // An entry of a table shown as an object (an x64dbg instruction's registers), as
+        // `begin_row`, `str`, `uint`, `end_row` would write it, without the entry's frame.
+        if let Frame::Object { base, count } = &mut self.top
+            && let Some(f) = self.fields.get(base.saturating_add(1))
+        {
+            if *count > 0 {
+                self.buf.push(b',');
+            }
+            *count = count.saturating_add(1);
+            self.buf.push(b'"');
+            push_str_body(&mut self.buf, name);
+            self.buf.extend_from_slice(b"\":");
+            push_uint(&mut self.buf, value, f.json);
+            return;
         }
+        self.begin_row();
+        self.str(name);
+        self.uint(value);
+        self.end_row();
     }
 
     fn int(&mut self, v: i64) {
@@ -592,95 +609,141 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// An unsigned integer shown as `json`.
+#[inline(always)]
+fn push_uint(buf: &mut Vec<u8>, v: u64, json: Json) {
+    match json {
+        Json::Hex | Json::HexBytes0x => push_hex_quoted(buf, v, 0),
+        Json::HexWidth(w) => push_hex_quoted(buf, v, w),
+        _ => push_dec(buf, v),
+    }
+}
 
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 ///
-/// The digits are made in a fixed array and copied with a fixed-size copy cut back to
-/// their number (a few moves; a byte at a time, each push checks the capacity).
+/// The whole literal is made in a fixed array, the digits eight at a time ([`hex8`]), and
+/// copied with one fixed-size copy cut back to its length (a few moves, where a copy of
+/// unknown length is a call and a byte at a time checks the capacity for each).
 #[inline]
 fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
-    // Digits needed: one per started nibble, at least one (so 1..=16).
-    let digits = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
-    let pad = usize::from(width)
-        .saturating_sub(2)
-        .saturating_sub(digits as usize);
-    buf.extend_from_slice(b"\"0x");
-    if pad > 0 {
-        buf.resize(buf.len().saturating_add(pad), b'0');
+    // Digits needed: one per started nibble, at least one (so 1..=16); padding to 16 digits
+    // comes from the leading zero nibbles themselves.
+    let least = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
+    let padded = u32::from(width).saturating_sub(2);
+    if padded > 16 {
+        push_hex_wide(buf, v, padded);
+        return;
     }
+    let digits = least.max(padded);
     // The first digit in the top nibble, then the closing quote after the last one.
     let top = v.wrapping_shl(16u32.saturating_sub(digits).wrapping_mul(4));
-    let mut out = [b'"'; 17];
-    for (k, o) in (0u32..).zip(out.iter_mut().take(16)) {
-        *o = hex_digit(top.wrapping_shr(60u32.wrapping_sub(k.wrapping_mul(4))));
+    let mut out = [b'"'; 20];
+    if let Some((prefix, rest)) = out.split_first_chunk_mut::<3>()
+        && let Some((body, _)) = rest.split_first_chunk_mut::<16>()
+    {
+        *prefix = *b"\"0x";
+        *body = hex16(top);
     }
-    if let Some(q) = out.get_mut(digits as usize) {
+    let digits = digits as usize;
+    if let Some(q) = out.get_mut(digits.saturating_add(3)) {
         *q = b'"';
     }
-    let end = buf.len().saturating_add(digits as usize).saturating_add(1);
+    let end = buf.len().saturating_add(digits).saturating_add(4);
     buf.extend_from_slice(&out);
     buf.truncate(end);
 }
 
-/// The hex digit of the low nibble of `x`.
-#[inline(always)]
-fn hex_digit(x: u64) -> u8 {
-    HEX.get((x & 0xf) as usize).copied().unwrap_or(b'0')
+/// [`push_hex_quoted`] padded to more than sixteen digits (no format asks this): the zeros
+/// past sixteen digits, then all sixteen.
+#[cold]
+fn push_hex_wide(buf: &mut Vec<u8>, v: u64, padded: u32) {
+    buf.extend_from_slice(b"\"0x");
+    buf.resize(
+        buf.len().saturating_add(padded.saturating_sub(16) as usize),
+        b'0',
+    );
+    buf.extend_from_slice(&hex16(v));
+    buf.push(b'"');
 }
 
-/// The bytes `v` in hex; up to 16 bytes (an instruction's) with one fixed-size copy.
+/// The sixteen hex digits of `v`, most significant first.
+#[inline(always)]
+fn hex16(v: u64) -> [u8; 16] {
+    let wide = u128::from(hex8((v >> 32) as u32)) << 64 | u128::from(hex8(v as u32));
+    wide.to_be_bytes()
+}
+
+/// The eight hex digits of `x` as ASCII, the most significant in the top byte (so
+/// `to_be_bytes` gives them in reading order), computed on all eight at once.
+#[inline(always)]
+fn hex8(x: u32) -> u64 {
+    const LOW_NIBBLES: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    // Spread the nibbles out, one per byte: byte k (from the low end) gets nibble k.
+    let x = u64::from(x);
+    let x = (x | x << 16) & 0x0000_FFFF_0000_FFFF;
+    let x = (x | x << 8) & 0x00FF_00FF_00FF_00FF;
+    let x = (x | x << 4) & LOW_NIBBLES;
+    // `'0' + n`, and `'a' - '0' - 10` more where `n` ≥ 10 (adding 6 carries into bit 4).
+    // No byte carries into the next: each stays below 0x67.
+    let letters = (x.wrapping_add(0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
+    x.wrapping_add(0x3030_3030_3030_3030)
+        .wrapping_add(letters.wrapping_mul(u64::from(b'a' - b'0' - 10)))
+}
+
+/// The bytes `v` in hex; eight bytes at a time, each eight with one fixed-size copy.
 #[inline]
 fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
-    if v.len() <= 16 {
-        let mut out = [0u8; 32];
-        for (pair, b) in out.chunks_exact_mut(2).zip(v) {
-            if let [hi, lo] = pair {
-                *hi = hex_digit(u64::from(b >> 4));
-                *lo = hex_digit(u64::from(*b));
-            }
-        }
-        let end = buf.len().saturating_add(v.len().saturating_mul(2));
-        buf.extend_from_slice(&out);
-        buf.truncate(end);
-        return;
-    }
     buf.reserve(v.len().saturating_mul(2));
-    for b in v {
-        buf.push(hex_digit(u64::from(b >> 4)));
-        buf.push(hex_digit(u64::from(*b)));
+    let (words, rest) = v.as_chunks::<4>();
+    for w in words {
+        buf.extend_from_slice(&hex8(u32::from_be_bytes(*w)).to_be_bytes());
+    }
+    for b in rest {
+        buf.extend_from_slice(&hex_pair(*b));
     }
 }
 
-/// `v` in decimal, two digits at a time from a table (a division per pair).
+/// The two hex digits of a byte.
+#[inline(always)]
+fn hex_pair(b: u8) -> [u8; 2] {
+    let [.., hi, lo] = hex8(u32::from(b)).to_be_bytes();
+    [hi, lo]
+}
+
+/// `v` in decimal, two digits at a time from a table (a division per pair), made in a
+/// fixed array from its last digit and copied with one fixed-size copy cut back.
+#[inline]
 fn push_dec(buf: &mut Vec<u8>, v: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
+    // 1..=20 digits.
+    let len = v.checked_ilog10().unwrap_or(0).saturating_add(1) as usize;
+    let mut digits = [b'0'; 20];
+    let mut at = len;
     let mut x = v;
     while x >= 100 {
         let pair = (x % 100) as usize;
         x /= 100;
         at = at.saturating_sub(2);
-        if let (Some(d), Some(p)) = (
-            digits.get_mut(at..at.saturating_add(2)),
-            DEC_PAIRS.get(pair.saturating_mul(2)..pair.saturating_mul(2).saturating_add(2)),
-        ) {
+        if let (Some(d), Some(p)) = (digits.get_mut(at..at.saturating_add(2)), dec_pair(pair)) {
             d.copy_from_slice(p);
         }
     }
-    // One or two digits left (`x` < 100).
-    let pair = x as usize;
-    let (from, len) = if x >= 10 { (0, 2) } else { (1, 1) };
-    at = at.saturating_sub(len);
-    if let (Some(d), Some(p)) = (
-        digits.get_mut(at..at.saturating_add(len)),
-        DEC_PAIRS.get(
-            pair.saturating_mul(2).saturating_add(from)..pair.saturating_mul(2).saturating_add(2),
-        ),
-    ) {
-        d.copy_from_slice(p);
+    // One or two digits left (`x` < 100), at the front.
+    if x >= 10 {
+        if let (Some(d), Some(p)) = (digits.get_mut(..2), dec_pair(x as usize)) {
+            d.copy_from_slice(p);
+        }
+    } else if let Some(d) = digits.first_mut() {
+        *d = b'0'.wrapping_add(x as u8);
     }
-    buf.extend_from_slice(digits.get(at..).unwrap_or_default());
+    let end = buf.len().saturating_add(len);
+    buf.extend_from_slice(&digits);
+    buf.truncate(end);
+}
+
+/// The two digits of `pair` (< 100).
+#[inline(always)]
+fn dec_pair(pair: usize) -> Option<&'static [u8]> {
+    DEC_PAIRS.get(pair.saturating_mul(2)..pair.saturating_mul(2).saturating_add(2))
 }
 
 /// `"00" "01" … "99"`: the two digits of every number below 100.
@@ -698,40 +761,84 @@ fn push_int(buf: &mut Vec<u8>, v: i64) {
     push_dec(buf, v.unsigned_abs());
 }
 
-/// Whether `s` has a byte JSON escapes (`"`, `\\` or a control character), looked for
-/// eight bytes at a time.
-#[inline]
-fn needs_escape(s: &[u8]) -> bool {
+/// Whether a byte of the eight in `x` is one JSON escapes (`"`, `\\` or a control
+/// character).
+#[inline(always)]
+fn word_needs_escape(x: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Whether a byte of `x` is below `n` (for `n` ≤ 0x80): exact as a whole (a byte
     // can be marked wrongly only above a byte that is below `n`).
     let below = |x: u64, n: u64| x.wrapping_sub(ONES.wrapping_mul(n)) & !x & HIGH != 0;
-    let (words, rest) = s.as_chunks::<8>();
-    let word_needs = words.iter().any(|w| {
-        let x = u64::from_le_bytes(*w);
-        below(x, 0x20)
-            || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
-            || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
-    });
-    word_needs || rest.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    below(x, 0x20)
+        || below(x ^ ONES.wrapping_mul(u64::from(b'"')), 1)
+        || below(x ^ ONES.wrapping_mul(u64::from(b'\\')), 1)
 }
 
 /// A JSON string literal.
+#[inline]
 fn push_str(buf: &mut Vec<u8>, s: &str) {
+    buf.reserve(s.len().saturating_add(2));
     buf.push(b'"');
     push_str_body(buf, s);
     buf.push(b'"');
 }
 
 /// The inside of a JSON string literal: `"`, `\` and control characters escaped.
+///
+/// Checked eight bytes at a time, the last eight overlapping the others when the length is
+/// not a multiple of eight (shorter strings as one word of their first and last four bytes,
+/// or of their up to three bytes padded). A clean string of up to 16 bytes (a register
+/// name, an access kind) is copied as two overlapping fixed-size pieces, its first and last
+/// bytes (the second copy rewrites the overlap with the same bytes), not by a call.
+#[inline]
 fn push_str_body(buf: &mut Vec<u8>, s: &str) {
-    if !needs_escape(s.as_bytes()) {
-        buf.extend_from_slice(s.as_bytes());
+    let b = s.as_bytes();
+    let end = buf.len().saturating_add(b.len());
+    let clean = if let Some(last) = b.last_chunk::<8>() {
+        let (words, _) = b.as_chunks::<8>();
+        let clean = !words
+            .iter()
+            .chain([last])
+            .any(|w| word_needs_escape(u64::from_le_bytes(*w)));
+        if clean {
+            match b.first_chunk::<8>() {
+                Some(first) if b.len() <= 16 => {
+                    buf.extend_from_slice(first);
+                    buf.truncate(end.saturating_sub(8));
+                    buf.extend_from_slice(last);
+                }
+                _ => buf.extend_from_slice(b),
+            }
+        }
+        clean
+    } else if let (Some(first), Some(last)) = (b.first_chunk::<4>(), b.last_chunk::<4>()) {
+        let word =
+            u64::from(u32::from_le_bytes(*first)) | u64::from(u32::from_le_bytes(*last)) << 32;
+        let clean = !word_needs_escape(word);
+        if clean {
+            buf.extend_from_slice(first);
+            buf.truncate(end.saturating_sub(4));
+            buf.extend_from_slice(last);
+        }
+        clean
+    } else {
+        // Up to three bytes: the first, middle and last (some the same byte) cover them.
+        let (Some(&a), Some(&m), Some(&z)) = (b.first(), b.get(b.len() / 2), b.last()) else {
+            return;
+        };
+        let clean = !word_needs_escape(u64::from_le_bytes([a, m, z, b'a', b'a', b'a', b'a', b'a']));
+        if clean {
+            buf.extend_from_slice(&[a, m, z]);
+            buf.truncate(end);
+        }
+        clean
+    };
+    if clean {
         return;
     }
-    for &b in s.as_bytes() {
-        match b {
+    for &c in b {
+        match c {
             b'"' => buf.extend_from_slice(b"\\\""),
             b'\\' => buf.extend_from_slice(b"\\\\"),
             b'\n' => buf.extend_from_slice(b"\\n"),
@@ -739,10 +846,9 @@ fn push_str_body(buf: &mut Vec<u8>, s: &str) {
             b'\t' => buf.extend_from_slice(b"\\t"),
             0..0x20 => {
                 buf.extend_from_slice(b"\\u00");
-                buf.push(*HEX.get(usize::from(b >> 4)).unwrap_or(&b'0'));
-                buf.push(*HEX.get(usize::from(b & 0xf)).unwrap_or(&b'0'));
+                buf.extend_from_slice(&hex_pair(c));
             }
-            _ => buf.push(b),
+            _ => buf.push(c),
         }
     }
 }
@@ -784,6 +890,86 @@ mod tests {
         assert_eq!(String::from_utf8(b).unwrap(), s);
     }
 
+    /// The number writers against the standard library's formatting at every digit-count
+    /// boundary (each power of two and of ten, and their neighbours) and every width.
+    #[test]
+    fn numbers_at_every_length() {
+        let mut values = vec![0u64, u64::MAX];
+        for k in 0..64 {
+            values.extend([1u64 << k, (1u64 << k) - 1, (1u64 << k) + 1]);
+        }
+        for k in 0..20 {
+            let p = 10u64.pow(k);
+            values.extend([p, p - 1, p + 1]);
+        }
+        for v in values {
+            let mut b = Vec::new();
+            push_dec(&mut b, v);
+            assert_eq!(b, v.to_string().into_bytes());
+            for width in 0..24u8 {
+                let mut b = Vec::new();
+                push_hex_quoted(&mut b, v, width);
+                let want = if width > 0 {
+                    format!("\"{v:#0w$x}\"", w = usize::from(width))
+                } else {
+                    format!("\"{v:#x}\"")
+                };
+                assert_eq!(String::from_utf8(b).unwrap(), want);
+            }
+        }
+        let bytes: Vec<u8> = (0..=255).collect();
+        let mut b = Vec::new();
+        push_hex_bytes(&mut b, &bytes);
+        let want: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(String::from_utf8(b).unwrap(), want);
+    }
+
+    /// A JSON string literal a character at a time: `\n`, `\r`, `\t` and `\uXXXX` for the
+    /// other control characters (where serde_json writes `\b` and `\f`).
+    fn naive_literal(t: &str) -> String {
+        let mut out = String::from("\"");
+        for c in t.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// String literals of every length up to 40 bytes, with each escaped character at each
+    /// position (the short strings' fast paths copy overlapping pieces), against a
+    /// character-at-a-time writer.
+    #[test]
+    fn strings_of_every_length() {
+        for len in 0..40 {
+            let plain: String = "abcdefghij".chars().cycle().take(len).collect();
+            let mut cases = vec![plain.clone()];
+            for at in 0..len {
+                for c in ['"', '\\', '\n', '\u{c}', '\u{1}', '\u{1f}', 'é'] {
+                    let mut t: Vec<char> = plain.chars().collect();
+                    t[at] = c;
+                    cases.push(t.into_iter().collect());
+                }
+            }
+            for t in cases {
+                let mut b = b"[".to_vec();
+                push_str(&mut b, &t);
+                assert_eq!(
+                    String::from_utf8(b).unwrap(),
+                    format!("[{}", naive_literal(&t)),
+                    "{t:?}"
+                );
+            }
+        }
+    }
+
     /// The number and string writers against the standard library's formatting and a
     /// byte-by-byte escape check, on random values.
     #[test]
@@ -809,27 +995,36 @@ mod tests {
                     .map(|x| format!("{x:02x}"))
                     .collect::<String>()
                     .into_bytes();
-            let naive = |s: &[u8]| s.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
-            let escape = needs_escape(text.as_bytes()) == naive(text.as_bytes())
-                && needs_escape(&bytes) == naive(&bytes);
-            dec && hex && hex_bytes && escape
+            let mut b = Vec::new();
+            push_str(&mut b, &text);
+            let lossy = String::from_utf8_lossy(&bytes);
+            push_str(&mut b, &lossy);
+            let string = String::from_utf8(b).unwrap()
+                == format!("{}{}", naive_literal(&text), naive_literal(&lossy));
+            dec && hex && hex_bytes && string
         }
+        // 2,000 cases unless `QUICKCHECK_TESTS` asks for more.
+        let tests = std::env::var("QUICKCHECK_TESTS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000);
         quickcheck::QuickCheck::new()
-            .tests(2000)
+            .tests(tests)
             .quickcheck(prop as fn(u64, u8, Vec<u8>, String) -> bool);
         for s in [
             "",
             "rax",
+            "rsp",
             "0123456\"",
             "01234567\u{1f}",
+            "012345678\\",
+            "0123456789abcde\n",
             "abcdefgh\\ijk",
             "é\u{7f}\u{80}",
         ] {
-            assert_eq!(
-                needs_escape(s.as_bytes()),
-                s.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\'),
-                "{s:?}"
-            );
+            let mut b = Vec::new();
+            push_str(&mut b, s);
+            assert_eq!(String::from_utf8(b).unwrap(), naive_literal(s), "{s:?}");
         }
     }
 
@@ -902,6 +1097,63 @@ mod tests {
         assert_eq!(
             lines[0],
             "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n"
+        );
+        assert_eq!(lines[1], lines[0]);
+    }
+
+    /// A row with three tables of (name, value) pairs, handed over pair by pair or part by
+    /// part.
+    struct Pairs {
+        whole: bool,
+    }
+
+    impl Row for Pairs {
+        fn visit(&self, v: &mut dyn Visitor) {
+            for _ in 0..3 {
+                v.begin_list();
+                for (name, value) in [("rax", 0x10), ("a\"b", 7), ("xmm0[0..8]", 0)] {
+                    if self.whole {
+                        v.name_value_row(name, value);
+                    } else {
+                        v.begin_row();
+                        v.str(name);
+                        v.uint(value);
+                        v.end_row();
+                    }
+                }
+                v.end_list();
+            }
+        }
+    }
+
+    /// `name_value_row` writes what `begin_row`, `str`, `uint`, `end_row` write, in a table
+    /// shown as an object, as an array of rows, or not at all.
+    #[test]
+    fn name_value_rows_as_parts() {
+        let pair = Arc::new(Schema::new(
+            "pair",
+            vec![Field::new("name", Type::Name), Field::hex("value", 64)],
+        ));
+        let schema = Arc::new(Schema::new(
+            "t",
+            vec![
+                Field::new("object", Type::Rows(Arc::clone(&pair))).json(Json::Object),
+                Field::new("rows", Type::Rows(Arc::clone(&pair))),
+                Field::new("hidden", Type::Rows(pair)).json(Json::Skip),
+            ],
+        ));
+        let mut lines = Vec::new();
+        for whole in [false, true] {
+            let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(&schema));
+            sink.write(0, &Pairs { whole }).unwrap();
+            sink.flush().unwrap();
+            lines.push(String::from_utf8(sink.into_inner()).unwrap());
+        }
+        assert_eq!(
+            lines[0],
+            "{\"object\":{\"rax\":\"0x10\",\"a\\\"b\":\"0x7\",\"xmm0[0..8]\":\"0x0\"},\
+             \"rows\":[{\"name\":\"rax\",\"value\":\"0x10\"},{\"name\":\"a\\\"b\",\"value\":\"0x7\"},\
+             {\"name\":\"xmm0[0..8]\",\"value\":\"0x0\"}]}\n"
         );
         assert_eq!(lines[1], lines[0]);
     }
