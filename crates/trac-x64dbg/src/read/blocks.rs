@@ -747,18 +747,20 @@ pub(super) fn walk_plain<'a, const W: usize>(
     words: u16,
     mut on_block: impl FnMut(&Instruction<'a>) -> bool,
 ) -> (usize, u64) {
-    let limit = x.len().saturating_sub(USUAL_WINDOW);
     let words = u32::from(words);
     let wide = if W == 8 { MARK_WORD8 } else { 0 };
+    // W in each byte (bit 3, or bit 2 for W = 4): a product with it adds up W × the bit 0
+    // of every byte in the top byte.
+    let w_in_bytes = ONES << W.trailing_zeros();
     let (mut at, mut count) = (0usize, 0u64);
     let mut touched = 0u8;
-    while at < limit {
-        let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
+    while let Some(rest) = x.get(at..).filter(|r| r.len() > USUAL_WINDOW) {
+        let Some(w) = rest.first_chunk::<USUAL_WINDOW>() else {
             break;
         };
         // A load off the chain, a page ahead: the hardware prefetcher does not cross
         // pages, so without it the chain's first load in each page waits for memory.
-        touched ^= x.get(at + PREFETCH_AHEAD).copied().unwrap_or(0);
+        touched ^= rest.get(PREFETCH_AHEAD).copied().unwrap_or(0);
         let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
         let (nn, mm) = (usize::from(n), usize::from(m));
         // At most 8 changes and 8 accesses: their positions and flags are one word each.
@@ -768,18 +770,24 @@ pub(super) fn walk_plain<'a, const W: usize>(
         let op = usize::from(fl & raw::OPCODE_LEN_MASK);
         let pos = 4 + op;
         let mf = pos + nn * (1 + W);
-        let word = |at: usize, n: usize| {
-            let bytes = w.get(at..).and_then(<[u8]>::first_chunk::<8>);
-            let keep = LOW_BYTES.get(n).copied().unwrap_or(0);
-            bytes.map_or(0, |b| u64::from_le_bytes(*b)) & keep
+        let word = |at: usize| {
+            w.get(at..)
+                .and_then(<[u8]>::first_chunk::<8>)
+                .map_or(0, |b| u64::from_le_bytes(*b))
         };
-        let (positions, flags) = (word(pos, nn), word(mf, mm));
-        let len = mf + mm * (1 + 2 * W) + (mm - bit0_count(flags)) * W;
-        let usual = ty == raw::BLOCK_INSTRUCTION
-            && fl & raw::FLAG_THREAD_ID == 0
-            && op != 0
-            && sum_of_bytes(positions) + u32::from(n) <= words;
-        let Some(bytes) = x.get(at..at + len).filter(|_| usual) else {
+        let positions = word(pos) & LOW_BYTES.get(nn).copied().unwrap_or(0);
+        // The lengths are the loop's critical path: after the flags' load, a product
+        // gives W × the accesses without a new value, taken from the most the block holds.
+        let unchanged = word(mf) & LOW_ONES.get(mm).copied().unwrap_or(0);
+        let end =
+            (at + mf + mm * (1 + 3 * W)) - (unchanged.wrapping_mul(w_in_bytes) >> 56) as usize;
+        let len = end - at;
+        // The other checks without a branch each: one branch, taken at the walk's end.
+        let usual = (ty == raw::BLOCK_INSTRUCTION)
+            & (fl & raw::FLAG_THREAD_ID == 0)
+            & (op != 0)
+            & (sum_of_bytes(positions) + u32::from(n) <= words);
+        let Some(bytes) = rest.get(..len).filter(|_| usual) else {
             break;
         };
         let ins = Instruction {
@@ -795,12 +803,28 @@ pub(super) fn walk_plain<'a, const W: usize>(
         if !on_block(&ins) {
             break;
         }
-        at += len;
+        at = end;
         count += 1;
     }
     core::hint::black_box(touched);
     (at, count)
 }
+
+/// `0x01` in every byte.
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// `LOW_ONES[n]`: bit 0 of each of the low `n` bytes of a word.
+const LOW_ONES: [u64; 9] = [
+    0,
+    0x01,
+    0x0101,
+    0x01_0101,
+    0x0101_0101,
+    0x01_0101_0101,
+    0x0101_0101_0101,
+    0x01_0101_0101_0101,
+    0x0101_0101_0101_0101,
+];
 
 /// The bytes [`pass_plain`] reads a block's fields from: those of a usual block without a
 /// thread id end within 4 + 15 + 8 × 9 + 8 = 99 (its memory flags read as one word).

@@ -4,7 +4,7 @@
 //! [`Instruction::mem_addresses`]), so a scan for an address range costs little more than
 //! finding the blocks.
 
-use super::blocks::{Block, Blocks, Instruction};
+use super::blocks::{Block, Blocks, Instruction, ONES};
 use super::{Index, Trace};
 use crate::Error;
 use crate::header::Arch;
@@ -16,9 +16,6 @@ const fn cip_word(arch: Arch) -> u8 {
         Arch::X86 => 8,
     }
 }
-
-/// `0x01` in every byte.
-const ONES: u64 = 0x0101_0101_0101_0101;
 
 impl<'a> Trace<'a> {
     /// Every instruction with its pc, from the first block; see [`Scan`].
