@@ -103,12 +103,16 @@ impl<'a> Scan<'a> {
     ) -> Option<Result<Instruction<'a>, Error>> {
         loop {
             let (cip, mut now) = (self.cip, self.pc);
-            self.blocks.walk_plain(|ins| {
-                if let Some(p) = ins.word_change(cip) {
-                    now = p;
-                }
-                pc != Some(now) && !(lo < hi && ins.touches(lo, hi))
-            });
+            // Inlined into the walk's loop: a call per block would keep `now` in memory.
+            self.blocks.walk_plain(
+                #[inline(always)]
+                |ins| {
+                    if let Some(p) = ins.word_change(cip) {
+                        now = p;
+                    }
+                    pc != Some(now) && !(lo < hi && ins.touches(lo, hi))
+                },
+            );
             self.pc = now;
             match self.next_instruction()? {
                 Ok(ins) => {
@@ -143,7 +147,7 @@ impl<'a> Scan<'a> {
 
 impl<'a> Instruction<'a> {
     /// The new value of REGDUMP word `word` if this block changes it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn word_change(&self, word: u8) -> Option<u64> {
         let n = self.reg_count();
         let start = self.positions_start();
@@ -211,7 +215,7 @@ impl<'a> Instruction<'a> {
 
     /// Whether a recorded memory word (8 or 4 bytes at its address) overlaps the
     /// addresses `start..end`.
-    #[inline]
+    #[inline(always)]
     pub fn touches(&self, start: u64, end: u64) -> bool {
         let m = self.mem_count();
         if m == 0 {
