@@ -662,19 +662,21 @@ fn pass_plain<const W: usize>(
     mut known: usize,
     words: u16,
 ) -> Plain {
-    // The comparison stays within `COMPARE_LEAD + COMPARE_CHUNK` of `at`: it does not
-    // reach past the end.
-    let limit = x
-        .len()
-        .min(y.len())
-        .saturating_sub(COMPARE_LEAD + COMPARE_CHUNK);
+    // The comparison stays below `at + COMPARE_LEAD + COMPARE_CHUNK`: it does not reach
+    // past the end, and `known` is at most `last` (the bound lets the compiler drop the
+    // chunks' bounds checks).
+    let n = x.len().min(y.len());
+    let (xs, ys) = (x.get(..n).unwrap_or(&[]), y.get(..n).unwrap_or(&[]));
+    let last = n.saturating_sub(COMPARE_CHUNK);
+    let limit = n.saturating_sub(COMPARE_LEAD + 2 * COMPARE_CHUNK);
     let words = u32::from(words);
     let mut count = 0u64;
     while at < limit {
+        let k = known.min(last);
         let (Some(cx), Some(cy)) = (
-            x.get(known..)
+            xs.get(k..k + COMPARE_CHUNK)
                 .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
-            y.get(known..)
+            ys.get(k..k + COMPARE_CHUNK)
                 .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
         ) else {
             break;
