@@ -662,9 +662,10 @@ fn pass_plain<const W: usize>(
     mut known: usize,
     words: u16,
 ) -> Plain {
-    // The comparison stays below `at + COMPARE_LEAD + COMPARE_CHUNK`: it does not reach
-    // past the end, and `known` is at most `last` (the bound lets the compiler drop the
-    // chunks' bounds checks).
+    // `known` moves on only while below `at + COMPARE_LEAD`, so the comparison stays
+    // below `at + COMPARE_LEAD + COMPARE_CHUNK`, before `last`. The chunk compared is at
+    // `known` clamped to `last`, a bound that lets the compiler drop the chunks' bounds
+    // checks; `known` may start past it (known equal further), and then does not move.
     let n = x.len().min(y.len());
     let (xs, ys) = (x.get(..n).unwrap_or(&[]), y.get(..n).unwrap_or(&[]));
     let last = n.saturating_sub(COMPARE_CHUNK);
