@@ -5,7 +5,7 @@ use trace_core::Offset;
 
 use super::decode::{
     DecoderState, Fail, InstrMeta, LOW_BYTES, MARK_FLAGGED, MARK_FULL, MARK_NEW_SESSION,
-    MARK_UNFLAGGED, MARK_WORD8, Meta, PREFETCH_AHEAD, bit0_count, prefetch, sum_of_bytes,
+    MARK_UNFLAGGED, MARK_WORD8, Meta, PREFETCH_AHEAD, prefetch, sum_of_bytes,
 };
 use crate::Error;
 use crate::model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
@@ -662,19 +662,22 @@ fn pass_plain<const W: usize>(
     mut known: usize,
     words: u16,
 ) -> Plain {
-    // The comparison stays within `COMPARE_LEAD + COMPARE_CHUNK` of `at`: it does not
-    // reach past the end.
-    let limit = x
-        .len()
-        .min(y.len())
-        .saturating_sub(COMPARE_LEAD + COMPARE_CHUNK);
+    // `known` moves on only while below `at + COMPARE_LEAD`, so the comparison stays
+    // below `at + COMPARE_LEAD + COMPARE_CHUNK`, before `last`. The chunk compared is at
+    // `known` clamped to `last`, a bound that lets the compiler drop the chunks' bounds
+    // checks; `known` may start past it (known equal further), and then does not move.
+    let n = x.len().min(y.len());
+    let (xs, ys) = (x.get(..n).unwrap_or(&[]), y.get(..n).unwrap_or(&[]));
+    let last = n.saturating_sub(COMPARE_CHUNK);
+    let limit = n.saturating_sub(COMPARE_LEAD + 2 * COMPARE_CHUNK);
     let words = u32::from(words);
     let mut count = 0u64;
     while at < limit {
+        let k = known.min(last);
         let (Some(cx), Some(cy)) = (
-            x.get(known..)
+            xs.get(k..k + COMPARE_CHUNK)
                 .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
-            y.get(known..)
+            ys.get(k..k + COMPARE_CHUNK)
                 .and_then(<[u8]>::first_chunk::<COMPARE_CHUNK>),
         ) else {
             break;
@@ -693,28 +696,10 @@ fn pass_plain<const W: usize>(
         let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
             break;
         };
-        let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
-        let (n, m) = (usize::from(n), usize::from(m));
-        // At most 8 changes and 8 accesses: their positions and flags are one word each.
-        if n > 8 || m > 8 {
+        let Some((end, usual)) = usual_end::<W>(w, at, words) else {
             break;
-        }
-        let op = usize::from(fl & raw::OPCODE_LEN_MASK);
-        let pos = 4 + op;
-        let mf = pos + n * (1 + W);
-        let word = |at: usize, n: usize| {
-            let bytes = w.get(at..).and_then(<[u8]>::first_chunk::<8>);
-            let keep = LOW_BYTES.get(n).copied().unwrap_or(0);
-            bytes.map_or(0, |b| u64::from_le_bytes(*b)) & keep
         };
-        let (positions, flags) = (word(pos, n), word(mf, m));
-        let end = at + mf + m * (1 + 2 * W) + (m - bit0_count(flags)) * W;
-        let usual = ty == raw::BLOCK_INSTRUCTION
-            && fl & raw::FLAG_THREAD_ID == 0
-            && op != 0
-            && sum_of_bytes(positions) + n as u32 <= words
-            && end <= known;
-        if !usual {
+        if !usual | (end > known) {
             break;
         }
         at = end;
@@ -747,41 +732,25 @@ pub(super) fn walk_plain<'a, const W: usize>(
     words: u16,
     mut on_block: impl FnMut(&Instruction<'a>) -> bool,
 ) -> (usize, u64) {
-    let limit = x.len().saturating_sub(USUAL_WINDOW);
     let words = u32::from(words);
     let wide = if W == 8 { MARK_WORD8 } else { 0 };
     let (mut at, mut count) = (0usize, 0u64);
     let mut touched = 0u8;
-    while at < limit {
-        let Some(w) = x.get(at..).and_then(<[u8]>::first_chunk::<USUAL_WINDOW>) else {
+    while let Some(rest) = x.get(at..).filter(|r| r.len() > USUAL_WINDOW) {
+        let Some(w) = rest.first_chunk::<USUAL_WINDOW>() else {
             break;
         };
         // A load off the chain, a page ahead: the hardware prefetcher does not cross
         // pages, so without it the chain's first load in each page waits for memory.
-        touched ^= x.get(at + PREFETCH_AHEAD).copied().unwrap_or(0);
-        let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
-        let (nn, mm) = (usize::from(n), usize::from(m));
-        // At most 8 changes and 8 accesses: their positions and flags are one word each.
-        if nn > 8 || mm > 8 {
-            break;
-        }
-        let op = usize::from(fl & raw::OPCODE_LEN_MASK);
-        let pos = 4 + op;
-        let mf = pos + nn * (1 + W);
-        let word = |at: usize, n: usize| {
-            let bytes = w.get(at..).and_then(<[u8]>::first_chunk::<8>);
-            let keep = LOW_BYTES.get(n).copied().unwrap_or(0);
-            bytes.map_or(0, |b| u64::from_le_bytes(*b)) & keep
-        };
-        let (positions, flags) = (word(pos, nn), word(mf, mm));
-        let len = mf + mm * (1 + 2 * W) + (mm - bit0_count(flags)) * W;
-        let usual = ty == raw::BLOCK_INSTRUCTION
-            && fl & raw::FLAG_THREAD_ID == 0
-            && op != 0
-            && sum_of_bytes(positions) + u32::from(n) <= words;
-        let Some(bytes) = x.get(at..at + len).filter(|_| usual) else {
+        touched ^= rest.get(PREFETCH_AHEAD).copied().unwrap_or(0);
+        let Some((end, usual)) = usual_end::<W>(w, at, words) else {
             break;
         };
+        let len = end - at;
+        let Some(bytes) = rest.get(..len).filter(|_| usual) else {
+            break;
+        };
+        let [_, n, m, fl] = [w[0], w[1], w[2], w[3]];
         let ins = Instruction {
             meta: InstrMeta {
                 index: 0,
@@ -795,12 +764,70 @@ pub(super) fn walk_plain<'a, const W: usize>(
         if !on_block(&ins) {
             break;
         }
-        at += len;
+        at = end;
         count += 1;
     }
     core::hint::black_box(touched);
     (at, count)
 }
+
+/// Measures the block whose first bytes are `w`, at `at`, as a usual instruction block
+/// without a thread id (as [`DecoderState::quick_step`] takes them, with words of `W`
+/// bytes and `words` REGDUMP words): its end (`at` + its length) and whether it is one.
+/// `None` when it has more than 8 changes or accesses (not a usual block either).
+///
+/// The ends are the lean walks' critical path, a chain of loads (a block's length comes
+/// from its own bytes): after the load of the memory flags, one product gives W × the
+/// accesses without a new value, subtracted from the most the block can hold. The other
+/// checks are off that path, and the caller takes one branch on them.
+#[inline(always)]
+fn usual_end<const W: usize>(
+    w: &[u8; USUAL_WINDOW],
+    at: usize,
+    words: u32,
+) -> Option<(usize, bool)> {
+    let [ty, n, m, fl] = [w[0], w[1], w[2], w[3]];
+    let (nn, mm) = (usize::from(n), usize::from(m));
+    // At most 8 changes and 8 accesses: their positions and flags are one word each.
+    if nn > 8 || mm > 8 {
+        return None;
+    }
+    let op = usize::from(fl & raw::OPCODE_LEN_MASK);
+    let pos = 4 + op;
+    let mf = pos + nn * (1 + W);
+    let word = |at: usize| {
+        w.get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map_or(0, |b| u64::from_le_bytes(*b))
+    };
+    let positions = word(pos) & LOW_BYTES.get(nn).copied().unwrap_or(0);
+    let unchanged = word(mf) & LOW_ONES.get(mm).copied().unwrap_or(0);
+    // W in each byte (bit 3, or bit 2 for W = 4): the product's top byte is W × the
+    // bytes' bits 0 added up.
+    let w_in_bytes = ONES << W.trailing_zeros();
+    let end = (at + mf + mm * (1 + 3 * W)) - (unchanged.wrapping_mul(w_in_bytes) >> 56) as usize;
+    let usual = (ty == raw::BLOCK_INSTRUCTION)
+        & (fl & raw::FLAG_THREAD_ID == 0)
+        & (op != 0)
+        & (sum_of_bytes(positions) + u32::from(n) <= words);
+    Some((end, usual))
+}
+
+/// `0x01` in every byte.
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// `LOW_ONES[n]`: bit 0 of each of the low `n` bytes of a word.
+const LOW_ONES: [u64; 9] = [
+    0,
+    0x01,
+    0x0101,
+    0x01_0101,
+    0x0101_0101,
+    0x01_0101_0101,
+    0x0101_0101_0101,
+    0x01_0101_0101_0101,
+    0x0101_0101_0101_0101,
+];
 
 /// The bytes [`pass_plain`] reads a block's fields from: those of a usual block without a
 /// thread id end within 4 + 15 + 8 × 9 + 8 = 99 (its memory flags read as one word).

@@ -4,7 +4,7 @@
 //! [`Instruction::mem_addresses`]), so a scan for an address range costs little more than
 //! finding the blocks.
 
-use super::blocks::{Block, Blocks, Instruction};
+use super::blocks::{Block, Blocks, Instruction, ONES};
 use super::{Index, Trace};
 use crate::Error;
 use crate::header::Arch;
@@ -16,9 +16,6 @@ const fn cip_word(arch: Arch) -> u8 {
         Arch::X86 => 8,
     }
 }
-
-/// `0x01` in every byte.
-const ONES: u64 = 0x0101_0101_0101_0101;
 
 impl<'a> Trace<'a> {
     /// Every instruction with its pc, from the first block; see [`Scan`].
@@ -106,12 +103,16 @@ impl<'a> Scan<'a> {
     ) -> Option<Result<Instruction<'a>, Error>> {
         loop {
             let (cip, mut now) = (self.cip, self.pc);
-            self.blocks.walk_plain(|ins| {
-                if let Some(p) = ins.word_change(cip) {
-                    now = p;
-                }
-                pc != Some(now) && !(lo < hi && ins.touches(lo, hi))
-            });
+            // Inlined into the walk's loop: a call per block would keep `now` in memory.
+            self.blocks.walk_plain(
+                #[inline(always)]
+                |ins| {
+                    if let Some(p) = ins.word_change(cip) {
+                        now = p;
+                    }
+                    pc != Some(now) && !(lo < hi && ins.touches(lo, hi))
+                },
+            );
             self.pc = now;
             match self.next_instruction()? {
                 Ok(ins) => {
@@ -146,7 +147,7 @@ impl<'a> Scan<'a> {
 
 impl<'a> Instruction<'a> {
     /// The new value of REGDUMP word `word` if this block changes it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn word_change(&self, word: u8) -> Option<u64> {
         let n = self.reg_count();
         let start = self.positions_start();
@@ -214,7 +215,7 @@ impl<'a> Instruction<'a> {
 
     /// Whether a recorded memory word (8 or 4 bytes at its address) overlaps the
     /// addresses `start..end`.
-    #[inline]
+    #[inline(always)]
     pub fn touches(&self, start: u64, end: u64) -> bool {
         let m = self.mem_count();
         if m == 0 {

@@ -76,23 +76,35 @@ impl XrefHit {
     /// for an access (and `"size"`, `"access"` when disassembled).
     #[must_use]
     pub fn to_json(&self) -> String {
-        let mut s = format!(
+        // One allocation per line (`xref` prints one per hit), no string per piece.
+        let mut s = String::with_capacity(160);
+        let _ = write!(
+            s,
             "{{\"i\":{},\"thread\":{},\"pc\":\"{:#x}\"",
             self.i, self.thread, self.pc
         );
         if let Some(a) = &self.access {
-            let value =
-                |v: &Option<String>| v.as_ref().map_or("null".into(), |v| format!("\"{v}\""));
-            let _ = write!(
-                s,
-                ",\"addr\":\"{:#x}\",\"old\":{},\"new\":{}",
-                a.addr,
-                value(&a.old),
-                value(&a.new)
-            );
+            let _ = write!(s, ",\"addr\":\"{:#x}\"", a.addr);
+            for (key, v) in [(",\"old\":", &a.old), (",\"new\":", &a.new)] {
+                s.push_str(key);
+                match v {
+                    Some(v) => {
+                        s.push('"');
+                        s.push_str(v);
+                        s.push('"');
+                    }
+                    None => s.push_str("null"),
+                }
+            }
             if let Some(kind) = a.kind {
-                let size = a.size.map_or("null".into(), |n| n.to_string());
-                let _ = write!(s, ",\"size\":{size},\"access\":\"{}\"", kind.name());
+                s.push_str(",\"size\":");
+                match a.size {
+                    Some(n) => {
+                        let _ = write!(s, "{n}");
+                    }
+                    None => s.push_str("null"),
+                }
+                let _ = write!(s, ",\"access\":\"{}\"", kind.name());
             }
         }
         s.push('}');
