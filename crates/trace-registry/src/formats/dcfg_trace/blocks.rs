@@ -135,8 +135,11 @@ struct Walk<'w, 'c, F, T> {
     batch: usize,
     flush: F,
     tally: &'w mut T,
-    /// The edges of the chunk so far.
-    seq: u64,
+    /// The codes `flush` took out of `out`, and the edges into special nodes so far (with
+    /// the codes in `out`: the edges of the chunk so far, counted only when one is
+    /// unknown).
+    flushed: u64,
+    specials: u64,
     stop: Option<Stop>,
 }
 
@@ -144,9 +147,8 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
     /// One decoded edge, whose target's code is `code`; `false` stops the decoding.
     #[inline(always)]
     fn edge(&mut self, edge: u64, code: u32) -> bool {
-        self.seq = self.seq.wrapping_add(1);
         if code >= UNKNOWN {
-            return code == SPECIAL || self.unknown(edge);
+            return self.not_a_block(edge, code);
         }
         self.out.push(code);
         self.tally.code(code);
@@ -155,8 +157,11 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
 
     #[inline(never)]
     fn flush(&mut self) -> bool {
+        let before = self.out.len();
         match (self.flush)(self.out, self.tally) {
             Ok(next) => {
+                let taken = before.saturating_sub(self.out.len());
+                self.flushed = self.flushed.saturating_add(taken as u64);
                 self.batch = next;
                 true
             }
@@ -167,11 +172,19 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
         }
     }
 
-    /// An edge the DCFG does not have: the error that stops the walk.
+    /// An edge into a special node (skipped), or one the DCFG does not have: the error
+    /// that stops the walk.
     #[cold]
-    fn unknown(&mut self, edge: u64) -> bool {
+    fn not_a_block(&mut self, edge: u64, code: u32) -> bool {
+        if code == SPECIAL {
+            self.specials = self.specials.saturating_add(1);
+            return true;
+        }
         let c = self.chunk;
-        let seq = self.seq.wrapping_sub(1);
+        let seq = self
+            .flushed
+            .saturating_add(self.out.len() as u64)
+            .saturating_add(self.specials);
         self.stop = Some(Stop::Input(Error::Invalid {
             message: format!(
                 "edge {edge} of process {} (thread {}, chunk {}, edge {seq} of the chunk) is not in the DCFG (is it the DCFG of another run?) at offset {}",
@@ -202,7 +215,8 @@ impl EdgeTable {
             batch,
             flush,
             tally,
-            seq: 0,
+            flushed: 0,
+            specials: 0,
             stop: None,
         };
         // One decoding loop per table kind, each with its look-up inlined (the closures
