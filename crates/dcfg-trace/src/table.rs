@@ -613,22 +613,13 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
         let mut i = 0usize;
         let mut step = Step::Ok;
         let mut pending = 0u32;
-        // The window and its bit count stay in registers: `self.bits` is brought up to
-        // date (the `taken` bits consumed) before a refill and at the end, not per edge.
-        let mut window = self.bits.window();
-        let mut avail = self.bits.available();
-        let mut taken = 0u32;
         while i < n {
-            if avail < MAX_CODE_BITS {
-                self.bits.consume(taken);
-                taken = 0;
+            if self.bits.available() < MAX_CODE_BITS {
                 self.bits.refill();
-                window = self.bits.window();
-                avail = self.bits.available();
             }
             let mut off = cur.offset;
             let mut k = cur.bits;
-            let mut w = window;
+            let mut w = self.bits.window();
             let mut used = 0u32;
             let e = loop {
                 let idx = (w >> 32).wrapping_shr(32u32.wrapping_sub(k)) as u32;
@@ -646,11 +637,8 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
             };
             let total = used.wrapping_add(elen(e.meta));
             let kd = kind(e.meta);
-            if kd == SINGLE && total <= avail {
-                // total ≤ 32 (codes are at most MAX_CODE_BITS long) and ≤ avail.
-                window = window.wrapping_shl(total);
-                avail = avail.wrapping_sub(total);
-                taken = taken.wrapping_add(total);
+            if kd == SINGLE && total <= self.bits.available() {
+                self.bits.advance(total);
                 i = i.wrapping_add(1);
                 cur = Root {
                     offset: eoff(e.meta),
@@ -660,7 +648,7 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
                 if !emit(e.id) {
                     break;
                 }
-            } else if kd == MULTI && total <= avail {
+            } else if kd == MULTI && total <= self.bits.available() {
                 step = Step::Group(eoff(e.meta));
                 pending = total;
                 break;
@@ -669,7 +657,6 @@ impl<'p, R: Runs<'p>> ChunkDecoder<'p, R> {
                 break;
             }
         }
-        self.bits.consume(taken);
         self.cur = cur;
         self.cur_id = cur_id;
         (i, step, pending)

@@ -135,11 +135,8 @@ struct Walk<'w, 'c, F, T> {
     batch: usize,
     flush: F,
     tally: &'w mut T,
-    /// The codes `flush` took out of `out`, and the edges into special nodes so far (with
-    /// the codes in `out`: the edges of the chunk so far, counted only when one is
-    /// unknown).
-    flushed: u64,
-    specials: u64,
+    /// The edges of the chunk so far.
+    seq: u64,
     stop: Option<Stop>,
 }
 
@@ -147,8 +144,9 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
     /// One decoded edge, whose target's code is `code`; `false` stops the decoding.
     #[inline(always)]
     fn edge(&mut self, edge: u64, code: u32) -> bool {
+        self.seq = self.seq.wrapping_add(1);
         if code >= UNKNOWN {
-            return self.not_a_block(edge, code);
+            return code == SPECIAL || self.unknown(edge);
         }
         self.out.push(code);
         self.tally.code(code);
@@ -157,11 +155,8 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
 
     #[inline(never)]
     fn flush(&mut self) -> bool {
-        let before = self.out.len();
         match (self.flush)(self.out, self.tally) {
             Ok(next) => {
-                let taken = before.saturating_sub(self.out.len());
-                self.flushed = self.flushed.saturating_add(taken as u64);
                 self.batch = next;
                 true
             }
@@ -172,19 +167,11 @@ impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_,
         }
     }
 
-    /// An edge into a special node (skipped), or one the DCFG does not have: the error
-    /// that stops the walk.
+    /// An edge the DCFG does not have: the error that stops the walk.
     #[cold]
-    fn not_a_block(&mut self, edge: u64, code: u32) -> bool {
-        if code == SPECIAL {
-            self.specials = self.specials.saturating_add(1);
-            return true;
-        }
+    fn unknown(&mut self, edge: u64) -> bool {
         let c = self.chunk;
-        let seq = self
-            .flushed
-            .saturating_add(self.out.len() as u64)
-            .saturating_add(self.specials);
+        let seq = self.seq.wrapping_sub(1);
         self.stop = Some(Stop::Input(Error::Invalid {
             message: format!(
                 "edge {edge} of process {} (thread {}, chunk {}, edge {seq} of the chunk) is not in the DCFG (is it the DCFG of another run?) at offset {}",
@@ -215,8 +202,7 @@ impl EdgeTable {
             batch,
             flush,
             tally,
-            flushed: 0,
-            specials: 0,
+            seq: 0,
             stop: None,
         };
         // One decoding loop per table kind, each with its look-up inlined (the closures
