@@ -190,6 +190,39 @@ impl StaticCounts {
         self.total = self.total.saturating_add(u64::from(r.instrs));
         true
     }
+
+    /// The instructions the current slice can still take with no run refused for the
+    /// slice's sake: runs adding up to less than this (in any order, through
+    /// [`StaticCounts::add_runs`] or [`StaticCounts::add`]) leave the slice open.
+    #[inline]
+    #[must_use]
+    pub fn room(&self) -> u64 {
+        self.slice.saturating_sub(self.total)
+    }
+
+    /// Counts `runs` runs of block `block` of `instrs` instructions each at once, when
+    /// that is all it takes: `false` (nothing counted) when the sink must see one of them
+    /// (the block's first run in the stream) or when they would fill the
+    /// [`room`](StaticCounts::room) left. Runs of several blocks counted so, each call
+    /// within the room, count as those runs one by one in any order would.
+    #[inline]
+    pub fn add_runs(&mut self, block: u32, instrs: u32, runs: u64) -> bool {
+        let n = u64::from(instrs).saturating_mul(runs);
+        if n >= self.room() {
+            return false;
+        }
+        let Some(e) = self.execs.get_mut(block as usize) else {
+            return false;
+        };
+        match *e {
+            0 => self.touched.push(block),
+            Self::UNSEEN => return false,
+            _ => {}
+        }
+        *e = e.saturating_add(runs);
+        self.total = self.total.saturating_add(n);
+        true
+    }
 }
 
 /// What [`Blocks::run`] hands the block executions to.

@@ -5,12 +5,19 @@
 //!
 //! The edge → block table is a vector of 4-byte codes indexed by edge id when the ids are
 //! dense enough (Intel numbers them from 1), else a hash map. A chunk is decoded into the
-//! codes of its edges' blocks (the decoding loop does only the table look-up and a push),
-//! then counted in a second, tight loop with the counters the sink lends
-//! ([`StaticCounts`]); the sink sees only the runs those refuse (a block's first run, a
-//! slice's end). The chunks of a DCFG-Trace are independent, so with more than one core
-//! they are decoded on worker threads, a few chunks ahead, and counted in file order on
-//! the calling thread: the slicing and the output are those of one thread.
+//! codes of its edges' blocks, and the same loop counts the runs of each block per piece
+//! of [`PIECE`] codes ([`Tallied`]; the counting is off the decoder's chain of dependent
+//! loads, so it costs little there). The pieces are then counted in file order with the
+//! counters the sink lends ([`StaticCounts`]): a piece that fits in the current slice
+//! block by block ([`StaticCounts::add_runs`]: a cost per block run in the piece, not per
+//! edge), a piece that may end the slice (and pieces after a slice has reached `N` with
+//! `--loop-bounded`) edge by edge; the sink sees only the runs the counters refuse (a
+//! block's first run, a slice's end). Inside a slice the order of runs does not change
+//! the counts; a piece hands out its blocks' first runs in the order they came, so the
+//! blocks are numbered as edge by edge. The chunks of a DCFG-Trace are independent, so with
+//! more than one core they are decoded and tallied on worker threads, a few chunks ahead,
+//! and counted in file order on the calling thread: the slicing and the output are those
+//! of one thread.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,7 +27,9 @@ use dcfg_trace::read::{Chunk, Event};
 
 use super::{Events, err};
 use crate::Error;
-use crate::blocks::{BlockDesc, BlockKeys, BlockSink, Blocks, PcMap, StaticBatch, StaticRun};
+use crate::blocks::{
+    BlockDesc, BlockKeys, BlockSink, Blocks, PcMap, StaticBatch, StaticCounts, StaticRun,
+};
 
 /// The code of an edge whose target is a loop head entered from outside the loop.
 const LOOP_ENTRY: u32 = 1 << 31;
@@ -56,18 +65,82 @@ enum Stop {
     Input(Error),
 }
 
+/// What a walk does with each code besides pushing it: nothing, or a [`Hist`].
+trait Tally {
+    fn code(&mut self, code: u32);
+}
+
+impl Tally for () {
+    #[inline(always)]
+    fn code(&mut self, _: u32) {}
+}
+
+/// The runs per block of the current piece of a chunk, counted in the decoding loop (off
+/// its chain of dependent loads, so nearly free) and the blocks in order of first run.
+struct Hist {
+    /// Block number → its runs in the piece.
+    runs: Vec<u32>,
+    /// The blocks run in the piece, in order of first run (the first `touched` entries;
+    /// room for a whole piece).
+    order: Vec<u32>,
+    touched: usize,
+}
+
+impl Hist {
+    fn new(blocks: usize, piece: usize) -> Hist {
+        Hist {
+            runs: vec![0; blocks],
+            order: vec![0; piece.saturating_add(1)],
+            touched: 0,
+        }
+    }
+
+    /// Ends the piece: its (block, runs) pairs to `out`, in order of first run; returns
+    /// its instructions (`instrs`: block number → instructions).
+    fn close(&mut self, instrs: &[u32], out: &mut Vec<(u32, u32)>) -> u64 {
+        let mut total = 0u64;
+        for &b in self.order.get(..self.touched).unwrap_or_default() {
+            if let Some(r) = self.runs.get_mut(b as usize) {
+                let n = std::mem::take(r);
+                let i = u64::from(instrs.get(b as usize).copied().unwrap_or(0));
+                total = total.saturating_add(i.saturating_mul(u64::from(n)));
+                out.push((b, n));
+            }
+        }
+        self.touched = 0;
+        total
+    }
+}
+
+impl Tally for Hist {
+    #[inline(always)]
+    fn code(&mut self, code: u32) {
+        let b = code & BLOCK;
+        if let Some(r) = self.runs.get_mut(b as usize) {
+            // Branch-free: the store always, the count of blocks only on a first run.
+            if let Some(t) = self.order.get_mut(self.touched) {
+                *t = b;
+            }
+            self.touched = self.touched.wrapping_add(usize::from(*r == 0));
+            *r = r.wrapping_add(1);
+        }
+    }
+}
+
 /// The codes of one chunk's edges on their way to `out`.
-struct Walk<'w, 'c, F> {
+struct Walk<'w, 'c, F, T> {
     chunk: &'w Chunk<'c>,
     out: &'w mut Vec<u32>,
+    /// `flush` is called when `out` holds this many codes.
     batch: usize,
     flush: F,
+    tally: &'w mut T,
     /// The edges of the chunk so far.
     seq: u64,
     stop: Option<Stop>,
 }
 
-impl<F: FnMut(&mut Vec<u32>) -> Result<(), Error>> Walk<'_, '_, F> {
+impl<F: FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>, T: Tally> Walk<'_, '_, F, T> {
     /// One decoded edge, whose target's code is `code`; `false` stops the decoding.
     #[inline(always)]
     fn edge(&mut self, edge: u64, code: u32) -> bool {
@@ -76,13 +149,17 @@ impl<F: FnMut(&mut Vec<u32>) -> Result<(), Error>> Walk<'_, '_, F> {
             return code == SPECIAL || self.unknown(edge);
         }
         self.out.push(code);
+        self.tally.code(code);
         self.out.len() < self.batch || self.flush()
     }
 
     #[inline(never)]
     fn flush(&mut self) -> bool {
-        match (self.flush)(self.out) {
-            Ok(()) => true,
+        match (self.flush)(self.out, self.tally) {
+            Ok(next) => {
+                self.batch = next;
+                true
+            }
             Err(e) => {
                 self.stop = Some(Stop::Flush(e));
                 false
@@ -109,19 +186,22 @@ impl<F: FnMut(&mut Vec<u32>) -> Result<(), Error>> Walk<'_, '_, F> {
 
 impl EdgeTable {
     /// Decodes chunk `c`, pushing the codes of its edges' blocks (not those of special
-    /// nodes) to `out` and handing `out` to `flush` whenever it holds `batch` codes.
-    fn walk(
+    /// nodes) to `out`, each also to `tally`, and handing `out` to `flush` whenever it
+    /// holds `batch` codes (`flush` returns the next such length).
+    fn walk<T: Tally>(
         &self,
         c: &Chunk<'_>,
         out: &mut Vec<u32>,
         batch: usize,
-        flush: impl FnMut(&mut Vec<u32>) -> Result<(), Error>,
+        tally: &mut T,
+        flush: impl FnMut(&mut Vec<u32>, &mut T) -> Result<usize, Error>,
     ) -> Result<(), Stop> {
         let mut w = Walk {
             chunk: c,
             out,
             batch,
             flush,
+            tally,
             seq: 0,
             stop: None,
         };
@@ -160,6 +240,80 @@ struct Statics<'s> {
     pcs: &'s [u64],
 }
 
+/// A chunk's codes and, per piece of them, the runs of each block in the piece: counted on
+/// the thread that decoded the chunk, so that the calling thread adds a piece inside a
+/// slice block by block rather than edge by edge.
+#[derive(Debug, Default)]
+struct Tallied {
+    codes: Vec<u32>,
+    pieces: Vec<Piece>,
+    /// (block, runs) of every piece, each piece's in order of first run.
+    pairs: Vec<(u32, u32)>,
+}
+
+/// One piece of a [`Tallied`] chunk: where its codes and pairs end, and its instructions.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    codes: usize,
+    pairs: usize,
+    instrs: u64,
+}
+
+impl Tallied {
+    /// Ends the current piece (nothing if it has no codes).
+    fn close(&mut self, hist: &mut Hist, instrs: &[u32]) {
+        if self.pieces.last().map_or(0, |p| p.codes) == self.codes.len() {
+            return;
+        }
+        let n = hist.close(instrs, &mut self.pairs);
+        self.pieces.push(Piece {
+            codes: self.codes.len(),
+            pairs: self.pairs.len(),
+            instrs: n,
+        });
+    }
+}
+
+/// Decodes chunk `c` into `t`, in pieces of `piece` codes (0: no pieces, codes only);
+/// returns the input error that cut it short (the codes before it are in `t`).
+fn tally_chunk(
+    c: &Chunk<'_>,
+    table: &EdgeTable,
+    instrs: &[u32],
+    hist: &mut Hist,
+    piece: usize,
+    t: &mut Tallied,
+) -> Option<Error> {
+    t.codes.clear();
+    t.pieces.clear();
+    t.pairs.clear();
+    t.codes.reserve(usize::try_from(c.edge_count).unwrap_or(0));
+    let walked = if piece == 0 {
+        table.walk(c, &mut t.codes, usize::MAX, &mut (), |_, _| Ok(usize::MAX))
+    } else {
+        let Tallied {
+            codes,
+            pieces,
+            pairs,
+        } = t;
+        let walked = table.walk(c, codes, piece, hist, |codes, hist| {
+            let n = hist.close(instrs, pairs);
+            pieces.push(Piece {
+                codes: codes.len(),
+                pairs: pairs.len(),
+                instrs: n,
+            });
+            Ok(codes.len().saturating_add(piece))
+        });
+        t.close(hist, instrs);
+        walked
+    };
+    match walked {
+        Err(Stop::Input(e) | Stop::Flush(e)) => Some(e),
+        Ok(()) => None,
+    }
+}
+
 impl Statics<'_> {
     /// Hands the runs of `codes` (of `process` and `thread`) to `sink`: counted with the
     /// counters it lends, the runs those refuse through [`BlockSink::static_runs`].
@@ -170,6 +324,24 @@ impl Statics<'_> {
         thread: u64,
         codes: &[u32],
     ) -> Result<(), Error> {
+        let mut counts = sink.lend_counts(process, thread)?;
+        self.count_codes(sink, process, thread, &mut counts, codes)?;
+        if let Some(c) = counts {
+            sink.return_counts(c);
+        }
+        Ok(())
+    }
+
+    /// As [`Statics::count`] with the counters lent (`None`: none lent), which it leaves
+    /// lent.
+    fn count_codes(
+        &self,
+        sink: &mut dyn BlockSink,
+        process: u64,
+        thread: u64,
+        counts: &mut Option<StaticCounts>,
+        codes: &[u32],
+    ) -> Result<(), Error> {
         let run = |code: u32| {
             let block = code & BLOCK;
             StaticRun {
@@ -178,28 +350,110 @@ impl Statics<'_> {
                 loop_entry: code & LOOP_ENTRY != 0,
             }
         };
-        let mut counts = sink.lend_counts(process, thread)?;
         let mut rest = codes.iter();
         loop {
-            let refused = match &mut counts {
+            let refused = match counts {
                 Some(c) => rest.by_ref().map(|&code| run(code)).find(|r| !c.add(r)),
                 None => rest.next().map(|&code| run(code)),
             };
             let Some(r) = refused else { break };
-            if let Some(c) = counts.take() {
-                sink.return_counts(c);
-            }
-            let batch = StaticBatch {
-                process,
-                thread,
-                runs: std::slice::from_ref(&r),
-                pcs: self.pcs,
-            };
-            sink.static_runs(&batch)?;
-            counts = sink.lend_counts(process, thread)?;
+            self.refused(sink, process, thread, counts, &r)?;
         }
+        Ok(())
+    }
+
+    /// Hands run `r`, which the counters refused (or none were lent), to the sink.
+    fn refused(
+        &self,
+        sink: &mut dyn BlockSink,
+        process: u64,
+        thread: u64,
+        counts: &mut Option<StaticCounts>,
+        r: &StaticRun,
+    ) -> Result<(), Error> {
+        if let Some(c) = counts.take() {
+            sink.return_counts(c);
+        }
+        let batch = StaticBatch {
+            process,
+            thread,
+            runs: std::slice::from_ref(r),
+            pcs: self.pcs,
+        };
+        sink.static_runs(&batch)?;
+        *counts = sink.lend_counts(process, thread)?;
+        Ok(())
+    }
+
+    /// Hands the runs of a [`Tallied`] chunk to `sink`: each piece that fits in the
+    /// current slice block by block ([`StaticCounts::add_runs`]; a block's first run in
+    /// the stream through the sink, in the piece's order of first runs, which numbers the
+    /// blocks as the edges in order would), the others edge by edge.
+    fn count_tallied(
+        &self,
+        sink: &mut dyn BlockSink,
+        process: u64,
+        thread: u64,
+        t: &Tallied,
+    ) -> Result<(), Error> {
+        let mut counts = sink.lend_counts(process, thread)?;
+        let (mut code0, mut pair0) = (0, 0);
+        for p in &t.pieces {
+            if counts.as_ref().is_some_and(|c| p.instrs < c.room()) {
+                for &(block, runs) in t.pairs.get(pair0..p.pairs).unwrap_or_default() {
+                    self.add_runs(sink, process, thread, &mut counts, block, runs)?;
+                }
+            } else {
+                let codes = t.codes.get(code0..p.codes).unwrap_or_default();
+                self.count_codes(sink, process, thread, &mut counts, codes)?;
+            }
+            (code0, pair0) = (p.codes, p.pairs);
+        }
+        let rest = t.codes.get(code0..).unwrap_or_default();
+        self.count_codes(sink, process, thread, &mut counts, rest)?;
         if let Some(c) = counts {
             sink.return_counts(c);
+        }
+        Ok(())
+    }
+
+    /// Counts `runs` runs of `block` within the room of the current slice: the block's
+    /// first run in the stream through the sink.
+    fn add_runs(
+        &self,
+        sink: &mut dyn BlockSink,
+        process: u64,
+        thread: u64,
+        counts: &mut Option<StaticCounts>,
+        block: u32,
+        runs: u32,
+    ) -> Result<(), Error> {
+        let instrs = self.instrs.get(block as usize).copied().unwrap_or(0);
+        if counts
+            .as_mut()
+            .is_some_and(|c| c.add_runs(block, instrs, u64::from(runs)))
+        {
+            return Ok(());
+        }
+        // Within the room, a run ends no slice, so whether it enters a loop is moot.
+        let r = StaticRun {
+            block,
+            instrs,
+            loop_entry: false,
+        };
+        self.refused(sink, process, thread, counts, &r)?;
+        let rest = runs.saturating_sub(1);
+        if rest == 0
+            || counts
+                .as_mut()
+                .is_some_and(|c| c.add_runs(block, instrs, u64::from(rest)))
+        {
+            return Ok(());
+        }
+        for _ in 0..rest {
+            if !counts.as_mut().is_some_and(|c| c.add(&r)) {
+                self.refused(sink, process, thread, counts, &r)?;
+            }
         }
         Ok(())
     }
@@ -210,13 +464,18 @@ impl Statics<'_> {
 struct Decoded {
     process: u64,
     thread: u64,
-    codes: Vec<u32>,
+    tallied: Tallied,
     failed: Option<Error>,
 }
 
 /// A chunk for a worker: its number in file order, the chunk, its process's table and a
 /// buffer for its codes.
-type Job<'c> = (u64, Chunk<'c>, usize, Vec<u32>);
+type Job<'c> = (u64, Chunk<'c>, usize, Tallied);
+
+/// Codes per piece of a chunk counted block by block ([`Tallied`]): small against the
+/// slices of 1 M–100 M instructions that SimPoint uses (a piece crossing a slice's end is
+/// counted edge by edge), large against the blocks run in it.
+const PIECE: usize = 4096;
 
 /// The block stream of a DCFG-Trace with its DCFG.
 pub(super) struct DcfgBlocks<'a> {
@@ -231,6 +490,8 @@ pub(super) struct DcfgBlocks<'a> {
     has_loops: bool,
     /// Threads decoding chunks (1: all on the calling thread).
     workers: usize,
+    /// Codes per piece of a chunk ([`PIECE`]; 0: every edge counted on its own).
+    piece: usize,
 }
 
 impl<'a> DcfgBlocks<'a> {
@@ -318,6 +579,7 @@ impl<'a> DcfgBlocks<'a> {
             instrs,
             has_loops,
             workers: workers.max(1),
+            piece: PIECE,
         })
     }
 }
@@ -365,10 +627,10 @@ fn walk_here(
 ) -> Result<(), Error> {
     let (pid, thread) = (c.process.pid, c.thread);
     buf.clear();
-    let walked = table.walk(c, buf, BATCH, |codes| {
+    let walked = table.walk(c, buf, BATCH, &mut (), |codes, _| {
         statics.count(sink, pid, thread, codes)?;
         codes.clear();
-        Ok(())
+        Ok(BATCH)
     });
     match walked {
         Err(Stop::Flush(e)) => Err(e),
@@ -380,32 +642,38 @@ fn walk_here(
     }
 }
 
+/// What the workers share: the processes' tables, block number → instructions, and the
+/// codes per piece.
+#[derive(Clone, Copy)]
+struct Shared<'s> {
+    processes: &'s [ProcessTable],
+    instrs: &'s [u32],
+    piece: usize,
+}
+
 /// Decodes the chunks of `jobs` until it closes, sending them to `done`.
 fn worker(
-    processes: &[ProcessTable],
+    s: Shared<'_>,
     jobs: &Mutex<mpsc::Receiver<Job<'_>>>,
     done: &mpsc::Sender<(u64, Decoded)>,
 ) {
+    let mut hist = Hist::new(s.instrs.len(), s.piece);
     loop {
         let job = match jobs.lock() {
             Ok(rx) => rx.recv(),
             Err(_) => return,
         };
-        let Ok((n, c, at, mut codes)) = job else {
+        let Ok((n, c, at, mut tallied)) = job else {
             return;
         };
-        let mut failed = None;
-        if let Some(p) = processes.get(at) {
-            codes.reserve(usize::try_from(c.edge_count).unwrap_or(0));
-            let walked = p.edges.walk(&c, &mut codes, usize::MAX, |_| Ok(()));
-            if let Err(Stop::Input(e) | Stop::Flush(e)) = walked {
-                failed = Some(e);
-            }
-        }
+        let failed = s
+            .processes
+            .get(at)
+            .and_then(|p| tally_chunk(&c, &p.edges, s.instrs, &mut hist, s.piece, &mut tallied));
         let d = Decoded {
             process: c.process.pid,
             thread: c.thread,
-            codes,
+            tallied,
             failed,
         };
         if done.send((n, d)).is_err() {
@@ -421,18 +689,30 @@ impl DcfgBlocks<'_> {
             instrs: &self.instrs,
             pcs: &self.pcs,
         };
+        let piece = self.piece;
+        let mut hist = Hist::new(self.instrs.len(), piece);
+        let mut tallied = Tallied::default();
         let mut current = None;
         let mut buf = Vec::new();
         while let Some((c, at)) = next_chunk(&mut self.events, &self.processes, &mut current)? {
-            if let Some(p) = self.processes.get(at) {
+            let Some(p) = self.processes.get(at) else {
+                continue;
+            };
+            if piece == 0 || c.edge_count > PARALLEL_EDGES {
                 walk_here(&c, &p.edges, &statics, sink, &mut buf)?;
+                continue;
+            }
+            let failed = tally_chunk(&c, &p.edges, statics.instrs, &mut hist, piece, &mut tallied);
+            statics.count_tallied(sink, c.process.pid, c.thread, &tallied)?;
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         Ok(())
     }
 
-    /// The chunks decoded on worker threads, a few ahead, and counted here in file order;
-    /// big chunks decoded here (after the chunks before them).
+    /// The chunks decoded and tallied on worker threads, a few ahead, and counted here in
+    /// file order; big chunks decoded here (after the chunks before them).
     fn run_parallel(&mut self, sink: &mut dyn BlockSink) -> Result<(), Error> {
         let DcfgBlocks {
             events,
@@ -440,9 +720,15 @@ impl DcfgBlocks<'_> {
             instrs,
             pcs,
             workers,
+            piece,
             ..
         } = self;
         let (processes, workers) = (&*processes, *workers);
+        let shared = Shared {
+            processes,
+            instrs,
+            piece: *piece,
+        };
         let statics = Statics { instrs, pcs };
         let (job_tx, job_rx) = mpsc::channel::<Job<'_>>();
         let jobs = Mutex::new(job_rx);
@@ -455,17 +741,17 @@ impl DcfgBlocks<'_> {
             for _ in 0..workers {
                 let done = done_tx.clone();
                 let jobs = &jobs;
-                s.spawn(move || worker(processes, jobs, &done));
+                s.spawn(move || worker(shared, jobs, &done));
             }
             drop(done_tx);
             let mut sent = 0u64;
             let mut counted = 0u64;
             let mut early: BTreeMap<u64, Decoded> = BTreeMap::new();
-            let mut spare: Vec<Vec<u32>> = Vec::new();
+            let mut spare: Vec<Tallied> = Vec::new();
             // Counts the oldest chunk in flight (waiting for it).
             let count_next = |sink: &mut dyn BlockSink,
                               early: &mut BTreeMap<u64, Decoded>,
-                              spare: &mut Vec<Vec<u32>>,
+                              spare: &mut Vec<Tallied>,
                               counted: &mut u64|
              -> Result<(), Error> {
                 let d = loop {
@@ -478,10 +764,8 @@ impl DcfgBlocks<'_> {
                     early.insert(n, d);
                 };
                 *counted = counted.saturating_add(1);
-                statics.count(sink, d.process, d.thread, &d.codes)?;
-                let mut codes = d.codes;
-                codes.clear();
-                spare.push(codes);
+                statics.count_tallied(sink, d.process, d.thread, &d.tallied)?;
+                spare.push(d.tallied);
                 d.failed.map_or(Ok(()), Err)
             };
             let mut current = None;
@@ -504,8 +788,8 @@ impl DcfgBlocks<'_> {
                     }
                     continue;
                 }
-                let codes = spare.pop().unwrap_or_default();
-                if job_tx.send((sent, c, at, codes)).is_err() {
+                let tallied = spare.pop().unwrap_or_default();
+                if job_tx.send((sent, c, at, tallied)).is_err() {
                     return Err(Error::Unsupported(
                         "the DCFG-Trace decoding workers stopped".into(),
                     ));
@@ -551,23 +835,39 @@ mod tests {
     use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges, encode};
     use dcfg_trace::synth::{Cfg, dcfg_json};
 
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    use super::{DcfgBlocks, PIECE};
     use crate::analyses::bbv::{BbvOptions, bbv};
-    use crate::formats::dcfg_trace::dcfg_blocks;
+    use crate::formats::dcfg_trace::events;
     use crate::{Ctx, Input, Options};
 
     /// The outputs (streams and map) of `bbv` on `trace` with the DCFG at `dcfg`, decoded
     /// on `workers` threads, and its error.
     fn outputs(trace: &[u8], dcfg: &std::path::Path, workers: usize, o: &BbvOptions) -> String {
+        outputs_in_pieces(trace, dcfg, workers, PIECE, o)
+    }
+
+    /// As [`outputs`], chunks counted in pieces of `piece` codes (0: edge by edge).
+    fn outputs_in_pieces(
+        trace: &[u8],
+        dcfg: &std::path::Path,
+        workers: usize,
+        piece: usize,
+        o: &BbvOptions,
+    ) -> String {
         let options = Options {
             dcfg: Some(dcfg.to_path_buf()),
             ..Options::default()
         };
         let mut input = Input::from_bytes("t.trace.json", trace.to_vec()).unwrap();
-        let mut ctx = Ctx::new(&options);
-        let mut blocks = dcfg_blocks(&mut input, &mut ctx, workers).unwrap();
+        let ctx = Ctx::new(&options);
+        let mut blocks = DcfgBlocks::open(events(&mut input, &ctx), dcfg, workers).unwrap();
+        blocks.piece = piece;
         // The streams written before an error stay with the sink: keep them.
         let mut written = Vec::new();
-        let r = bbv(&mut *blocks, o, |key| {
+        let r = bbv(&mut blocks, o, |key| {
             written.push(key);
             Ok(Vec::new())
         });
@@ -582,6 +882,80 @@ mod tests {
             ),
             Err(e) => format!("{written:?} {e}"),
         }
+    }
+
+    /// Chunks counted in pieces (block by block where a piece fits in the slice) give
+    /// what counting edge by edge gives: random walks of two threads, chunk sizes, slice
+    /// sizes (small ones end slices inside pieces), pieces of 1 to 64 codes, per thread
+    /// and global, on one and two workers, and with a DCFG without one of the edges.
+    #[test]
+    fn pieces_count_as_edges_one_by_one() {
+        static DCFGS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+        DCFGS.get_or_init(|| {
+            let cfg = Cfg::new(64, 1);
+            let instrs = |e| cfg.instrs_of(e);
+            let dir = std::env::temp_dir().join(format!("tk-dcfgt-pieces-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let whole = dir.join("whole.dcfg.json");
+            std::fs::write(&whole, dcfg_json(&[(7, 64, &instrs)], None)).unwrap();
+            let short = dir.join("short.dcfg.json");
+            std::fs::write(&short, dcfg_json(&[(7, 64, &instrs)], Some(9))).unwrap();
+            (whole, short)
+        });
+        fn prop(
+            len: (u16, u16),
+            seed: u8,
+            chunk: u16,
+            slice: u16,
+            piece: u8,
+            (big, global, two, short): (bool, bool, bool, bool),
+        ) -> bool {
+            let (whole, short_dcfg) = DCFGS.get().unwrap();
+            let cfg = Cfg::new(64, 1);
+            let trace = encode(
+                &[ProcessEdges {
+                    pid: 7,
+                    threads: vec![
+                        ThreadEdges {
+                            thread: 0,
+                            edges: cfg.walk(usize::from(len.0 % 3000), u64::from(seed)),
+                        },
+                        ThreadEdges {
+                            thread: 2,
+                            edges: cfg.walk(usize::from(len.1 % 500), u64::from(seed) + 1),
+                        },
+                    ],
+                }],
+                |_, e| cfg.instrs_of(e),
+                &EncodeOptions {
+                    chunk_instrs: u64::from(chunk % 3000) + 1,
+                    ..EncodeOptions::default()
+                },
+            )
+            .to_vec();
+            let o = BbvOptions {
+                slice: if big {
+                    u64::from(slice) + 1
+                } else {
+                    u64::from(slice % 300) + 1
+                },
+                global,
+                loop_bounded: false,
+            };
+            let dcfg = if short { short_dcfg } else { whole };
+            let edges = outputs_in_pieces(&trace, dcfg, 1, 0, &o);
+            let piece = usize::from(piece % 64) + 1;
+            let workers = if two { 2 } else { 1 };
+            edges == outputs_in_pieces(&trace, dcfg, workers, piece, &o)
+        }
+        // 200 cases unless QUICKCHECK_TESTS asks for more.
+        let tests = std::env::var("QUICKCHECK_TESTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        quickcheck::QuickCheck::new()
+            .tests(tests)
+            .quickcheck(prop as fn((u16, u16), u8, u16, u16, u8, (bool, bool, bool, bool)) -> bool);
     }
 
     /// Chunks decoded on workers give what one thread gives: two processes' threads of
