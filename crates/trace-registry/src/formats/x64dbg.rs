@@ -1463,14 +1463,15 @@ impl Records for X64Records<'_> {
         let Blocks::Slice(r) = &mut self.blocks else {
             return None;
         };
-        Some(Ok(fill_instructions(
-            r,
-            cols,
-            &self.names,
-            max,
-            &mut self.done,
-            &mut self.failed,
-        )))
+        let n = fill_instructions(r, cols, &self.names, max, &mut self.done, &mut self.failed);
+        // An error before any record of this fill is reported now: 0 records means the end.
+        match self.failed.take() {
+            Some(e) if n == 0 => Some(Err(e)),
+            failed => {
+                self.failed = failed;
+                Some(Ok(n))
+            }
+        }
     }
 
     fn seek(&mut self, n: u64, index: Option<&[u8]>) -> Result<(), Error> {
