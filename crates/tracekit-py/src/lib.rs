@@ -41,7 +41,7 @@ mod graph;
 /// The allocator of the extension's own allocations (Python's are not affected): `to_arrow`
 /// allocates a batch of columns at a time, which pyarrow frees when done with it. glibc
 /// returns such freed pages to the kernel and faults them in again for the next batch
-/// (about a third of `to_arrow`'s CPU time); mimalloc keeps them, as in the tracekit
+/// (in process, as much kernel time as the fill's own); mimalloc keeps them, as in the tracekit
 /// binary. Every buffer an Arrow array hands to pyarrow is released through this
 /// library's own release callback, so it is freed by the allocator that made it.
 #[global_allocator]
