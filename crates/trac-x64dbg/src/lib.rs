@@ -108,6 +108,7 @@ mod write;
 pub use error::Error;
 pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
+pub use read::PlainChunk;
 pub use read::{
     Block, Blocks, Counters, GeneralReplay, Index, Instruction, MemAccesses, ReadOptions,
     RegChanges, Replay, Scan, States, StreamReader, ThreadIdMode, Trace, UserBlock, general_words,

@@ -39,6 +39,15 @@ use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 
 mod graph;
 
+/// The allocator of the extension's own allocations (Python's are not affected): `to_arrow`
+/// allocates a batch of columns at a time, which pyarrow frees when done with it. glibc
+/// returns such freed pages to the kernel and faults them in again for the next batch
+/// (in process, as much kernel time as the fill's own); mimalloc keeps them, as in the tracekit
+/// binary. Every buffer an Arrow array hands to pyarrow is released through this
+/// library's own release callback, so it is freed by the allocator that made it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     tracekit,
     TraceError,

@@ -14,6 +14,7 @@ mod scan;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
+pub use replay::PlainChunk;
 pub use replay::{Counters, GeneralReplay, Index, Replay, States, general_words};
 pub use scan::Scan;
 pub use stream::StreamReader;

@@ -860,3 +860,107 @@ fn lean_walks_agree_on_long_traces() {
         }
     }
 }
+
+/// [`Replay::walk_plain_chunk`] mixed with [`Replay::next_instruction`] gives the
+/// instructions of the replay, hands each walked instruction exactly its recorded changes
+/// ([`Instruction::regs`]) and leaves the replay's state after each walk as the replay's
+/// at the last instruction walked; it ends where the replay ends (also on a cut trace)
+/// and leaves the same counters.
+#[test]
+fn walk_plain_chunk_follows_the_replay() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Instructions walked over all cases: the walk must take some.
+    static WALKED: AtomicU64 = AtomicU64::new(0);
+    type Seen = (u64, u64, u32, Vec<u8>);
+    fn seen(ins: &trac_x64dbg::Instruction<'_>) -> Seen {
+        (
+            ins.index(),
+            ins.offset().0,
+            ins.thread(),
+            ins.bytes().to_vec(),
+        )
+    }
+    fn prop(s: Steps, step: u8, cut: u16) -> TestResult {
+        let mut bytes = record(&s);
+        bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
+        let trace = Trace::parse(&bytes).unwrap();
+        let mut full = trace.replay();
+        let (mut want, mut states) = (Vec::new(), Vec::new());
+        let want_end = loop {
+            match full.next_instruction() {
+                Some(Ok(ins)) => {
+                    want.push(seen(&ins));
+                    states.push(full.regs().clone());
+                }
+                other => break other.map(|r| r.is_ok()),
+            }
+        };
+        let mut got = Vec::new();
+        let mut replay = trace.replay();
+        // Reused across walks, as a reader does (emptied before each).
+        let mut chunk = trac_x64dbg::PlainChunk::default();
+        let end = loop {
+            let max = u64::from(step % 8) * 3;
+            chunk.clear();
+            let n = replay.walk_plain_chunk(max, &mut chunk);
+            WALKED.fetch_add(n, Ordering::Relaxed);
+            if chunk.instructions.len() as u64 != n || chunk.change_ends.len() as u64 != n {
+                return TestResult::error("the chunk does not hold the instructions walked");
+            }
+            for (k, ins) in chunk.instructions.iter().enumerate() {
+                if chunk.changes_of(k) != ins.regs().collect::<Vec<_>>().as_slice() {
+                    return TestResult::error(format!(
+                        "instruction {}: other changes handed on",
+                        ins.index()
+                    ));
+                }
+                got.push(seen(ins));
+            }
+            if n > 0 {
+                let last = got.last().map_or(0, |g| g.0) as usize;
+                if states.get(last) != Some(replay.regs()) {
+                    return TestResult::error(format!("the state at {last} differs"));
+                }
+            }
+            match replay.next_instruction() {
+                Some(Ok(ins)) => {
+                    got.push(seen(&ins));
+                    if states.get(ins.index() as usize) != Some(replay.regs()) {
+                        return TestResult::error(format!("the state at {} differs", ins.index()));
+                    }
+                }
+                other => break other.map(|r| r.is_ok()),
+            }
+        };
+        if got != want {
+            return TestResult::error(format!(
+                "{} instructions, want {} (or one differs)",
+                got.len(),
+                want.len()
+            ));
+        }
+        if end != want_end {
+            return TestResult::error("the walk ends elsewhere");
+        }
+        if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
+            return TestResult::error("the counters differ");
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(tests(300))
+        .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
+    assert!(
+        WALKED.load(Ordering::Relaxed) > 0,
+        "the walk took no instruction"
+    );
+}
+
+/// `default` cases, or `QUICKCHECK_TESTS` when it is set (an explicit count would override
+/// it).
+fn tests(default: u64) -> u64 {
+    std::env::var("QUICKCHECK_TESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -21,8 +21,8 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use trac_x64dbg::{
-    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, RegDump, RegisterField,
-    Replay, StreamReader, Trace, raw, register_fields, word_names,
+    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, RegChange, RegDump,
+    RegisterField, Replay, StreamReader, Trace, raw, register_fields, word_names,
 };
 
 use crate::disasm::Disassembler;
@@ -1459,14 +1459,15 @@ impl Records for X64Records<'_> {
         let Blocks::Slice(r) = &mut self.blocks else {
             return None;
         };
-        Some(Ok(fill_instructions(
-            r,
-            cols,
-            &self.names,
-            max,
-            &mut self.done,
-            &mut self.failed,
-        )))
+        let n = fill_instructions(r, cols, &self.names, max, &mut self.done, &mut self.failed);
+        // An error before any record of this fill is reported now: 0 records means the end.
+        match self.failed.take() {
+            Some(e) if n == 0 => Some(Err(e)),
+            failed => {
+                self.failed = failed;
+                Some(Ok(n))
+            }
+        }
     }
 
     fn seek(&mut self, n: u64, index: Option<&SeekIndex>) -> Result<(), Error> {
@@ -1579,11 +1580,11 @@ impl<'c> InstructionColumns<'c> {
 /// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
 /// by the next call).
 ///
-/// The `state` columns, the thread and the pc are filled in runs: a register keeps its
-/// value until a block records a change to it (a few of the state words per block), so
-/// each column is extended by a run of its value where it changes and at the end, rather
-/// than pushed row by row (twenty pushes a row, each through its own buffer). The usual
-/// blocks come through the lean walk ([`Replay::walk_plain`]).
+/// The usual blocks come in chunks from the lean walk ([`Replay::walk_plain_chunk`]),
+/// which decodes each block's register changes once; each chunk goes into the columns
+/// one column at a time. The other blocks (and the first) go the general way. The
+/// `state` columns, the thread and the pc are filled in runs ([`StateRuns`]); `i` is a
+/// count.
 fn fill_instructions(
     r: &mut Replay<'_>,
     cols: InstructionColumns<'_>,
@@ -1599,66 +1600,63 @@ fn fill_instructions(
         mut regs,
         mut mem,
     } = cols;
-    let words = state.len();
-    // Each run-filled column: its buffer, the value of its open run and the row where
-    // that run started.
-    let mut runs: Vec<Run<'_>> = state
-        .iter_mut()
-        .zip(r.regs().words())
-        .map(|(c, w)| Run::new(c, *w))
-        .collect();
+    let mut runs = StateRuns::new(&mut state, r.regs().words());
     // The thread before the first row is unknown: its first row opens its run.
     let mut thread = Run::new(ct, 0);
+    // Room for every row up front: the pushes below then never grow a column.
+    co.values.reserve(max);
+    opcode.offsets.reserve(max);
+    opcode.data.reserve(max.saturating_mul(OPCODE_RESERVE));
+    let mut chunk = trac_x64dbg::PlainChunk::default();
+    let mut first = None;
     let mut n = 0;
-    let mut row = |ins: &Instruction<'_>, n: usize| {
-        let i = ins.index();
-        ci.push(i);
-        co.push(ins.offset().0);
-        thread.set(n, u64::from(ins.thread()));
-        opcode.push(ins.opcode());
-        // The changes come by increasing word: the state words lead.
-        for change in ins.regs() {
-            match runs.get_mut(usize::from(change.index)) {
-                Some(run) => run.set(n, change.value),
-                None => break,
-            }
-        }
-        if let Some((ri, name, value)) = &mut regs {
-            for change in ins.regs() {
-                ri.push(i);
-                name.str(
-                    names
-                        .get(usize::from(change.index))
-                        .map_or("?", String::as_str),
-                );
-                value.push(change.value);
-            }
-        }
-        if let Some([mi, addr, old, new]) = &mut mem {
-            for m in ins.mem() {
-                mi.push(i);
-                addr.push(m.address);
-                old.push(m.old);
-                match m.new {
-                    Some(v) => new.push(v),
-                    None => new.push_null(),
-                }
-            }
-        }
-    };
     while n < max {
         // Runs of usual blocks through the lean walk; any other block (and the first)
         // the general way.
         let left = u64::try_from(max.saturating_sub(n)).unwrap_or(u64::MAX);
-        r.walk_plain(left, |ins, _| {
-            row(ins, n);
-            n = n.saturating_add(1);
-        });
+        chunk.clear();
+        r.walk_plain_chunk(left, &mut chunk);
+        if let Some(ins) = chunk.instructions.first() {
+            first.get_or_insert(ins.index());
+            // A walk stays in one thread.
+            thread.set(n, u64::from(ins.thread()));
+            co.values
+                .extend(chunk.instructions.iter().map(|i| i.offset().0));
+            for ins in &chunk.instructions {
+                opcode.push(ins.opcode());
+            }
+            let mut from = 0;
+            for (row, &end) in (n..).zip(&chunk.change_ends) {
+                runs.apply(row, chunk.changes.get(from..end).unwrap_or(&[]));
+                from = end;
+            }
+            if regs.is_some() || mem.is_some() {
+                for (k, ins) in chunk.instructions.iter().enumerate() {
+                    children(ins, chunk.changes_of(k), names, &mut regs, &mut mem);
+                }
+            }
+            n = n.saturating_add(chunk.instructions.len());
+        }
         if n >= max {
             break;
         }
         match r.next_instruction() {
-            Some(Ok(ins)) => row(&ins, n),
+            Some(Ok(ins)) => {
+                first.get_or_insert(ins.index());
+                co.push(ins.offset().0);
+                thread.set(n, u64::from(ins.thread()));
+                opcode.push(ins.opcode());
+                // A full dump has more changes than a walked block: one at a time.
+                for change in ins.regs() {
+                    if !runs.set(n, change) {
+                        break;
+                    }
+                }
+                if regs.is_some() || mem.is_some() {
+                    let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
+                    children(&ins, &changes, names, &mut regs, &mut mem);
+                }
+            }
             Some(Err(e)) => {
                 *done = true;
                 *failed = Some(err(e));
@@ -1671,18 +1669,138 @@ fn fill_instructions(
         }
         n = n.saturating_add(1);
     }
-    thread.close(n);
-    for run in &mut runs {
-        run.close(n);
+    // The instructions of a fill are numbered one after the other.
+    if let Some(first) = first {
+        ci.values
+            .extend((0..n as u64).map(|k| first.wrapping_add(k)));
     }
+    thread.close(n);
+    runs.close(n);
     // The pc is the instruction-pointer word of the state (`RegDump::ip`), which comes
     // right after the general registers: the second-last state word.
-    if let Some(ip) = words.checked_sub(2).and_then(|w| runs.get(w)) {
-        let filled = &ip.buf.values;
+    if let Some(ip) = state.len().checked_sub(2).and_then(|w| state.get(w)) {
+        let filled = &ip.values;
         cp.values
             .extend_from_slice(filled.get(filled.len().saturating_sub(n)..).unwrap_or(&[]));
     }
     n
+}
+
+/// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
+const OPCODE_RESERVE: usize = 8;
+
+/// The rows of the child tables `registers` and `memory` of one instruction, when they
+/// are wanted.
+#[inline]
+fn children(
+    ins: &Instruction<'_>,
+    changes: &[RegChange],
+    names: &[String],
+    regs: &mut Option<(&mut IntBuf, &mut dyn Visitor, &mut IntBuf)>,
+    mem: &mut Option<[&mut IntBuf; 4]>,
+) {
+    let i = ins.index();
+    if let Some((ri, name, value)) = regs {
+        for change in changes {
+            ri.push(i);
+            name.str(
+                names
+                    .get(usize::from(change.index))
+                    .map_or("?", String::as_str),
+            );
+            value.push(change.value);
+        }
+    }
+    if let Some([mi, addr, old, new]) = mem {
+        for m in ins.mem() {
+            mi.push(i);
+            addr.push(m.address);
+            old.push(m.old);
+            match m.new {
+                Some(v) => new.push(v),
+                None => new.push_null(),
+            }
+        }
+    }
+}
+
+/// The `state` columns of [`fill_instructions`], each filled in runs: a register keeps
+/// its value until a block records a change to it (a few of the state words per block),
+/// so a column is extended by a run of its value where it changes and at the end, rather
+/// than pushed row by row.
+struct StateRuns<'s, 'b> {
+    cols: &'s mut [&'b mut IntBuf],
+    /// Per column, the value of its open run.
+    value: [u64; MAX_STATE],
+    /// Per column, the row (of this fill) where its open run starts.
+    from: [usize; MAX_STATE],
+}
+
+/// The most `state` words of any architecture ([`state_words`]).
+const MAX_STATE: usize = 18;
+
+impl<'s, 'b> StateRuns<'s, 'b> {
+    /// Runs of the columns `cols`, opened with the values `now` (the state before the
+    /// fill's first row).
+    fn new(cols: &'s mut [&'b mut IntBuf], now: &[u64]) -> StateRuns<'s, 'b> {
+        let mut value = [0; MAX_STATE];
+        for (v, w) in value.iter_mut().zip(now) {
+            *v = *w;
+        }
+        StateRuns {
+            cols,
+            value,
+            from: [0; MAX_STATE],
+        }
+    }
+
+    /// Row `row`'s changes (by increasing word: the state words lead).
+    #[inline(always)]
+    fn apply(&mut self, row: usize, changes: &[RegChange]) {
+        for &change in changes {
+            if !self.set(row, change) {
+                break;
+            }
+        }
+    }
+
+    /// The word `change.index` is `change.value` from row `row` on; false when it is not
+    /// a state word.
+    #[inline(always)]
+    fn set(&mut self, row: usize, change: RegChange) -> bool {
+        let w = usize::from(change.index);
+        let (Some(col), Some(value), Some(from)) = (
+            self.cols.get_mut(w),
+            self.value.get_mut(w),
+            self.from.get_mut(w),
+        ) else {
+            return false;
+        };
+        if change.value != *value {
+            extend_run(&mut col.values, *value, row.saturating_sub(*from));
+            *value = change.value;
+            *from = row;
+        }
+        true
+    }
+
+    /// Writes every open run up to row `row` (not included).
+    fn close(&mut self, row: usize) {
+        for ((col, value), from) in self.cols.iter_mut().zip(self.value).zip(self.from) {
+            extend_run(&mut col.values, value, row.saturating_sub(from));
+        }
+    }
+}
+
+/// Appends `n` copies of `value`.
+#[inline(always)]
+fn extend_run(values: &mut Vec<u64>, value: u64, n: usize) {
+    if n == 1 {
+        // A value that changes every row (the instruction pointer): one push.
+        values.push(value);
+    } else {
+        values.resize(values.len().saturating_add(n), value);
+    }
 }
 
 /// A column of [`fill_instructions`] filled in runs of equal values.
@@ -1715,14 +1833,11 @@ impl<'b> Run<'b> {
     /// Writes the open run up to row `row` (not included).
     #[inline]
     fn close(&mut self, row: usize) {
-        match row.saturating_sub(self.from) {
-            // A value that changes every row (the instruction pointer): one push.
-            1 => self.buf.values.push(self.value),
-            n => {
-                let len = self.buf.values.len();
-                self.buf.values.resize(len.saturating_add(n), self.value);
-            }
-        }
+        extend_run(
+            &mut self.buf.values,
+            self.value,
+            row.saturating_sub(self.from),
+        );
         self.from = row;
     }
 }
