@@ -875,6 +875,9 @@ mod tests {
         assert!(refused.parsed(parse).is_none());
         assert!(refused.parsed(parse).is_none());
         assert_eq!(calls.load(Ordering::Relaxed), 2);
-        assert_eq!(format!("{refused:?}"), "SeekIndex { bytes: 0, parsed: true }");
+        assert_eq!(
+            format!("{refused:?}"),
+            "SeekIndex { bytes: 0, parsed: true }"
+        );
     }
 }
