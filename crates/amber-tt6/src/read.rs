@@ -516,41 +516,87 @@ impl<'a> Records<'a> {
         mut f: impl FnMut(Result<Run, Error>) -> ControlFlow<B>,
     ) -> ControlFlow<B> {
         // The run open: its first record's index and pc, and its length (0: none).
-        let (mut first, mut pc, mut len) = (0u64, 0u32, 0u64);
-        // Set when `f` broke on the run that an error closed, before seeing the error.
-        let mut error_unseen = false;
-        let flow = self.try_for_each_record(|item| match item {
-            Ok(r) => {
+        let (mut first, mut start, mut len) = (0u64, 0u32, 0u64);
+        loop {
+            if self.done {
+                break;
+            }
+            let mut rest = self.rest;
+            let mut base = self.base;
+            let mut dec = self.dec.clone();
+            let mut flow = ControlFlow::Continue(());
+            while let Some((r, n)) = dec.fast(rest, base) {
+                // `fast` used three words, so `n <= 3 <= rest.len()`.
+                if let Some(r) = rest.get(n..) {
+                    rest = r;
+                }
+                // Offsets of a slice's words cannot overflow a u64.
+                base = base.wrapping_add((n as u64).wrapping_mul(4));
                 if len == 0 {
-                    (first, pc) = (r.index, r.pc);
+                    (first, start) = (r.index, r.pc);
                 }
                 len = len.wrapping_add(1);
-                if u64::from(r.next_pc) == u64::from(r.pc).wrapping_add(4) {
-                    return ControlFlow::Continue(());
-                }
-                let run = Run { first, pc, len };
-                len = 0;
-                f(Ok(run))
-            }
-            Err(e) => {
-                if len != 0 {
-                    let run = Run { first, pc, len };
+                if u64::from(r.next_pc) != u64::from(r.pc).wrapping_add(4) {
+                    flow = f(Ok(Run {
+                        first,
+                        pc: start,
+                        len,
+                    }));
                     len = 0;
-                    if let ControlFlow::Break(b) = f(Ok(run)) {
-                        error_unseen = true;
-                        return ControlFlow::Break(b);
+                    if flow.is_break() {
+                        break;
                     }
                 }
-                f(Err(e))
             }
-        });
-        if error_unseen {
-            // The decoder state is as before the error: a resumed walk meets it again.
-            self.done = false;
+            self.rest = rest;
+            self.base = base;
+            self.dec = dec;
+            if flow.is_break() {
+                return flow;
+            }
+            // Escapes, the last records or the end: one step of the general path.
+            match self.next_slow() {
+                Some(Ok(r)) => {
+                    if len == 0 {
+                        (first, start) = (r.index, r.pc);
+                    }
+                    len = len.wrapping_add(1);
+                    if u64::from(r.next_pc) != u64::from(r.pc).wrapping_add(4) {
+                        let run = Run {
+                            first,
+                            pc: start,
+                            len,
+                        };
+                        len = 0;
+                        f(Ok(run))?;
+                    }
+                }
+                Some(Err(e)) => {
+                    if len != 0 {
+                        let run = Run {
+                            first,
+                            pc: start,
+                            len,
+                        };
+                        len = 0;
+                        if let ControlFlow::Break(b) = f(Ok(run)) {
+                            // The decoder state is as before the error: a resumed walk
+                            // meets it again.
+                            self.done = false;
+                            return ControlFlow::Break(b);
+                        }
+                    }
+                    f(Err(e))?;
+                }
+                None => break,
+            }
         }
-        flow?;
         if len != 0 {
-            f(Ok(Run { first, pc, len }))?;
+            f(Ok(Run {
+                first,
+                pc: start,
+                len,
+            }))?;
         }
         ControlFlow::Continue(())
     }
