@@ -515,6 +515,8 @@ impl<'a> Records<'a> {
         &mut self,
         mut f: impl FnMut(Result<Run, Error>) -> ControlFlow<B>,
     ) -> ControlFlow<B> {
+        // The fast loop of `try_for_each_record`, repeated on purpose: built on it (the run
+        // kept in its closure), `tracekit bbv` on TT6 took 1.7 times the CPU.
         // The run open: its first record's index and pc, and its length (0: none).
         let (mut first, mut start, mut len) = (0u64, 0u32, 0u64);
         loop {
