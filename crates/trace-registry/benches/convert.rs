@@ -7,18 +7,20 @@
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
 use std::hint::black_box;
+use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use trace_registry::testgen;
 
-/// A conversion (or the stream alone) over the input; returns its units.
-type Run = fn(&[u8]) -> u64;
+/// A conversion (or the stream alone) over the input, shared; returns its units.
+type Run = fn(&Arc<[u8]>) -> u64;
 
 /// The size of the input: about 200,000 instructions.
 const BYTES: u64 = 10 << 20;
 
 fn bench(c: &mut Criterion) {
     let bytes = testgen::x64dbg_input(BYTES, 4);
+    let shared: Arc<[u8]> = Arc::from(bytes.as_slice());
     let mut g = c.benchmark_group("x64dbg convert");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("memory scan (baseline)", |b| {
@@ -36,7 +38,7 @@ fn bench(c: &mut Criterion) {
         ("to tfile (first thread)", testgen::to_tfile),
     ];
     for (name, run) in rows {
-        g.bench_function(name, |b| b.iter(|| black_box(run(black_box(&bytes)))));
+        g.bench_function(name, |b| b.iter(|| black_box(run(black_box(&shared)))));
     }
     g.finish();
 }

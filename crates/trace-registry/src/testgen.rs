@@ -74,18 +74,21 @@ impl Seek for Count {
     }
 }
 
-/// Runs `f` over the x64dbg steps of `bytes`; the copy into an owned input is part of the
-/// cost (a memcpy), as for a file read whole.
+/// Runs `f` over the x64dbg steps of `bytes`, shared rather than copied, as `convert` reads
+/// a mapped file in place.
 ///
 /// # Panics
 ///
 /// When `bytes` do not convert: a benchmark of a failing input would measure nothing.
 #[allow(clippy::panic)]
-fn with_steps(bytes: &[u8], f: impl FnOnce(&mut dyn Steps) -> Result<u64, Error>) -> u64 {
+fn with_steps(
+    bytes: &std::sync::Arc<[u8]>,
+    f: impl FnOnce(&mut dyn Steps) -> Result<u64, Error>,
+) -> u64 {
     let options = Options::default();
     let mut ctx = Ctx::new(&options);
     let run = || {
-        let mut input = Input::from_bytes("bench.trace64", bytes.to_vec())?;
+        let mut input = Input::from_shared("bench.trace64", std::sync::Arc::clone(bytes))?;
         let handler = crate::by_name("x64dbg")
             .ok_or_else(|| Error::Unsupported("no x64dbg handler".into()))?;
         let mut steps = handler.steps(&mut input, &mut ctx)?;
@@ -101,7 +104,7 @@ fn with_steps(bytes: &[u8], f: impl FnOnce(&mut dyn Steps) -> Result<u64, Error>
 ///
 /// When `bytes` are not an x64dbg trace that reads to its end.
 #[must_use]
-pub fn steps(bytes: &[u8]) -> u64 {
+pub fn steps(bytes: &std::sync::Arc<[u8]>) -> u64 {
     with_steps(bytes, |steps| {
         let (mut n, mut acc) = (0u64, 0u64);
         while let Some(step) = steps.next_step() {
@@ -121,7 +124,7 @@ pub fn steps(bytes: &[u8]) -> u64 {
 ///
 /// When `bytes` do not convert.
 #[must_use]
-pub fn to_tenet(bytes: &[u8]) -> u64 {
+pub fn to_tenet(bytes: &std::sync::Arc<[u8]>) -> u64 {
     with_steps(bytes, |steps| {
         let written = crate::sink::tenet::convert(steps, |_| Ok(Count::default()))?;
         Ok(written.iter().map(|t| t.output.len()).sum())
@@ -134,7 +137,7 @@ pub fn to_tenet(bytes: &[u8]) -> u64 {
 ///
 /// When `bytes` do not convert.
 #[must_use]
-pub fn to_din(bytes: &[u8]) -> u64 {
+pub fn to_din(bytes: &std::sync::Arc<[u8]>) -> u64 {
     with_steps(bytes, |steps| {
         let mut out = Count::default();
         crate::sink::din::convert(steps, &mut out)?;
@@ -148,7 +151,7 @@ pub fn to_din(bytes: &[u8]) -> u64 {
 ///
 /// When `bytes` do not convert.
 #[must_use]
-pub fn to_tfile(bytes: &[u8]) -> u64 {
+pub fn to_tfile(bytes: &std::sync::Arc<[u8]>) -> u64 {
     with_steps(bytes, |steps| {
         let (done, out) = crate::sink::tfile::convert(steps, None, Count::default())
             .map_err(|e| Error::Unsupported(e.to_string()))?;

@@ -10,25 +10,25 @@ pub use trace_registry::testgen::{to_din, to_tenet, to_tfile, x64dbg_input as in
 use crate::bench::BenchCase;
 
 /// A conversion row: its name, its unit and what it runs.
-pub type Conversion<'a> = (&'a str, &'static str, fn(&[u8]) -> u64);
+pub type Conversion<'a> = (&'a str, &'static str, fn(&Arc<[u8]>) -> u64);
 
 /// The rows: first the instruction stream alone (named `steps_name`), then each
-/// conversion `(name, unit, run)`, all over one input.
+/// conversion `(name, unit, run)`, all over one input, which each run shares (as
+/// `convert` reads a mapped file) rather than copies.
 pub fn rows(input: Vec<u8>, steps_name: &str, conversions: &[Conversion]) -> Vec<BenchCase> {
+    let shared: Arc<[u8]> = Arc::from(input.as_slice());
     let input = Arc::new(input);
-    let mut rows = vec![BenchCase {
-        name: steps_name.into(),
-        input: input.clone(),
-        unit: "instrs",
-        run: Box::new(trace_registry::testgen::steps),
-    }];
-    for &(name, unit, run) in conversions {
-        rows.push(BenchCase {
-            name: name.into(),
-            input: input.clone(),
-            unit,
-            run: Box::new(run),
-        });
-    }
-    rows
+    let steps: Conversion = (steps_name, "instrs", trace_registry::testgen::steps);
+    std::iter::once(&steps)
+        .chain(conversions)
+        .map(|&(name, unit, run)| {
+            let shared = Arc::clone(&shared);
+            BenchCase {
+                name: name.into(),
+                input: input.clone(),
+                unit,
+                run: Box::new(move |_| run(&shared)),
+            }
+        })
+        .collect()
 }
