@@ -38,6 +38,25 @@ pub struct BenchCase {
     pub run: Decoder,
 }
 
+impl BenchCase {
+    /// A row whose `run` reads `input` shared with the reader (`Input::from_shared`), as
+    /// the commands read a mapped file, rather than copied in the timed part.
+    pub fn shared(
+        name: impl Into<String>,
+        input: &Arc<Vec<u8>>,
+        unit: &'static str,
+        run: impl Fn(&Arc<[u8]>) -> u64 + 'static,
+    ) -> BenchCase {
+        let shared: Arc<[u8]> = Arc::from(input.as_slice());
+        BenchCase {
+            name: name.into(),
+            input: Arc::clone(input),
+            unit,
+            run: Box::new(move |_| run(&shared)),
+        }
+    }
+}
+
 /// The baseline: read every byte (a sum of little-endian u64 words).
 pub fn scan(bytes: &[u8]) -> u64 {
     let mut chunks = bytes.chunks_exact(8);
@@ -280,20 +299,17 @@ fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
     let Some(handler) = trace_registry::by_name(format) else {
         return Vec::new();
     };
-    // Shared with the reader, not copied per run (`to_arrow` reads a mapped file).
-    let shared: Arc<[u8]> = Arc::from(dump.input.as_slice());
     [("typed", true), ("visited", false)]
         .into_iter()
         .map(|(how, typed)| {
-            let shared = Arc::clone(&shared);
-            BenchCase {
-                name: format!("{format} Arrow batches ({how})"),
-                input: dump.input.clone(),
-                unit: "rows",
-                run: Box::new(move |_| {
-                    trace_registry::testgen::arrow_rows(handler, &shared, "instructions", typed)
-                }),
-            }
+            BenchCase::shared(
+                format!("{format} Arrow batches ({how})"),
+                &dump.input,
+                "rows",
+                move |bytes| {
+                    trace_registry::testgen::arrow_rows(handler, bytes, "instructions", typed)
+                },
+            )
         })
         .collect()
 }

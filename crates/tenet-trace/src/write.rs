@@ -12,27 +12,14 @@
 
 use std::io::Write;
 
+use trace_core::hex;
+
 use crate::error::{Error, WriteError};
 use crate::raw::{Arch, MemKind};
 use crate::read::{Line, MemRef, ReadOptions, Reader, Registers};
 
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-/// Every byte as its two lowercase hex digits (built at compile time, where a panic would
-/// be a compile error).
-#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-static BYTE_HEX: [[u8; 2]; 256] = {
-    let mut t = [[0u8; 2]; 256];
-    let mut i = 0;
-    while i < 256 {
-        t[i] = [DIGITS[i >> 4], DIGITS[i & 0xf]];
-        i += 1;
-    }
-    t
-};
-
 /// Appends `v` as `0x` and lowercase hex without leading zeros: the significant digits
-/// shifted to the top, all sixteen built from the byte table, appended as one fixed-size
+/// shifted to the top, all sixteen made at once ([`hex::digits16`]), appended as one fixed-size
 /// piece and cut to length (no call to a variable-length copy: the writer's hot path).
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u64) {
@@ -40,43 +27,16 @@ fn push_hex(out: &mut Vec<u8>, v: u64) {
     let top = v
         .checked_shl(16u32.saturating_sub(digits).saturating_mul(4))
         .unwrap_or(0);
-    let mut tmp = *b"0x0000000000000000";
-    if let Some(body) = tmp.get_mut(2..) {
-        for (pair, b) in body.chunks_exact_mut(2).zip(top.to_be_bytes()) {
-            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
-        }
+    let mut tmp = [0u8; 18];
+    if let Some((prefix, body)) = tmp.split_first_chunk_mut::<2>()
+        && let Some(body) = body.first_chunk_mut::<16>()
+    {
+        *prefix = *b"0x";
+        *body = hex::digits16(top);
     }
     let len = out.len().saturating_add(2).saturating_add(digits as usize);
     out.extend_from_slice(&tmp);
     out.truncate(len);
-}
-
-/// Two lowercase hex digits of each of the 8 bytes, in order.
-#[inline(always)]
-fn hex16(bytes: [u8; 8]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
-    }
-    out
-}
-
-/// Appends two lowercase hex digits per byte: eight bytes at a time as one fixed-size
-/// piece (the usual item is one word), the rest pair by pair.
-#[inline]
-fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-    out.reserve(bytes.len().saturating_mul(2));
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let mut tmp = [0u8; 16];
-        for (pair, &b) in tmp.chunks_exact_mut(2).zip(word) {
-            pair.copy_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
-        }
-        out.extend_from_slice(&tmp);
-    }
-    for &b in words.remainder() {
-        out.extend_from_slice(BYTE_HEX.get(usize::from(b)).unwrap_or(&[b'0'; 2]));
-    }
 }
 
 /// The register keys of an architecture as written, in canonical order: a `,` (unless
@@ -197,7 +157,7 @@ impl MemItems {
             Some(value) => self.push_word(item.kind, item.addr, value, item.data.len()),
             None => {
                 self.push_key(item.kind, item.addr);
-                push_bytes(&mut self.text, item.data);
+                hex::push_bytes(&mut self.text, item.data);
             }
         }
     }
@@ -230,9 +190,10 @@ impl MemItems {
         let top = addr
             .checked_shl(16u32.saturating_sub(digits).saturating_mul(4))
             .unwrap_or(0);
-        put(at, hex16(top.to_be_bytes()));
+        put(at, hex::digits16(top));
         at = at.saturating_add(digits as usize);
-        put(at.saturating_add(1), hex16(value.to_le_bytes()));
+        // The bytes in memory order: the little-endian word's, read as a big-endian one.
+        put(at.saturating_add(1), hex::digits16(value.swap_bytes()));
         if let Some(sep) = tmp.get_mut(at) {
             *sep = crate::raw::MEMORY_SEPARATOR;
         }
@@ -356,7 +317,7 @@ impl<W: Write> Writer<W> {
             push_key(&mut self.buf, false, m.kind.key());
             push_hex(&mut self.buf, m.addr);
             self.buf.push(b':');
-            push_bytes(&mut self.buf, m.data);
+            hex::push_bytes(&mut self.buf, m.data);
         }
         self.buf.push(b'\n');
         self.index = self.index.saturating_add(1);
@@ -534,7 +495,7 @@ mod tests {
             assert_eq!(format!("{v:#x}"), s);
         }
         let mut out = Vec::new();
-        push_bytes(&mut out, &[0x00, 0x0f, 0xa5, 0xff]);
+        hex::push_bytes(&mut out, &[0x00, 0x0f, 0xa5, 0xff]);
         assert_eq!(out, b"000fa5ff");
     }
 }

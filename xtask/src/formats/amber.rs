@@ -672,15 +672,9 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             unit: "records",
             run: Box::new(|b| decode_tt6(b, Dialect::Tt6)),
         },
-        BenchCase {
-            name: "amber tt6 bbv (slices of 1M)".into(),
-            input: tt6.clone(),
-            unit: "instrs",
-            run: {
-                let shared: Arc<[u8]> = Arc::from(tt6.as_slice());
-                Box::new(move |_| crate::bench::run_bbv("tt6", &shared, None, None))
-            },
-        },
+        BenchCase::shared("amber tt6 bbv (slices of 1M)", &tt6, "instrs", |bytes| {
+            crate::bench::run_bbv("tt6", bytes, None, None)
+        }),
         BenchCase {
             name: "amber tt6 runs (bbv's record walk)".into(),
             input: tt6.clone(),

@@ -395,22 +395,15 @@ fn bbv_case(trace: &Arc<Vec<u8>>, workers: Option<usize>) -> BenchCase {
     )
     .unwrap();
     let edges = decode_all(trace);
-    BenchCase {
-        name: match workers {
-            None => "dcfg-trace bbv (with DCFG)".into(),
-            Some(1) => "dcfg-trace bbv (with DCFG), 1 thread".into(),
-            Some(n) => format!("dcfg-trace bbv (with DCFG), {n} threads"),
-        },
-        input: Arc::clone(trace),
-        unit: "edges",
-        run: {
-            let shared: Arc<[u8]> = Arc::from(trace.as_slice());
-            Box::new(move |_| {
-                crate::bench::run_bbv("dcfg-trace", &shared, Some(&dcfg), workers);
-                edges
-            })
-        },
-    }
+    let name = match workers {
+        None => "dcfg-trace bbv (with DCFG)".into(),
+        Some(1) => "dcfg-trace bbv (with DCFG), 1 thread".into(),
+        Some(n) => format!("dcfg-trace bbv (with DCFG), {n} threads"),
+    };
+    BenchCase::shared(name, trace, "edges", move |bytes| {
+        crate::bench::run_bbv("dcfg-trace", bytes, Some(&dcfg), workers);
+        edges
+    })
 }
 
 fn bench(config: &BenchConfig) -> Vec<BenchCase> {

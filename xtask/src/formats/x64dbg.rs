@@ -346,15 +346,9 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
         row("x64dbg xref (scan)", run_xref_scan),
         row("x64dbg xref (generic Steps)", run_xref_steps),
         row("x64dbg index build (sidecar)", run_sidecar_build),
-        {
-            let shared: Arc<[u8]> = Arc::from(input.as_slice());
-            BenchCase {
-                name: "x64dbg bbv (slices of 1M)".into(),
-                input: Arc::clone(&input),
-                unit: "instrs",
-                run: Box::new(move |_| crate::bench::run_bbv("x64dbg", &shared, None, None)),
-            }
-        },
+        BenchCase::shared("x64dbg bbv (slices of 1M)", &input, "instrs", |bytes| {
+            crate::bench::run_bbv("x64dbg", bytes, None, None)
+        }),
         row("x64dbg pc scan (bbv's walk)", run_pc_scan),
         BenchCase {
             name: "x64dbg state with sidecar".into(),

@@ -16,19 +16,10 @@ pub type Conversion<'a> = (&'a str, &'static str, fn(&Arc<[u8]>) -> u64);
 /// conversion `(name, unit, run)`, all over one input, which each run shares (as
 /// `convert` reads a mapped file) rather than copies.
 pub fn rows(input: Vec<u8>, steps_name: &str, conversions: &[Conversion]) -> Vec<BenchCase> {
-    let shared: Arc<[u8]> = Arc::from(input.as_slice());
     let input = Arc::new(input);
     let steps: Conversion = (steps_name, "instrs", trace_registry::testgen::steps);
     std::iter::once(&steps)
         .chain(conversions)
-        .map(|&(name, unit, run)| {
-            let shared = Arc::clone(&shared);
-            BenchCase {
-                name: name.into(),
-                input: input.clone(),
-                unit,
-                run: Box::new(move |_| run(&shared)),
-            }
-        })
+        .map(|&(name, unit, run)| BenchCase::shared(name, &input, unit, run))
         .collect()
 }

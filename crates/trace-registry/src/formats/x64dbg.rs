@@ -1646,14 +1646,9 @@ fn fill_instructions(
                 co.push(ins.offset().0);
                 thread.set(n, u64::from(ins.thread()));
                 opcode.push(ins.opcode());
-                // A full dump has more changes than a walked block: one at a time.
-                for change in ins.regs() {
-                    if !runs.set(n, change) {
-                        break;
-                    }
-                }
+                let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
+                runs.apply(n, &changes);
                 if regs.is_some() || mem.is_some() {
-                    let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
                     children(&ins, &changes, names, &mut regs, &mut mem);
                 }
             }

@@ -4,6 +4,8 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
+use trace_core::hex;
+
 use crate::schema::{Field, Json, Row, Schema, Visitor, tree_layout};
 
 /// Past this many buffered bytes the buffer is written out (mid-line too, so that a record
@@ -401,14 +403,14 @@ impl<W: Write> Visitor for JsonLines<W> {
     }
 
     fn bytes(&mut self, v: &[u8]) {
-        let Some(json) = self.start_value(false, &mut |b| push_hex_bytes(b, v)) else {
+        let Some(json) = self.start_value(false, &mut |b| hex::push_bytes(b, v)) else {
             return;
         };
         self.buf.push(b'"');
         if json == Json::HexBytes0x {
             self.buf.extend_from_slice(b"0x");
         }
-        push_hex_bytes(&mut self.buf, v);
+        hex::push_bytes(&mut self.buf, v);
         self.buf.push(b'"');
         self.maybe_flush();
     }
@@ -621,7 +623,7 @@ fn push_uint(buf: &mut Vec<u8>, v: u64, json: Json) {
 
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 ///
-/// The whole literal is made in a fixed array, the digits eight at a time ([`hex8`]), and
+/// The whole literal is made in a fixed array, the digits eight at a time ([`hex::digits16`]), and
 /// copied with one fixed-size copy cut back to its length (a few moves, where a copy of
 /// unknown length is a call and a byte at a time checks the capacity for each).
 #[inline]
@@ -642,7 +644,7 @@ fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
         && let Some((body, _)) = rest.split_first_chunk_mut::<16>()
     {
         *prefix = *b"\"0x";
-        *body = hex16(top);
+        *body = hex::digits16(top);
     }
     let digits = digits as usize;
     if let Some(q) = out.get_mut(digits.saturating_add(3)) {
@@ -662,52 +664,8 @@ fn push_hex_wide(buf: &mut Vec<u8>, v: u64, padded: u32) {
         buf.len().saturating_add(padded.saturating_sub(16) as usize),
         b'0',
     );
-    buf.extend_from_slice(&hex16(v));
+    buf.extend_from_slice(&hex::digits16(v));
     buf.push(b'"');
-}
-
-/// The sixteen hex digits of `v`, most significant first.
-#[inline(always)]
-fn hex16(v: u64) -> [u8; 16] {
-    let wide = u128::from(hex8((v >> 32) as u32)) << 64 | u128::from(hex8(v as u32));
-    wide.to_be_bytes()
-}
-
-/// The eight hex digits of `x` as ASCII, the most significant in the top byte (so
-/// `to_be_bytes` gives them in reading order), computed on all eight at once.
-#[inline(always)]
-fn hex8(x: u32) -> u64 {
-    const LOW_NIBBLES: u64 = 0x0F0F_0F0F_0F0F_0F0F;
-    // Spread the nibbles out, one per byte: byte k (from the low end) gets nibble k.
-    let x = u64::from(x);
-    let x = (x | x << 16) & 0x0000_FFFF_0000_FFFF;
-    let x = (x | x << 8) & 0x00FF_00FF_00FF_00FF;
-    let x = (x | x << 4) & LOW_NIBBLES;
-    // `'0' + n`, and `'a' - '0' - 10` more where `n` ≥ 10 (adding 6 carries into bit 4).
-    // No byte carries into the next: each stays below 0x67.
-    let letters = (x.wrapping_add(0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101;
-    x.wrapping_add(0x3030_3030_3030_3030)
-        .wrapping_add(letters.wrapping_mul(u64::from(b'a' - b'0' - 10)))
-}
-
-/// The bytes `v` in hex; eight bytes at a time, each eight with one fixed-size copy.
-#[inline]
-fn push_hex_bytes(buf: &mut Vec<u8>, v: &[u8]) {
-    buf.reserve(v.len().saturating_mul(2));
-    let (words, rest) = v.as_chunks::<4>();
-    for w in words {
-        buf.extend_from_slice(&hex8(u32::from_be_bytes(*w)).to_be_bytes());
-    }
-    for b in rest {
-        buf.extend_from_slice(&hex_pair(*b));
-    }
-}
-
-/// The two hex digits of a byte.
-#[inline(always)]
-fn hex_pair(b: u8) -> [u8; 2] {
-    let [.., hi, lo] = hex8(u32::from(b)).to_be_bytes();
-    [hi, lo]
 }
 
 /// `v` in decimal, two digits at a time from a table (a division per pair), made in a
@@ -846,7 +804,7 @@ fn push_str_body(buf: &mut Vec<u8>, s: &str) {
             b'\t' => buf.extend_from_slice(b"\\t"),
             0..0x20 => {
                 buf.extend_from_slice(b"\\u00");
-                buf.extend_from_slice(&hex_pair(c));
+                buf.extend_from_slice(&hex::pair(c));
             }
             _ => buf.push(c),
         }
@@ -919,7 +877,7 @@ mod tests {
         }
         let bytes: Vec<u8> = (0..=255).collect();
         let mut b = Vec::new();
-        push_hex_bytes(&mut b, &bytes);
+        hex::push_bytes(&mut b, &bytes);
         let want: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
         assert_eq!(String::from_utf8(b).unwrap(), want);
     }
@@ -988,7 +946,7 @@ mod tests {
             };
             let hex = b == want.into_bytes();
             let mut b = Vec::new();
-            push_hex_bytes(&mut b, &bytes);
+            hex::push_bytes(&mut b, &bytes);
             let hex_bytes = b
                 == bytes
                     .iter()
