@@ -593,6 +593,25 @@ pub trait Steps {
         Ok(None)
     }
 
+    /// [`Steps::seek_index`], calling `reached(n, index)` on the way each time its pass has
+    /// gone past step `n` (`n` = `every`, 2·`every`, …) with an index through which
+    /// [`Records::seek`](crate::Records::seek) reaches step `n` (x64dbg: a few dozen bytes):
+    /// so that a caller can start there before the pass ends, such as threads that each
+    /// build a stretch of rows. The default makes the whole index first and calls no
+    /// `reached` (the whole index reaches every step).
+    ///
+    /// # Errors
+    ///
+    /// As [`Steps::seek_index`].
+    fn seek_index_reaching(
+        &mut self,
+        every: u64,
+        reached: &mut dyn FnMut(u64, SeekIndex),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let _ = (every, reached);
+        self.seek_index()
+    }
+
     /// Takes a seek index that [`Steps::seek_index`] gave for the same trace (kept by a
     /// caller that seeks again, such as the Python package's `Trace.state`), so that the
     /// next [`Steps::seek`] need not build one. Returns whether it was taken; the default

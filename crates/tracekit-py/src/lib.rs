@@ -793,6 +793,9 @@ struct Claims {
     last: Option<u64>,
     /// `None` while the seek index is being made; then the index (`None`: there is none).
     index: Option<Option<SeekIndex>>,
+    /// While it is being made, the indexes that reach the stretches its pass has gone past
+    /// ([`trace_registry::steps::Steps::seek_index_reaching`]), by stretch, until claimed.
+    starts: HashMap<u64, SeekIndex>,
     /// Set when the coordinator is done (the end, an error, or Python stopped reading).
     stop: bool,
 }
@@ -816,22 +819,25 @@ impl Shared {
         self.changed.notify_all();
     }
 
-    /// The next stretch to build and the seek index as known then, or `None` when there is
-    /// nothing more to build. At most `window` stretches are claimed past those handed on
-    /// (memory). With `needs_index`, waits until the index is known, and stops where there
-    /// is none: threads other than the first can only start through the index.
+    /// The next stretch to build and a seek index that reaches it, or `None` when there
+    /// is nothing more to build. At most `window` stretches are claimed past those handed
+    /// on (memory). With `needs_index`, waits until an index reaches the stretch, and stops
+    /// where none will: threads other than the first can only start through the index.
     fn claim(&self, needs_index: bool, window: u64) -> Option<(u64, Option<SeekIndex>)> {
         let mut c = self.lock();
         loop {
             let past_last = c.last.is_some_and(|last| c.next > last);
-            if c.stop || past_last || (needs_index && matches!(c.index, Some(None))) {
+            let start = c.starts.get(&c.next).cloned();
+            let never = matches!(c.index, Some(None)) && start.is_none();
+            if c.stop || past_last || (needs_index && never) {
                 return None;
             }
-            let ready = !needs_index || c.index.is_some();
+            let ready = !needs_index || c.index.is_some() || start.is_some();
             if ready && c.next < c.sent.saturating_add(window) {
                 let k = c.next;
                 c.next = k.saturating_add(1);
-                return Some((k, c.index.clone().flatten()));
+                c.starts.remove(&k);
+                return Some((k, start.or_else(|| c.index.clone().flatten())));
             }
             c = self
                 .changed
@@ -870,6 +876,7 @@ fn spawn_stretches(
                     IndexState::Known(i) => Some(i.clone()),
                     IndexState::Make(_) => None,
                 },
+                starts: HashMap::new(),
                 stop: false,
             }),
             changed: Condvar::new(),
@@ -901,8 +908,9 @@ fn spawn_stretches(
     })
 }
 
-/// Makes the seek index in a thread of its own (the Trace keeps it), then shares it; an
-/// input read as a stream gets none here (`to_arrow` would otherwise load it whole).
+/// Makes the seek index in a thread of its own (the Trace keeps it), sharing on the way
+/// the indexes that reach each stretch its pass has gone past, then the whole; an input
+/// read as a stream gets none here (`to_arrow` would otherwise load it whole).
 fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
     let (me, shared) = (me.clone(), Arc::clone(shared));
     let done = Arc::clone(&shared);
@@ -917,8 +925,21 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
                 // Made without holding the Trace's lock (`state` and `seek` go on
                 // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
                 let mut ctx = Ctx::new(&me.options);
+                let mut reached = |n: u64, index: SeekIndex| {
+                    let k = n / BATCH_ROWS as u64;
+                    shared.update(|c| {
+                        // Only a stretch not claimed yet can start through it.
+                        if k >= c.next {
+                            c.starts.insert(k, index);
+                        }
+                    });
+                };
                 let index = match me.handler.steps(&mut input, &mut ctx) {
-                    Ok(mut steps) => steps.seek_index().ok().flatten().map(SeekIndex::new),
+                    Ok(mut steps) => steps
+                        .seek_index_reaching(BATCH_ROWS as u64, &mut reached)
+                        .ok()
+                        .flatten()
+                        .map(SeekIndex::new),
                     Err(_) => None,
                 };
                 let mut kept = kept
@@ -930,7 +951,10 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
                 .ok()
                 .and_then(Result::ok)
                 .flatten();
-            shared.update(|c| c.index = Some(index));
+            shared.update(|c| {
+                c.index = Some(index);
+                c.starts.clear();
+            });
         });
     if spawned.is_err() {
         done.update(|c| c.index = Some(None));

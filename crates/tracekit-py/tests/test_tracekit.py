@@ -347,14 +347,17 @@ def test_arrow_of_many_batches_equals_parquet_export(tmp_path):
 
 
 def arrow_outcome(source):
-    """`to_arrow()`'s column `i` and the error that ends it (offset, record, text), if any."""
-    rows = []
+    """`to_arrow()`'s rows (every column, as one table) and the error that ends them
+    (offset, record, text), if any."""
+    reader = tracekit.open(source).to_arrow()
+    batches = []
+    error = None
     try:
-        for b in tracekit.open(source).to_arrow():
-            rows.extend(b.column("i").to_pylist())
+        for b in reader:
+            batches.append(b)
     except tracekit.TraceError as e:
-        return rows, (e.offset, e.record, str(e))
-    return rows, None
+        error = (e.offset, e.record, str(e))
+    return pa.Table.from_batches(batches, reader.schema), error
 
 
 def test_arrow_on_several_threads_equals_one_thread(tmp_path):
@@ -376,14 +379,16 @@ def test_arrow_on_several_threads_equals_one_thread(tmp_path):
         alone = [arrow_outcome(s) for s in sources]
     finally:
         os.sched_setaffinity(0, cpus)
-    assert alone[0] == (list(range(275_000)), None)
-    assert alone[2][1] is not None and 0 < len(alone[2][0]) < 275_000
-    for source, expected in zip(sources, alone):
-        assert arrow_outcome(source) == expected
+    assert alone[0][0].column("i").to_pylist() == list(range(275_000))
+    assert alone[0][1] is None
+    assert alone[2][1] is not None and 0 < alone[2][0].num_rows < 275_000
+    for source, (rows, error) in zip(sources, alone):
+        got, got_error = arrow_outcome(source)
+        assert got.equals(rows) and got_error == error
     t = tracekit.open(path)
     first = t.to_arrow().read_all()
     assert t.to_arrow().read_all().equals(first)
-    assert first.column("i").to_pylist() == alone[0][0]
+    assert first.equals(alone[0][0])
 
 
 def test_arrow_errors_are_trace_errors():

@@ -15,7 +15,7 @@ mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
 pub use replay::PlainChunk;
-pub use replay::{Counters, GeneralReplay, Index, Replay, States, general_words};
+pub use replay::{Counters, GeneralReplay, Index, IndexBuilder, Replay, States, general_words};
 pub use scan::Scan;
 pub use stream::StreamReader;
 

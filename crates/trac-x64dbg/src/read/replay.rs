@@ -46,65 +46,28 @@ impl<'a> Trace<'a> {
     /// Builds the index of every complete block, returning it with the error that stopped it.
     #[must_use]
     pub fn build_index_partial(&self) -> (Index, Option<Error>) {
-        let data = self.data;
-        let mut state = self.state();
-        let mut pos = self.first_block;
-        let mut anchors = Vec::new();
-        let mut error = None;
-        loop {
-            // Runs of usual blocks without a thread id: the lean walk.
-            if state.plain_next() {
-                let (len, count) = walk_plain_all(data.get(pos..).unwrap_or(&[]), state);
-                state.pass_plain(count);
-                pos += len;
-            }
-            let rest = data.get(pos..).unwrap_or(&[]);
-            // The usual block (not a full dump: those have more register changes than the
-            // quick path takes) only moves the decoder state on; nothing is kept.
-            if let Some(block) = state.quick_step(rest) {
-                let flagged = block
-                    .get(3)
-                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
-                state.commit_instruction(block, pos as u64, flagged);
-                prefetch(block, rest.get(block.len()..).unwrap_or(&[]));
-                pos += block.len();
-                continue;
-            }
-            if pos >= data.len() {
-                break;
-            }
-            // A full dump needs no earlier state but the decoder's: remember it (only then:
-            // copying the state every block costs more than decoding it).
-            let is_full = rest.first() == Some(&raw::BLOCK_INSTRUCTION)
-                && rest.get(1).map(|&n| u16::from(n)) == Some(state.words);
-            let before = if is_full { Some(state) } else { None };
-            match state.decode(data, pos, 0, true) {
-                Ok(meta) => {
-                    if let Some(before) = before {
-                        anchors.push(Anchor {
-                            instruction: before.instructions,
-                            pos,
-                            state: before,
-                        });
-                    }
-                    pos += meta.len();
-                }
-                Err(Fail::Error(e)) => {
-                    error = Some(e);
-                    break;
-                }
-                Err(Fail::NeedMore(_)) => break,
-            }
-        }
-        let index = Index {
-            anchors,
-            instructions: state.instructions,
-            blocks: state.blocks(),
+        let mut builder = self.index_builder();
+        builder.build_until(u64::MAX);
+        builder.finish()
+    }
+
+    /// The index pass of [`Trace::build_index_partial`], made a piece at a time
+    /// ([`IndexBuilder::build_until`]): so that readers can seek to the instructions it
+    /// has passed ([`IndexBuilder::reaching`]) before it ends, such as threads that each
+    /// build a stretch of a trace's rows.
+    #[must_use]
+    pub fn index_builder(&self) -> IndexBuilder<'a> {
+        IndexBuilder {
+            data: self.data,
+            state: self.state(),
+            pos: self.first_block,
+            anchors: Vec::new(),
+            error: None,
+            ended: false,
             first_block: self.first_block,
             arch: self.arch(),
             options: self.options,
-        };
-        (index, error)
+        }
     }
 
     /// Random access: the instruction number `instruction` and a [`Replay`] whose
@@ -164,12 +127,133 @@ impl<'a> Trace<'a> {
 
 /// [`walk_plain`] over every usual block, for the index pass: in its own function, so
 /// that the walk's values stay in registers.
+/// At most `max` of them: without a limit, the walk does not count.
 #[inline(never)]
-fn walk_plain_all(rest: &[u8], state: DecoderState) -> (usize, u64) {
-    if state.word() == 8 {
-        walk_plain::<8>(rest, state.words, |_| true)
-    } else {
-        walk_plain::<4>(rest, state.words, |_| true)
+fn walk_plain_all(rest: &[u8], state: DecoderState, max: u64) -> (usize, u64) {
+    match (state.word() == 8, max == u64::MAX) {
+        (true, true) => walk_plain::<8>(rest, state.words, |_| true),
+        (false, true) => walk_plain::<4>(rest, state.words, |_| true),
+        (wide, false) => {
+            let mut k = 0u64;
+            let mut below_max = |_: &Instruction<'_>| {
+                k += 1;
+                k <= max
+            };
+            if wide {
+                walk_plain::<8>(rest, state.words, &mut below_max)
+            } else {
+                walk_plain::<4>(rest, state.words, &mut below_max)
+            }
+        }
+    }
+}
+
+/// The index pass, made a piece at a time: see [`Trace::index_builder`].
+#[derive(Debug)]
+pub struct IndexBuilder<'a> {
+    data: &'a [u8],
+    state: DecoderState,
+    /// Where the next block starts.
+    pos: usize,
+    anchors: Vec<Anchor>,
+    /// The error that ended the pass.
+    error: Option<Error>,
+    /// Set at the end of the complete blocks (or at an error).
+    ended: bool,
+    first_block: usize,
+    arch: Arch,
+    options: ReadOptions,
+}
+
+impl IndexBuilder<'_> {
+    /// Goes on until `instructions` instructions have been passed in all (or the end of
+    /// the complete blocks, or an error); returns how many have been.
+    pub fn build_until(&mut self, instructions: u64) -> u64 {
+        let data = self.data;
+        while !self.ended && self.state.instructions < instructions {
+            // Runs of usual blocks without a thread id: the lean walk.
+            if self.state.plain_next() {
+                let left = instructions - self.state.instructions;
+                let (len, count) =
+                    walk_plain_all(data.get(self.pos..).unwrap_or(&[]), self.state, left);
+                self.state.pass_plain(count);
+                self.pos += len;
+                if self.state.instructions >= instructions {
+                    break;
+                }
+            }
+            let rest = data.get(self.pos..).unwrap_or(&[]);
+            // The usual block (not a full dump: those have more register changes than the
+            // quick path takes) only moves the decoder state on; nothing is kept.
+            if let Some(block) = self.state.quick_step(rest) {
+                let flagged = block
+                    .get(3)
+                    .is_some_and(|&fl| fl & raw::FLAG_THREAD_ID != 0);
+                self.state
+                    .commit_instruction(block, self.pos as u64, flagged);
+                prefetch(block, rest.get(block.len()..).unwrap_or(&[]));
+                self.pos += block.len();
+                continue;
+            }
+            if self.pos >= data.len() {
+                self.ended = true;
+                break;
+            }
+            // A full dump needs no earlier state but the decoder's: remember it (only then:
+            // copying the state every block costs more than decoding it).
+            let is_full = rest.first() == Some(&raw::BLOCK_INSTRUCTION)
+                && rest.get(1).map(|&n| u16::from(n)) == Some(self.state.words);
+            let before = if is_full { Some(self.state) } else { None };
+            match self.state.decode(data, self.pos, 0, true) {
+                Ok(meta) => {
+                    if let Some(before) = before {
+                        self.anchors.push(Anchor {
+                            instruction: before.instructions,
+                            pos: self.pos,
+                            state: before,
+                        });
+                    }
+                    self.pos += meta.len();
+                }
+                Err(Fail::Error(e)) => {
+                    self.error = Some(e);
+                    self.ended = true;
+                }
+                Err(Fail::NeedMore(_)) => self.ended = true,
+            }
+        }
+        self.state.instructions
+    }
+
+    /// An index through which [`Trace::seek`] reaches every instruction passed so far (a
+    /// few dozen bytes: only the last full dump is in it, from which the seek to those
+    /// after it replays). The seek to an earlier one replays from that full dump too, so
+    /// take it when the pass has just gone past the instruction wanted.
+    #[must_use]
+    pub fn reaching(&self) -> Index {
+        Index {
+            anchors: self.anchors.last().copied().into_iter().collect(),
+            ..self.index_so_far(Vec::new())
+        }
+    }
+
+    /// The whole index and the error that ended the pass, once [`IndexBuilder::build_until`]
+    /// came to the end (else the index of the blocks passed).
+    #[must_use]
+    pub fn finish(mut self) -> (Index, Option<Error>) {
+        let anchors = std::mem::take(&mut self.anchors);
+        (self.index_so_far(anchors), self.error)
+    }
+
+    fn index_so_far(&self, anchors: Vec<Anchor>) -> Index {
+        Index {
+            anchors,
+            instructions: self.state.instructions,
+            blocks: self.state.blocks(),
+            first_block: self.first_block,
+            arch: self.arch,
+            options: self.options,
+        }
     }
 }
 

@@ -657,6 +657,53 @@ fn index_finds_every_full_dump() {
         .quickcheck(prop as fn(Steps) -> bool);
 }
 
+/// The index built a piece at a time equals the index of one pass, whatever the pieces
+/// (cut files included); after each piece, the index `reaching` seeks to the last
+/// instruction passed (and to the one before) with the replay's state.
+#[test]
+fn index_built_in_pieces_is_the_whole_index() {
+    fn prop(s: Steps, pieces: Vec<u8>, cut: u16) -> TestResult {
+        let mut bytes = record(&s);
+        let first = Trace::parse(&bytes).unwrap().first_block_offset().0 as usize;
+        if cut.is_multiple_of(3) {
+            bytes.truncate(first + usize::from(cut) % (bytes.len() - first + 1));
+        }
+        let trace = Trace::parse(&bytes).unwrap();
+        let (got, _) = replay_all(&trace);
+        let whole = trace.build_index_partial();
+        let mut builder = trace.index_builder();
+        let mut want = 0u64;
+        for p in pieces.iter().chain(&[u8::MAX]) {
+            want += u64::from(*p % 40);
+            let passed = builder.build_until(want);
+            if passed != want.min(whole.0.instructions()) {
+                return TestResult::error(format!("{passed} passed, {want} wanted"));
+            }
+            let reaching = builder.reaching();
+            for n in [passed.checked_sub(1), passed.checked_sub(2)]
+                .into_iter()
+                .flatten()
+            {
+                let (ins, r) = trace.seek(&reaching, n).unwrap();
+                let d = &got[n as usize];
+                if ins.index() != n || r.regs() != &d.regs {
+                    return TestResult::error(format!("seek {n} after {passed} differs"));
+                }
+            }
+        }
+        builder.build_until(u64::MAX);
+        let pieces = builder.finish();
+        if pieces.0 != whole.0 || pieces.1.map(|e| e.to_string()) != whole.1.map(|e| e.to_string())
+        {
+            return TestResult::error("the pieces' index differs");
+        }
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(300)
+        .quickcheck(prop as fn(Steps, Vec<u8>, u16) -> TestResult);
+}
+
 /// Streams replay like slices on generated traces (every recorder option, legacy thread
 /// ids, appended sessions), whatever the read sizes, and as far as a cut file goes.
 #[test]

@@ -944,16 +944,22 @@ impl crate::schema::ColumnSink for Tables {
         let reserve = self.batch_rows.min(RESERVE_ROWS);
         for (index, t) in self.tables.iter_mut().enumerate() {
             if index == rec {
+                // Also when a row came first the visiting way (as after a seek), which
+                // made the columns small: growing them to the batch's size cost as much
+                // again in copies and fresh pages.
                 for c in &mut t.columns {
                     match c {
-                        Column::Int(c) if c.buf.values.capacity() == 0 => {
-                            c.buf.values.reserve(reserve);
+                        Column::Int(c) if c.buf.values.capacity() < reserve => {
+                            let v = &mut c.buf.values;
+                            v.reserve_exact(reserve.saturating_sub(v.len()));
                         }
                         // Byte strings (x64dbg opcodes) at a few bytes a value; past that
                         // they grow as they come.
-                        Column::Bytes(b) if b.offsets.capacity() <= 1 => {
-                            b.offsets.reserve(reserve);
-                            b.data.reserve(reserve.saturating_mul(BYTES_PER_VALUE));
+                        Column::Bytes(b) if b.offsets.capacity() < reserve => {
+                            b.offsets
+                                .reserve_exact(reserve.saturating_sub(b.offsets.len()));
+                            let bytes = reserve.saturating_mul(BYTES_PER_VALUE);
+                            b.data.reserve(bytes.saturating_sub(b.data.len()));
                         }
                         _ => {}
                     }
