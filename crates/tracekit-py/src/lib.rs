@@ -926,7 +926,7 @@ fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
                 // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
                 let mut ctx = Ctx::new(&me.options);
                 let mut reached = |n: u64, index: SeekIndex| {
-                    let k = n / BATCH_ROWS as u64;
+                    let k = n.checked_div(BATCH_ROWS as u64).unwrap_or(0);
                     shared.update(|c| {
                         // Only a stretch not claimed yet can start through it.
                         if k >= c.next {
