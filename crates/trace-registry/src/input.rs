@@ -21,8 +21,8 @@ pub enum Compression {
 }
 
 enum Data {
-    /// A memory-mapped file.
-    Mapped(memmap2::Mmap),
+    /// A memory-mapped file (shared by the inputs [`Input::share`] makes).
+    Mapped(std::sync::Arc<memmap2::Mmap>),
     /// Bytes held in memory (small files, stdin or decompressed input read whole).
     Memory(Vec<u8>),
     /// Bytes in memory shared with other inputs (readers of the same bytes on several
@@ -125,7 +125,8 @@ impl Input {
                 .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
             Data::Memory(v)
         } else {
-            Data::Mapped(map(&file).map_err(|e| Error::io(format!("cannot map {name}"), e))?)
+            let map = map(&file).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
+            Data::Mapped(std::sync::Arc::new(map))
         };
         Ok(Input {
             name,
@@ -251,6 +252,29 @@ impl Input {
             head: Vec::new(),
             data: Data::Shared(bytes),
             file_len: Some(len),
+            kept: None,
+        })
+    }
+
+    /// Another input over the same bytes, for a reader on another thread: a mapped file's
+    /// map and shared bytes are shared (no copy; and a page of the file one reader touched
+    /// is mapped for the other), bytes in memory copied (a small file). `None` for a stream
+    /// not read yet ([`Input::bytes`]) and for a directory.
+    #[must_use]
+    pub fn share(&self) -> Option<Input> {
+        let data = match &self.data {
+            Data::Mapped(m) => Data::Mapped(std::sync::Arc::clone(m)),
+            Data::Shared(b) => Data::Shared(std::sync::Arc::clone(b)),
+            Data::Memory(v) => Data::Memory(v.clone()),
+            Data::Stream(_) | Data::Directory(_) => return None,
+        };
+        Some(Input {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            compression: self.compression,
+            head: self.head.clone(),
+            data,
+            file_len: self.file_len,
             kept: None,
         })
     }
@@ -381,7 +405,7 @@ impl Input {
             self.data = if all.len() < SPOOL_AT {
                 Data::Memory(all)
             } else {
-                Data::Mapped(spool(&all, stream).map_err(read_err)?)
+                Data::Mapped(std::sync::Arc::new(spool(&all, stream).map_err(read_err)?))
             };
         }
         Ok(self.loaded_bytes())
@@ -497,6 +521,29 @@ mod tests {
                 .logical_name(),
             "a.tt6.gz"
         );
+    }
+
+    #[test]
+    fn a_shared_input_reads_the_same_bytes() {
+        let plain: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        let path = std::env::temp_dir().join(format!("tracekit-share-{}", std::process::id()));
+        std::fs::write(&path, &plain).unwrap();
+        let mut mapped = Input::open(path.as_os_str()).unwrap();
+        let mut small = Input::from_bytes("small", plain[..100].to_vec()).unwrap();
+        let mut shared = Input::from_shared("shared", plain.clone().into()).unwrap();
+        for input in [&mut mapped, &mut small, &mut shared] {
+            let want = input.bytes().unwrap().to_vec();
+            let mut other = input.share().unwrap();
+            assert_eq!(other.bytes().unwrap(), &want[..]);
+            assert_eq!(
+                (other.name(), other.file_len()),
+                (input.name(), input.file_len())
+            );
+        }
+        drop(mapped);
+        std::fs::remove_file(&path).unwrap();
+        let stream = Input::from_unknown_stream("-".into(), Box::new(io::Cursor::new(plain)));
+        assert!(stream.unwrap().share().is_none(), "a stream is read once");
     }
 
     #[test]

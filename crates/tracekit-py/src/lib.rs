@@ -881,8 +881,12 @@ fn spawn_stretches(
             }),
             changed: Condvar::new(),
         });
+        // One input shared by the threads: a mapped file is mapped (and its pages faulted
+        // in) once, not once per thread.
+        let base = me.source.input()?;
+        let input = || base.share().map_or_else(|| me.source.input(), Ok);
         if let IndexState::Make(kept) = index {
-            make_index(&me, kept, &shared);
+            make_index(&me, input(), kept, &shared);
         }
         // One stretch past those being built: a thread that finished can go on while
         // another still builds the stretch due next.
@@ -891,9 +895,10 @@ fn spawn_stretches(
         for w in 0..threads {
             let (me, table, shared, rtx) =
                 (me.clone(), table.clone(), Arc::clone(&shared), rtx.clone());
+            let input = input();
             let spawned = std::thread::Builder::new()
                 .name("tracekit-stretch".into())
-                .spawn(move || stretches(&me, &table, &shared, &rtx, w == 0, window));
+                .spawn(move || stretches(&me, input, &table, &shared, &rtx, w == 0, window));
             // Without the first thread nothing is read; the others only share the work.
             if let Err(e) = spawned
                 && w == 0
@@ -911,14 +916,19 @@ fn spawn_stretches(
 /// Makes the seek index in a thread of its own (the Trace keeps it), sharing on the way
 /// the indexes that reach each stretch its pass has gone past, then the whole; an input
 /// read as a stream gets none here (`to_arrow` would otherwise load it whole).
-fn make_index(me: &Opened, kept: Arc<Mutex<Kept>>, shared: &Arc<Shared>) {
+fn make_index(
+    me: &Opened,
+    input: Result<Input, Error>,
+    kept: Arc<Mutex<Kept>>,
+    shared: &Arc<Shared>,
+) {
     let (me, shared) = (me.clone(), Arc::clone(shared));
     let done = Arc::clone(&shared);
     let spawned = std::thread::Builder::new()
         .name("tracekit-index".into())
         .spawn(move || {
             let run = std::panic::AssertUnwindSafe(|| -> Result<Option<SeekIndex>, Error> {
-                let mut input = me.source.input()?;
+                let mut input = input?;
                 if input.is_stream() {
                     return Ok(None);
                 }
@@ -998,6 +1008,7 @@ fn hand_on(
 /// its number, until there are no more or one ends the records (or fails).
 fn stretches(
     me: &Opened,
+    input: Result<Input, Error>,
     table: &str,
     shared: &Shared,
     tx: &Sender<(u64, Result<Stretch, Error>)>,
@@ -1008,7 +1019,7 @@ fn stretches(
         return;
     };
     let run = std::panic::AssertUnwindSafe(|| -> Result<(), Error> {
-        let mut input = me.source.input()?;
+        let mut input = input?;
         let mut ctx = Ctx::new(&me.options);
         // A reader from the start, moved to the first stretch it builds; reading on while
         // the claims follow each other, else a fresh one (`seek` moves a fresh reader).

@@ -218,6 +218,16 @@ impl<'a> Instruction<'a> {
         )
     }
 
+    /// The 16 bytes of the block from the opcode's start, when the block has that many
+    /// (nearly every block: the register values follow the opcode). The opcode is their
+    /// first [`Instruction::opcode`]`().len()` bytes: for a copy of a fixed size, which
+    /// is quicker than one of the opcode's own.
+    #[must_use]
+    #[inline]
+    pub fn opcode_window(&self) -> Option<&'a [u8; 16]> {
+        self.bytes.get(self.opcode_start()..)?.first_chunk::<16>()
+    }
+
     /// Number of register changes.
     #[must_use]
     #[inline]

@@ -917,4 +917,36 @@ impl<'a> Replay<'a> {
         }
         count
     }
+
+    /// [`Replay::walk_plain_chunk`] without the chunk: calls `on_instruction(ctx, ins)`
+    /// for each instruction, then `on_change(ctx, change)` for each of its register
+    /// changes (by increasing word), as it applies them; returns how many instructions.
+    /// For readers that fill columns as they go.
+    #[inline]
+    pub fn walk_plain_fused<C>(
+        &mut self,
+        max: u64,
+        ctx: &mut C,
+        on_instruction: impl Fn(&mut C, &Instruction<'a>),
+        on_change: impl Fn(&mut C, crate::model::RegChange),
+    ) -> u64 {
+        // The first instruction goes the general way (as for `walk_plain`).
+        if max == 0 || self.blocks.instructions() == 0 {
+            return 0;
+        }
+        let Replay { blocks, state } = self;
+        let words = state.regs.words_mut();
+        let count = blocks.walk_plain_numbered(max, |ins| {
+            on_instruction(ctx, ins);
+            for change in ins.regs() {
+                // The reader checked every index against the REGDUMP.
+                if let Some(w) = words.get_mut(usize::from(change.index)) {
+                    *w = change.value;
+                }
+                on_change(ctx, change);
+            }
+        });
+        state.blocks_read += count;
+        count
+    }
 }

@@ -1649,28 +1649,56 @@ fn fill_instructions<'a>(
         // Runs of usual blocks through the lean walk; any other block (and the first)
         // the general way.
         let left = u64::try_from(max.saturating_sub(n)).unwrap_or(u64::MAX);
-        chunk.clear();
-        r.walk_plain_chunk(left, chunk);
-        if let Some(ins) = chunk.instructions.first() {
-            first.get_or_insert(ins.index());
-            // A walk stays in one thread.
-            thread.set(n, u64::from(ins.thread()));
-            co.values
-                .extend(chunk.instructions.iter().map(|i| i.offset().0));
-            for ins in &chunk.instructions {
-                opcode.push(ins.opcode());
-            }
-            let mut from = 0;
-            for (row, &end) in (n..).zip(&chunk.change_ends) {
-                runs.apply(row, chunk.changes.get(from..end).unwrap_or(&[]));
-                from = end;
-            }
-            if regs.is_some() || mem.is_some() {
-                for (k, ins) in chunk.instructions.iter().enumerate() {
-                    children(ins, chunk.changes_of(k), names, &mut regs, &mut mem);
+        if regs.is_none() && mem.is_none() {
+            let mut row = FusedRow {
+                offsets: &mut *co,
+                opcode: &mut *opcode,
+                runs: &mut runs,
+                thread: &mut thread,
+                first: &mut first,
+                next: n,
+                now: n,
+            };
+            r.walk_plain_fused(
+                left,
+                &mut row,
+                |row, ins| {
+                    row.first.get_or_insert(ins.index());
+                    row.now = row.next;
+                    row.next = row.next.saturating_add(1);
+                    row.offsets.push(ins.offset().0);
+                    push_opcode(row.opcode, ins);
+                    row.thread.set(row.now, u64::from(ins.thread()));
+                },
+                |row, change| {
+                    row.runs.set(row.now, change);
+                },
+            );
+            n = row.next;
+        } else {
+            chunk.clear();
+            r.walk_plain_chunk(left, chunk);
+            if let Some(ins) = chunk.instructions.first() {
+                first.get_or_insert(ins.index());
+                // A walk stays in one thread.
+                thread.set(n, u64::from(ins.thread()));
+                co.values
+                    .extend(chunk.instructions.iter().map(|i| i.offset().0));
+                for ins in &chunk.instructions {
+                    push_opcode(opcode, ins);
                 }
+                let mut from = 0;
+                for (row, &end) in (n..).zip(&chunk.change_ends) {
+                    runs.apply(row, chunk.changes.get(from..end).unwrap_or(&[]));
+                    from = end;
+                }
+                if regs.is_some() || mem.is_some() {
+                    for (k, ins) in chunk.instructions.iter().enumerate() {
+                        children(ins, chunk.changes_of(k), names, &mut regs, &mut mem);
+                    }
+                }
+                n = n.saturating_add(chunk.instructions.len());
             }
-            n = n.saturating_add(chunk.instructions.len());
         }
         if n >= max {
             break;
@@ -1680,11 +1708,19 @@ fn fill_instructions<'a>(
                 first.get_or_insert(ins.index());
                 co.push(ins.offset().0);
                 thread.set(n, u64::from(ins.thread()));
-                opcode.push(ins.opcode());
-                let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
-                runs.apply(n, &changes);
+                push_opcode(opcode, &ins);
                 if regs.is_some() || mem.is_some() {
+                    let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
+                    runs.apply(n, &changes);
                     children(&ins, &changes, names, &mut regs, &mut mem);
+                } else {
+                    // Without the child tables, only the state words' changes matter (a
+                    // full dump lists every word: collecting them was most of its cost).
+                    for change in ins.regs() {
+                        if !runs.set(n, change) {
+                            break;
+                        }
+                    }
                 }
             }
             Some(Err(e)) => {
@@ -1714,6 +1750,28 @@ fn fill_instructions<'a>(
             .extend_from_slice(filled.get(filled.len().saturating_sub(n)..).unwrap_or(&[]));
     }
     n
+}
+
+/// What [`fill_instructions`]'s fused walk fills.
+struct FusedRow<'x, 's, 'b> {
+    offsets: &'x mut IntBuf,
+    opcode: &'x mut BytesBuf,
+    runs: &'x mut StateRuns<'s, 'b>,
+    thread: &'x mut Run<'b>,
+    first: &'x mut Option<u64>,
+    /// The row of the next instruction.
+    next: usize,
+    /// The row of the instruction whose changes come.
+    now: usize,
+}
+
+/// Appends the opcode of `ins` to `opcode`.
+#[inline(always)]
+fn push_opcode(opcode: &mut BytesBuf, ins: &Instruction<'_>) {
+    match ins.opcode_window() {
+        Some(window) => opcode.push_prefix(window, ins.opcode().len()),
+        None => opcode.push(ins.opcode()),
+    }
 }
 
 /// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
