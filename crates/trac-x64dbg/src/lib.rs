@@ -108,7 +108,6 @@ mod write;
 pub use error::Error;
 pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
-pub use read::PlainChunk;
 pub use read::{
     Block, Blocks, Counters, GeneralReplay, Index, IndexBuilder, Instruction, MemAccesses,
     ReadOptions, RegChanges, Replay, Scan, States, StreamReader, ThreadIdMode, Trace, UserBlock,

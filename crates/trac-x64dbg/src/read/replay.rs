@@ -847,81 +847,13 @@ impl Instruction<'_> {
     }
 }
 
-/// The usual instructions of one [`Replay::walk_plain_chunk`], column by column, for a
-/// reader that fills columns from them: each instruction (numbered as
-/// [`Replay::next_instruction`] numbers it) and its register changes, decoded once.
-/// Reuse it from walk to walk ([`PlainChunk::clear`]): its vectors keep their room.
-#[derive(Clone, Debug, Default)]
-pub struct PlainChunk<'a> {
-    /// The instructions, in order.
-    pub instructions: Vec<Instruction<'a>>,
-    /// Every instruction's register changes, one instruction's after the other's (each
-    /// block's by increasing word: the values of [`Instruction::regs`]).
-    pub changes: Vec<crate::model::RegChange>,
-    /// Per instruction, where its changes end in `changes` (they start where the previous
-    /// instruction's end, the first's at 0).
-    pub change_ends: Vec<usize>,
-}
-
-impl PlainChunk<'_> {
-    /// Empties the chunk, keeping its room.
-    pub fn clear(&mut self) {
-        self.instructions.clear();
-        self.changes.clear();
-        self.change_ends.clear();
-    }
-
-    /// The changes of instruction `k` of the chunk (none past its end).
-    #[must_use]
-    #[inline]
-    pub fn changes_of(&self, k: usize) -> &[crate::model::RegChange] {
-        let start = k
-            .checked_sub(1)
-            .and_then(|j| self.change_ends.get(j))
-            .copied()
-            .unwrap_or(0);
-        let end = self.change_ends.get(k).copied().unwrap_or(start);
-        self.changes.get(start..end).unwrap_or(&[])
-    }
-}
-
 impl<'a> Replay<'a> {
-    /// [`Replay::walk_plain`] for readers that fill columns: appends at most `max` of the
-    /// usual instructions from here to `chunk`, with their changes decoded once (and
-    /// applied: [`Replay::regs`] is then the state before the last of them); returns how
-    /// many. The walk's loop does nothing but measure the blocks, and the changes are
-    /// decoded in a loop of their own, so that both stay tight; the reader then goes over
-    /// the chunk column by column.
-    #[inline]
-    pub fn walk_plain_chunk(&mut self, max: u64, chunk: &mut PlainChunk<'a>) -> u64 {
-        // The first instruction goes the general way (as for `walk_plain`).
-        if max == 0 || self.blocks.instructions() == 0 {
-            return 0;
-        }
-        let start = chunk.instructions.len();
-        let instructions = &mut chunk.instructions;
-        let count = self
-            .blocks
-            .walk_plain_numbered(max, |ins| instructions.push(*ins));
-        self.state.blocks_read += count;
-        let words = self.state.regs.words_mut();
-        for ins in chunk.instructions.get(start..).unwrap_or(&[]) {
-            for change in ins.regs() {
-                // The reader checked every index against the REGDUMP.
-                if let Some(w) = words.get_mut(usize::from(change.index)) {
-                    *w = change.value;
-                }
-                chunk.changes.push(change);
-            }
-            chunk.change_ends.push(chunk.changes.len());
-        }
-        count
-    }
-
-    /// [`Replay::walk_plain_chunk`] without the chunk: calls `on_instruction(ctx, ins)`
-    /// for each instruction, then `on_change(ctx, change)` for each of its register
-    /// changes (by increasing word), as it applies them; returns how many instructions.
-    /// For readers that fill columns as they go.
+    /// [`Replay::walk_plain`] for readers that fill columns as they go: takes in at most
+    /// `max` of the usual instructions from here, calling `on_instruction(ctx, ins)` for
+    /// each, then `on_change(ctx, change)` for each of its register changes (by
+    /// increasing word) as it applies them, so that each block's changes are decoded once
+    /// ([`Replay::regs`] is then the state before the last instruction); returns how many
+    /// instructions. `ctx` is what both fill.
     #[inline]
     pub fn walk_plain_fused<C>(
         &mut self,

@@ -908,13 +908,13 @@ fn lean_walks_agree_on_long_traces() {
     }
 }
 
-/// [`Replay::walk_plain_chunk`] mixed with [`Replay::next_instruction`] gives the
+/// [`Replay::walk_plain_fused`] mixed with [`Replay::next_instruction`] gives the
 /// instructions of the replay, hands each walked instruction exactly its recorded changes
-/// ([`Instruction::regs`]) and leaves the replay's state after each walk as the replay's
-/// at the last instruction walked; it ends where the replay ends (also on a cut trace)
-/// and leaves the same counters.
+/// ([`Instruction::regs`]) right after it, and leaves the replay's state after each walk
+/// as the replay's at the last instruction walked; it ends where the replay ends (also on
+/// a cut trace) and leaves the same counters.
 #[test]
-fn walk_plain_chunk_follows_the_replay() {
+fn walk_plain_fused_follows_the_replay() {
     use std::sync::atomic::{AtomicU64, Ordering};
     // Instructions walked over all cases: the walk must take some.
     static WALKED: AtomicU64 = AtomicU64::new(0);
@@ -944,18 +944,26 @@ fn walk_plain_chunk_follows_the_replay() {
         };
         let mut got = Vec::new();
         let mut replay = trace.replay();
-        // Reused across walks, as a reader does (emptied before each).
-        let mut chunk = trac_x64dbg::PlainChunk::default();
         let end = loop {
             let max = u64::from(step % 8) * 3;
-            chunk.clear();
-            let n = replay.walk_plain_chunk(max, &mut chunk);
+            // Each instruction walked with the changes handed on after it.
+            let mut walked: Vec<(trac_x64dbg::Instruction<'_>, Vec<RegChange>)> = Vec::new();
+            let n = replay.walk_plain_fused(
+                max,
+                &mut walked,
+                |w, ins| w.push((*ins, Vec::new())),
+                |w, change| {
+                    if let Some((_, changes)) = w.last_mut() {
+                        changes.push(change);
+                    }
+                },
+            );
             WALKED.fetch_add(n, Ordering::Relaxed);
-            if chunk.instructions.len() as u64 != n || chunk.change_ends.len() as u64 != n {
-                return TestResult::error("the chunk does not hold the instructions walked");
+            if walked.len() as u64 != n || n > max {
+                return TestResult::error("other instructions than those walked handed on");
             }
-            for (k, ins) in chunk.instructions.iter().enumerate() {
-                if chunk.changes_of(k) != ins.regs().collect::<Vec<_>>().as_slice() {
+            for (ins, changes) in &walked {
+                if *changes != ins.regs().collect::<Vec<_>>() {
                     return TestResult::error(format!(
                         "instruction {}: other changes handed on",
                         ins.index()

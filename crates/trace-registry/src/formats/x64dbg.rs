@@ -371,7 +371,6 @@ impl Handler for X64dbg {
             failed: None,
             disasm,
             done: false,
-            chunk: trac_x64dbg::PlainChunk::default(),
         }))
     }
 
@@ -1322,9 +1321,6 @@ struct X64Records<'a> {
     /// With `--disasm`: the disassembler and the current instruction's text and accesses.
     disasm: Option<DisasmRow>,
     done: bool,
-    /// The typed fast path's chunk of the lean walk, kept so that its room is made once
-    /// (grown afresh for every fill, it was a tenth of the fill's time in copies).
-    chunk: trac_x64dbg::PlainChunk<'a>,
 }
 
 impl Row for X64Records<'_> {
@@ -1486,15 +1482,7 @@ impl Records for X64Records<'_> {
         let Blocks::Slice(r) = &mut self.blocks else {
             return None;
         };
-        let n = fill_instructions(
-            r,
-            cols,
-            &mut self.chunk,
-            &self.names,
-            max,
-            &mut self.done,
-            &mut self.failed,
-        );
+        let n = fill_instructions(r, cols, &self.names, max, &mut self.done, &mut self.failed);
         // An error before any record of this fill is reported now: 0 records means the end.
         match self.failed.take() {
             Some(e) if n == 0 => Some(Err(e)),
@@ -1615,15 +1603,13 @@ impl<'c> InstructionColumns<'c> {
 /// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
 /// by the next call).
 ///
-/// The usual blocks come in chunks from the lean walk ([`Replay::walk_plain_chunk`]),
-/// which decodes each block's register changes once; each chunk goes into the columns
-/// one column at a time. The other blocks (and the first) go the general way. The
-/// `state` columns, the thread and the pc are filled in runs ([`StateRuns`]); `i` is a
-/// count.
-fn fill_instructions<'a>(
-    r: &mut Replay<'a>,
+/// The usual blocks go through the lean walk ([`Replay::walk_plain_fused`]), which hands
+/// on each instruction and then its register changes as it decodes them, once; the other
+/// blocks (and the first) go the general way. The `state` columns, the thread and the pc
+/// are filled in runs ([`StateRuns`]); `i` is a count.
+fn fill_instructions(
+    r: &mut Replay<'_>,
     cols: InstructionColumns<'_>,
-    chunk: &mut trac_x64dbg::PlainChunk<'a>,
     names: &[String],
     max: usize,
     done: &mut bool,
@@ -1637,89 +1623,42 @@ fn fill_instructions<'a>(
         mut mem,
     } = cols;
     let mut runs = StateRuns::new(&mut state, r.regs().words());
-    // The thread before the first row is unknown: its first row opens its run.
-    let mut thread = Run::new(ct, 0);
     // Room for every row up front: the pushes below then never grow a column.
     co.values.reserve(max);
     opcode.offsets.reserve(max);
     opcode.data.reserve(max.saturating_mul(OPCODE_RESERVE));
-    let mut first = None;
-    let mut n = 0;
-    while n < max {
+    let mut row = FillRow {
+        offsets: co,
+        opcode,
+        runs: &mut runs,
+        // The thread before the first row is unknown: its first row opens its run.
+        thread: Run::new(ct, 0),
+        regs: &mut regs,
+        mem: &mut mem,
+        names,
+        first: None,
+        next: 0,
+        now: 0,
+        index: 0,
+    };
+    while row.next < max {
         // Runs of usual blocks through the lean walk; any other block (and the first)
         // the general way.
-        let left = u64::try_from(max.saturating_sub(n)).unwrap_or(u64::MAX);
-        if regs.is_none() && mem.is_none() {
-            let mut row = FusedRow {
-                offsets: &mut *co,
-                opcode: &mut *opcode,
-                runs: &mut runs,
-                thread: &mut thread,
-                first: &mut first,
-                next: n,
-                now: n,
-            };
-            r.walk_plain_fused(
-                left,
-                &mut row,
-                |row, ins| {
-                    row.first.get_or_insert(ins.index());
-                    row.now = row.next;
-                    row.next = row.next.saturating_add(1);
-                    row.offsets.push(ins.offset().0);
-                    push_opcode(row.opcode, ins);
-                    row.thread.set(row.now, u64::from(ins.thread()));
-                },
-                |row, change| {
-                    row.runs.set(row.now, change);
-                },
-            );
-            n = row.next;
-        } else {
-            chunk.clear();
-            r.walk_plain_chunk(left, chunk);
-            if let Some(ins) = chunk.instructions.first() {
-                first.get_or_insert(ins.index());
-                // A walk stays in one thread.
-                thread.set(n, u64::from(ins.thread()));
-                co.values
-                    .extend(chunk.instructions.iter().map(|i| i.offset().0));
-                for ins in &chunk.instructions {
-                    push_opcode(opcode, ins);
-                }
-                let mut from = 0;
-                for (row, &end) in (n..).zip(&chunk.change_ends) {
-                    runs.apply(row, chunk.changes.get(from..end).unwrap_or(&[]));
-                    from = end;
-                }
-                if regs.is_some() || mem.is_some() {
-                    for (k, ins) in chunk.instructions.iter().enumerate() {
-                        children(ins, chunk.changes_of(k), names, &mut regs, &mut mem);
-                    }
-                }
-                n = n.saturating_add(chunk.instructions.len());
-            }
-        }
-        if n >= max {
+        let left = u64::try_from(max.saturating_sub(row.next)).unwrap_or(u64::MAX);
+        r.walk_plain_fused(left, &mut row, FillRow::instruction, |row, change| {
+            row.change(change);
+        });
+        if row.next >= max {
             break;
         }
         match r.next_instruction() {
             Some(Ok(ins)) => {
-                first.get_or_insert(ins.index());
-                co.push(ins.offset().0);
-                thread.set(n, u64::from(ins.thread()));
-                push_opcode(opcode, &ins);
-                if regs.is_some() || mem.is_some() {
-                    let changes: SmallVec<[RegChange; 8]> = ins.regs().collect();
-                    runs.apply(n, &changes);
-                    children(&ins, &changes, names, &mut regs, &mut mem);
-                } else {
-                    // Without the child tables, only the state words' changes matter (a
-                    // full dump lists every word: collecting them was most of its cost).
-                    for change in ins.regs() {
-                        if !runs.set(n, change) {
-                            break;
-                        }
+                row.instruction(&ins);
+                // Without the child tables only the state words' changes matter, and they
+                // come first (a full dump lists every word).
+                for change in ins.regs() {
+                    if !row.change(change) && row.regs.is_none() {
+                        break;
                     }
                 }
             }
@@ -1733,15 +1672,15 @@ fn fill_instructions<'a>(
                 break;
             }
         }
-        n = n.saturating_add(1);
     }
+    let (n, first) = (row.next, row.first);
+    row.thread.close(n);
+    runs.close(n);
     // The instructions of a fill are numbered one after the other.
     if let Some(first) = first {
         ci.values
             .extend((0..n as u64).map(|k| first.wrapping_add(k)));
     }
-    thread.close(n);
-    runs.close(n);
     // The pc is the instruction-pointer word of the state (`RegDump::ip`), which comes
     // right after the general registers: the second-last state word.
     if let Some(ip) = state.len().checked_sub(2).and_then(|w| state.get(w)) {
@@ -1752,17 +1691,68 @@ fn fill_instructions<'a>(
     n
 }
 
-/// What [`fill_instructions`]'s fused walk fills.
-struct FusedRow<'x, 's, 'b> {
-    offsets: &'x mut IntBuf,
-    opcode: &'x mut BytesBuf,
+/// The `registers` child table's columns: `i`, `name`, `value`.
+type RegCols<'c> = (&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf);
+
+/// What [`fill_instructions`] fills, row by row, as the instructions and their register
+/// changes come.
+struct FillRow<'x, 's, 'b, 'c> {
+    offsets: &'b mut IntBuf,
+    opcode: &'b mut BytesBuf,
     runs: &'x mut StateRuns<'s, 'b>,
-    thread: &'x mut Run<'b>,
-    first: &'x mut Option<u64>,
+    thread: Run<'b>,
+    regs: &'x mut Option<RegCols<'c>>,
+    mem: &'x mut Option<[&'c mut IntBuf; 4]>,
+    names: &'x [String],
+    /// The number of the fill's first instruction.
+    first: Option<u64>,
     /// The row of the next instruction.
     next: usize,
     /// The row of the instruction whose changes come.
     now: usize,
+    /// The number of that instruction.
+    index: u64,
+}
+
+impl FillRow<'_, '_, '_, '_> {
+    /// The next instruction's own columns (and its `memory` rows, when wanted).
+    #[inline(always)]
+    fn instruction(&mut self, ins: &Instruction<'_>) {
+        self.index = ins.index();
+        self.first.get_or_insert(self.index);
+        self.now = self.next;
+        self.next = self.next.saturating_add(1);
+        self.offsets.push(ins.offset().0);
+        push_opcode(self.opcode, ins);
+        self.thread.set(self.now, u64::from(ins.thread()));
+        if let Some([mi, addr, old, new]) = self.mem {
+            for m in ins.mem() {
+                mi.push(self.index);
+                addr.push(m.address);
+                old.push(m.old);
+                match m.new {
+                    Some(v) => new.push(v),
+                    None => new.push_null(),
+                }
+            }
+        }
+    }
+
+    /// One register change of the instruction: its state column (false when it is not a
+    /// state word) and its `registers` row, when wanted.
+    #[inline(always)]
+    fn change(&mut self, change: RegChange) -> bool {
+        if let Some((ri, name, value)) = self.regs {
+            ri.push(self.index);
+            name.str(
+                self.names
+                    .get(usize::from(change.index))
+                    .map_or("?", String::as_str),
+            );
+            value.push(change.value);
+        }
+        self.runs.set(self.now, change)
+    }
 }
 
 /// Appends the opcode of `ins` to `opcode`.
@@ -1776,41 +1766,6 @@ fn push_opcode(opcode: &mut BytesBuf, ins: &Instruction<'_>) {
 
 /// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
 const OPCODE_RESERVE: usize = 8;
-
-/// The rows of the child tables `registers` and `memory` of one instruction, when they
-/// are wanted.
-#[inline]
-fn children(
-    ins: &Instruction<'_>,
-    changes: &[RegChange],
-    names: &[String],
-    regs: &mut Option<(&mut IntBuf, &mut dyn Visitor, &mut IntBuf)>,
-    mem: &mut Option<[&mut IntBuf; 4]>,
-) {
-    let i = ins.index();
-    if let Some((ri, name, value)) = regs {
-        for change in changes {
-            ri.push(i);
-            name.str(
-                names
-                    .get(usize::from(change.index))
-                    .map_or("?", String::as_str),
-            );
-            value.push(change.value);
-        }
-    }
-    if let Some([mi, addr, old, new]) = mem {
-        for m in ins.mem() {
-            mi.push(i);
-            addr.push(m.address);
-            old.push(m.old);
-            match m.new {
-                Some(v) => new.push(v),
-                None => new.push_null(),
-            }
-        }
-    }
-}
 
 /// The `state` columns of [`fill_instructions`], each filled in runs: a register keeps
 /// its value until a block records a change to it (a few of the state words per block),
@@ -1839,16 +1794,6 @@ impl<'s, 'b> StateRuns<'s, 'b> {
             cols,
             value,
             from: [0; MAX_STATE],
-        }
-    }
-
-    /// Row `row`'s changes (by increasing word: the state words lead).
-    #[inline(always)]
-    fn apply(&mut self, row: usize, changes: &[RegChange]) {
-        for &change in changes {
-            if !self.set(row, change) {
-                break;
-            }
         }
     }
 
