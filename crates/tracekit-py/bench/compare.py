@@ -19,7 +19,10 @@ process and reports its wall time and peak resident memory (ru_maxrss):
   made); `taskset -c 0 python compare.py` measures the one-thread path.
 
 "cpu s" is the CPU time of the timed part (every thread of the process): on a shared,
-loaded machine it is the steadier figure, and "M/cpu s" the rows per CPU second.
+loaded machine it is the steadier figure, and "M/cpu s" the rows per CPU second. The
+tracekit rows run `--runs` times (default 5), each in a fresh process, and show the run
+of median wall time, with the fastest beside it ("best s"): a shared machine's speed can
+change within seconds.
 
 x64trace's memory grows with the trace (about 9 KB per instruction), so `--x64trace-repeat N`
 runs it on a prefix of N repeats instead and scales its time linearly (printed as such).
@@ -98,6 +101,7 @@ def main() -> None:
     ap.add_argument("--trace", help="an x64dbg .trace64 file (default: the repeated sample)")
     ap.add_argument("--repeat", type=int, default=6600)
     ap.add_argument("--x64trace-repeat", type=int, default=0, help="x64trace on this prefix only")
+    ap.add_argument("--runs", type=int, default=5, help="fresh processes per tracekit row")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as d:
@@ -115,10 +119,17 @@ def main() -> None:
                 scale = args.repeat / args.x64trace_repeat
         size = os.path.getsize(path)
         rows = {}
-        rows["read file (baseline)"] = measure("baseline", path)
-        rows["tracekit iter (dicts)"] = measure("iter", path)
-        rows["tracekit to_arrow (stream)"] = measure("arrow-stream", path)
-        rows["tracekit to_arrow read_all"] = measure("arrow-all", path)
+        def median_of_runs(what):
+            runs = sorted((measure(what, path) for _ in range(max(args.runs, 1))),
+                          key=lambda r: r["secs"])
+            mid = dict(runs[len(runs) // 2])
+            mid["best"] = runs[0]["secs"]
+            return mid
+
+        rows["read file (baseline)"] = median_of_runs("baseline")
+        rows["tracekit iter (dicts)"] = median_of_runs("iter")
+        rows["tracekit to_arrow (stream)"] = median_of_runs("arrow-stream")
+        rows["tracekit to_arrow read_all"] = median_of_runs("arrow-all")
         x = measure("x64trace", prefix)
         if scale != 1.0:
             x = {"n": round(x["n"] * scale), "secs": x["secs"] * scale, "cpu": x["cpu"] * scale,
@@ -129,7 +140,7 @@ def main() -> None:
     n = rows["tracekit iter (dicts)"]["n"]
     print(f"input: {n:,} instructions, {size / 2**20:.1f} MiB")
     print(f"threads available: {len(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'':30} {'seconds':>9} {'cpu s':>8} {'M instr/s':>10} {'M/cpu s':>8} {'peak MiB':>9} {'vs x64trace':>12} {'(cpu)':>8}")
+    print(f"{'':30} {'seconds':>9} {'best s':>8} {'cpu s':>8} {'M instr/s':>10} {'M/cpu s':>8} {'peak MiB':>9} {'vs x64trace':>12} {'(cpu)':>8}")
     xs = rows["x64trace Trace.loadf"]["secs"]
     xc = rows["x64trace Trace.loadf"]["cpu"]
     for name, r in rows.items():
@@ -138,7 +149,8 @@ def main() -> None:
         vs = xs / r["secs"] if r["secs"] else float("nan")
         vc = xc / r["cpu"] if r["cpu"] else float("nan")
         note = f"  ({r['note']})" if "note" in r else ""
-        print(f"{name:30} {r['secs']:9.3f} {r['cpu']:8.3f} {rate:10.2f} {crate:8.2f} {r['maxrss_mib']:9.0f} {vs:11.1f}x {vc:7.1f}x{note}")
+        best = f"{r['best']:8.3f}" if "best" in r else f"{'':8}"
+        print(f"{name:30} {r['secs']:9.3f} {best} {r['cpu']:8.3f} {rate:10.2f} {crate:8.2f} {r['maxrss_mib']:9.0f} {vs:11.1f}x {vc:7.1f}x{note}")
 
 
 if __name__ == "__main__":
