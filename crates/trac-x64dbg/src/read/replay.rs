@@ -125,9 +125,9 @@ impl<'a> Trace<'a> {
     }
 }
 
-/// [`walk_plain`] over every usual block, for the index pass: in its own function, so
-/// that the walk's values stay in registers.
-/// At most `max` of them: without a limit, the walk does not count.
+/// [`walk_plain`] over the usual blocks (at most `max`; `u64::MAX` walks without
+/// counting), for the index pass: in its own function, so that the walk's values stay in
+/// registers.
 #[inline(never)]
 fn walk_plain_all(rest: &[u8], state: DecoderState, max: u64) -> (usize, u64) {
     match (state.word() == 8, max == u64::MAX) {
