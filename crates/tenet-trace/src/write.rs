@@ -18,23 +18,20 @@ use crate::error::{Error, WriteError};
 use crate::raw::{Arch, MemKind};
 use crate::read::{Line, MemRef, ReadOptions, Reader, Registers};
 
-/// Appends `v` as `0x` and lowercase hex without leading zeros: the significant digits
-/// shifted to the top, all sixteen made at once ([`hex::digits16`]), appended as one fixed-size
-/// piece and cut to length (no call to a variable-length copy: the writer's hot path).
+/// Appends `v` as `0x` and lowercase hex without leading zeros ([`hex::leading_digits`]),
+/// appended as one fixed-size piece and cut to length (no call to a variable-length copy:
+/// the writer's hot path).
 #[inline]
 fn push_hex(out: &mut Vec<u8>, v: u64) {
-    let digits = (64u32.saturating_sub(v.leading_zeros())).div_ceil(4).max(1);
-    let top = v
-        .checked_shl(16u32.saturating_sub(digits).saturating_mul(4))
-        .unwrap_or(0);
+    let (digits, n) = hex::leading_digits(v, 1);
     let mut tmp = [0u8; 18];
     if let Some((prefix, body)) = tmp.split_first_chunk_mut::<2>()
         && let Some(body) = body.first_chunk_mut::<16>()
     {
         *prefix = *b"0x";
-        *body = hex::digits16(top);
+        *body = digits;
     }
-    let len = out.len().saturating_add(2).saturating_add(digits as usize);
+    let len = out.len().saturating_add(2).saturating_add(n);
     out.extend_from_slice(&tmp);
     out.truncate(len);
 }

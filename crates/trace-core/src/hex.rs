@@ -37,6 +37,19 @@ pub fn digits16(v: u64) -> [u8; 16] {
     wide.to_be_bytes()
 }
 
+/// The hex digits of `v` without leading zeros but at least `min` of them (`min` in
+/// 1..=16), leading [`digits16`]'s sixteen bytes, and how many they are: for writers that
+/// copy all sixteen at a fixed size and cut back to the count.
+#[inline(always)]
+#[must_use]
+pub fn leading_digits(v: u64, min: u32) -> ([u8; 16], usize) {
+    let significant = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4);
+    let digits = significant.max(min).clamp(1, 16);
+    // The first digit wanted in the top nibble.
+    let top = v.wrapping_shl(16u32.saturating_sub(digits).wrapping_mul(4));
+    (digits16(top), digits as usize)
+}
+
 /// The eight hex digits of `x` as ASCII, the most significant in the top byte (so
 /// `to_be_bytes` gives them in reading order), computed on all eight at once.
 #[inline(always)]
@@ -159,6 +172,19 @@ mod tests {
         }
         for b in 0..=255u8 {
             assert_eq!(pair(b), format!("{b:02x}").as_bytes());
+        }
+        for place in 0..16 {
+            for v in [
+                1u64 << (place * 4),
+                (1u64 << (place * 4)) - 1,
+                u64::MAX >> (place * 4),
+            ] {
+                for min in 1..=16u32 {
+                    let (d, n) = leading_digits(v, min);
+                    let want = format!("{v:0w$x}", w = min as usize);
+                    assert_eq!(&d[..n], want.as_bytes(), "{v:#x} at least {min}");
+                }
+            }
         }
     }
 

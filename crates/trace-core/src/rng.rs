@@ -1,6 +1,6 @@
 //! SplitMix64, the small deterministic generator behind every crate's synthetic traces and
 //! generated fixtures: the same seed gives the same bytes on every machine, with no
-//! dependency.
+//! dependency. Also [`property_cases`], the case count of the crates' property tests.
 
 /// Golden-ratio increment of SplitMix64 (also used to scramble seeds in [`SplitMix64::new`]).
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -56,6 +56,17 @@ impl SplitMix64 {
             }
         }
     }
+}
+
+/// How many cases a property test runs: `QUICKCHECK_TESTS` when it is set (as quickcheck
+/// reads it), else `default`. For properties whose count is not quickcheck's default of
+/// 100, which an explicit count would otherwise pin against the variable.
+#[must_use]
+pub fn property_cases(default: u64) -> u64 {
+    std::env::var("QUICKCHECK_TESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[cfg(test)]

@@ -225,10 +225,10 @@ impl IndexBuilder<'_> {
         self.state.instructions
     }
 
-    /// An index through which [`Trace::seek`] reaches every instruction passed so far (a
-    /// few dozen bytes: only the last full dump is in it, from which the seek to those
-    /// after it replays). The seek to an earlier one replays from that full dump too, so
-    /// take it when the pass has just gone past the instruction wanted.
+    /// An index through which [`Trace::seek`] reaches every instruction passed so far, in
+    /// a few dozen bytes: only the last full dump is in it. A seek replays from that full
+    /// dump, or from the trace's start for an instruction before it: take the index when
+    /// the pass has just gone past the instruction wanted.
     #[must_use]
     pub fn reaching(&self) -> Index {
         Index {

@@ -469,20 +469,7 @@ fn walk_plain_follows_the_replay() {
                 other => break other.map(|r| r.is_ok()),
             }
         };
-        if got != want {
-            return TestResult::error(format!(
-                "{} instructions, want {} (or one differs)",
-                got.len(),
-                want.len()
-            ));
-        }
-        if end != want_end {
-            return TestResult::error("the walk ends elsewhere");
-        }
-        if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
-            return TestResult::error("the counters differ");
-        }
-        TestResult::passed()
+        walked_as_replayed((&got, end, &replay), (&want, want_end, &full))
     }
     QuickCheck::new()
         .tests(300)
@@ -700,7 +687,7 @@ fn index_built_in_pieces_is_the_whole_index() {
         TestResult::passed()
     }
     QuickCheck::new()
-        .tests(300)
+        .tests(trace_core::rng::property_cases(300))
         .quickcheck(prop as fn(Steps, Vec<u8>, u16) -> TestResult);
 }
 
@@ -987,23 +974,10 @@ fn walk_plain_fused_follows_the_replay() {
                 other => break other.map(|r| r.is_ok()),
             }
         };
-        if got != want {
-            return TestResult::error(format!(
-                "{} instructions, want {} (or one differs)",
-                got.len(),
-                want.len()
-            ));
-        }
-        if end != want_end {
-            return TestResult::error("the walk ends elsewhere");
-        }
-        if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
-            return TestResult::error("the counters differ");
-        }
-        TestResult::passed()
+        walked_as_replayed((&got, end, &replay), (&want, want_end, &full))
     }
     QuickCheck::new()
-        .tests(tests(300))
+        .tests(trace_core::rng::property_cases(300))
         .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
     assert!(
         WALKED.load(Ordering::Relaxed) > 0,
@@ -1011,11 +985,25 @@ fn walk_plain_fused_follows_the_replay() {
     );
 }
 
-/// `default` cases, or `QUICKCHECK_TESTS` when it is set (an explicit count would override
-/// it).
-fn tests(default: u64) -> u64 {
-    std::env::var("QUICKCHECK_TESTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The end of a walk property: the instructions walked and stepped (`got`) and where the
+/// walk ended are the replay's (`want`, `want_end`), and so are the counters the walking
+/// replay leaves.
+fn walked_as_replayed<T: PartialEq>(
+    (got, end, replay): (&[T], Option<bool>, &trac_x64dbg::Replay<'_>),
+    (want, want_end, full): (&[T], Option<bool>, &trac_x64dbg::Replay<'_>),
+) -> TestResult {
+    if got != want {
+        return TestResult::error(format!(
+            "{} instructions, want {} (or one differs)",
+            got.len(),
+            want.len()
+        ));
+    }
+    if end != want_end {
+        return TestResult::error("the walk ends elsewhere");
+    }
+    if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
+        return TestResult::error("the counters differ");
+    }
+    TestResult::passed()
 }

@@ -847,16 +847,7 @@ impl Steps for X64Steps<'_> {
     }
 
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
-        let Some(trace) = &self.trace else {
-            return Ok(None);
-        };
-        let index = match &self.index {
-            Some(index) => index,
-            None => self
-                .index
-                .insert(Arc::new(trace.build_index().map_err(err)?)),
-        };
-        Ok(Some(index.to_bytes()))
+        self.seek_index_reaching(u64::MAX, &mut |_, _| {})
     }
 
     fn seek_index_reaching(
@@ -864,9 +855,12 @@ impl Steps for X64Steps<'_> {
         every: u64,
         reached: &mut dyn FnMut(u64, SeekIndex),
     ) -> Result<Option<Vec<u8>>, Error> {
-        let (Some(trace), None) = (&self.trace, &self.index) else {
-            return self.seek_index();
+        let Some(trace) = &self.trace else {
+            return Ok(None);
         };
+        if let Some(index) = &self.index {
+            return Ok(Some(index.to_bytes()));
+        }
         let mut builder = trace.index_builder();
         let mut n = every.max(1);
         // Past step n: the index then holds every full dump up to it.
@@ -1619,10 +1613,9 @@ fn fill_instructions(
         head: [ci, co, ct, cp],
         opcode,
         mut state,
-        mut regs,
-        mut mem,
+        regs,
+        mem,
     } = cols;
-    let mut runs = StateRuns::new(&mut state, r.regs().words());
     // Room for every row up front: the pushes below then never grow a column.
     co.values.reserve(max);
     opcode.offsets.reserve(max);
@@ -1630,15 +1623,14 @@ fn fill_instructions(
     let mut row = FillRow {
         offsets: co,
         opcode,
-        runs: &mut runs,
+        runs: StateRuns::new(&mut state, r.regs().words()),
         // The thread before the first row is unknown: its first row opens its run.
         thread: Run::new(ct, 0),
-        regs: &mut regs,
-        mem: &mut mem,
+        regs,
+        mem,
         names,
         first: None,
         next: 0,
-        now: 0,
         index: 0,
     };
     while row.next < max {
@@ -1675,7 +1667,7 @@ fn fill_instructions(
     }
     let (n, first) = (row.next, row.first);
     row.thread.close(n);
-    runs.close(n);
+    row.runs.close(n);
     // The instructions of a fill are numbered one after the other.
     if let Some(first) = first {
         ci.values
@@ -1696,36 +1688,33 @@ type RegCols<'c> = (&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf);
 
 /// What [`fill_instructions`] fills, row by row, as the instructions and their register
 /// changes come.
-struct FillRow<'x, 's, 'b, 'c> {
-    offsets: &'b mut IntBuf,
-    opcode: &'b mut BytesBuf,
-    runs: &'x mut StateRuns<'s, 'b>,
-    thread: Run<'b>,
-    regs: &'x mut Option<RegCols<'c>>,
-    mem: &'x mut Option<[&'c mut IntBuf; 4]>,
-    names: &'x [String],
+struct FillRow<'s, 'c> {
+    offsets: &'c mut IntBuf,
+    opcode: &'c mut BytesBuf,
+    runs: StateRuns<'s, 'c>,
+    thread: Run<'c>,
+    regs: Option<RegCols<'c>>,
+    mem: Option<[&'c mut IntBuf; 4]>,
+    names: &'s [String],
     /// The number of the fill's first instruction.
     first: Option<u64>,
-    /// The row of the next instruction.
+    /// The rows filled: the row of the instruction whose changes come is the last.
     next: usize,
-    /// The row of the instruction whose changes come.
-    now: usize,
     /// The number of that instruction.
     index: u64,
 }
 
-impl FillRow<'_, '_, '_, '_> {
+impl FillRow<'_, '_> {
     /// The next instruction's own columns (and its `memory` rows, when wanted).
     #[inline(always)]
     fn instruction(&mut self, ins: &Instruction<'_>) {
         self.index = ins.index();
         self.first.get_or_insert(self.index);
-        self.now = self.next;
+        self.thread.set(self.next, u64::from(ins.thread()));
         self.next = self.next.saturating_add(1);
         self.offsets.push(ins.offset().0);
         push_opcode(self.opcode, ins);
-        self.thread.set(self.now, u64::from(ins.thread()));
-        if let Some([mi, addr, old, new]) = self.mem {
+        if let Some([mi, addr, old, new]) = &mut self.mem {
             for m in ins.mem() {
                 mi.push(self.index);
                 addr.push(m.address);
@@ -1742,7 +1731,7 @@ impl FillRow<'_, '_, '_, '_> {
     /// state word) and its `registers` row, when wanted.
     #[inline(always)]
     fn change(&mut self, change: RegChange) -> bool {
-        if let Some((ri, name, value)) = self.regs {
+        if let Some((ri, name, value)) = &mut self.regs {
             ri.push(self.index);
             name.str(
                 self.names
@@ -1751,7 +1740,7 @@ impl FillRow<'_, '_, '_, '_> {
             );
             value.push(change.value);
         }
-        self.runs.set(self.now, change)
+        self.runs.set(self.next.saturating_sub(1), change)
     }
 }
 

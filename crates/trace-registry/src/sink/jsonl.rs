@@ -623,30 +623,27 @@ fn push_uint(buf: &mut Vec<u8>, v: u64, json: Json) {
 
 /// `"0x…"`, zero-padded to `width` characters with the `0x` when `width` > 0.
 ///
-/// The whole literal is made in a fixed array, the digits eight at a time ([`hex::digits16`]), and
-/// copied with one fixed-size copy cut back to its length (a few moves, where a copy of
-/// unknown length is a call and a byte at a time checks the capacity for each).
+/// The whole literal is made in a fixed array, the digits eight at a time
+/// ([`hex::leading_digits`]), and copied with one fixed-size copy cut back to its length (a
+/// few moves, where a copy of unknown length is a call and a byte at a time checks the
+/// capacity for each).
 #[inline]
 fn push_hex_quoted(buf: &mut Vec<u8>, v: u64, width: u8) {
-    // Digits needed: one per started nibble, at least one (so 1..=16); padding to 16 digits
-    // comes from the leading zero nibbles themselves.
-    let least = 64u32.saturating_sub(v.leading_zeros()).div_ceil(4).max(1);
+    // Padding to 16 digits comes from the leading zero nibbles themselves.
     let padded = u32::from(width).saturating_sub(2);
     if padded > 16 {
         push_hex_wide(buf, v, padded);
         return;
     }
-    let digits = least.max(padded);
-    // The first digit in the top nibble, then the closing quote after the last one.
-    let top = v.wrapping_shl(16u32.saturating_sub(digits).wrapping_mul(4));
+    let (body, digits) = hex::leading_digits(v, padded.max(1));
+    // The closing quote goes after the last digit.
     let mut out = [b'"'; 20];
     if let Some((prefix, rest)) = out.split_first_chunk_mut::<3>()
-        && let Some((body, _)) = rest.split_first_chunk_mut::<16>()
+        && let Some((b, _)) = rest.split_first_chunk_mut::<16>()
     {
         *prefix = *b"\"0x";
-        *body = hex::digits16(top);
+        *b = body;
     }
-    let digits = digits as usize;
     if let Some(q) = out.get_mut(digits.saturating_add(3)) {
         *q = b'"';
     }
@@ -962,10 +959,7 @@ mod tests {
             dec && hex && hex_bytes && string
         }
         // 2,000 cases unless `QUICKCHECK_TESTS` asks for more.
-        let tests = std::env::var("QUICKCHECK_TESTS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(2000);
+        let tests = trace_core::rng::property_cases(2000);
         quickcheck::QuickCheck::new()
             .tests(tests)
             .quickcheck(prop as fn(u64, u8, Vec<u8>, String) -> bool);
@@ -1045,18 +1039,20 @@ mod tests {
                 Field::new("j", Type::UInt(64)),
             ],
         ));
-        let mut lines = Vec::new();
-        for whole in [false, true] {
-            let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(&schema));
-            sink.write(0, &Structs { whole }).unwrap();
-            sink.flush().unwrap();
-            lines.push(String::from_utf8(sink.into_inner()).unwrap());
-        }
+        let lines = [false, true].map(|whole| line(&schema, &Structs { whole }));
         assert_eq!(
             lines[0],
             "{\"i\":1,\"shown\":{\"a\":2,\"b\":\"0x3\"},\"j\":6}\n"
         );
         assert_eq!(lines[1], lines[0]);
+    }
+
+    /// The JSON line of `row` (of table `schema`).
+    fn line(schema: &Arc<Schema>, row: &dyn Row) -> String {
+        let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(schema));
+        sink.write(0, row).unwrap();
+        sink.flush().unwrap();
+        String::from_utf8(sink.into_inner()).unwrap()
     }
 
     /// A row with three tables of (name, value) pairs, handed over pair by pair or part by
@@ -1100,13 +1096,7 @@ mod tests {
                 Field::new("hidden", Type::Rows(pair)).json(Json::Skip),
             ],
         ));
-        let mut lines = Vec::new();
-        for whole in [false, true] {
-            let mut sink = JsonLines::new(Vec::new(), std::slice::from_ref(&schema));
-            sink.write(0, &Pairs { whole }).unwrap();
-            sink.flush().unwrap();
-            lines.push(String::from_utf8(sink.into_inner()).unwrap());
-        }
+        let lines = [false, true].map(|whole| line(&schema, &Pairs { whole }));
         assert_eq!(
             lines[0],
             "{\"object\":{\"rax\":\"0x10\",\"a\\\"b\":\"0x7\",\"xmm0[0..8]\":\"0x0\"},\

@@ -949,10 +949,7 @@ mod tests {
             edges == outputs_in_pieces(&trace, dcfg, workers, piece, &o)
         }
         // 200 cases unless QUICKCHECK_TESTS asks for more.
-        let tests = std::env::var("QUICKCHECK_TESTS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(200);
+        let tests = trace_core::rng::property_cases(200);
         quickcheck::QuickCheck::new()
             .tests(tests)
             .quickcheck(prop as fn((u16, u16), u8, u16, u16, u8, (bool, bool, bool, bool)) -> bool);
