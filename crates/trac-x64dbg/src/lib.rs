@@ -110,8 +110,8 @@ pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
 pub use read::{
     Block, Blocks, Counters, GeneralReplay, Index, IndexBuilder, Instruction, MemAccesses,
-    ReadOptions, RegChanges, Replay, Scan, States, StreamReader, ThreadIdMode, Trace, UserBlock,
-    general_words, read_records,
+    PlainCursor, PlainCursors, ReadOptions, RegChanges, Replay, Scan, States, StreamReader,
+    ThreadIdMode, Trace, UserBlock, general_words, read_records,
 };
 pub use regs::{
     DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,

@@ -204,6 +204,7 @@ impl RegDump {
 
     /// The stored words (172 or 216).
     #[must_use]
+    #[inline]
     pub fn words(&self) -> &[u64] {
         let n = usize::from(self.arch.regdump_words());
         self.words.get(..n).unwrap_or(&self.words)
@@ -211,6 +212,7 @@ impl RegDump {
 
     /// The stored words, mutable. Values above the word size are not written by the writer
     /// (it reports an error).
+    #[inline]
     pub fn words_mut(&mut self) -> &mut [u64] {
         let n = usize::from(self.arch.regdump_words()).min(MAX_WORDS);
         let (used, _) = self.words.split_at_mut(n);

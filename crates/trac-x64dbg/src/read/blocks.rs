@@ -524,7 +524,7 @@ impl<'a> Blocks<'a> {
     /// decision is due.
     #[inline(always)]
     pub(super) fn walk_plain(&mut self, on_block: impl FnMut(&Instruction<'a>) -> bool) -> u64 {
-        if self.done || !self.state.plain_next() {
+        if !self.plain_ready() {
             return 0;
         }
         let (len, count) = if self.state.word() == 8 {
@@ -532,12 +532,36 @@ impl<'a> Blocks<'a> {
         } else {
             walk_plain::<4>(self.rest, self.state.words, on_block)
         };
+        self.passed_plain(len, count);
+        count
+    }
+
+    /// Whether the usual blocks without a thread id may be walked from here: not past the
+    /// end, and no thread-id decision due.
+    #[inline(always)]
+    pub(super) fn plain_ready(&self) -> bool {
+        !self.done && self.state.plain_next()
+    }
+
+    /// The bytes from the next block on, and what [`plain_step`] needs to know of the
+    /// decoder: whether words are 8 bytes (else 4), and the REGDUMP's words.
+    #[inline(always)]
+    pub(super) fn plain_start(&self) -> (&'a [u8], bool, u32) {
+        (
+            self.rest,
+            self.state.word() == 8,
+            u32::from(self.state.words),
+        )
+    }
+
+    /// Moves past `count` usual blocks without a thread id, `len` bytes, walked from here.
+    #[inline(always)]
+    pub(super) fn passed_plain(&mut self, len: usize, count: u64) {
         if count > 0 {
             self.state.pass_plain(count);
             self.rest = self.rest.get(len..).unwrap_or(&[]);
             self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
         }
-        count
     }
 
     /// A key of what decoding the blocks from here depends on besides their bytes: the
@@ -733,9 +757,7 @@ fn pass_plain<const W: usize>(
 ///
 /// [`pass_plain`] without the comparison: the measuring chain, with no branch on a
 /// block's fields but the ones that end the walk, so that it runs at the speed of that
-/// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it. Each
-/// block also loads one byte [`PREFETCH_AHEAD`] bytes further on (in the index pass,
-/// about a quarter faster on a 64 MiB trace than without).
+/// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it.
 #[inline(always)]
 pub(super) fn walk_plain<'a, const W: usize>(
     x: &'a [u8],
@@ -743,42 +765,94 @@ pub(super) fn walk_plain<'a, const W: usize>(
     mut on_block: impl FnMut(&Instruction<'a>) -> bool,
 ) -> (usize, u64) {
     let words = u32::from(words);
-    let wide = if W == 8 { MARK_WORD8 } else { 0 };
     let (mut at, mut count) = (0usize, 0u64);
     let mut touched = 0u8;
-    while let Some(rest) = x.get(at..).filter(|r| r.len() > USUAL_WINDOW) {
-        let Some(w) = rest.first_chunk::<USUAL_WINDOW>() else {
-            break;
-        };
-        // A load off the chain, a page ahead: the hardware prefetcher does not cross
-        // pages, so without it the chain's first load in each page waits for memory.
-        touched ^= rest.get(PREFETCH_AHEAD).copied().unwrap_or(0);
-        let Some((end, usual)) = usual_end::<W>(w, at, words) else {
-            break;
-        };
-        let len = end - at;
-        let Some(bytes) = rest.get(..len).filter(|_| usual) else {
-            break;
-        };
-        let [_, n, m, fl] = [w[0], w[1], w[2], w[3]];
-        let ins = Instruction {
-            meta: InstrMeta {
-                index: 0,
-                block: 0,
-                offset: 0,
-                len: len as u64,
-                packed: u64::from(n) << 32 | u64::from(m) << 40 | u64::from(fl) << 48 | wide,
-            },
-            bytes,
-        };
+    while let Some((ins, _)) = plain_step::<W>(x, at, words, &mut touched) {
         if !on_block(&ins) {
             break;
         }
-        at = end;
+        at += ins.bytes.len();
         count += 1;
     }
     core::hint::black_box(touched);
     (at, count)
+}
+
+/// The usual instruction block without a thread id at `at` of `x` (as
+/// [`DecoderState::quick_step`] takes them, with words of `W` bytes and `words` REGDUMP
+/// words), unnumbered (see [`walk_plain`]), with the [`USUAL_WINDOW`] bytes from its
+/// start (its fields lie inside them); `None` for any other block and near the end of
+/// `x`, where a block may not be whole.
+///
+/// Each step also loads one byte [`PREFETCH_AHEAD`] bytes further on into `touched` (in
+/// the index pass, about a quarter faster on a 64 MiB trace than without): the hardware
+/// prefetcher does not cross pages, so without it the chain's first load in each page
+/// waits for memory. The caller hands `touched` to [`core::hint::black_box`] at the end.
+#[inline(always)]
+pub(super) fn plain_step<'a, const W: usize>(
+    x: &'a [u8],
+    at: usize,
+    words: u32,
+    touched: &mut u8,
+) -> Option<(Instruction<'a>, &'a [u8; USUAL_WINDOW])> {
+    let rest = x.get(at..).filter(|r| r.len() > USUAL_WINDOW)?;
+    let w = rest.first_chunk::<USUAL_WINDOW>()?;
+    *touched ^= rest.get(PREFETCH_AHEAD).copied().unwrap_or(0);
+    let (end, usual) = usual_end::<W>(w, at, words)?;
+    let len = end - at;
+    let bytes = rest.get(..len).filter(|_| usual)?;
+    let [_, n, m, fl] = [w[0], w[1], w[2], w[3]];
+    let wide = if W == 8 { MARK_WORD8 } else { 0 };
+    let ins = Instruction {
+        meta: InstrMeta {
+            index: 0,
+            block: 0,
+            offset: 0,
+            len: len as u64,
+            packed: u64::from(n) << 32 | u64::from(m) << 40 | u64::from(fl) << 48 | wide,
+        },
+        bytes,
+    };
+    Some((ins, w))
+}
+
+/// Hands on the register changes of the usual block whose first bytes are `w` (as
+/// [`plain_step`] took it, with words of `W` bytes) to `on_change`, by increasing word.
+///
+/// Such a block has at most 8 changes, so its positions are one word and its values lie
+/// in the window: they are read without a bounds check each.
+#[inline(always)]
+pub(super) fn plain_changes<const W: usize>(
+    w: &[u8; USUAL_WINDOW],
+    mut on_change: impl FnMut(RegChange),
+) {
+    let n = usize::from(w[1]).min(8);
+    let at = 4 + usize::from(w[3] & raw::OPCODE_LEN_MASK);
+    let word = |at: usize| {
+        w.get(at..)
+            .and_then(<[u8]>::first_chunk::<8>)
+            .map_or(0, |b| u64::from_le_bytes(*b))
+    };
+    let mut positions = word(at);
+    // At most 8 values of at most 8 bytes, from at most 4 + 15 + 8 bytes in.
+    let Some(values) = w.get(at + n..).and_then(<[u8]>::first_chunk::<64>) else {
+        return;
+    };
+    let (values, _) = values.as_chunks::<W>();
+    let mut index = 0u16;
+    for value in values.iter().take(n) {
+        index = index.wrapping_add(u16::from(positions as u8));
+        positions >>= 8;
+        let mut le = [0u8; 8];
+        if let Some(low) = le.get_mut(..W) {
+            low.copy_from_slice(value);
+        }
+        on_change(RegChange {
+            index,
+            value: u64::from_le_bytes(le),
+        });
+        index = index.wrapping_add(1);
+    }
 }
 
 /// Measures the block whose first bytes are `w`, at `at`, as a usual instruction block

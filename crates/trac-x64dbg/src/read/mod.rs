@@ -14,7 +14,10 @@ mod scan;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
-pub use replay::{Counters, GeneralReplay, Index, IndexBuilder, Replay, States, general_words};
+pub use replay::{
+    Counters, GeneralReplay, Index, IndexBuilder, PlainCursor, PlainCursors, Replay, States,
+    general_words,
+};
 pub use scan::Scan;
 pub use stream::StreamReader;
 

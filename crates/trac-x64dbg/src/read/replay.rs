@@ -3,11 +3,12 @@
 
 use trace_core::Offset;
 
-use super::blocks::walk_plain;
+use super::blocks::{plain_changes, plain_step, walk_plain};
 use super::decode::{DecoderState, Fail, prefetch};
 use super::{Block, Blocks, Instruction, ReadOptions, ThreadIdMode, Trace};
 use crate::Error;
 use crate::header::Arch;
+use crate::model::RegChange;
 use crate::raw;
 use crate::regs::RegDump;
 
@@ -848,37 +849,148 @@ impl Instruction<'_> {
 }
 
 impl<'a> Replay<'a> {
-    /// [`Replay::walk_plain`] for readers that fill columns as they go: takes in at most
-    /// `max` of the usual instructions from here, calling `on_instruction(ctx, ins)` for
-    /// each, then `on_change(ctx, change)` for each of its register changes (by
-    /// increasing word) as it applies them, so that each block's changes are decoded once
-    /// ([`Replay::regs`] is then the state before the last instruction); returns how many
-    /// instructions. `ctx` is what both fill.
+    /// A cursor over the usual instructions from here, for readers that fill columns in
+    /// a loop of their own: each [`PlainCursor::next`] takes in the next one, as
+    /// [`Replay::walk_plain`] would hand it on. `None` where that walk would pass nothing
+    /// at once (the first instruction of the trace, a thread-id decision due, the end).
+    /// The cursor is generic over the word size, so that its steps compile into the
+    /// caller's loop: hence the two variants.
     #[inline]
-    pub fn walk_plain_fused<C>(
-        &mut self,
-        max: u64,
-        ctx: &mut C,
-        on_instruction: impl Fn(&mut C, &Instruction<'a>),
-        on_change: impl Fn(&mut C, crate::model::RegChange),
-    ) -> u64 {
+    pub fn plain_cursor(&mut self) -> Option<PlainCursors<'_, 'a>> {
         // The first instruction goes the general way (as for `walk_plain`).
-        if max == 0 || self.blocks.instructions() == 0 {
-            return 0;
+        if self.blocks.instructions() == 0 || !self.blocks.plain_ready() {
+            return None;
         }
+        let (x, wide, words) = self.blocks.plain_start();
+        let first_index = self.blocks.instructions();
+        let first_block = self.blocks.next_block_number();
+        let base = self.blocks.offset().0;
+        let thread = u64::from(self.blocks.thread());
         let Replay { blocks, state } = self;
-        let words = state.regs.words_mut();
-        let count = blocks.walk_plain_numbered(max, |ins| {
-            on_instruction(ctx, ins);
-            for change in ins.regs() {
-                // The reader checked every index against the REGDUMP.
-                if let Some(w) = words.get_mut(usize::from(change.index)) {
-                    *w = change.value;
-                }
-                on_change(ctx, change);
+        let ReplayState {
+            regs, blocks_read, ..
+        } = state;
+        let walk = PlainWalk {
+            blocks,
+            blocks_read,
+            x,
+            words,
+            at: 0,
+            count: 0,
+            first_index,
+            first_block,
+            base,
+            thread,
+            touched: 0,
+        };
+        let regs = regs.words_mut();
+        Some(if wide {
+            PlainCursors::Words8(PlainCursor { walk, regs })
+        } else {
+            PlainCursors::Words4(PlainCursor { walk, regs })
+        })
+    }
+}
+
+/// [`Replay::plain_cursor`]'s cursor, by word size.
+#[derive(Debug)]
+pub enum PlainCursors<'r, 'a> {
+    /// 8-byte words (x64).
+    Words8(PlainCursor<'r, 'a, 8>),
+    /// 4-byte words (x86).
+    Words4(PlainCursor<'r, 'a, 4>),
+}
+
+/// The usual instructions from a [`Replay`]'s position, taken in one at a time (see
+/// [`Replay::plain_cursor`]); the replay moves past them when the cursor is dropped.
+///
+/// The lean walk of [`Replay::walk_plain`] turned inside out: the caller owns the loop, so
+/// that the walk's steps, the decoding of the changes and the caller's use of them
+/// compile into one loop with no call per instruction.
+#[derive(Debug)]
+pub struct PlainCursor<'r, 'a, const W: usize> {
+    walk: PlainWalk<'r, 'a>,
+    /// The replay's REGDUMP words.
+    regs: &'r mut [u64],
+}
+
+/// Where a [`PlainCursor`] is, and what it moves past when dropped.
+#[derive(Debug)]
+struct PlainWalk<'r, 'a> {
+    blocks: &'r mut Blocks<'a>,
+    blocks_read: &'r mut u64,
+    /// The bytes from the first block of the walk on.
+    x: &'a [u8],
+    /// The REGDUMP's words.
+    words: u32,
+    /// Where the next block starts in `x`.
+    at: usize,
+    /// The instructions taken in.
+    count: u64,
+    /// The numbers and offset of the walk's first instruction.
+    first_index: u64,
+    first_block: u64,
+    base: u64,
+    /// The thread of every instruction of the walk (usual blocks carry no thread id).
+    thread: u64,
+    /// The prefetching loads' bytes (see [`plain_step`]).
+    touched: u8,
+}
+
+impl<'a, const W: usize> PlainCursor<'_, 'a, W> {
+    /// Takes in the next usual instruction: calls `on_change` with each of its register
+    /// changes (by increasing word) as it applies it, then returns the instruction
+    /// ([`PlainCursor::regs`] and, after the cursor, [`Replay::regs`] are then the state
+    /// before it). `None` before any other block (which [`Replay::next_instruction`] then
+    /// returns) and near the end of the bytes.
+    #[inline(always)]
+    pub fn next(&mut self, mut on_change: impl FnMut(RegChange)) -> Option<Instruction<'a>> {
+        let walk = &mut self.walk;
+        let (mut ins, window) = plain_step::<W>(walk.x, walk.at, walk.words, &mut walk.touched)?;
+        let regs = &mut *self.regs;
+        plain_changes::<W>(window, |change| {
+            // A usual block's changes are inside the REGDUMP (as `plain_step` checked).
+            if let Some(slot) = regs.get_mut(usize::from(change.index)) {
+                *slot = change.value;
             }
+            on_change(change);
         });
-        state.blocks_read += count;
-        count
+        ins.meta.index = walk.first_index + walk.count;
+        ins.meta.block = walk.first_block + walk.count;
+        ins.meta.offset = walk.base + walk.at as u64;
+        ins.meta.packed |= walk.thread;
+        walk.at += ins.bytes.len();
+        walk.count += 1;
+        Some(ins)
+    }
+
+    /// The REGDUMP words: after [`PlainCursor::next`], the state before the instruction it
+    /// returned (as [`Replay::regs`] gives them).
+    #[must_use]
+    #[inline(always)]
+    pub fn regs(&self) -> &[u64] {
+        self.regs
+    }
+
+    /// The number of the instruction [`PlainCursor::next`] takes in next.
+    #[must_use]
+    #[inline(always)]
+    pub fn next_index(&self) -> u64 {
+        self.walk.first_index + self.walk.count
+    }
+
+    /// The thread of every instruction of this walk.
+    #[must_use]
+    #[inline(always)]
+    pub fn thread(&self) -> u32 {
+        self.walk.thread as u32
+    }
+}
+
+impl Drop for PlainWalk<'_, '_> {
+    fn drop(&mut self) {
+        core::hint::black_box(self.touched);
+        self.blocks.passed_plain(self.at, self.count);
+        *self.blocks_read += self.count;
     }
 }

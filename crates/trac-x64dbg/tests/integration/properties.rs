@@ -895,15 +895,16 @@ fn lean_walks_agree_on_long_traces() {
     }
 }
 
-/// [`Replay::walk_plain_fused`] mixed with [`Replay::next_instruction`] gives the
-/// instructions of the replay, hands each walked instruction exactly its recorded changes
-/// ([`Instruction::regs`]) right after it, and leaves the replay's state after each walk
-/// as the replay's at the last instruction walked; it ends where the replay ends (also on
-/// a cut trace) and leaves the same counters.
+/// A [`Replay::plain_cursor`] mixed with [`Replay::next_instruction`] gives the
+/// instructions of the replay, hands each instruction it takes in exactly its recorded
+/// changes ([`Instruction::regs`]), and its words after each are the replay's state at
+/// that instruction; it ends where the replay ends (also on a cut trace), and the replay
+/// it leaves holds the same state and counters.
 #[test]
-fn walk_plain_fused_follows_the_replay() {
+fn plain_cursor_follows_the_replay() {
     use std::sync::atomic::{AtomicU64, Ordering};
-    // Instructions walked over all cases: the walk must take some.
+    use trac_x64dbg::{PlainCursor, PlainCursors};
+    // Instructions taken in over all cases: the cursor must take some.
     static WALKED: AtomicU64 = AtomicU64::new(0);
     type Seen = (u64, u64, u32, Vec<u8>);
     fn seen(ins: &trac_x64dbg::Instruction<'_>) -> Seen {
@@ -913,6 +914,22 @@ fn walk_plain_fused_follows_the_replay() {
             ins.thread(),
             ins.bytes().to_vec(),
         )
+    }
+    /// Takes in at most `max` instructions: each with its changes and the words after it.
+    fn take<'a, const W: usize>(
+        mut cursor: PlainCursor<'_, 'a, W>,
+        max: u64,
+    ) -> Vec<(trac_x64dbg::Instruction<'a>, Vec<RegChange>, Vec<u64>)> {
+        let mut taken = Vec::new();
+        while (taken.len() as u64) < max {
+            let (index, mut changes) = (cursor.next_index(), Vec::new());
+            let Some(ins) = cursor.next(|c| changes.push(c)) else {
+                break;
+            };
+            assert_eq!(ins.index(), index, "next_index");
+            taken.push((ins, changes, cursor.regs().to_vec()));
+        }
+        taken
     }
     fn prop(s: Steps, step: u8, cut: u16) -> TestResult {
         let mut bytes = record(&s);
@@ -933,36 +950,26 @@ fn walk_plain_fused_follows_the_replay() {
         let mut replay = trace.replay();
         let end = loop {
             let max = u64::from(step % 8) * 3;
-            // Each instruction walked with the changes handed on after it.
-            let mut walked: Vec<(trac_x64dbg::Instruction<'_>, Vec<RegChange>)> = Vec::new();
-            let n = replay.walk_plain_fused(
-                max,
-                &mut walked,
-                |w, ins| w.push((*ins, Vec::new())),
-                |w, change| {
-                    if let Some((_, changes)) = w.last_mut() {
-                        changes.push(change);
-                    }
-                },
-            );
-            WALKED.fetch_add(n, Ordering::Relaxed);
-            if walked.len() as u64 != n || n > max {
-                return TestResult::error("other instructions than those walked handed on");
-            }
-            for (ins, changes) in &walked {
+            let taken = match replay.plain_cursor() {
+                Some(PlainCursors::Words8(cursor)) => take(cursor, max),
+                Some(PlainCursors::Words4(cursor)) => take(cursor, max),
+                None => Vec::new(),
+            };
+            WALKED.fetch_add(taken.len() as u64, Ordering::Relaxed);
+            for (ins, changes, words) in &taken {
+                let i = ins.index();
                 if *changes != ins.regs().collect::<Vec<_>>() {
-                    return TestResult::error(format!(
-                        "instruction {}: other changes handed on",
-                        ins.index()
-                    ));
+                    return TestResult::error(format!("instruction {i}: other changes handed on"));
+                }
+                if states.get(i as usize).map(|s| s.words()) != Some(&words[..]) {
+                    return TestResult::error(format!("the words at {i} differ"));
                 }
                 got.push(seen(ins));
             }
-            if n > 0 {
-                let last = got.last().map_or(0, |g| g.0) as usize;
-                if states.get(last) != Some(replay.regs()) {
-                    return TestResult::error(format!("the state at {last} differs"));
-                }
+            if let Some((ins, _, _)) = taken.last()
+                && states.get(ins.index() as usize) != Some(replay.regs())
+            {
+                return TestResult::error(format!("the state at {} differs", ins.index()));
             }
             match replay.next_instruction() {
                 Some(Ok(ins)) => {
@@ -981,7 +988,7 @@ fn walk_plain_fused_follows_the_replay() {
         .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
     assert!(
         WALKED.load(Ordering::Relaxed) > 0,
-        "the walk took no instruction"
+        "the cursor took no instruction"
     );
 }
 

@@ -21,8 +21,9 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use trac_x64dbg::{
-    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, RegChange, RegDump,
-    RegisterField, Replay, StreamReader, Trace, raw, register_fields, word_names,
+    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, PlainCursor, PlainCursors,
+    RegChange, RegDump, RegisterField, Replay, StreamReader, Trace, raw, register_fields,
+    word_names,
 };
 
 use crate::disasm::Disassembler;
@@ -1597,10 +1598,11 @@ impl<'c> InstructionColumns<'c> {
 /// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
 /// by the next call).
 ///
-/// The usual blocks go through the lean walk ([`Replay::walk_plain_fused`]), which hands
-/// on each instruction and then its register changes as it decodes them, once; the other
-/// blocks (and the first) go the general way. The `state` columns, the thread and the pc
-/// are filled in runs ([`StateRuns`]); `i` is a count.
+/// The usual blocks go through a [`PlainCursor`] in a loop of the fill's own, which
+/// decodes each block's register changes once, as it applies them; the other blocks (and
+/// the first) go the general way. Each row's `state` words are copied as one array
+/// ([`StateRows`]) and turned into columns a stretch at a time; the thread is filled in
+/// runs, the pc from the state and `i` as a count.
 fn fill_instructions(
     r: &mut Replay<'_>,
     cols: InstructionColumns<'_>,
@@ -1620,10 +1622,13 @@ fn fill_instructions(
     co.values.reserve(max);
     opcode.offsets.reserve(max);
     opcode.data.reserve(max.saturating_mul(OPCODE_RESERVE));
+    for col in &mut state {
+        col.values.reserve(max);
+    }
     let mut row = FillRow {
         offsets: co,
         opcode,
-        runs: StateRuns::new(&mut state, r.regs().words()),
+        state: StateRows::new(&mut state),
         // The thread before the first row is unknown: its first row opens its run.
         thread: Run::new(ct, 0),
         regs,
@@ -1631,28 +1636,38 @@ fn fill_instructions(
         names,
         first: None,
         next: 0,
-        index: 0,
     };
     while row.next < max {
-        // Runs of usual blocks through the lean walk; any other block (and the first)
-        // the general way.
-        let left = u64::try_from(max.saturating_sub(row.next)).unwrap_or(u64::MAX);
-        r.walk_plain_fused(left, &mut row, FillRow::instruction, |row, change| {
-            row.change(change);
-        });
+        // Runs of usual blocks through the cursor; any other block (and the first) the
+        // general way.
+        match (r.plain_cursor(), row.regs.is_some()) {
+            (Some(PlainCursors::Words8(cursor)), false) => {
+                fill_plain::<8, false>(cursor, &mut row, max)
+            }
+            (Some(PlainCursors::Words8(cursor)), true) => {
+                fill_plain::<8, true>(cursor, &mut row, max)
+            }
+            (Some(PlainCursors::Words4(cursor)), false) => {
+                fill_plain::<4, false>(cursor, &mut row, max)
+            }
+            (Some(PlainCursors::Words4(cursor)), true) => {
+                fill_plain::<4, true>(cursor, &mut row, max)
+            }
+            (None, _) => {}
+        }
         if row.next >= max {
             break;
         }
         match r.next_instruction() {
             Some(Ok(ins)) => {
-                row.instruction(&ins);
-                // Without the child tables only the state words' changes matter, and they
-                // come first (a full dump lists every word).
-                for change in ins.regs() {
-                    if !row.change(change) && row.regs.is_none() {
-                        break;
+                let index = ins.index();
+                row.first.get_or_insert(index);
+                if row.regs.is_some() {
+                    for change in ins.regs() {
+                        row.change(index, change);
                     }
                 }
+                row.instruction(&ins, r.regs().words());
             }
             Some(Err(e)) => {
                 *done = true;
@@ -1665,22 +1680,46 @@ fn fill_instructions(
             }
         }
     }
-    let (n, first) = (row.next, row.first);
+    let (n, first) = (row.next, row.first.unwrap_or(0));
     row.thread.close(n);
-    row.runs.close(n);
+    row.state.flush();
     // The instructions of a fill are numbered one after the other.
-    if let Some(first) = first {
-        ci.values
-            .extend((0..n as u64).map(|k| first.wrapping_add(k)));
-    }
+    ci.values
+        .extend((0..n as u64).map(|k| first.wrapping_add(k)));
     // The pc is the instruction-pointer word of the state (`RegDump::ip`), which comes
     // right after the general registers: the second-last state word.
+    let state = row.state.cols;
     if let Some(ip) = state.len().checked_sub(2).and_then(|w| state.get(w)) {
         let filled = &ip.values;
         cp.values
             .extend_from_slice(filled.get(filled.len().saturating_sub(n)..).unwrap_or(&[]));
     }
     n
+}
+
+/// The usual instructions of `cursor` into `row`, up to `max` rows: one loop with the
+/// walk's steps and the decoding of their changes. `CHILD`: whether the `registers`
+/// table is wanted (else the changes matter only through the state they leave).
+#[inline(always)]
+fn fill_plain<const W: usize, const CHILD: bool>(
+    mut cursor: PlainCursor<'_, '_, W>,
+    row: &mut FillRow<'_, '_>,
+    max: usize,
+) {
+    // The next instruction's number, whether it comes through the cursor or not.
+    row.first.get_or_insert(cursor.next_index());
+    while row.next < max {
+        let index = cursor.next_index();
+        let next = if CHILD {
+            cursor.next(|change| row.change(index, change))
+        } else {
+            cursor.next(|_| {})
+        };
+        let Some(ins) = next else {
+            break;
+        };
+        row.instruction(&ins, cursor.regs());
+    }
 }
 
 /// The `registers` child table's columns: `i`, `name`, `value`.
@@ -1691,32 +1730,31 @@ type RegCols<'c> = (&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf);
 struct FillRow<'s, 'c> {
     offsets: &'c mut IntBuf,
     opcode: &'c mut BytesBuf,
-    runs: StateRuns<'s, 'c>,
+    state: StateRows<'s, 'c>,
     thread: Run<'c>,
     regs: Option<RegCols<'c>>,
     mem: Option<[&'c mut IntBuf; 4]>,
     names: &'s [String],
     /// The number of the fill's first instruction.
     first: Option<u64>,
-    /// The rows filled: the row of the instruction whose changes come is the last.
+    /// The rows filled.
     next: usize,
-    /// The number of that instruction.
-    index: u64,
 }
 
 impl FillRow<'_, '_> {
-    /// The next instruction's own columns (and its `memory` rows, when wanted).
+    /// The next instruction's own columns (and its `memory` rows, when wanted), with the
+    /// REGDUMP words before it.
     #[inline(always)]
-    fn instruction(&mut self, ins: &Instruction<'_>) {
-        self.index = ins.index();
-        self.first.get_or_insert(self.index);
+    fn instruction(&mut self, ins: &Instruction<'_>, regs: &[u64]) {
         self.thread.set(self.next, u64::from(ins.thread()));
-        self.next = self.next.saturating_add(1);
+        // At most the fill's `max` rows.
+        self.next = self.next.wrapping_add(1);
         self.offsets.push(ins.offset().0);
         push_opcode(self.opcode, ins);
+        self.state.push(regs);
         if let Some([mi, addr, old, new]) = &mut self.mem {
             for m in ins.mem() {
-                mi.push(self.index);
+                mi.push(ins.index());
                 addr.push(m.address);
                 old.push(m.old);
                 match m.new {
@@ -1727,12 +1765,11 @@ impl FillRow<'_, '_> {
         }
     }
 
-    /// One register change of the instruction: its state column (false when it is not a
-    /// state word) and its `registers` row, when wanted.
+    /// The `registers` row of one register change of instruction `index`.
     #[inline(always)]
-    fn change(&mut self, change: RegChange) -> bool {
+    fn change(&mut self, index: u64, change: RegChange) {
         if let Some((ri, name, value)) = &mut self.regs {
-            ri.push(self.index);
+            ri.push(index);
             name.str(
                 self.names
                     .get(usize::from(change.index))
@@ -1740,7 +1777,6 @@ impl FillRow<'_, '_> {
             );
             value.push(change.value);
         }
-        self.runs.set(self.next.saturating_sub(1), change)
     }
 }
 
@@ -1756,61 +1792,78 @@ fn push_opcode(opcode: &mut BytesBuf, ins: &Instruction<'_>) {
 /// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
 const OPCODE_RESERVE: usize = 8;
 
-/// The `state` columns of [`fill_instructions`], each filled in runs: a register keeps
-/// its value until a block records a change to it (a few of the state words per block),
-/// so a column is extended by a run of its value where it changes and at the end, rather
-/// than pushed row by row.
-struct StateRuns<'s, 'b> {
+/// The `state` columns of [`fill_instructions`]: each row's state words are copied as
+/// arrays of fixed size, a few instructions, and a stretch of rows is turned into
+/// columns at once. Copying every word of every row costs less than following the
+/// register changes into the columns one by one.
+struct StateRows<'s, 'b> {
     cols: &'s mut [&'b mut IntBuf],
-    /// Per column, the value of its open run.
-    value: [u64; MAX_STATE],
-    /// Per column, the row (of this fill) where its open run starts.
-    from: [usize; MAX_STATE],
+    /// The rows not yet in `cols`, the first `len`: their first 16 words, and the
+    /// others. Two arrays, as one of 18 words is copied by a call to `memcpy`, which
+    /// costs more than the copy.
+    low: Box<[[u64; 16]; STATE_STRETCH]>,
+    high: Box<[[u64; MAX_STATE - 16]; STATE_STRETCH]>,
+    len: usize,
 }
 
 /// The most `state` words of any architecture ([`state_words`]).
 const MAX_STATE: usize = 18;
 
-impl<'s, 'b> StateRuns<'s, 'b> {
-    /// Runs of the columns `cols`, opened with the values `now` (the state before the
-    /// fill's first row).
-    fn new(cols: &'s mut [&'b mut IntBuf], now: &[u64]) -> StateRuns<'s, 'b> {
-        let mut value = [0; MAX_STATE];
-        for (v, w) in value.iter_mut().zip(now) {
-            *v = *w;
-        }
-        StateRuns {
+/// The rows [`StateRows`] keeps before it turns them into columns: few enough to stay in
+/// the nearest caches. A power of two.
+const STATE_STRETCH: usize = 256;
+
+impl<'s, 'b> StateRows<'s, 'b> {
+    fn new(cols: &'s mut [&'b mut IntBuf]) -> StateRows<'s, 'b> {
+        StateRows {
             cols,
-            value,
-            from: [0; MAX_STATE],
+            low: Box::new([[0; 16]; STATE_STRETCH]),
+            high: Box::new([[0; MAX_STATE - 16]; STATE_STRETCH]),
+            len: 0,
         }
     }
 
-    /// The word `change.index` is `change.value` from row `row` on; false when it is not
-    /// a state word.
+    /// A row whose state is the first words of `regs`.
     #[inline(always)]
-    fn set(&mut self, row: usize, change: RegChange) -> bool {
-        let w = usize::from(change.index);
-        let (Some(col), Some(value), Some(from)) = (
-            self.cols.get_mut(w),
-            self.value.get_mut(w),
-            self.from.get_mut(w),
-        ) else {
-            return false;
+    fn push(&mut self, regs: &[u64]) {
+        // A REGDUMP has well over MAX_STATE words.
+        let Some((low, rest)) = regs.split_first_chunk::<16>() else {
+            return;
         };
-        if change.value != *value {
-            extend_run(&mut col.values, *value, row.saturating_sub(*from));
-            *value = change.value;
-            *from = row;
+        let k = self.len % STATE_STRETCH;
+        if let (Some(l), Some(h)) = (self.low.get_mut(k), self.high.get_mut(k)) {
+            *l = *low;
+            *h = rest.first_chunk().copied().unwrap_or_default();
         }
-        true
+        self.len = k.wrapping_add(1);
+        if self.len == STATE_STRETCH {
+            self.flush();
+        }
     }
 
-    /// Writes every open run up to row `row` (not included).
-    fn close(&mut self, row: usize) {
-        for ((col, value), from) in self.cols.iter_mut().zip(self.value).zip(self.from) {
-            extend_run(&mut col.values, value, row.saturating_sub(from));
+    /// Turns the rows kept into columns.
+    #[inline(never)]
+    fn flush(&mut self) {
+        let n = self.len.min(STATE_STRETCH);
+        let (low, high) = (
+            self.low.get(..n).unwrap_or(&[]),
+            self.high.get(..n).unwrap_or(&[]),
+        );
+        for (w, col) in self.cols.iter_mut().enumerate() {
+            match w.checked_sub(16) {
+                None => {
+                    let w = w & 15;
+                    col.values
+                        .extend(low.iter().map(|row| row.get(w).copied().unwrap_or(0)));
+                }
+                Some(h) => {
+                    let h = h.min(MAX_STATE - 17);
+                    col.values
+                        .extend(high.iter().map(|row| row.get(h).copied().unwrap_or(0)));
+                }
+            }
         }
+        self.len = 0;
     }
 }
 
