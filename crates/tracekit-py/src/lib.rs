@@ -66,8 +66,10 @@ create_exception!(
 const CHUNK: usize = 512;
 /// Chunks (or Arrow batches) waiting in the channel at most.
 const QUEUE: usize = 4;
-/// Rows per Arrow batch.
-const BATCH_ROWS: usize = 1 << 16;
+/// Rows per Arrow batch (and per stretch of `to_arrow` on several threads): about 3 MiB
+/// of x64dbg columns, so that the memory of the batches Python has dropped comes back
+/// while it is still in cache (a fifth faster than batches of 65,536 rows, measured).
+const BATCH_ROWS: usize = 1 << 14;
 /// `seek` reads the records before one nearer than this rather than build (or load) the
 /// format's index: a few milliseconds.
 const SEEK_BY_READING: u64 = 1 << 12;

@@ -292,13 +292,34 @@ impl<'a> Instruction<'a> {
     /// instruction.
     #[inline]
     pub fn apply(&self, regs: &mut RegDump) {
-        let words = regs.words_mut();
-        for change in self.regs() {
-            // The reader checked every index against the REGDUMP.
-            if let Some(slot) = words.get_mut(usize::from(change.index)) {
-                *slot = change.value;
-            }
+        let from_positions = self.bytes.get(self.positions_start()..).unwrap_or(&[]);
+        let (positions, values) = cut(from_positions, self.reg_count());
+        if self.wide() {
+            apply_changes::<8>(positions, values, regs.words_mut());
+        } else {
+            apply_changes::<4>(positions, values, regs.words_mut());
         }
+    }
+}
+
+/// Writes the register changes of a block (`positions`, then `values` of `W` bytes from
+/// the start of `values`) into `words`: [`RegChanges`] for one word size, without a
+/// branch on it per change (a full dump has 172 or 216).
+#[inline]
+fn apply_changes<const W: usize>(positions: &[u8], values: &[u8], words: &mut [u64]) {
+    let (values, _) = values.as_chunks::<W>();
+    let mut index = 0usize;
+    for (position, value) in positions.iter().zip(values) {
+        index += usize::from(*position);
+        // The reader checked every index against the REGDUMP.
+        if let Some(slot) = words.get_mut(index) {
+            let mut le = [0u8; 8];
+            if let Some(low) = le.get_mut(..W) {
+                low.copy_from_slice(value);
+            }
+            *slot = u64::from_le_bytes(le);
+        }
+        index += 1;
     }
 }
 

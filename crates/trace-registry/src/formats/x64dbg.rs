@@ -372,6 +372,7 @@ impl Handler for X64dbg {
             failed: None,
             disasm,
             done: false,
+            stage: None,
         }))
     }
 
@@ -1316,6 +1317,9 @@ struct X64Records<'a> {
     /// With `--disasm`: the disassembler and the current instruction's text and accesses.
     disasm: Option<DisasmRow>,
     done: bool,
+    /// The typed fast path's buffer of state words ([`StateRows`]), kept from one fill to
+    /// the next.
+    stage: Option<Box<StateStage>>,
 }
 
 impl Row for X64Records<'_> {
@@ -1477,7 +1481,17 @@ impl Records for X64Records<'_> {
         let Blocks::Slice(r) = &mut self.blocks else {
             return None;
         };
-        let n = fill_instructions(r, cols, &self.names, max, &mut self.done, &mut self.failed);
+        let stage = self
+            .stage
+            .get_or_insert_with(|| Box::new([[0; STATE_STRIDE]; MAX_STATE]));
+        let n = fill_instructions(
+            r,
+            (cols, stage),
+            &self.names,
+            max,
+            &mut self.done,
+            &mut self.failed,
+        );
         // An error before any record of this fill is reported now: 0 records means the end.
         match self.failed.take() {
             Some(e) if n == 0 => Some(Err(e)),
@@ -1605,7 +1619,7 @@ impl<'c> InstructionColumns<'c> {
 /// runs, the pc from the state and `i` as a count.
 fn fill_instructions(
     r: &mut Replay<'_>,
-    cols: InstructionColumns<'_>,
+    (cols, stage): (InstructionColumns<'_>, &mut StateStage),
     names: &[String],
     max: usize,
     done: &mut bool,
@@ -1628,7 +1642,7 @@ fn fill_instructions(
     let mut row = FillRow {
         offsets: co,
         opcode,
-        state: StateRows::new(&mut state),
+        state: StateRows::new(&mut state, stage),
         // The thread before the first row is unknown: its first row opens its run.
         thread: Run::new(ct, 0),
         regs,
@@ -1792,33 +1806,37 @@ fn push_opcode(opcode: &mut BytesBuf, ins: &Instruction<'_>) {
 /// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
 const OPCODE_RESERVE: usize = 8;
 
-/// The `state` columns of [`fill_instructions`]: each row's state words are copied as
-/// arrays of fixed size, a few instructions, and a stretch of rows is turned into
-/// columns at once. Copying every word of every row costs less than following the
-/// register changes into the columns one by one.
+/// The `state` columns of [`fill_instructions`]: each row's state words are copied into
+/// a small buffer of columns, which is appended to the columns a stretch of rows at a
+/// time. Copying every word of every row costs less than following the register changes
+/// into the columns one by one, and the buffer stays in the nearest cache.
 struct StateRows<'s, 'b> {
     cols: &'s mut [&'b mut IntBuf],
-    /// The rows not yet in `cols`, the first `len`: their first 16 words, and the
-    /// others. Two arrays, as one of 18 words is copied by a call to `memcpy`, which
-    /// costs more than the copy.
-    low: Box<[[u64; 16]; STATE_STRETCH]>,
-    high: Box<[[u64; MAX_STATE - 16]; STATE_STRETCH]>,
+    /// By word, its values in the rows not yet in `cols`, the first `len`.
+    stage: &'s mut StateStage,
     len: usize,
 }
+
+/// [`StateRows`]'s buffer: by state word, its values in a stretch of rows. The columns
+/// are a little longer than the stretch: at a stride of a power of two, a row's words
+/// would all fall in the same few sets of the cache and evict each other.
+type StateStage = [[u64; STATE_STRIDE]; MAX_STATE];
 
 /// The most `state` words of any architecture ([`state_words`]).
 const MAX_STATE: usize = 18;
 
-/// The rows [`StateRows`] keeps before it turns them into columns: few enough to stay in
-/// the nearest caches. A power of two.
+/// The rows [`StateRows`] keeps before it appends them to the columns. A power of two.
 const STATE_STRETCH: usize = 256;
 
+/// The words between one column of [`StateStage`] and the next: one cache line more than
+/// the stretch.
+const STATE_STRIDE: usize = STATE_STRETCH + 8;
+
 impl<'s, 'b> StateRows<'s, 'b> {
-    fn new(cols: &'s mut [&'b mut IntBuf]) -> StateRows<'s, 'b> {
+    fn new(cols: &'s mut [&'b mut IntBuf], stage: &'s mut StateStage) -> StateRows<'s, 'b> {
         StateRows {
             cols,
-            low: Box::new([[0; 16]; STATE_STRETCH]),
-            high: Box::new([[0; MAX_STATE - 16]; STATE_STRETCH]),
+            stage,
             len: 0,
         }
     }
@@ -1827,13 +1845,14 @@ impl<'s, 'b> StateRows<'s, 'b> {
     #[inline(always)]
     fn push(&mut self, regs: &[u64]) {
         // A REGDUMP has well over MAX_STATE words.
-        let Some((low, rest)) = regs.split_first_chunk::<16>() else {
+        let Some(words) = regs.first_chunk::<MAX_STATE>() else {
             return;
         };
         let k = self.len % STATE_STRETCH;
-        if let (Some(l), Some(h)) = (self.low.get_mut(k), self.high.get_mut(k)) {
-            *l = *low;
-            *h = rest.first_chunk().copied().unwrap_or_default();
+        for (column, word) in self.stage.iter_mut().zip(words) {
+            if let Some(slot) = column.get_mut(k) {
+                *slot = *word;
+            }
         }
         self.len = k.wrapping_add(1);
         if self.len == STATE_STRETCH {
@@ -1841,27 +1860,13 @@ impl<'s, 'b> StateRows<'s, 'b> {
         }
     }
 
-    /// Turns the rows kept into columns.
+    /// Appends the rows kept to the columns.
     #[inline(never)]
     fn flush(&mut self) {
         let n = self.len.min(STATE_STRETCH);
-        let (low, high) = (
-            self.low.get(..n).unwrap_or(&[]),
-            self.high.get(..n).unwrap_or(&[]),
-        );
-        for (w, col) in self.cols.iter_mut().enumerate() {
-            match w.checked_sub(16) {
-                None => {
-                    let w = w & 15;
-                    col.values
-                        .extend(low.iter().map(|row| row.get(w).copied().unwrap_or(0)));
-                }
-                Some(h) => {
-                    let h = h.min(MAX_STATE - 17);
-                    col.values
-                        .extend(high.iter().map(|row| row.get(h).copied().unwrap_or(0)));
-                }
-            }
+        for (col, column) in self.cols.iter_mut().zip(self.stage.iter()) {
+            col.values
+                .extend_from_slice(column.get(..n).unwrap_or_default());
         }
         self.len = 0;
     }
