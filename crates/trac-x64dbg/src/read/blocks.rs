@@ -313,14 +313,20 @@ fn apply_changes<const W: usize>(positions: &[u8], values: &[u8], words: &mut [u
         index += usize::from(*position);
         // The reader checked every index against the REGDUMP.
         if let Some(slot) = words.get_mut(index) {
-            let mut le = [0u8; 8];
-            if let Some(low) = le.get_mut(..W) {
-                low.copy_from_slice(value);
-            }
-            *slot = u64::from_le_bytes(le);
+            *slot = word_le(value);
         }
         index += 1;
     }
+}
+
+/// A little-endian word of `W` bytes (4 or 8).
+#[inline(always)]
+fn word_le<const W: usize>(bytes: &[u8; W]) -> u64 {
+    let mut le = [0u8; 8];
+    if let Some(low) = le.get_mut(..W) {
+        low.copy_from_slice(bytes);
+    }
+    u64::from_le_bytes(le)
 }
 
 /// Iterator over an instruction's register changes.
@@ -864,13 +870,9 @@ pub(super) fn plain_changes<const W: usize>(
     for value in values.iter().take(n) {
         index = index.wrapping_add(u16::from(positions as u8));
         positions >>= 8;
-        let mut le = [0u8; 8];
-        if let Some(low) = le.get_mut(..W) {
-            low.copy_from_slice(value);
-        }
         on_change(RegChange {
             index,
-            value: u64::from_le_bytes(le),
+            value: word_le(value),
         });
         index = index.wrapping_add(1);
     }

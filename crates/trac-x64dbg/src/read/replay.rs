@@ -978,13 +978,6 @@ impl<'a, const W: usize> PlainCursor<'_, 'a, W> {
     pub fn next_index(&self) -> u64 {
         self.walk.first_index + self.walk.count
     }
-
-    /// The thread of every instruction of this walk.
-    #[must_use]
-    #[inline(always)]
-    pub fn thread(&self) -> u32 {
-        self.walk.thread as u32
-    }
 }
 
 impl Drop for PlainWalk<'_, '_> {

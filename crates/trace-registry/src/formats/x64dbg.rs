@@ -1614,9 +1614,9 @@ impl<'c> InstructionColumns<'c> {
 ///
 /// The usual blocks go through a [`PlainCursor`] in a loop of the fill's own, which
 /// decodes each block's register changes once, as it applies them; the other blocks (and
-/// the first) go the general way. Each row's `state` words are copied as one array
-/// ([`StateRows`]) and turned into columns a stretch at a time; the thread is filled in
-/// runs, the pc from the state and `i` as a count.
+/// the first) go the general way. Each row's `state` words are copied into a small
+/// buffer by column ([`StateRows`]) and appended to the columns a stretch at a time; the
+/// thread is filled in runs, the pc from the state and `i` as a count.
 fn fill_instructions(
     r: &mut Replay<'_>,
     (cols, stage): (InstructionColumns<'_>, &mut StateStage),
