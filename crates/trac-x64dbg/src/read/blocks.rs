@@ -523,22 +523,15 @@ impl<'a> Blocks<'a> {
         max: u64,
         mut on_instruction: impl FnMut(&Instruction<'a>),
     ) -> u64 {
-        let (first, block, thread) = (
-            self.instructions(),
-            self.next_block_number(),
-            u64::from(self.thread()),
-        );
-        let (mut offset, mut k) = (self.offset().0, 0u64);
+        let numbers = self.plain_numbers();
+        let (mut at, mut k) = (0u64, 0u64);
         self.walk_plain(|ins| {
             if k >= max {
                 return false;
             }
             let mut ins = *ins;
-            ins.meta.index = first + k;
-            ins.meta.block = block + k;
-            ins.meta.offset = offset;
-            ins.meta.packed |= thread;
-            offset += ins.meta.len;
+            numbers.number(&mut ins, k, at);
+            at += ins.meta.len;
             k += 1;
             on_instruction(&ins);
             true
@@ -579,6 +572,18 @@ impl<'a> Blocks<'a> {
             self.state.word() == 8,
             u32::from(self.state.words),
         )
+    }
+
+    /// How the usual blocks walked from here are numbered, as the general path numbers
+    /// them.
+    #[inline(always)]
+    pub(super) fn plain_numbers(&self) -> PlainNumbers {
+        PlainNumbers {
+            index: self.instructions(),
+            block: self.next_block_number(),
+            offset: self.offset().0,
+            thread: u64::from(self.thread()),
+        }
     }
 
     /// Moves past `count` usual blocks without a thread id, `len` bytes, walked from here.
@@ -841,6 +846,28 @@ pub(super) fn plain_step<'a, const W: usize>(
         bytes,
     };
     Some((ins, w))
+}
+
+/// The numbers of the first instruction of a walk over the usual blocks
+/// ([`Blocks::plain_numbers`]), and its thread: that of every block of the walk, which
+/// carry no thread id.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PlainNumbers {
+    pub(super) index: u64,
+    block: u64,
+    offset: u64,
+    thread: u64,
+}
+
+impl PlainNumbers {
+    /// Numbers `ins`, the walk's instruction `k`, `at` bytes after its first.
+    #[inline(always)]
+    pub(super) fn number(&self, ins: &mut Instruction<'_>, k: u64, at: u64) {
+        ins.meta.index = self.index + k;
+        ins.meta.block = self.block + k;
+        ins.meta.offset = self.offset + at;
+        ins.meta.packed |= self.thread;
+    }
 }
 
 /// Hands on the register changes of the usual block whose first bytes are `w` (as

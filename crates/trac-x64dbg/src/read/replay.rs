@@ -3,7 +3,7 @@
 
 use trace_core::Offset;
 
-use super::blocks::{plain_changes, plain_step, walk_plain};
+use super::blocks::{PlainNumbers, plain_changes, plain_step, walk_plain};
 use super::decode::{DecoderState, Fail, prefetch};
 use super::{Block, Blocks, Instruction, ReadOptions, ThreadIdMode, Trace};
 use crate::Error;
@@ -862,10 +862,7 @@ impl<'a> Replay<'a> {
             return None;
         }
         let (x, wide, words) = self.blocks.plain_start();
-        let first_index = self.blocks.instructions();
-        let first_block = self.blocks.next_block_number();
-        let base = self.blocks.offset().0;
-        let thread = u64::from(self.blocks.thread());
+        let numbers = self.blocks.plain_numbers();
         let Replay { blocks, state } = self;
         let ReplayState {
             regs, blocks_read, ..
@@ -877,10 +874,7 @@ impl<'a> Replay<'a> {
             words,
             at: 0,
             count: 0,
-            first_index,
-            first_block,
-            base,
-            thread,
+            numbers,
             touched: 0,
         };
         let regs = regs.words_mut();
@@ -927,12 +921,8 @@ struct PlainWalk<'r, 'a> {
     at: usize,
     /// The instructions taken in.
     count: u64,
-    /// The numbers and offset of the walk's first instruction.
-    first_index: u64,
-    first_block: u64,
-    base: u64,
-    /// The thread of every instruction of the walk (usual blocks carry no thread id).
-    thread: u64,
+    /// How they are numbered.
+    numbers: PlainNumbers,
     /// The prefetching loads' bytes (see [`plain_step`]).
     touched: u8,
 }
@@ -955,10 +945,7 @@ impl<'a, const W: usize> PlainCursor<'_, 'a, W> {
             }
             on_change(change);
         });
-        ins.meta.index = walk.first_index + walk.count;
-        ins.meta.block = walk.first_block + walk.count;
-        ins.meta.offset = walk.base + walk.at as u64;
-        ins.meta.packed |= walk.thread;
+        walk.numbers.number(&mut ins, walk.count, walk.at as u64);
         walk.at += ins.bytes.len();
         walk.count += 1;
         Some(ins)
@@ -976,7 +963,7 @@ impl<'a, const W: usize> PlainCursor<'_, 'a, W> {
     #[must_use]
     #[inline(always)]
     pub fn next_index(&self) -> u64 {
-        self.walk.first_index + self.walk.count
+        self.walk.numbers.index + self.walk.count
     }
 }
 

@@ -1486,7 +1486,8 @@ impl Records for X64Records<'_> {
             .get_or_insert_with(|| Box::new([[0; STATE_STRIDE]; MAX_STATE]));
         let n = fill_instructions(
             r,
-            (cols, stage),
+            cols,
+            stage,
             &self.names,
             max,
             &mut self.done,
@@ -1619,7 +1620,8 @@ impl<'c> InstructionColumns<'c> {
 /// thread is filled in runs, the pc from the state and `i` as a count.
 fn fill_instructions(
     r: &mut Replay<'_>,
-    (cols, stage): (InstructionColumns<'_>, &mut StateStage),
+    cols: InstructionColumns<'_>,
+    stage: &mut StateStage,
     names: &[String],
     max: usize,
     done: &mut bool,
@@ -1872,17 +1874,6 @@ impl<'s, 'b> StateRows<'s, 'b> {
     }
 }
 
-/// Appends `n` copies of `value`.
-#[inline(always)]
-fn extend_run(values: &mut Vec<u64>, value: u64, n: usize) {
-    if n == 1 {
-        // A value that changes every row (the instruction pointer): one push.
-        values.push(value);
-    } else {
-        values.resize(values.len().saturating_add(n), value);
-    }
-}
-
 /// A column of [`fill_instructions`] filled in runs of equal values.
 struct Run<'b> {
     buf: &'b mut IntBuf,
@@ -1913,10 +1904,10 @@ impl<'b> Run<'b> {
     /// Writes the open run up to row `row` (not included).
     #[inline]
     fn close(&mut self, row: usize) {
-        extend_run(
-            &mut self.buf.values,
+        let values = &mut self.buf.values;
+        values.resize(
+            values.len().saturating_add(row.saturating_sub(self.from)),
             self.value,
-            row.saturating_sub(self.from),
         );
         self.from = row;
     }
