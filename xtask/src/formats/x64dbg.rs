@@ -58,6 +58,36 @@ fn sessions() -> Vec<u8> {
     rec.finish().unwrap()
 }
 
+/// Two runs of one program for `tracekit diff`: run 2 has rax off by 0x10 for five
+/// instructions from instruction 100 (a register difference), and five more instructions
+/// at another address from instruction 300 (the pcs part, then join again).
+fn runs() -> [Vec<u8>; 2] {
+    [false, true].map(|second| {
+        let header = Header::new(Arch::X64, PATH64);
+        let writer = Writer::new(Vec::new(), &header).unwrap();
+        let mut rec = Recorder::new(writer, RecorderOptions::default());
+        let mut m = Machine::new(opts(Arch::X64, 1, 1, 21));
+        for i in 0..500u64 {
+            let mut step = m.step();
+            if second && (100..105).contains(&i) {
+                let rax = step.regs.word(0);
+                step.regs.set_word(0, rax ^ 0x10);
+            }
+            if second && i == 300 {
+                for k in 0..5u64 {
+                    let mut extra = step.clone();
+                    extra.regs.set_ip(0x7ff6_a1b2_9000 + k);
+                    extra.opcode = vec![0x90];
+                    extra.mem.clear();
+                    rec.step(extra).unwrap();
+                }
+            }
+            rec.step(step).unwrap();
+        }
+        rec.finish().unwrap()
+    })
+}
+
 fn small(arch: Arch) -> Vec<u8> {
     testgen::trace(opts(arch, 1, 10, 9), 4, RecorderOptions::default(), PATH64)
 }
@@ -86,6 +116,9 @@ fn fixtures(fx: &mut Fixtures) {
         testgen::trace(opts(Arch::X86, 2, 4, 4), 300, legacy(), PATH32),
     );
     fx.add("x64dbg/sessions.trace64", sessions());
+    let [run1, run2] = runs();
+    fx.add("x64dbg/run1.trace64", run1);
+    fx.add("x64dbg/run2.trace64", run2);
 
     // Negative fixtures, one per error.
     let json = Header::new(Arch::X64, PATH64).to_json();
