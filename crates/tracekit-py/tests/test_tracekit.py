@@ -560,14 +560,23 @@ def test_stubs_and_docstrings_cover_the_api():
             assert getattr(tracekit.Trace, name).__doc__, name
 
 
+def readme_python(path, heading):
+    """The first ```python block under `heading` in the README at `path`."""
+    section = path.read_text().split(heading, 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def test_readme_example(capsys, monkeypatch):
-    """The README's Python example runs as written, from the repository root."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Python", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    """The Python examples of the repository's README and of the package's run as written,
+    from the repository root."""
     monkeypatch.chdir(ROOT)
-    exec(compile(code, "README.md", "exec"), {})
-    out = capsys.readouterr().out
-    assert "x64dbg ['instructions', 'registers', 'memory']" in out
-    assert "\n1100\n" in out
-    assert "damaged at offset" in out
+    for path, heading in [
+        (ROOT / "README.md", "## Python"),
+        (ROOT / "crates/tracekit-py/README.md", "## API"),
+    ]:
+        code = readme_python(path, heading)
+        exec(compile(code, str(path), "exec"), {})
+        out = capsys.readouterr().out
+        assert "x64dbg ['instructions', 'registers', 'memory']" in out, path
+        assert "\n1100\n" in out, path
+        assert "damaged at offset" in out, path
