@@ -345,7 +345,7 @@ fn shell_lines_markers_and_exit_codes_are_parsed() {
             Mode::Needs("duckdb".to_owned()),
         ),
         (
-            16,
+            17,
             "cargo test",
             0,
             Mode::NotRun("the build itself".to_owned()),
