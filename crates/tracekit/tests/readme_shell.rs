@@ -13,10 +13,10 @@
 //! - A line expected to fail says so in its comment: `# exit 1: the runs differ` expects 1.
 //!   Every other line must exit 0.
 //! - An HTML comment on the line just before a block's fence:
-//!   - `<!-- readme-test: needs TOOL -->`: the block needs TOOL on `PATH` (`duckdb`,
-//!     `python3`, `gdb`). Without it the block is skipped with a note, or the test fails
-//!     when `TRACEKIT_REQUIRE_<TOOL>` is 1 (CI sets them, see `.ci/run`; `python3` is
-//!     `TRACEKIT_REQUIRE_PYTHON`).
+//!   - `<!-- readme-test: needs NAME -->`: the block needs a tool, one of [`NEEDS`]
+//!     (`gdb`; `duckdb`, the Python module). Without it the block is skipped with a note,
+//!     or the test fails when the tool's `TRACEKIT_REQUIRE_*` variable is 1 (CI sets them
+//!     and installs the tools, see `.ci/run`).
 //!   - `<!-- readme-test: not run: REASON -->`: the block is not run; the reason is
 //!     required. For what cannot run in a test: the build and test commands themselves,
 //!     a server that runs until Ctrl-C and requests to it, installs.
@@ -215,10 +215,29 @@ impl Drop for Workdir {
     }
 }
 
-/// Whether `tool` is on PATH; skips (None) or panics under its `TRACEKIT_REQUIRE_*`.
-fn tool_available(tool: &str, what: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
+/// What `<!-- readme-test: needs NAME -->` may name: the command that shows it is there,
+/// and the variable under which its absence is a failure (`.ci/run` sets them all and
+/// installs what they need).
+const NEEDS: &[(&str, &[&str], &str)] = &[
+    ("gdb", &["gdb", "--version"], "TRACEKIT_REQUIRE_GDB"),
+    (
+        "duckdb",
+        &["python3", "-c", "import duckdb"],
+        "TRACEKIT_REQUIRE_DUCKDB",
+    ),
+];
+
+/// Whether what a block needs is installed; skips it with a note (false), or panics when
+/// its `TRACEKIT_REQUIRE_*` variable is 1.
+fn available(need: &str, what: &str) -> bool {
+    let Some((_, probe, var)) = NEEDS.iter().find(|(name, _, _)| *name == need) else {
+        panic!(
+            "{what}: `needs {need}`: unknown; known: {}",
+            NEEDS.iter().map(|n| n.0).collect::<Vec<_>>().join(", ")
+        );
+    };
+    let found = Command::new(probe[0])
+        .args(&probe[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -226,14 +245,10 @@ fn tool_available(tool: &str, what: &str) -> bool {
     if found {
         return true;
     }
-    let var = match tool {
-        "python3" | "python" => "TRACEKIT_REQUIRE_PYTHON".to_owned(),
-        t => format!("TRACEKIT_REQUIRE_{}", t.to_ascii_uppercase()),
-    };
-    if std::env::var_os(&var).is_some_and(|v| v == "1") {
-        panic!("{what}: {tool} is not installed and {var}=1");
+    if std::env::var_os(var).is_some_and(|v| v == "1") {
+        panic!("{what}: {need} is not installed and {var}=1");
     }
-    eprintln!("skipped {what}: {tool} is not installed (set {var}=1 to fail instead)");
+    eprintln!("skipped {what}: {need} is not installed (set {var}=1 to fail instead)");
     false
 }
 
@@ -289,7 +304,7 @@ fn every_shell_line_of_the_readmes_runs() {
                     not_run += 1;
                     continue;
                 }
-                Mode::Needs(tool) if !tool_available(tool, &what) => continue,
+                Mode::Needs(need) if !available(need, &what) => continue,
                 _ => {}
             }
             ran += 1;
