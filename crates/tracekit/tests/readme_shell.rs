@@ -80,16 +80,16 @@ fn marker(line: &str, number: usize) -> Result<Option<Mode>, String> {
         return Ok(None);
     };
     let rest = rest.trim();
-    if let Some(tool) = rest.strip_prefix("needs ") {
-        return Ok(Some(Mode::Needs(tool.trim().to_owned())));
+    if let Some(need) = rest.strip_prefix("needs ") {
+        return Ok(Some(Mode::Needs(need.trim().to_owned())));
     }
-    if let Some(reason) = rest.strip_prefix("not run:") {
-        if !reason.trim().is_empty() {
-            return Ok(Some(Mode::NotRun(reason.trim().to_owned())));
-        }
+    if let Some(reason) = rest.strip_prefix("not run:").map(str::trim)
+        && !reason.is_empty()
+    {
+        return Ok(Some(Mode::NotRun(reason.to_owned())));
     }
     Err(format!(
-        "line {number}: unknown marker {rest:?}; expected `needs TOOL` or `not run: REASON`"
+        "line {number}: unknown marker {rest:?}; expected `needs NAME` or `not run: REASON`"
     ))
 }
 
@@ -336,7 +336,9 @@ fn readme_is_short_and_every_crate_has_its_readme() {
         assert!(root().join(&path).is_file(), "{} missing", path.display());
         let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(
-            manifest.lines().any(|l| l.trim() == "readme = \"README.md\""),
+            manifest
+                .lines()
+                .any(|l| l.trim() == "readme = \"README.md\""),
             "{}: no `readme = \"README.md\"`",
             dir.join("Cargo.toml").display()
         );
@@ -368,18 +370,36 @@ fn shell_lines_markers_and_exit_codes_are_parsed() {
     ];
     assert_eq!(got.len(), want.len(), "{got:?}");
     for (g, (number, command, exit, mode)) in got.iter().zip(want) {
-        assert_eq!((g.number, g.command.as_str(), g.exit, &g.mode), (number, command, exit, &mode));
+        assert_eq!(
+            (g.number, g.command.as_str(), g.exit, &g.mode),
+            (number, command, exit, &mode)
+        );
     }
 }
 
 #[test]
 fn bad_markers_are_refused() {
     for (md, what) in [
-        ("<!-- readme-test: not run: -->\n```sh\nx\n```\n", "line 1: unknown marker"),
-        ("<!-- readme-test: skip -->\n```sh\nx\n```\n", "line 1: unknown marker"),
-        ("<!-- readme-test: needs duckdb -->\n\n```sh\nx\n```\n", "line 1: a readme-test marker not followed"),
-        ("<!-- readme-test: needs duckdb -->\n```sql\nx\n```\n", "line 2: a readme-test marker before"),
-        ("```sh\ntracekit a \\\n  b\n```\n", "line 2: one command per line"),
+        (
+            "<!-- readme-test: not run: -->\n```sh\nx\n```\n",
+            "line 1: unknown marker",
+        ),
+        (
+            "<!-- readme-test: skip -->\n```sh\nx\n```\n",
+            "line 1: unknown marker",
+        ),
+        (
+            "<!-- readme-test: needs duckdb -->\n\n```sh\nx\n```\n",
+            "line 1: a readme-test marker not followed",
+        ),
+        (
+            "<!-- readme-test: needs duckdb -->\n```sql\nx\n```\n",
+            "line 2: a readme-test marker before",
+        ),
+        (
+            "```sh\ntracekit a \\\n  b\n```\n",
+            "line 2: one command per line",
+        ),
         ("```sh\nx\n", "line 1: code block never closed"),
     ] {
         let err = shell_lines(md).unwrap_err();

@@ -210,7 +210,11 @@ fn all_blocks() -> Vec<Block> {
             !more.is_empty(),
             wanted,
             "crates/{c}/README.md: {}",
-            if wanted { "no ```rust example" } else { "a ```rust block where none is expected" }
+            if wanted {
+                "no ```rust example"
+            } else {
+                "a ```rust block where none is expected"
+            }
         );
         blocks.extend(more);
     }
