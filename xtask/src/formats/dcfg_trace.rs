@@ -156,10 +156,10 @@ fn euler_trails(dcfg: &dcfg::Dcfg) -> Option<Vec<ProcessEdges>> {
     Some(out)
 }
 
-/// One run as Pin's DCFG tool writes it: `run.dcfg.json` and `run.trace.json`, the same
-/// run's edges, each thread's taken as often as the DCFG counts them, so `--dcfg` joins,
-/// `validate --dcfg` and `bbv --loop-bounded` work on the pair. Seed 2: the first whose
-/// every thread has an Euler trail.
+/// One run as Pin's DCFG tool writes it: `dcfg/run.dcfg.json` and
+/// `dcfg-trace/run.trace.json`, the same run's edges, each thread's taken as often as the
+/// DCFG counts them, so `--dcfg` joins, `validate --dcfg` and `bbv --loop-bounded` work on
+/// the pair. Seed 2: the first whose every thread has an Euler trail.
 fn run_pair() -> (Vec<u8>, Vec<u8>) {
     let dcfg = dcfg::testgen::synthetic(dcfg::testgen::SynthConfig {
         images: 2,
@@ -194,7 +194,7 @@ fn run_pair() -> (Vec<u8>, Vec<u8>) {
 fn fixtures(fx: &mut Fixtures) {
     let d = "dcfg-trace";
     let (run_dcfg, run_trace) = run_pair();
-    fx.add(format!("{d}/run.dcfg.json"), run_dcfg);
+    fx.add("dcfg/run.dcfg.json", run_dcfg);
     fx.add(format!("{d}/run.trace.json"), run_trace);
     // A realistic small trace: a walk over a 40-edge graph, Huffman codes from the
     // observed successors, chunks of about 100 instructions.
