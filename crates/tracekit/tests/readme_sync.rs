@@ -138,7 +138,8 @@ fn render(blocks: &[Block]) -> String {
 // Regenerate: TRACE_BLESS=1 cargo test -p tracekit --test readme_sync
 //! Every ```rust block of README.md and of each crate's README.md as a test: compiled, then
 //! run from the repository root (the READMEs' paths are relative to it) inside a function
-//! returning a Result (the examples use `?`). Formatting is the README's own, hence `rustfmt::skip`.
+//! returning a Result (the examples use `?`). Formatting is the README's own, hence
+//! `rustfmt::skip`.
 // README examples are written as users would: arithmetic, indexing and unwrap included.
 #![allow(
     clippy::arithmetic_side_effects,
