@@ -623,7 +623,14 @@ impl Cli {
                     arch: i.arch.clone().or_else(|| e.input.arch.clone()),
                 },
                 None => {
-                    stray.extend(e.input.given().into_iter().filter(|&n| n != "--quiet"));
+                    // `encode --dcfg` is its own option, also taken before the command.
+                    let encode = matches!(self.command, Cmd::Encode { .. });
+                    stray.extend(
+                        e.input
+                            .given()
+                            .into_iter()
+                            .filter(|&n| n != "--quiet" && !(encode && n == "--dcfg")),
+                    );
                     let own = quiet.is_some_and(|q| q.quiet);
                     if e.input.quiet && quiet.is_none() {
                         stray.push("--quiet");
@@ -842,7 +849,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             }
             let mut done = None;
             with_output(args.output.as_ref(), out, |w| {
-                done = Some(commands::encode(args, w, err)?);
+                let dcfg = args.dcfg.as_ref().or(cli.early.input.dcfg.as_ref());
+                done = Some(commands::encode(args, dcfg, w, err)?);
                 Ok(())
             })?;
             if let (Some(path), Some(d)) = (&args.output, done) {

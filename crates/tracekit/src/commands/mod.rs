@@ -476,6 +476,7 @@ pub struct Encoded {
 /// The edge list or the DCFG cannot be read.
 pub fn encode(
     args: &EncodeArgs,
+    dcfg: Option<&std::path::PathBuf>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<Encoded, CliError> {
@@ -509,7 +510,7 @@ pub fn encode(
             .or_default()
             .extend(l.edges.iter().map(|e| e.0));
     }
-    let dcfg = match &args.dcfg {
+    let dcfg = match dcfg {
         Some(p) => Some(dcfg_trace_handler::load_join(p)?),
         None => {
             writeln!(
