@@ -1495,6 +1495,7 @@ pub(crate) mod tests {
             bytes: vec![Some(0x41), None, Some(0x01), Some(0x20)],
             source: vec![Some(3), None, Some(12), Some(12)],
             inferred: vec![Some(false), None, Some(true), Some(true)],
+            earlier: None,
             noun: "instruction",
         };
         let text = m.to_text();
@@ -1516,5 +1517,27 @@ pub(crate) mod tests {
             m.to_json(),
             r#"{"i":9,"addr":"0x100e","len":4,"bytes":[65,null,1,32],"source":[3,null,12,12],"inferred":[false,null,true,true]}"#
         );
+    }
+
+    #[test]
+    fn a_snapshot_marks_the_bytes_of_earlier_frames() {
+        let mut m = Memory {
+            i: 6,
+            addr: 0x40,
+            len: 3,
+            bytes: vec![Some(1), Some(2), None],
+            source: vec![Some(6), Some(2), None],
+            inferred: vec![Some(false), Some(false), None],
+            earlier: None,
+            noun: "frame",
+        };
+        m.mark_earlier();
+        assert_eq!(m.earlier, Some(vec![Some(false), Some(true), None]));
+        let text = m.to_text();
+        assert!(text.contains("00000040  01~02 ??"), "{text}");
+        assert!(text.contains("~xx  earlier: frame 6 did not collect it"), "{text}");
+        assert!(text.contains("  0x40..0x41  frame 6\n"), "{text}");
+        assert!(text.contains("  0x41..0x42  frame 2 (earlier)\n"), "{text}");
+        assert!(m.to_json().ends_with(r#""earlier":[false,true,null]}"#));
     }
 }

@@ -201,7 +201,7 @@ pub fn mem_addr(s: &str) -> Result<MemAddr, String> {
             (
                 name.trim(),
                 if rest.starts_with('-') {
-                    -magnitude
+                    magnitude.wrapping_neg() // a u64's magnitude: no overflow in i128
                 } else {
                     magnitude
                 },
