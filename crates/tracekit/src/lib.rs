@@ -12,8 +12,8 @@
 //! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
 //! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
 //! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
-//! tracekit state FILE --at N      every register before instruction N
-//! tracekit mem FILE --at N ADDR [LEN]  memory as known before instruction N (hex dump)
+//! tracekit state FILE --at N [--regs R,…]  the registers before instruction N
+//! tracekit mem FILE --at N ADDR|[REG+OFF] [LEN]  memory as known before instruction N
 //! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
 //! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit dot FILE               Graphviz drawing of a DCFG
@@ -24,15 +24,19 @@
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
-//! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
+//! tracekit simpoint F.bb --max-k K [-o PREFIX]  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! tracekit serve FILE [--port N]  trace explorer in the browser (prints its URL)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
 //! The format is detected from the content (or the `.tt6`/`.tt6e` extension) unless
-//! `--format NAME` says otherwise. Errors print `error: … at offset 0x…` and exit 1; usage
-//! errors exit 2.
+//! `--format NAME` says otherwise. The input options (`--format`, `--dcfg`, `-q`, …) may
+//! come before or after the command, which takes only those that apply to it ([`Cli::resolve`]).
+//! Every output is `-o/--output` (`--out` too); a command that writes files refuses an
+//! existing one unless `--force`, and says what it wrote on stderr (not with `-q`). Counts
+//! take `K`/`M`/`G` suffixes (thousands, millions, billions), byte sizes too (KiB, MiB,
+//! GiB). Errors print `error: … at offset 0x…` and exit 1; usage errors exit 2.
 
 pub mod commands;
 mod error;
@@ -64,7 +68,9 @@ fn format_names() -> PossibleValuesParser {
 #[command(
     name = "tracekit",
     version,
-    about = "Inspect, query, compare, dump, validate and convert CPU execution traces"
+    about = "Inspect, query, compare, dump, validate and convert CPU execution traces",
+    after_help = "The input options may come before or after the command; each command takes \
+                  those that apply to it (`tracekit COMMAND --help` lists them)."
 )]
 pub struct Cli {
     /// Input options given before the command, as earlier versions took them: each must be
@@ -625,18 +631,11 @@ impl Cli {
                 None => {
                     // `encode --dcfg` is its own option, also taken before the command.
                     let encode = matches!(self.command, Cmd::Encode { .. });
-                    stray.extend(
-                        e.input
-                            .given()
-                            .into_iter()
-                            .filter(|&n| n != "--quiet" && !(encode && n == "--dcfg")),
-                    );
-                    let own = quiet.is_some_and(|q| q.quiet);
-                    if e.input.quiet && quiet.is_none() {
-                        stray.push("--quiet");
-                    }
+                    stray.extend(e.input.given().into_iter().filter(|&n| {
+                        !(n == "--quiet" && quiet.is_some() || n == "--dcfg" && encode)
+                    }));
                     InputArgs {
-                        quiet: own || e.input.quiet,
+                        quiet: quiet.is_some_and(|q| q.quiet) || e.input.quiet,
                         ..InputArgs::default()
                     }
                 }
@@ -785,7 +784,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             if let Some(path) = output
                 && to != "tenet"
             {
-                refuse_existing(path, force)?;
+                commands::refuse_existing(path, force.force)?;
             }
             if to == "tfile" {
                 let Some(path) = output else {
@@ -845,7 +844,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Encode { args, force, .. } => {
             if let Some(path) = &args.output {
-                refuse_existing(path, force)?;
+                commands::refuse_existing(path, force.force)?;
             }
             let mut done = None;
             with_output(args.output.as_ref(), out, |w| {
@@ -920,7 +919,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         Cmd::Simpoint { args, force } => commands::simpoint::run(args, force.force, out, err),
         Cmd::Regions { args, force, .. } => {
             if let Some(path) = &args.output {
-                refuse_existing(path, force)?;
+                commands::refuse_existing(path, force.force)?;
             }
             let mut rows = 0;
             with_output(args.output.as_ref(), out, |w| {
@@ -946,15 +945,6 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
 /// Where the summary of a command that writes files goes: stderr, unless `--quiet`.
 fn summary<'a>(err: &'a mut dyn Write, sink: &'a mut io::Sink, quiet: bool) -> &'a mut dyn Write {
     if quiet { sink } else { err }
-}
-
-/// The error for an output that exists, unless `--force`.
-///
-/// # Errors
-///
-/// `path` exists and `force` is not given (usage, exit 2).
-pub fn refuse_existing(path: &std::path::Path, force: &ForceArg) -> Result<(), CliError> {
-    commands::refuse_existing(path, force.force)
 }
 
 /// A writer that counts the lines written through it.

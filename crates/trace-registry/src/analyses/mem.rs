@@ -1535,7 +1535,10 @@ pub(crate) mod tests {
         assert_eq!(m.earlier, Some(vec![Some(false), Some(true), None]));
         let text = m.to_text();
         assert!(text.contains("00000040  01~02 ??"), "{text}");
-        assert!(text.contains("~xx  earlier: frame 6 did not collect it"), "{text}");
+        assert!(
+            text.contains("~xx  earlier: frame 6 did not collect it"),
+            "{text}"
+        );
         assert!(text.contains("  0x40..0x41  frame 6\n"), "{text}");
         assert!(text.contains("  0x41..0x42  frame 2 (earlier)\n"), "{text}");
         assert!(m.to_json().ends_with(r#""earlier":[false,true,null]}"#));
