@@ -100,14 +100,15 @@ pub struct AddrLen {
     pub len: Option<u64>,
 }
 
-/// Parses `ADDR[:LEN]`; `LEN` must not be 0, and `ADDR + LEN` must not overflow.
+/// Parses `ADDR[:LEN]` (`LEN` a [`size`]); `LEN` must not be 0, and `ADDR + LEN` must not
+/// overflow.
 ///
 /// # Errors
 ///
 /// What was expected, for clap to print.
 pub fn addr_len(s: &str) -> Result<AddrLen, String> {
     let (addr, len) = match s.split_once(':') {
-        Some((a, l)) => (number(a)?, Some(number(l)?)),
+        Some((a, l)) => (number(a)?, Some(size(l)?)),
         None => (number(s)?, None),
     };
     if let Some(l) = len {
@@ -272,6 +273,7 @@ mod tests {
             })
         );
         assert!(addr_len("0x10:0").is_err());
+        assert_eq!(addr_len("0x10:4K").map(|a| a.len), Ok(Some(4096)));
         assert!(addr_len("0xffffffffffffffff:2").is_err());
         assert_eq!(range("0x10:0x20"), Ok(16..32));
         assert!(range("0x20:0x10").is_err());

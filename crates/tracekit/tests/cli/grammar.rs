@@ -377,6 +377,16 @@ fn counts_take_suffixes() {
         std::fs::read(dir.join("k.bb")).unwrap(),
         std::fs::read(dir.join("n.bb")).unwrap()
     );
+    // diff's window, xref's length.
+    let a = tracekit(["diff", &trace, &trace, "--window", "1M", "--json"]);
+    let b = tracekit(["diff", &trace, &trace, "--window", "1000000", "--json"]);
+    assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    assert_eq!(stdout(&a), stdout(&b));
+    let a = tracekit(["xref", &trace, "0x24f000:4K"]);
+    let b = tracekit(["xref", &trace, "0x24f000:4096"]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    assert!(!stdout(&a).is_empty());
+    assert_eq!(stdout(&a), stdout(&b));
     // Byte sizes count KiB: `mem … 1K` reads 1024 bytes.
     let o = tracekit(["mem", &trace, "--at", "700", "0x24f000", "1K", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
