@@ -306,6 +306,37 @@ mod tests {
         assert_eq!(reg("rbp", 1).resolve(u64::MAX), None);
     }
 
+    /// No argument text makes a parser panic, and what parses prints back to itself.
+    #[test]
+    fn parsers_never_panic_and_round_trip() {
+        fn prop(text: String, n: u64, offset: i64, pick: u8) -> bool {
+            for s in [text.as_str(), &format!("{text}K"), &format!("[{text}]")] {
+                let _ = (number(s), count(s), size(s), positive_count(s));
+                let _ = (addr_len(s), range(s), mem_addr(s));
+            }
+            let name = ["rsp", "rbp", "r8", "eax"][usize::from(pick % 4)];
+            let expr = if offset < 0 {
+                format!("[{name}-{:#x}]", offset.unsigned_abs())
+            } else {
+                format!("[{name}+{offset}]")
+            };
+            let reg = mem_addr(&expr)
+                == Ok(MemAddr {
+                    addr: Address::Register {
+                        name: name.into(),
+                        offset: i128::from(offset),
+                    },
+                    len: None,
+                });
+            let k = n % 1_000_000;
+            reg && number(&n.to_string()) == Ok(n)
+                && number(&format!("{n:#x}")) == Ok(n)
+                && count(&format!("{k}K")) == Ok(k * 1000)
+                && size(&format!("{k}K")) == Ok(k * 1024)
+        }
+        quickcheck::quickcheck(prop as fn(String, u64, i64, u8) -> bool);
+    }
+
     #[test]
     fn counts_sizes_and_negative_numbers() {
         assert_eq!(count("1M"), Ok(1_000_000));
