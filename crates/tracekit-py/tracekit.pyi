@@ -60,6 +60,21 @@ def validate(source: Source, format: Optional[str] = None, **options: Any) -> No
     """Checks the whole trace: returns None or raises the first problem (TraceError with
     `offset` and `path`)."""
 
+def diff(
+    a: Union[Trace, Source],
+    b: Union[Trace, Source],
+    format: Optional[str] = None,
+    *,
+    threads: List[Tuple[int, int]] = [],
+    ignore: List[str] = [],
+    mem: bool = True,
+    window: Optional[int] = None,
+    context: int = 3,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Compares two traces of the same format, as `tracekit diff --json` does: {"equal":
+    bool, "regions": [dict], "summary": dict} (addresses and values as ints)."""
+
 class Trace:
     """An opened trace. Each pass (iteration, to_arrow, info, …) reads the input afresh."""
 
@@ -127,6 +142,26 @@ class Trace:
     ) -> List[Dict[str, Any]]:
         """GDB tracepoint files: the frames matching every criterion given, as
         [{"frame", "tracepoint", "pc"}] (GDB's tfind)."""
+
+    def mem(self, i: int, addr: int, len: Optional[int] = None) -> Dict[str, Any]:
+        """The memory as known before instruction `i`, as `tracekit mem --json` gives it:
+        {"i", "addr", "len", "bytes": [int or None], "source": [int or None], "inferred":
+        [bool or None], "value": bytes or None}, and for a gdb-tfile "earlier": [bool or
+        None] (collected at an earlier frame). `len` defaults to one word. IndexError past
+        the end."""
+
+    def xref(
+        self, addr: Optional[int] = None, len: Optional[int] = None, *, pc: Optional[int] = None
+    ) -> List[Dict[str, Any]]:
+        """Every access to `len` bytes at `addr` (default one word), or with `pc=` every
+        execution of that address, as `tracekit xref` lists them: [{"i", "thread", "pc"}
+        plus "addr", "old", "new" for an access]."""
+
+    def bbv(
+        self, slice: int, *, merged: bool = False, loop_bounded: bool = False
+    ) -> List[Dict[str, Any]]:
+        """Basic-block vectors, as `tracekit bbv` writes them: per thread (or one merged
+        stream) {"process", "thread", "instructions", "slices": [{block id: count}]}."""
 
     @property
     def graph(self) -> Graph:

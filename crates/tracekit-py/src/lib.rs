@@ -604,6 +604,139 @@ impl Trace {
         Ok(out.into_any().unbind())
     }
 
+    /// The memory as known before instruction `i`: `len` bytes at `addr` (default one word
+    /// of the trace's ISA), as `tracekit mem --json` gives them: {"i", "addr", "len",
+    /// "bytes": [int or None], "source": [instruction or None], "inferred": [bool or None],
+    /// "value": bytes (None unless every byte is known)}, and for a gdb-tfile "earlier":
+    /// [bool or None] (collected at an earlier frame than `i`). IndexError past the end.
+    #[pyo3(signature = (i, addr, len=None))]
+    fn mem(&self, py: Python<'_>, i: u64, addr: u64, len: Option<u64>) -> PyResult<Py<PyAny>> {
+        use trace_registry::analyses::mem::{MemQuery, mem};
+        let query = MemQuery { at: i, addr, len };
+        let opened = self.opened.clone();
+        let (m, damage) = py
+            .detach(move || opened.with_input(|input, ctx| mem(opened.handler, input, ctx, &query)))
+            .map_err(index_error)?;
+        if let Some(e) = damage {
+            return Err(py_err(e));
+        }
+        let out = PyDict::new(py);
+        out.set_item("i", m.i)?;
+        out.set_item("addr", m.addr)?;
+        out.set_item("len", m.len)?;
+        out.set_item("bytes", m.bytes.clone())?;
+        out.set_item("source", m.source.clone())?;
+        out.set_item("inferred", m.inferred.clone())?;
+        if let Some(earlier) = &m.earlier {
+            out.set_item("earlier", earlier.clone())?;
+        }
+        out.set_item("value", m.value().map(|v| PyBytes::new(py, &v)))?;
+        Ok(out.into_any().unbind())
+    }
+
+    /// Every access to `len` bytes at `addr` (default one word), or with `pc=` every
+    /// execution of that address, as `tracekit xref` lists them: [{"i", "thread", "pc"},
+    /// plus "addr", "old", "new" (ints or None) for an access], from the sidecar index when
+    /// there is one.
+    #[pyo3(signature = (addr=None, len=None, *, pc=None))]
+    fn xref(
+        &self,
+        py: Python<'_>,
+        addr: Option<u64>,
+        len: Option<u64>,
+        pc: Option<u64>,
+    ) -> PyResult<Py<PyAny>> {
+        use trace_registry::analyses::xref::{XrefQuery, xref};
+        if len.is_some() && addr.is_none() {
+            return Err(PyValueError::new_err("len= goes with an address"));
+        }
+        let query = XrefQuery {
+            mem: addr.map(|a| (a, len)),
+            pc,
+        };
+        let opened = self.opened.clone();
+        let hits = py
+            .detach(move || {
+                let mut hits = Vec::new();
+                opened.with_input(|input, ctx| {
+                    xref(opened.handler, input, ctx, &query, |h| {
+                        hits.push(h.clone());
+                        Ok(())
+                    })
+                })?;
+                Ok::<_, Error>(hits)
+            })
+            .map_err(py_err)?;
+        let out = PyList::empty(py);
+        for h in hits {
+            let d = PyDict::new(py);
+            d.set_item("i", h.i)?;
+            d.set_item("thread", h.thread)?;
+            d.set_item("pc", h.pc)?;
+            if let Some(a) = &h.access {
+                d.set_item("addr", a.addr)?;
+                d.set_item("old", hex_to_py(py, a.old.as_deref())?)?;
+                d.set_item("new", hex_to_py(py, a.new.as_deref())?)?;
+            }
+            out.append(d)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
+    /// Basic-block vectors for SimPoint, as `tracekit bbv` writes them: one stream per
+    /// thread (or one over the merged timeline with `merged=True`), each {"process",
+    /// "thread" (None when merged), "instructions", "slices": [{block id: count}, …]}
+    /// (a count is the block's executions times its instructions, as in a `.bb` file).
+    #[pyo3(signature = (slice, *, merged=false, loop_bounded=false))]
+    fn bbv(
+        &self,
+        py: Python<'_>,
+        slice: u64,
+        merged: bool,
+        loop_bounded: bool,
+    ) -> PyResult<Py<PyAny>> {
+        use trace_registry::analyses::bbv::{BbvOptions, bbv};
+        let options = BbvOptions {
+            slice,
+            global: merged,
+            loop_bounded,
+        };
+        let opened = self.opened.clone();
+        let streams = py
+            .detach(move || {
+                opened.with_input(|input, ctx| {
+                    let mut blocks = opened.handler.blocks(input, ctx)?;
+                    let result = bbv(&mut *blocks, &options, |_| Ok(Vec::new()))?;
+                    Ok(result.streams)
+                })
+            })
+            .map_err(py_err)?;
+        let out = PyList::empty(py);
+        for s in streams {
+            let d = PyDict::new(py);
+            d.set_item("process", s.key.map_or(0, |k| k.process))?;
+            d.set_item("thread", s.key.map(|k| k.thread))?;
+            d.set_item("instructions", s.instructions)?;
+            let slices = PyList::empty(py);
+            let mut reader = simpoint::bb::Reader::new(s.out.as_slice());
+            while let Some(item) = reader.next_item() {
+                let item = item.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+                if let simpoint::bb::Item::Slice(entries) = item {
+                    let v = PyDict::new(py);
+                    for e in entries.iter() {
+                        // `.bb` counts are whole numbers.
+                        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                        v.set_item(e.id, e.count as u64)?;
+                    }
+                    slices.append(v)?;
+                }
+            }
+            d.set_item("slices", slices)?;
+            out.append(d)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
     /// Frames of a GDB tracepoint file (GDB's tfind, all at once): every frame with this
     /// `pc` and/or `tracepoint` (and within `range=(lo, hi)`, outside `outside=(lo, hi)`,
     /// touching memory `mem=addr` or `mem=(addr, len)`), as
@@ -1240,6 +1373,142 @@ fn big_int<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         .call_method1("from_bytes", (PyBytes::new(py, b), "big"))
 }
 
+/// `0x…` (a recorded value of any width) as an int; `None` as None.
+fn hex_to_py<'py>(py: Python<'py>, v: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    match v.and_then(|v| v.strip_prefix("0x")) {
+        Some(digits) => py.get_type::<pyo3::types::PyInt>().call1((digits, 16)),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// A JSON value as Python values, with `0x…` strings (addresses, values) as ints.
+fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => py.None().into_bound(py),
+        J::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        J::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (None, Some(i)) => i.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        J::String(s)
+            if s.len() > 2
+                && s.starts_with("0x")
+                && s[2..].bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            hex_to_py(py, Some(s))?
+        }
+        J::String(s) => PyString::new(py, s).into_any(),
+        J::Array(items) => {
+            let l = PyList::empty(py);
+            for i in items {
+                l.append(json_to_py(py, i)?)?;
+            }
+            l.into_any()
+        }
+        J::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, v) in m {
+                d.set_item(k, json_to_py(py, v)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// [`py_err`], with `steps::past_end`'s error as IndexError.
+fn index_error(e: Error) -> PyErr {
+    match e {
+        Error::Unsupported(m) if m.contains("is past the end") => PyIndexError::new_err(m),
+        e => py_err(e),
+    }
+}
+
+/// An opened trace, or anything `open` takes (opened with `format` and `options`).
+fn opened_of(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Opened> {
+    if let Ok(t) = obj.cast::<Trace>() {
+        return Ok(t.get().opened.clone());
+    }
+    Ok(open(py, obj, format, options)?.opened)
+}
+
+/// Compares two traces of the same format, as `tracekit diff --json` does: {"equal":
+/// bool, "regions": [region, …], "summary": {…}}, each region a dict of its kind, its
+/// spans in A and B and what differs at its first instruction (addresses and values as
+/// ints). `a` and `b` are Traces or anything `open` takes; `threads` pairs A's and B's
+/// threads, `ignore` names registers not to compare, `mem=False` leaves memory out.
+#[pyfunction]
+#[pyo3(signature = (a, b, format=None, *, threads=Vec::new(), ignore=Vec::new(), mem=true, window=None, context=3, **options))]
+#[allow(clippy::too_many_arguments)] // diff's options, as keywords
+fn diff(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    threads: Vec<(u64, u64)>,
+    ignore: Vec<String>,
+    mem: bool,
+    window: Option<u64>,
+    context: usize,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    use trace_registry::analyses::diff::{self as d, DiffError, DiffOptions};
+    let (a, b) = (
+        opened_of(py, a, format, options)?,
+        opened_of(py, b, format, options)?,
+    );
+    if a.handler.name() != b.handler.name() {
+        return Err(PyValueError::new_err(format!(
+            "A is a {} trace and B a {} trace: diff compares two traces of the same format",
+            a.handler.name(),
+            b.handler.name()
+        )));
+    }
+    let diff_options = DiffOptions {
+        threads,
+        ignore,
+        mem,
+        window: window.unwrap_or(DiffOptions::default().window),
+        context,
+        ..DiffOptions::default()
+    };
+    let found = py.detach(move || -> Result<_, Error> {
+        let (mut input_a, mut input_b) = (a.source.input()?, b.source.input()?);
+        let mut steps_a = a.handler.steps(&mut input_a, &mut Ctx::new(&a.options))?;
+        let mut steps_b = b.handler.steps(&mut input_b, &mut Ctx::new(&b.options))?;
+        let mut regions = Vec::new();
+        let summary = d::diff(&mut *steps_a, &mut *steps_b, &diff_options, &mut |r| {
+            regions.push(serde_json::to_value(r).unwrap_or_default());
+            Ok(())
+        });
+        let summary = match summary {
+            Ok(s) => s,
+            Err(DiffError::Read { source, .. } | DiffError::Other(source)) => return Err(source),
+            Err(e) => return Err(Error::Unsupported(e.to_string())),
+        };
+        Ok((regions, summary))
+    });
+    let (regions, summary) = found.map_err(py_err)?;
+    let out = PyDict::new(py);
+    out.set_item("equal", summary.is_equal())?;
+    let list = PyList::empty(py);
+    for r in &regions {
+        list.append(json_to_py(py, r)?)?;
+    }
+    out.set_item("regions", list)?;
+    out.set_item(
+        "summary",
+        json_to_py(py, &serde_json::to_value(&summary).unwrap_or_default())?,
+    )?;
+    Ok(out.into_any().unbind())
+}
+
 /// A record tree as Python values.
 fn node_to_py<'py>(
     py: Python<'py>,
@@ -1318,6 +1587,7 @@ fn tracekit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_class::<Trace>()?;
     m.add_class::<RecordIter>()?;
     m.add_class::<BatchIter>()?;

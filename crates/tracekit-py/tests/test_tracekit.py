@@ -580,3 +580,118 @@ def test_readme_example(capsys, monkeypatch):
         assert "x64dbg ['instructions', 'registers', 'memory']" in out, path
         assert "\n1100\n" in out, path
         assert "damaged at offset" in out, path
+
+
+def ints(v):
+    """A `tracekit … --json` value with its `0x…` strings as ints, as the package gives them."""
+    if isinstance(v, str) and v.startswith("0x"):
+        return int(v, 16)
+    if isinstance(v, list):
+        return [ints(x) for x in v]
+    if isinstance(v, dict):
+        return {k: ints(x) for k, x in v.items()}
+    return v
+
+
+def test_mem_equals_cli():
+    """`Trace.mem` gives `tracekit mem --json`'s answer, with the value as bytes; a
+    tfile's bytes from earlier frames are marked as the CLI marks them."""
+    path = TESTDATA / "x64dbg/basic.trace64"
+    t = tracekit.open(path)
+    for at, addr, length in ((701, 0x24FE00, 8), (690, 0x24FE00, 8), (5, 0x24FDF0, 32)):
+        expected = json.loads(
+            cli("mem", str(path), "--at", str(at), hex(addr), str(length), "--json").stdout
+        )
+        m = t.mem(at, addr, length)
+        assert {k: m[k] for k in expected} == ints(expected)
+        if None not in m["bytes"]:
+            assert m["value"] == bytes(m["bytes"])
+        else:
+            assert m["value"] is None
+    assert t.mem(701, 0x24FE00)["value"] == (0xB63E1BA01EC921ED).to_bytes(8, "little")
+    with pytest.raises(IndexError):
+        t.mem(1100, 0x24FE00)
+    # quirks.tf's frame 6 does not collect 0x404060.., which frame 5 did.
+    tf = TESTDATA / "gdb-tfile/quirks.tf"
+    ft = tracekit.open(tf)
+    for at in (5, 6):
+        expected = json.loads(cli("mem", str(tf), "--at", str(at), "0x404060", "8", "--json").stdout)
+        m = ft.mem(at, 0x404060, 8)
+        assert {k: m[k] for k in expected} == ints(expected)
+        assert m["earlier"] == [at == 6] * 8
+        assert m["source"] == [5] * 8
+    # An x64dbg answer has no "earlier".
+    assert "earlier" not in t.mem(701, 0x24FE00)
+
+
+def test_xref_equals_cli():
+    path = TESTDATA / "x64dbg/basic.trace64"
+    t = tracekit.open(path)
+    expected = [
+        ints(json.loads(l)) for l in cli("xref", str(path), "0x24fe00:8").stdout.splitlines()
+    ]
+    hits = t.xref(0x24FE00, len=8)
+    assert len(hits) > 2
+    assert hits == expected
+    pc = hits[0]["pc"]
+    expected = [
+        ints(json.loads(l)) for l in cli("xref", str(path), "--pc", hex(pc)).stdout.splitlines()
+    ]
+    assert t.xref(pc=pc) == expected and len(expected) >= 1
+    with pytest.raises(ValueError):
+        t.xref()
+
+
+def test_diff_equals_cli(tmp_path):
+    """`tracekit.diff` gives the regions and the summary of `tracekit diff --json`."""
+    a = TESTDATA / "x64dbg/basic.trace64"
+    same = tracekit.diff(a, a)
+    assert same["equal"] and same["regions"] == []
+    assert same["summary"]["regions"] == 0
+    # B: rax changed from the middle of a Tenet trace on (a text format, easy to edit).
+    ta = TESTDATA / "tenet/basic.log"
+    lines = ta.read_text().splitlines()
+    k = next(
+        n
+        for n, l in enumerate(lines)
+        if n > len(lines) // 2 and not l.startswith("#") and "rax=" not in l
+    )
+    lines[k] = "rax=0x1234," + lines[k]
+    tb = tmp_path / "b.log"
+    tb.write_text("\n".join(lines) + "\n")
+    out = subprocess.run(
+        [TRACEKIT, "diff", str(ta), str(tb), "--json"], capture_output=True, text=True
+    )
+    expected = [json.loads(l) for l in out.stdout.splitlines()]
+    got = tracekit.diff(ta, tb)
+    assert got["regions"] == [ints(r) for r in expected[:-1]]
+    assert got["summary"] == ints(expected[-1]["summary"])
+    assert got["equal"] == (out.returncode == 0)
+    # Traces as opened work too; formats must agree.
+    assert tracekit.diff(tracekit.open(ta), tracekit.open(ta))["equal"]
+    with pytest.raises(ValueError):
+        tracekit.diff(a, ta)
+
+
+def test_bbv_equals_cli(tmp_path):
+    """`Trace.bbv` gives the slices `tracekit bbv` writes, per thread and merged."""
+    path = TESTDATA / "x64dbg/basic.trace64"
+    t = tracekit.open(path)
+    for merged in (False, True):
+        out = tmp_path / ("m.bb" if merged else "t.bb")
+        args = ["bbv", str(path), "--slice", "100", "-o", str(out)] + (["--global"] if merged else [])
+        cli(*args)
+        streams = t.bbv(slice=100, merged=merged)
+        assert streams
+        for s in streams:
+            file = out if merged else tmp_path / f"t.T{s['thread']}.bb"
+            slices = [
+                {int(e.split(":")[1]): int(e.split(":")[2]) for e in line[1:].split()}
+                for line in file.read_text().splitlines()
+                if line.startswith("T")
+            ]
+            assert s["slices"] == slices
+            assert s["instructions"] == sum(sum(v.values()) for v in slices)
+            assert (s["thread"] is None) == merged
+    with pytest.raises(ValueError):
+        t.bbv(slice=0)

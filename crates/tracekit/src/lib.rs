@@ -12,8 +12,8 @@
 //! tracekit validate FILE [--json]  "ok" (exit 0) or the first error and its offset (exit 1)
 //! tracekit merge DIR              amber thread directory → one timeline (JSON Lines)
 //! tracekit find FILE --pc ADDR …  frames of a GDB tracepoint file (GDB's tfind)
-//! tracekit state FILE --at N      every register before instruction N
-//! tracekit mem FILE --at N ADDR [LEN]  memory as known before instruction N (hex dump)
+//! tracekit state FILE --at N [--regs R,…]  the registers before instruction N
+//! tracekit mem FILE --at N ADDR|[REG+OFF] [LEN]  memory as known before instruction N
 //! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
 //! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit dot FILE               Graphviz drawing of a DCFG
@@ -24,15 +24,19 @@
 //! tracekit encode EDGES --dcfg F  JSON Lines edge lists → DCFG-Trace
 //! tracekit diff A B               where two traces part and join again (exit 0/1/2)
 //! tracekit bbv FILE --slice N -o OUT.bb  basic-block vectors for SimPoint, per thread
-//! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
+//! tracekit simpoint F.bb --max-k K [-o PREFIX]  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! tracekit serve FILE [--port N]  trace explorer in the browser (prints its URL)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
 //! The format is detected from the content (or the `.tt6`/`.tt6e` extension) unless
-//! `--format NAME` says otherwise. Errors print `error: … at offset 0x…` and exit 1; usage
-//! errors exit 2.
+//! `--format NAME` says otherwise. The input options (`--format`, `--dcfg`, `-q`, …) may
+//! come before or after the command, which takes only those that apply to it ([`Cli::resolve`]).
+//! Every output is `-o/--output` (`--out` too); a command that writes files refuses an
+//! existing one unless `--force`, and says what it wrote on stderr (not with `-q`). Counts
+//! take `K`/`M`/`G` suffixes (thousands, millions, billions), byte sizes too (KiB, MiB,
+//! GiB). Errors print `error: … at offset 0x…` and exit 1; usage errors exit 2.
 
 pub mod commands;
 mod error;
@@ -64,50 +68,97 @@ fn format_names() -> PossibleValuesParser {
 #[command(
     name = "tracekit",
     version,
-    about = "Inspect, query, compare, dump, validate and convert CPU execution traces"
+    about = "Inspect, query, compare, dump, validate and convert CPU execution traces",
+    after_help = "The input options may come before or after the command; each command takes \
+                  those that apply to it (`tracekit COMMAND --help` lists them)."
 )]
 pub struct Cli {
-    /// Read the input as this format instead of detecting it.
-    #[arg(long, global = true, value_parser = format_names())]
-    pub format: Option<String>,
-    /// No progress line on stderr.
-    #[arg(long, short, global = true)]
-    pub quiet: bool,
-    /// Format-specific options.
+    /// Input options given before the command, as earlier versions took them: each must be
+    /// one the command takes (it is then as if given after it).
     #[command(flatten)]
-    pub opts: FormatOptions,
+    pub early: Early,
     /// What to do.
     #[command(subcommand)]
     pub command: Cmd,
 }
 
-/// Options that only some formats use; the others ignore them.
+/// The input options, accepted before the command too (`tracekit --format tenet info F`).
 #[derive(Debug, Default, Clone, Args)]
-pub struct FormatOptions {
+pub struct Early {
+    /// How to read the trace.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// `--disasm`.
+    #[command(flatten)]
+    pub disasm: DisasmArg,
+    /// `--index`.
+    #[command(flatten)]
+    pub index: IndexArg,
+}
+
+/// How to read the input trace: the options of every command that reads one, listed
+/// under their own heading. Each applies to one format; the others ignore it.
+#[derive(Debug, Default, Clone, Args)]
+#[command(next_help_heading = "Input options")]
+pub struct InputArgs {
+    /// No progress line (nor summary) on stderr: only warnings and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Read the input as this format instead of detecting it.
+    #[arg(long, value_parser = format_names())]
+    pub format: Option<String>,
     /// dcfg-trace: the DCFG of the traced run, to map edges to blocks and check counts.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     pub dcfg: Option<PathBuf>,
     /// gdb-tfile: the target is big-endian (the file does not say; little by default).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub big_endian: bool,
     /// amber FULL: the record size (1004 or 1008) instead of detecting it.
-    #[arg(long, global = true, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES")]
     pub record_size: Option<u32>,
     /// dcfg-trace: lenient decoding (cut an overshooting multi-edge group, ignore "" next to
     /// other codes) instead of strict errors.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub lenient: bool,
+    /// tenet: the architecture instead of detecting it from the register names.
+    #[arg(long, value_name = "ARCH", value_parser = ["amd64", "x86"])]
+    pub arch: Option<String>,
+}
+
+/// `--disasm`, for the commands that show or size instructions.
+#[derive(Debug, Default, Clone, Args)]
+#[command(next_help_heading = "Input options")]
+pub struct DisasmArg {
     /// Disassemble: x64dbg instructions, tfile frames (x86/x64, with the bytes at pc
     /// collected) and amber records get `asm`; x64dbg memory accesses get `size` and
     /// `access` (read, write, readwrite or unknown) from the instruction's operands.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub disasm: bool,
-    /// tenet: the architecture instead of detecting it from the register names.
-    #[arg(long, global = true, value_name = "ARCH", value_parser = ["amd64", "x86"])]
-    pub arch: Option<String>,
+}
+
+/// `--index`, for the commands that answer from the sidecar index.
+#[derive(Debug, Default, Clone, Args)]
+#[command(next_help_heading = "Input options")]
+pub struct IndexArg {
     /// The sidecar index (`tracekit index`) to use instead of FILE.tkidx beside the trace.
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub index: Option<PathBuf>,
+}
+
+/// `-q`, for the commands that print progress or a summary on stderr.
+#[derive(Debug, Default, Clone, Copy, Args)]
+pub struct QuietArg {
+    /// Nothing on stderr but warnings and errors: no progress line, no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `--force`, for the commands that write files.
+#[derive(Debug, Default, Clone, Copy, Args)]
+pub struct ForceArg {
+    /// Replace the output if it exists (without it, an existing output is an error).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The subcommands.
@@ -120,11 +171,20 @@ pub enum Cmd {
         /// Machine-readable JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Print every record as one JSON line (JSON Lines).
     Dump {
         /// The trace file, or - for stdin.
         file: OsString,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
     },
     /// Check the whole file; print "ok" or the first error with its offset.
     Validate {
@@ -133,19 +193,35 @@ pub enum Cmd {
         /// Machine-readable JSON: `{"ok":true,…}` or `{"ok":false,"error":…,"offset":…}`.
         #[arg(long)]
         json: bool,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Merge an amber threads directory (`thread_NNN.tt6`/`.tt6e`) into one timeline, one
     /// JSON line per instruction with its `thread` and `seq`.
     Merge {
         /// The directory.
         dir: OsString,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Draw a DCFG (or part of it) as Graphviz DOT.
-    Dot(DotArgs),
+    Dot {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: DotArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+    },
     /// Loop statistics of a DCFG as CSV.
     Loops {
         /// The DCFG file, or - for stdin.
         file: OsString,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Convert a trace to another format: any trace with an instruction stream (amber,
     /// x64dbg, Tenet, gdb-tfile) to `din`; an x64dbg trace (or any x86/x64 instruction
@@ -159,50 +235,185 @@ pub enum Cmd {
         #[arg(long, value_name = "FORMAT")]
         to: String,
         /// Write here instead of stdout.
-        #[arg(long, short)]
+        #[arg(long, short, alias = "out")]
         output: Option<PathBuf>,
         /// `--to tfile`: the thread to convert (its id in decimal, as `dump` prints it);
         /// default the first thread of the file.
-        #[arg(long, value_name = "T")]
+        #[arg(long, value_name = "T", value_parser = commands::args::number, allow_negative_numbers = true)]
         thread: Option<u64>,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
     },
     /// Encode JSON Lines edge lists into a DCFG-Trace file.
-    Encode(EncodeArgs),
+    Encode {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: EncodeArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// `-q`.
+        #[command(flatten)]
+        quiet: QuietArg,
+    },
     /// Find the frames of a GDB tracepoint file by pc, tracepoint, pc range or collected
     /// memory (GDB's `tfind`, all at once): frame numbers, or JSON Lines with `--json`.
-    Find(commands::find::FindArgs),
+    Find {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::find::FindArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+    },
     /// Every access to an address range (ADDR or ADDR:LEN), or with --pc every execution
     /// of an address, as JSON Lines; from the sidecar index when there is one.
-    Xref(commands::xref::XrefArgs),
+    Xref {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::xref::XrefArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
     /// Write the sidecar index (FILE.tkidx): address and pc lists for `xref`, seek points
     /// for `state` and `mem`.
-    Index(commands::xref::IndexArgs),
+    Index {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::xref::IndexArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+    },
     /// Export every record as a Parquet dataset (a folder per table) for DuckDB and Spark.
     #[command(after_long_help = EXPORT_TABLES)]
-    Export(ExportArgs),
+    Export {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: ExportArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+    },
     /// Every named register before instruction N (x64dbg, gdb-tfile frames, amber FULL):
     /// an aligned table, or one JSON line with `--json`.
-    State(commands::state::StateArgs),
+    State {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::state::StateArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
     /// The memory bytes as known before instruction N: from the latest access before it,
     /// else inferred from the first at or after it (`*`), else unknown (`??`); a hex dump,
     /// or one JSON line with `--json`.
-    Mem(commands::mem::MemArgs),
+    Mem {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::mem::MemArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
     /// Compare two traces of the same format: where they part and join again. Exit 0 when
     /// equal, 1 when different, 2 on any error (as `diff`).
-    Diff(commands::diff::DiffArgs),
+    Diff {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::diff::DiffArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+    },
     /// Basic-block vectors for SimPoint (`.bb`), one file per thread or one over the merged
     /// timeline (`--global`), with LoopPoint's markers and, with `--loop-bounded`, its
     /// loop-entry boundaries.
-    Bbv(commands::bbv::BbvArgs),
+    Bbv {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::bbv::BbvArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+    },
     /// SimPoint's clustering of a `.bb` file: writes F.simpoints and F.weights (the
-    /// simulation point and weight of each cluster) beside it, or PREFIX.* with --out.
-    Simpoint(commands::simpoint::SimpointArgs),
+    /// simulation point and weight of each cluster) beside it, or PREFIX.* with -o.
+    Simpoint {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::simpoint::SimpointArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+    },
     /// The simulation points of a `.bb` file as a LoopPoint-style region CSV: start and end
     /// (pc, count) markers, length, weight and multiplier of each region.
-    Regions(commands::regions::RegionsArgs),
+    Regions {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::regions::RegionsArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// `-q`.
+        #[command(flatten)]
+        quiet: QuietArg,
+    },
     /// A trace explorer in the browser: serves the trace and a page on 127.0.0.1 (the URL,
     /// with its access token, is printed) until killed.
-    Serve(commands::serve::ServeArgs),
+    Serve {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::serve::ServeArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -216,7 +427,7 @@ pub struct ExportArgs {
     pub file: OsString,
     /// The dataset folder to create (and its missing parents): `DIR/<table>/part-NNNNN.parquet`
     /// and `DIR/_tracekit.json`.
-    #[arg(long, short, value_name = "DIR")]
+    #[arg(long, short, alias = "out", value_name = "DIR")]
     pub output: PathBuf,
     /// The output format.
     #[arg(long, value_name = "FORMAT", default_value = "parquet", value_parser = ["parquet"])]
@@ -224,11 +435,13 @@ pub struct ExportArgs {
     /// Page compression.
     #[arg(long, default_value = "zstd", value_parser = ["zstd", "snappy", "none"])]
     pub compression: String,
-    /// Start a new file every N rows (default: files of about 128 MiB).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Start a new file every N rows (default: files of about 128 MiB); `K`, `M`, `G`
+    /// suffixes count thousands, millions, billions.
+    #[arg(long, value_name = "N", value_parser = commands::args::positive_count, allow_negative_numbers = true)]
     pub rows_per_file: Option<u64>,
-    /// Rows per row group (the unit engines skip by their min/max statistics).
-    #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Rows per row group (the unit engines skip by their min/max statistics); `K`, `M`,
+    /// `G` suffixes as for --rows-per-file.
+    #[arg(long, value_name = "N", default_value = "1048576", value_parser = commands::args::positive_count, allow_negative_numbers = true)]
     pub row_group_rows: u64,
     /// On a damaged input keep every complete record before the error (the manifest says
     /// "complete": false, with the error and its offset); the exit code is still 1.
@@ -253,9 +466,9 @@ pub struct DotArgs {
     /// Only this image.
     #[arg(long)]
     pub image: Option<u64>,
-    /// Only the routine with this entry block id.
-    #[arg(long)]
-    pub routine: Option<u64>,
+    /// Only this routine: its name (the symbol at its entry block) or its entry block id.
+    #[arg(long, value_name = "NAME|ID")]
+    pub routine: Option<String>,
     /// Only the routine containing this loop (a loop-head block id), as `dcfg-to-dot` does.
     #[arg(long = "loop")]
     pub loop_id: Option<u64>,
@@ -273,11 +486,15 @@ pub struct EncodeArgs {
     /// JSON Lines input: one object per thread, e.g. `{"pid":0,"thread":0,"edges":[1,5,7]}`,
     /// or - for stdin.
     pub edges: OsString,
+    /// The DCFG of the run: each edge counts its source block's instructions (without it,
+    /// one each).
+    #[arg(long, value_name = "FILE")]
+    pub dcfg: Option<PathBuf>,
     /// Write the DCFG-Trace here instead of stdout.
-    #[arg(long, short)]
+    #[arg(long, short, alias = "out")]
     pub output: Option<PathBuf>,
-    /// Instructions per chunk.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Instructions per chunk (`K`, `M`, `G`: thousands, millions, billions).
+    #[arg(long, value_name = "N", default_value = "1000000", value_parser = commands::args::positive_count, allow_negative_numbers = true)]
     pub chunk_instrs: u64,
     /// Fold deterministic chains into multi-edge transitions.
     #[arg(long)]
@@ -290,18 +507,196 @@ pub struct EncodeArgs {
     pub dictionary: bool,
 }
 
-impl FormatOptions {
+/// The options a command runs with: its own, and those given before it.
+#[derive(Debug, Default, Clone)]
+pub struct Resolved {
+    /// How to read the trace (and `-q`).
+    pub input: InputArgs,
+    /// `--disasm`.
+    pub disasm: DisasmArg,
+    /// `--index`.
+    pub index: IndexArg,
+}
+
+impl Resolved {
     /// The registry's options.
     #[must_use]
-    pub fn to_options(&self) -> trace_registry::Options {
+    pub fn options(&self) -> trace_registry::Options {
+        self.input.to_options(&self.disasm, &self.index)
+    }
+}
+
+impl Cmd {
+    /// The option groups this command takes: input options (with `-q`), `--disasm`,
+    /// `--index`, and a `-q` of its own (the commands that read no trace).
+    fn groups(
+        &self,
+    ) -> (
+        Option<&InputArgs>,
+        Option<&DisasmArg>,
+        Option<&IndexArg>,
+        Option<&QuietArg>,
+    ) {
+        match self {
+            Cmd::Info { input, .. }
+            | Cmd::Validate { input, .. }
+            | Cmd::Merge { input, .. }
+            | Cmd::Dot { input, .. }
+            | Cmd::Loops { input, .. }
+            | Cmd::Find { input, .. }
+            | Cmd::Index { input, .. }
+            | Cmd::Bbv { input, .. } => (Some(input), None, None, None),
+            Cmd::Dump { input, disasm, .. }
+            | Cmd::Convert { input, disasm, .. }
+            | Cmd::Export { input, disasm, .. }
+            | Cmd::Diff { input, disasm, .. } => (Some(input), Some(disasm), None, None),
+            Cmd::Xref {
+                input,
+                disasm,
+                index,
+                ..
+            }
+            | Cmd::State {
+                input,
+                disasm,
+                index,
+                ..
+            }
+            | Cmd::Mem {
+                input,
+                disasm,
+                index,
+                ..
+            }
+            | Cmd::Serve {
+                input,
+                disasm,
+                index,
+                ..
+            } => (Some(input), Some(disasm), Some(index), None),
+            Cmd::Encode { quiet, .. } | Cmd::Regions { quiet, .. } => {
+                (None, None, None, Some(quiet))
+            }
+            Cmd::Simpoint { .. } => (None, None, None, None),
+        }
+    }
+
+    /// The command's name, for messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Cmd::Info { .. } => "info",
+            Cmd::Dump { .. } => "dump",
+            Cmd::Validate { .. } => "validate",
+            Cmd::Merge { .. } => "merge",
+            Cmd::Dot { .. } => "dot",
+            Cmd::Loops { .. } => "loops",
+            Cmd::Convert { .. } => "convert",
+            Cmd::Encode { .. } => "encode",
+            Cmd::Find { .. } => "find",
+            Cmd::Xref { .. } => "xref",
+            Cmd::Index { .. } => "index",
+            Cmd::Export { .. } => "export",
+            Cmd::State { .. } => "state",
+            Cmd::Mem { .. } => "mem",
+            Cmd::Diff { .. } => "diff",
+            Cmd::Bbv { .. } => "bbv",
+            Cmd::Simpoint { .. } => "simpoint",
+            Cmd::Regions { .. } => "regions",
+            Cmd::Serve { .. } => "serve",
+        }
+    }
+}
+
+impl Cli {
+    /// The command's options merged with those given before it.
+    ///
+    /// # Errors
+    ///
+    /// An option given before the command that the command does not take (usage).
+    pub fn resolve(&self) -> Result<Resolved, CliError> {
+        let (input, disasm, index, quiet) = self.command.groups();
+        let e = &self.early;
+        let mut stray: Vec<&str> = Vec::new();
+        let r = Resolved {
+            input: match input {
+                Some(i) => InputArgs {
+                    quiet: i.quiet || e.input.quiet,
+                    format: i.format.clone().or_else(|| e.input.format.clone()),
+                    dcfg: i.dcfg.clone().or_else(|| e.input.dcfg.clone()),
+                    big_endian: i.big_endian || e.input.big_endian,
+                    record_size: i.record_size.or(e.input.record_size),
+                    lenient: i.lenient || e.input.lenient,
+                    arch: i.arch.clone().or_else(|| e.input.arch.clone()),
+                },
+                None => {
+                    // `encode --dcfg` is its own option, also taken before the command.
+                    let encode = matches!(self.command, Cmd::Encode { .. });
+                    stray.extend(e.input.given().into_iter().filter(|&n| {
+                        !(n == "--quiet" && quiet.is_some() || n == "--dcfg" && encode)
+                    }));
+                    InputArgs {
+                        quiet: quiet.is_some_and(|q| q.quiet) || e.input.quiet,
+                        ..InputArgs::default()
+                    }
+                }
+            },
+            disasm: DisasmArg {
+                disasm: disasm.is_some_and(|d| d.disasm) || e.disasm.disasm,
+            },
+            index: IndexArg {
+                index: index
+                    .and_then(|i| i.index.clone())
+                    .or_else(|| e.index.index.clone()),
+            },
+        };
+        if disasm.is_none() && e.disasm.disasm {
+            stray.push("--disasm");
+        }
+        if index.is_none() && e.index.index.is_some() {
+            stray.push("--index");
+        }
+        match stray.as_slice() {
+            [] => Ok(r),
+            names => Err(CliError::Usage(format!(
+                "{} does not apply to `tracekit {}`",
+                names.join(", "),
+                self.command.name()
+            ))),
+        }
+    }
+}
+
+impl InputArgs {
+    /// The long names of the options given.
+    fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            ("--quiet", self.quiet),
+            ("--format", self.format.is_some()),
+            ("--dcfg", self.dcfg.is_some()),
+            ("--big-endian", self.big_endian),
+            ("--record-size", self.record_size.is_some()),
+            ("--lenient", self.lenient),
+            ("--arch", self.arch.is_some()),
+        ];
+        flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// The registry's options: these, with `--disasm` and `--index` where the command
+    /// takes them.
+    #[must_use]
+    pub fn to_options(&self, disasm: &DisasmArg, index: &IndexArg) -> trace_registry::Options {
         trace_registry::Options {
             dcfg: self.dcfg.clone(),
             big_endian: self.big_endian,
             record_size: self.record_size,
             lenient: self.lenient,
-            disasm: self.disasm,
+            disasm: disasm.disasm,
             arch: self.arch.clone(),
-            index: self.index.clone(),
+            index: index.index.clone(),
         }
     }
 }
@@ -328,65 +723,83 @@ fn expect_format(got: &dyn Handler, allowed: &[&str], cmd: &str) -> Result<(), C
     }
 }
 
-/// Runs a parsed command line, writing results to `out` and warnings to `err`.
+/// Runs a parsed command line, writing results to `out` and warnings and summaries to
+/// `err`.
 ///
 /// # Errors
 ///
 /// Whatever the command fails with.
 pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
-    let options = cli.opts.to_options();
-    let forced = cli.format.as_deref();
-    let progress = |input: &Input| Progress::new(input.file_len(), !cli.quiet);
+    let r = cli.resolve()?;
+    let progress = |input: &Input| Progress::new(input.file_len(), !r.input.quiet);
+    let mut sink = io::sink();
     match &cli.command {
-        Cmd::Info { file, json } => {
-            let (input, h) = open(file, forced)?;
-            let p = progress(&input);
-            commands::info(h, input, &options, *json, p, out, err)
+        Cmd::Info { file, json, .. } => {
+            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            commands::info(h, opened, &r.options(), *json, p, out, err)
         }
-        Cmd::Dump { file } => {
-            let (input, h) = open(file, forced)?;
-            let p = progress(&input);
-            commands::dump(h, input, &options, p, out, err)
+        Cmd::Dump { file, .. } => {
+            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::dump(h, opened, &o, p, out, err)
         }
-        Cmd::Merge { dir } => {
-            let (input, h) = open(dir, forced)?;
-            if !input.is_dir() {
+        Cmd::Merge { dir, .. } => {
+            let (opened, h) = open(dir, r.input.format.as_deref())?;
+            if !opened.is_dir() {
                 return Err(CliError::Usage(format!(
                     "`tracekit merge` takes an amber threads directory (thread_NNN.tt6 or .tt6e files), not {}",
-                    input.name()
+                    opened.name()
                 )));
             }
             expect_format(h, &["tt6", "tt6e"], "merge")?;
-            commands::dump(h, input, &options, Progress::hidden(), out, err)
+            let o = r.options();
+            commands::dump(h, opened, &o, Progress::hidden(), out, err)
         }
-        Cmd::Validate { file, json } => {
-            let opened = trace_registry::open(file, forced);
-            commands::validate(opened, &options, *json, !cli.quiet, out, err)
+        Cmd::Validate { file, json, .. } => {
+            let opened = trace_registry::open(file, r.input.format.as_deref());
+            commands::validate(opened, &r.options(), *json, !r.input.quiet, out, err)
         }
-        Cmd::Dot(args) => {
-            let (input, h) = open(&args.file, forced)?;
+        Cmd::Dot { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
             expect_format(h, &["dcfg"], "dot")?;
-            commands::dot(input, &options, args, out)
+            commands::dot(opened, &r.options(), args, out)
         }
-        Cmd::Loops { file } => {
-            let (input, h) = open(file, forced)?;
+        Cmd::Loops { file, .. } => {
+            let (opened, h) = open(file, r.input.format.as_deref())?;
             expect_format(h, &["dcfg"], "loops")?;
-            commands::loops(input, &options, out)
+            commands::loops(opened, &r.options(), out)
         }
         Cmd::Convert {
             file,
             to,
             output,
             thread,
+            force,
+            ..
         } => {
-            let (input, h) = open(file, forced)?;
+            let o = r.options();
+            let (opened, h) = open(file, r.input.format.as_deref())?;
+            if let Some(path) = output
+                && to != "tenet"
+            {
+                commands::refuse_existing(path, force.force)?;
+            }
             if to == "tfile" {
                 let Some(path) = output else {
                     return Err(CliError::Usage(
                         "convert --to tfile writes a file: give -o OUT.tf".into(),
                     ));
                 };
-                return commands::to_tfile::convert(h, input, &options, *thread, path, out);
+                return commands::to_tfile::convert(
+                    h,
+                    opened,
+                    &o,
+                    *thread,
+                    path,
+                    summary(err, &mut sink, r.input.quiet),
+                );
             }
             if thread.is_some() {
                 return Err(CliError::Usage("--thread goes with --to tfile".into()));
@@ -397,7 +810,15 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                         "convert --to tenet writes one file per thread: give -o PREFIX".into(),
                     ));
                 };
-                return commands::to_tenet::convert(h, input, &options, prefix, out);
+                let force = force.force;
+                return commands::to_tenet::convert(
+                    h,
+                    opened,
+                    &o,
+                    prefix,
+                    force,
+                    summary(err, &mut sink, r.input.quiet),
+                );
             }
             if to != "din" {
                 return Err(CliError::Usage(format!(
@@ -405,55 +826,153 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                     h.name()
                 )));
             }
-            with_output(output.as_ref(), out, |out| {
-                commands::convert_din(h, input, &options, out, err)
-            })
+            let mut lines = 0u64;
+            with_output(output.as_ref(), out, |w| {
+                let mut counted = CountLines::new(w);
+                commands::convert_din(h, opened, &o, &mut counted, err)?;
+                lines = counted.lines;
+                Ok(())
+            })?;
+            if let Some(path) = output {
+                writeln!(
+                    summary(err, &mut sink, r.input.quiet),
+                    "{}: {lines} din lines",
+                    path.display()
+                )?;
+            }
+            Ok(())
         }
-        Cmd::Encode(args) => with_output(args.output.as_ref(), out, |out| {
-            commands::encode(args, &options, out, err)
-        }),
-        Cmd::Find(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::find::run(h, input, &options, args, p, out, err)
+        Cmd::Encode { args, force, .. } => {
+            if let Some(path) = &args.output {
+                commands::refuse_existing(path, force.force)?;
+            }
+            let mut done = None;
+            with_output(args.output.as_ref(), out, |w| {
+                let dcfg = args.dcfg.as_ref().or(cli.early.input.dcfg.as_ref());
+                done = Some(commands::encode(args, dcfg, w, err)?);
+                Ok(())
+            })?;
+            if let (Some(path), Some(d)) = (&args.output, done) {
+                writeln!(
+                    summary(err, &mut sink, r.input.quiet),
+                    "{}: {} process(es), {} thread(s), {} edges",
+                    path.display(),
+                    d.processes,
+                    d.threads,
+                    d.edges
+                )?;
+            }
+            Ok(())
         }
-        Cmd::Xref(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::xref::run(h, input, &options, args, p, out, err)
+        Cmd::Find { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            commands::find::run(h, opened, &r.options(), args, p, out, err)
         }
-        Cmd::Index(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::xref::build(h, input, &options, args, p, out, err)
+        Cmd::Xref { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::xref::run(h, opened, &o, args, p, out, err)
         }
-        Cmd::Export(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::export(h, input, &options, args, p, out, err)
+        Cmd::Index { args, force, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::xref::build(h, opened, &o, args, force.force, p, r.input.quiet, err)
         }
-        Cmd::State(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::state::run(h, input, &options, args, p, out, err)
+        Cmd::Export { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::export(h, opened, &o, args, p, r.input.quiet, err)
         }
-        Cmd::Mem(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            let p = progress(&input);
-            commands::mem::run(h, input, &options, args, p, out, err)
+        Cmd::State { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::state::run(h, opened, &o, args, p, out, err)
         }
-        Cmd::Diff(args) => {
-            commands::diff::run(forced, &options, args, out).map_err(CliError::for_diff)
+        Cmd::Mem { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::mem::run(h, opened, &o, args, p, out, err)
         }
-        Cmd::Bbv(args) => {
-            let (input, h) = open(&args.file, forced)?;
-            commands::bbv::run(h, input, &options, args, out)
+        Cmd::Diff { args, .. } => {
+            let o = r.options();
+            commands::diff::run(r.input.format.as_deref(), &o, args, out)
+                .map_err(CliError::for_diff)
         }
-        Cmd::Simpoint(args) => commands::simpoint::run(args, out, err),
-        Cmd::Regions(args) => with_output(args.output.as_ref(), out, |out| {
-            commands::regions::run(args, out)
-        }),
-        Cmd::Serve(args) => commands::serve::run(args, forced, &options, out, err),
+        Cmd::Bbv { args, force, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let o = r.options();
+            commands::bbv::run(
+                h,
+                opened,
+                &o,
+                args,
+                force.force,
+                summary(err, &mut sink, r.input.quiet),
+            )
+        }
+        Cmd::Simpoint { args, force } => commands::simpoint::run(args, force.force, out, err),
+        Cmd::Regions { args, force, .. } => {
+            if let Some(path) = &args.output {
+                commands::refuse_existing(path, force.force)?;
+            }
+            let mut rows = 0;
+            with_output(args.output.as_ref(), out, |w| {
+                rows = commands::regions::run(args, w)?;
+                Ok(())
+            })?;
+            if let Some(path) = &args.output {
+                writeln!(
+                    summary(err, &mut sink, r.input.quiet),
+                    "{}: {rows} regions",
+                    path.display()
+                )?;
+            }
+            Ok(())
+        }
+        Cmd::Serve { args, .. } => {
+            let o = r.options();
+            commands::serve::run(args, r.input.format.as_deref(), &o, out, err)
+        }
+    }
+}
+
+/// Where the summary of a command that writes files goes: stderr, unless `--quiet`.
+fn summary<'a>(err: &'a mut dyn Write, sink: &'a mut io::Sink, quiet: bool) -> &'a mut dyn Write {
+    if quiet { sink } else { err }
+}
+
+/// A writer that counts the lines written through it.
+struct CountLines<'a> {
+    inner: &'a mut dyn Write,
+    lines: u64,
+}
+
+impl<'a> CountLines<'a> {
+    fn new(inner: &'a mut dyn Write) -> Self {
+        CountLines { inner, lines: 0 }
+    }
+}
+
+impl Write for CountLines<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let newlines = buf
+            .get(..n)
+            .unwrap_or_default()
+            .iter()
+            .filter(|&&b| b == b'\n');
+        self.lines = self.lines.saturating_add(newlines.count() as u64);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -308,11 +308,11 @@ impl Unusable {
             )),
             Unusable::Missing => None,
             Unusable::Stale(why) => Some(format!(
-                "note: ignoring the index {}: {why}; `tracekit index` rebuilds it",
+                "note: ignoring the index {}: {why}; `tracekit index --force` rebuilds it",
                 path.display()
             )),
             Unusable::Damaged(e) => Some(format!(
-                "note: ignoring the sidecar: {e}; `tracekit index` rebuilds it"
+                "note: ignoring the sidecar: {e}; `tracekit index --force` rebuilds it"
             )),
         }
     }

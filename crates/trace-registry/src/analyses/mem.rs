@@ -88,6 +88,11 @@ pub struct Memory {
     pub source: Vec<Option<u64>>,
     /// Whether each byte was inferred from an access at or after `i` (its `old` value).
     pub inferred: Vec<Option<bool>>,
+    /// Snapshots (a tfile's frames) only: whether each known byte comes from a frame
+    /// before `i` (`source` says which), collected then and maybe changed since, rather
+    /// than from frame `i` itself. In the JSON only for snapshots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<Vec<Option<bool>>>,
     /// What the text calls a step ([`Steps::step_noun`]: "instruction", or "frame" for a
     /// tfile); not in the JSON.
     #[serde(skip)]
@@ -121,8 +126,23 @@ impl Memory {
             bytes: vec![None; len],
             source: vec![None; len],
             inferred: vec![None; len],
+            earlier: None,
             noun: "instruction",
         }
+    }
+
+    /// Fills [`Memory::earlier`] from the sources: the memory is a snapshot's.
+    fn mark_earlier(&mut self) {
+        let i = self.i;
+        self.earlier = Some(self.source.iter().map(|s| s.map(|s| s < i)).collect());
+    }
+
+    /// Whether byte `k` comes from an earlier snapshot.
+    fn is_earlier(&self, k: usize) -> bool {
+        self.earlier
+            .as_ref()
+            .and_then(|e| e.get(k).copied().flatten())
+            == Some(true)
     }
 
     /// Sets the bytes of the query that access `a` covers to its `bytes`, from instruction
@@ -242,10 +262,18 @@ impl Memory {
         );
         let end = self.addr.saturating_add(self.len);
         let digits = if end > u64::from(u32::MAX) { 16 } else { 8 };
-        let at = |a: u64| -> Option<(Option<u8>, bool)> {
+        // Each byte and the mark before it: `*` inferred, `~` from an earlier frame.
+        let at = |a: u64| -> Option<(Option<u8>, char)> {
             let k = usize::try_from(a.checked_sub(self.addr)?).ok()?;
             let b = self.bytes.get(k)?;
-            Some((*b, self.inferred.get(k).copied().flatten() == Some(true)))
+            let mark = if self.inferred.get(k).copied().flatten() == Some(true) {
+                '*'
+            } else if self.is_earlier(k) {
+                '~'
+            } else {
+                ' '
+            };
+            Some((*b, mark))
         };
         let mut row = self.addr & !0xf;
         while row < end {
@@ -265,8 +293,8 @@ impl Memory {
                         out.push_str(" ??");
                         text.push('?');
                     }
-                    Some((Some(b), inferred)) => {
-                        let _ = write!(out, "{}{b:02x}", if inferred { '*' } else { ' ' });
+                    Some((Some(b), mark)) => {
+                        let _ = write!(out, "{mark}{b:02x}");
                         text.push(if b.is_ascii_graphic() || b == b' ' {
                             char::from(b)
                         } else {
@@ -283,8 +311,17 @@ impl Memory {
         }
         let inferred = self.inferred.contains(&Some(true));
         let unknown = self.bytes.contains(&None);
-        if inferred || unknown {
+        let earlier = (0..self.bytes.len()).any(|k| self.is_earlier(k));
+        if inferred || unknown || earlier {
             out.push('\n');
+        }
+        if earlier {
+            let _ = writeln!(
+                out,
+                "~xx  earlier: {} {} did not collect it; the value an earlier {} collected \
+                 (it may have changed since)",
+                self.noun, self.i, self.noun
+            );
         }
         if inferred {
             let _ = writeln!(
@@ -305,6 +342,7 @@ impl Memory {
         use std::fmt::Write;
         let mut runs: Vec<(usize, usize, Option<u64>, bool)> = Vec::new();
         for (k, (source, inferred)) in self.source.iter().zip(&self.inferred).enumerate() {
+            // A run is one source: whether it is earlier follows from it.
             let inferred = *inferred == Some(true);
             match runs.last_mut() {
                 Some((_, end, s, i)) if *s == *source && *i == inferred => {
@@ -320,6 +358,9 @@ impl Memory {
             let _ = match source {
                 Some(i) if *inferred => {
                     writeln!(out, "  {from:#x}..{to:#x}  {} {i} (inferred)", self.noun)
+                }
+                Some(i) if self.earlier.is_some() && *i < self.i => {
+                    writeln!(out, "  {from:#x}..{to:#x}  {} {i} (earlier)", self.noun)
                 }
                 Some(i) => writeln!(out, "  {from:#x}..{to:#x}  {} {i}", self.noun),
                 None => writeln!(out, "  {from:#x}..{to:#x}  unknown"),
@@ -374,6 +415,20 @@ pub fn mem(
 ///
 /// As [`mem`].
 pub fn mem_of(
+    steps: &mut dyn Steps,
+    sidecar: Option<&mut Sidecar>,
+    ctx: &mut Ctx<'_>,
+    query: &MemQuery,
+) -> Result<(Memory, Option<Error>), Error> {
+    let (mut memory, damage) = find(steps, sidecar, ctx, query)?;
+    if steps.memory_is_snapshot() {
+        memory.mark_earlier();
+    }
+    Ok((memory, damage))
+}
+
+/// [`mem_of`] without marking the bytes of earlier snapshots.
+fn find(
     steps: &mut dyn Steps,
     sidecar: Option<&mut Sidecar>,
     ctx: &mut Ctx<'_>,
@@ -840,6 +895,9 @@ pub(crate) mod tests {
                 m.source[k] = Some(i);
                 m.inferred[k] = Some(inferred);
             }
+        }
+        if snapshot {
+            m.mark_earlier();
         }
         m
     }
@@ -1437,6 +1495,7 @@ pub(crate) mod tests {
             bytes: vec![Some(0x41), None, Some(0x01), Some(0x20)],
             source: vec![Some(3), None, Some(12), Some(12)],
             inferred: vec![Some(false), None, Some(true), Some(true)],
+            earlier: None,
             noun: "instruction",
         };
         let text = m.to_text();
@@ -1458,5 +1517,30 @@ pub(crate) mod tests {
             m.to_json(),
             r#"{"i":9,"addr":"0x100e","len":4,"bytes":[65,null,1,32],"source":[3,null,12,12],"inferred":[false,null,true,true]}"#
         );
+    }
+
+    #[test]
+    fn a_snapshot_marks_the_bytes_of_earlier_frames() {
+        let mut m = Memory {
+            i: 6,
+            addr: 0x40,
+            len: 3,
+            bytes: vec![Some(1), Some(2), None],
+            source: vec![Some(6), Some(2), None],
+            inferred: vec![Some(false), Some(false), None],
+            earlier: None,
+            noun: "frame",
+        };
+        m.mark_earlier();
+        assert_eq!(m.earlier, Some(vec![Some(false), Some(true), None]));
+        let text = m.to_text();
+        assert!(text.contains("00000040  01~02 ??"), "{text}");
+        assert!(
+            text.contains("~xx  earlier: frame 6 did not collect it"),
+            "{text}"
+        );
+        assert!(text.contains("  0x40..0x41  frame 6\n"), "{text}");
+        assert!(text.contains("  0x41..0x42  frame 2 (earlier)\n"), "{text}");
+        assert!(m.to_json().ends_with(r#""earlier":[false,true,null]}"#));
     }
 }

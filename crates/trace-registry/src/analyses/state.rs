@@ -45,6 +45,16 @@ pub struct State {
     /// Its address (not in the JSON, which has the pc register among `regs`).
     #[serde(skip)]
     pub pc: u64,
+    /// The instruction's text, once [`State::disassemble`] has made it (and the bytes are
+    /// recorded and decode); in the JSON only then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asm: Option<String>,
+    /// The instruction's bytes, where recorded (not in the JSON).
+    #[serde(skip)]
+    pub opcode: Vec<u8>,
+    /// The instruction set, to disassemble `opcode` with (not in the JSON).
+    #[serde(skip)]
+    pub isa: crate::steps::Isa,
     /// Every named register, in the format's order.
     #[serde(serialize_with = "regs_map")]
     pub regs: Vec<NamedReg>,
@@ -63,6 +73,35 @@ fn regs_map<S: serde::Serializer>(regs: &[NamedReg], s: S) -> Result<S::Ok, S::E
 }
 
 impl State {
+    /// Fills [`State::asm`] from the instruction's bytes (left `None` where there are
+    /// none, or they do not decode).
+    pub fn disassemble(&mut self) {
+        self.asm = crate::disasm::disassemble(self.isa, self.pc, &self.opcode);
+    }
+
+    /// The state with only the registers `names`, in that order.
+    ///
+    /// # Errors
+    ///
+    /// A name the state does not have, with the names it has.
+    pub fn only(mut self, names: &[String]) -> Result<State, String> {
+        let mut regs = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(r) = self.regs.iter().find(|r| *r.name == **name) else {
+                let known: Vec<&str> = self.regs.iter().map(|r| &*r.name).collect();
+                return Err(format!(
+                    "no register {name:?} before {} {}; it has: {}",
+                    self.noun,
+                    self.i,
+                    known.join(", ")
+                ));
+            };
+            regs.push(r.clone());
+        }
+        self.regs = regs;
+        Ok(self)
+    }
+
     /// The value of the register `name`, if the state has it.
     #[must_use]
     pub fn get(&self, name: &str) -> Option<&RegValue> {
@@ -85,6 +124,9 @@ impl State {
             "registers before {} {} (thread {}, pc {:#x})\n",
             self.noun, self.i, self.thread, self.pc
         );
+        if let Some(asm) = &self.asm {
+            out.push_str(&format!("{:#x}: {asm}\n", self.pc));
+        }
         if self.regs.is_empty() {
             out.push_str("(none collected)\n");
         }
@@ -189,8 +231,13 @@ pub fn state(
     ctx: &mut Ctx<'_>,
     at: u64,
 ) -> Result<State, Error> {
+    let disasm = ctx.options.disasm;
     let mut steps = handler.steps(input, ctx)?;
-    state_of(steps.as_mut(), handler.name(), at)
+    let mut s = state_of(steps.as_mut(), handler.name(), at)?;
+    if disasm {
+        s.disassemble();
+    }
+    Ok(s)
 }
 
 /// The registers before step `at` of `steps` (of a trace of the format `format`): [`state`]
@@ -206,8 +253,8 @@ pub fn state_of(
     at: u64,
 ) -> Result<State, Error> {
     steps.seek(at)?;
-    let (i, thread, pc) = match steps.next_step() {
-        Some(Ok(step)) => (step.i, step.thread, step.pc),
+    let (i, thread, pc, opcode) = match steps.next_step() {
+        Some(Ok(step)) => (step.i, step.thread, step.pc, step.opcode.to_vec()),
         Some(Err(e)) => return Err(e),
         None => return Err(crate::steps::past_end_of(steps.step_noun(), at, at)),
     };
@@ -225,6 +272,9 @@ pub fn state_of(
         i,
         thread,
         pc,
+        asm: None,
+        opcode,
+        isa: steps.isa(),
         regs,
         noun: steps.step_noun(),
     })
@@ -266,6 +316,9 @@ mod tests {
             i: 5,
             thread: 7,
             pc: 0x1000,
+            asm: None,
+            opcode: Vec::new(),
+            isa: crate::steps::Isa::X64,
             regs: vec![
                 reg("rax", RegValue::Word(0x1111)),
                 reg("rsp", RegValue::Word(0x14_fe00)),

@@ -24,12 +24,12 @@ pub struct BbvArgs {
     /// - for stdin.
     pub file: OsString,
     /// The slice size in instructions: a slice ends at the end of the block during which
-    /// its count reaches N.
-    #[arg(long, value_name = "N", value_parser = args::number)]
+    /// its count reaches N (`K`, `M`, `G`: thousands, millions, billions; `--slice 1M`).
+    #[arg(long, value_name = "N", value_parser = args::positive_count, allow_negative_numbers = true)]
     pub slice: u64,
     /// The output: `OUT.T<thread>.bb` per thread (`OUT.P<pid>.T<thread>.bb` for several
     /// processes), or `OUT.bb` with --global.
-    #[arg(long, short, value_name = "OUT.bb")]
+    #[arg(long, short, alias = "out", value_name = "OUT.bb")]
     pub output: PathBuf,
     /// Also write the block ids as CSV: id,process,block,pc,instructions,symbol.
     #[arg(long, value_name = "OUT.csv")]
@@ -64,21 +64,24 @@ pub fn stream_path(output: &Path, key: Option<StreamKey>, processes: bool) -> Pa
     PathBuf::from(p)
 }
 
-/// Writes the vectors (and the map); prints each file with its slices and instructions.
+/// Writes the vectors (and the map); prints each file with its slices and instructions
+/// on `summary`.
 ///
 /// # Errors
 ///
-/// A slice of 0, `--loop-bounded` without loops, or an input without blocks (exit 2); a
-/// damaged input or a DCFG of another run (exit 1, no output kept); a write error.
+/// `--loop-bounded` without loops, or an input without blocks (exit 2); an output that
+/// exists without `force`, a damaged input or a DCFG of another run (exit 1, no output
+/// kept); a write error.
 pub fn run(
     handler: &dyn Handler,
     mut input: Input,
     options: &Options,
     args: &BbvArgs,
-    out: &mut dyn Write,
+    force: bool,
+    summary: &mut dyn Write,
 ) -> Result<(), CliError> {
-    if args.slice == 0 {
-        return Err(CliError::Usage("--slice must be at least 1".into()));
+    if let Some(map) = &args.map {
+        super::refuse_existing(map, force)?;
     }
     if args.loop_bounded && (handler.name() != "dcfg-trace" || options.dcfg.is_none()) {
         return Err(CliError::Usage(
@@ -95,14 +98,26 @@ pub fn run(
         global: args.global,
         loop_bounded: args.loop_bounded,
     };
+    let mut existing = None;
     let result = bbv(&mut *blocks, &opts, |key| {
         let path = stream_path(&args.output, key, processes);
+        if let Err(e) = super::refuse_existing(&path, force) {
+            let message = e.to_string();
+            existing = Some(e);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                message,
+            ));
+        }
         let file = AtomicFile::create(&path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
         })?;
         Ok(BufWriter::new(file))
-    })
-    .map_err(CliError::usage_if_unsupported)?;
+    });
+    let result = match (result, existing) {
+        (Err(_), Some(e)) => return Err(e),
+        (r, _) => r.map_err(CliError::usage_if_unsupported)?,
+    };
     let map = match &args.map {
         Some(path) => {
             let cannot = |e| CliError::io(format!("cannot write {}", path.display()), e);
@@ -136,7 +151,7 @@ pub fn run(
         lines.push(format!("{}: {} blocks", to.display(), result.map.len()));
     }
     for l in lines {
-        writeln!(out, "{l}")?;
+        writeln!(summary, "{l}")?;
     }
     Ok(())
 }

@@ -34,8 +34,9 @@ pub struct DiffArgs {
     /// Do not compare memory accesses.
     #[arg(long)]
     pub no_mem: bool,
-    /// How many instructions to look ahead for the point where the pcs agree again.
-    #[arg(long, value_name = "N", default_value = "1000000", value_parser = window)]
+    /// How many instructions to look ahead for the point where the pcs agree again (`K`,
+    /// `M`, `G`: thousands, millions, billions).
+    #[arg(long, value_name = "N", default_value = "1M", value_parser = window, allow_negative_numbers = true)]
     pub window: u64,
     /// ASLR: B's pcs, addresses, register values and memory words inside
     /// [B_BASE, B_BASE+SIZE) are moved by A_BASE − B_BASE before comparing (SIZE: 0x1000000).
@@ -59,7 +60,7 @@ fn thread_pair(s: &str) -> Result<(u64, u64), String> {
 
 /// Parses a window of at least 16 instructions.
 fn window(s: &str) -> Result<u64, String> {
-    let n = args::number(s)?;
+    let n = args::count(s)?;
     if n < diff::SYNC_RUN as u64 {
         return Err(format!(
             "{s:?}: the window must hold at least {} instructions",
@@ -374,5 +375,7 @@ mod tests {
         assert!(rebase("x:2").is_err());
         assert!(window("15").is_err());
         assert_eq!(window("16"), Ok(16));
+        assert_eq!(window("2M"), Ok(2_000_000));
+        assert!(window("-1").unwrap_err().contains("must be ≥ 0"));
     }
 }

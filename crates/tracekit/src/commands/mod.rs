@@ -27,6 +27,22 @@ pub mod to_tenet;
 pub mod to_tfile;
 pub mod xref;
 
+/// The rule of every command that writes files: an existing output is an error unless
+/// `--force` (as `export` says of an existing dataset folder).
+///
+/// # Errors
+///
+/// `path` exists and `force` is false (exit 1, nothing written).
+pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), CliError> {
+    if force || std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    Err(CliError::io(
+        format!("cannot write {} (--force replaces it)", path.display()),
+        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+    ))
+}
+
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
@@ -116,7 +132,8 @@ pub fn dump(
 /// `tracekit export`: every record into a Parquet dataset at `args.output`, written under a
 /// temporary name and renamed when complete. On a damaged input the partial output is
 /// removed, or with `--partial` kept and marked incomplete; either way the error is
-/// returned (exit 1). Prints one line per table: rows, files, bytes.
+/// returned (exit 1). Prints one line per table on `err` (unless `quiet`): rows, files,
+/// bytes.
 ///
 /// # Errors
 ///
@@ -127,7 +144,7 @@ pub fn export(
     options: &Options,
     args: &ExportArgs,
     mut progress: Progress,
-    out: &mut dyn Write,
+    quiet: bool,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
     let threads = args.threads.map_or_else(
@@ -184,9 +201,9 @@ pub fn export(
         f => f,
     };
     let summaries = dataset.finish(&origin, failure.as_ref(), &notes)?;
-    for t in &summaries {
+    for t in summaries.iter().filter(|_| !quiet) {
         writeln!(
-            out,
+            err,
             "{:<20} {:>14} rows {:>5} file(s) {:>14} bytes",
             t.name, t.rows, t.files, t.bytes
         )?;
@@ -263,10 +280,14 @@ pub fn dot(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let d = dcfg_handler::load(&mut input, &mut Ctx::new(options))?;
+    let routine = match &args.routine {
+        Some(r) => Some(routine_entry(&d, args.process, r)?),
+        None => None,
+    };
     let opts = dcfg::DotOptions {
         process: args.process,
         image: args.image,
-        routine: args.routine,
+        routine,
         loop_head: args.loop_id,
         hide_zero_edges: args.hide_zero,
         hide_libraries: args.hide_libraries,
@@ -304,6 +325,44 @@ pub fn dot(
     drop(graphs);
     d.write_dot(out, &opts)?;
     Ok(())
+}
+
+/// The entry block of `--routine NAME|ID`: a number is the id; a name, the routine whose
+/// entry block starts the symbol of that name (in `process`, or any).
+fn routine_entry(d: &dcfg::Dcfg, process: Option<u64>, given: &str) -> Result<u64, CliError> {
+    if let Ok(id) = args::number(given) {
+        return Ok(id);
+    }
+    let mut entries: Vec<u64> = Vec::new();
+    for p in d
+        .processes
+        .iter()
+        .filter(|p| process.is_none_or(|id| p.id == id))
+    {
+        let g = dcfg::Graph::new(d, p);
+        for b in g.blocks_by_symbol(given) {
+            if g.routine(b).is_some()
+                && g.block_symbol(b) == Some((given, 0))
+                && !entries.contains(&b)
+            {
+                entries.push(b);
+            }
+        }
+    }
+    match entries.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(CliError::Failed(format!(
+            "no routine named {given:?} in the DCFG (--routine takes a symbol name or an entry block id)"
+        ))),
+        many => Err(CliError::Failed(format!(
+            "{} routines are named {given:?} (entry blocks {}): give one by its id",
+            many.len(),
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// `tracekit loops`: loop statistics of a DCFG as CSV.
@@ -395,6 +454,17 @@ struct EdgeLine {
     edges: Vec<trace_core::json::JsonU64>,
 }
 
+/// What `tracekit encode` wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// Processes.
+    pub processes: usize,
+    /// Threads, over every process.
+    pub threads: usize,
+    /// Edges, over every thread.
+    pub edges: usize,
+}
+
 /// `tracekit encode`: JSON Lines edge lists plus a DCFG → a DCFG-Trace file.
 ///
 /// Each line is `{"pid":…,"thread":…,"edges":[…]}` (pid and thread default to 0; lines of
@@ -406,10 +476,10 @@ struct EdgeLine {
 /// The edge list or the DCFG cannot be read.
 pub fn encode(
     args: &EncodeArgs,
-    options: &Options,
+    dcfg: Option<&std::path::PathBuf>,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<(), CliError> {
+) -> Result<Encoded, CliError> {
     let reader: Box<dyn BufRead> = if args.edges == "-" {
         Box::new(std::io::BufReader::new(std::io::stdin()))
     } else {
@@ -440,7 +510,7 @@ pub fn encode(
             .or_default()
             .extend(l.edges.iter().map(|e| e.0));
     }
-    let dcfg = match &options.dcfg {
+    let dcfg = match dcfg {
         Some(p) => Some(dcfg_trace_handler::load_join(p)?),
         None => {
             writeln!(
@@ -479,5 +549,13 @@ pub fn encode(
         &opts,
     );
     file.write_to(out)?;
-    Ok(())
+    Ok(Encoded {
+        processes: input.len(),
+        threads: input.iter().map(|p| p.threads.len()).sum(),
+        edges: input
+            .iter()
+            .flat_map(|p| &p.threads)
+            .map(|t| t.edges.len())
+            .sum(),
+    })
 }

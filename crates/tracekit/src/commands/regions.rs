@@ -28,10 +28,10 @@ pub struct RegionsArgs {
     pub weights: Option<PathBuf>,
     /// The `thread-id` column: a thread number or `global` (default: the `T<n>` of a
     /// `….T<n>.bb` name, else `global`).
-    #[arg(long, value_name = "ID", value_parser = thread_id)]
-    pub thread_id: Option<ThreadId>,
+    #[arg(long, alias = "thread-id", value_name = "T", value_parser = thread_id)]
+    pub thread: Option<ThreadId>,
     /// Write the CSV here instead of stdout.
-    #[arg(long, short, value_name = "OUT.csv")]
+    #[arg(long, short, alias = "out", value_name = "OUT.csv")]
     pub output: Option<PathBuf>,
 }
 
@@ -58,13 +58,13 @@ fn read_text(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|e| CliError::io(format!("cannot read {}", path.display()), e))
 }
 
-/// Writes the CSV to `out`.
+/// Writes the CSV to `out`; returns how many regions (rows) it has.
 ///
 /// # Errors
 ///
 /// A file cannot be read or is damaged, or the simpoints and weights do not fit the `.bb`
 /// file (exit 1).
-pub fn run(args: &RegionsArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(args: &RegionsArgs, out: &mut dyn Write) -> Result<usize, CliError> {
     let prefix = stem(&args.file);
     let sp_path = args
         .simpoints
@@ -96,9 +96,9 @@ pub fn run(args: &RegionsArgs, out: &mut dyn Write) -> Result<(), CliError> {
             w_path.display()
         ))
     })?;
-    let thread = args.thread_id.unwrap_or_else(|| thread_of(&args.file));
+    let thread = args.thread.unwrap_or_else(|| thread_of(&args.file));
     regions::write_csv(out, thread, &rows)?;
-    Ok(())
+    Ok(rows.len())
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `tracekit simpoint F.bb --max-k K`: SimPoint 3.2's method ([`simpoint::cluster`]) on a
 //! `.bb` file, writing `F.simpoints` and `F.weights` beside it (or `PREFIX.simpoints` and
-//! `PREFIX.weights` with `--out PREFIX`) in SimPoint's formats, both renamed into place
-//! only once both are complete.
+//! `PREFIX.weights` with `-o PREFIX`) in SimPoint's formats, both renamed into place
+//! only once both are complete. It warns (on stderr) when the chosen k is `--max-k` (a
+//! larger one might fit better) and when slice lengths differ more than 2× without
+//! `--weight-by-instructions` (each slice then weighs the same, whatever its length).
 //!
 //! Input: one `.bb` stream (`tracekit bbv --global`, or any SimPoint input), or several, one
 //! per thread, whose slice `i` covers the same stretch of the run in every file (LoopPoint's
@@ -35,7 +37,7 @@ pub enum InitArg {
 #[derive(Debug, Clone, Args)]
 pub struct SimpointArgs {
     /// The `.bb` file; or several, one per thread, with the same slices (concatenated slice
-    /// by slice; then `--out` is required).
+    /// by slice; then `-o` is required).
     #[arg(required = true, value_name = "F.bb")]
     pub files: Vec<PathBuf>,
     /// The largest number of clusters tried (every k from 1 up to it, at most the slices).
@@ -63,8 +65,8 @@ pub struct SimpointArgs {
     pub weight_by_instructions: bool,
     /// Write PREFIX.simpoints and PREFIX.weights (default: beside the `.bb` file, its name
     /// without `.bb`).
-    #[arg(long, value_name = "PREFIX")]
-    pub out: Option<PathBuf>,
+    #[arg(long, short, alias = "out", value_name = "PREFIX")]
+    pub output: Option<PathBuf>,
     /// Also print the BIC and distortion of every k.
     #[arg(long, short)]
     pub verbose: bool,
@@ -106,8 +108,14 @@ pub fn bb_error(path: &Path, e: &simpoint::bb::Error) -> CliError {
 /// # Errors
 ///
 /// Bad options (exit 2); an unreadable or damaged `.bb` file, one without slices, or files
-/// of different slice counts (exit 1); the outputs cannot be written.
-pub fn run(args: &SimpointArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), CliError> {
+/// of different slice counts (exit 1); an output that exists without `force`; the outputs
+/// cannot be written.
+pub fn run(
+    args: &SimpointArgs,
+    force: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
     let usize_of = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
     let options = Options {
         max_k: usize_of(args.max_k),
@@ -122,16 +130,19 @@ pub fn run(args: &SimpointArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         ..Options::default()
     };
     cluster::check_options(&options).map_err(|e| CliError::Usage(e.to_string()))?;
-    let prefix = match (&args.out, args.files.as_slice()) {
+    let prefix = match (&args.output, args.files.as_slice()) {
         (Some(p), _) => p.clone(),
         (None, [one]) => stem(one),
         (None, _) => {
             return Err(CliError::Usage(
-                "several .bb files make one clustering: give --out PREFIX".into(),
+                "several .bb files make one clustering: give -o PREFIX".into(),
             ));
         }
     };
-    let projection = project(&args.files, &options, args.weight_by_instructions)?;
+    for ext in ["simpoints", "weights"] {
+        super::refuse_existing(&with_ext(&prefix, ext), force)?;
+    }
+    let (projection, lengths) = project(&args.files, &options, args.weight_by_instructions)?;
     let slices = projection.len();
     if slices == 0 {
         return Err(CliError::Failed(format!(
@@ -152,16 +163,61 @@ pub fn run(args: &SimpointArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
     let points = projection.finish();
     let result =
         cluster::cluster(&points, &options).map_err(|e| CliError::Failed(e.to_string()))?;
+    if result.k == options.max_k && slices > result.k {
+        writeln!(
+            err,
+            "warning: the chosen k is --max-k {}: a larger --max-k may fit the phases better",
+            options.max_k
+        )?;
+    }
+    if !args.weight_by_instructions
+        && let Some(w) = lengths.warning()
+    {
+        writeln!(err, "{w}")?;
+    }
     let paths = write_outputs(&prefix, &result)?;
     summary(args, &result, slices, &paths, out)
 }
 
-/// Reads every file in step, one global slice at a time, into the projection.
+/// The shortest and longest slice (in instructions, over every file), and where they are.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Lengths {
+    /// The shortest slice's length and index.
+    shortest: Option<(f64, usize)>,
+    /// The longest slice's length and index.
+    longest: Option<(f64, usize)>,
+}
+
+impl Lengths {
+    fn push(&mut self, length: f64, slice: usize) {
+        if self.shortest.is_none_or(|(l, _)| length < l) {
+            self.shortest = Some((length, slice));
+        }
+        if self.longest.is_none_or(|(l, _)| length > l) {
+            self.longest = Some((length, slice));
+        }
+    }
+
+    /// The warning when the longest slice is more than twice the shortest.
+    fn warning(&self) -> Option<String> {
+        let ((short, i), (long, j)) = (self.shortest?, self.longest?);
+        (long > 2.0 * short).then(|| {
+            format!(
+                "warning: slice lengths differ more than 2x (slice {i}: {short} instructions, \
+                 slice {j}: {long}): every slice weighs the same; --weight-by-instructions \
+                 weighs them by their length"
+            )
+        })
+    }
+}
+
+/// Reads every file in step, one global slice at a time, into the projection; and the
+/// range of slice lengths.
 fn project(
     files: &[PathBuf],
     options: &Options,
     by_instructions: bool,
-) -> Result<Projection, CliError> {
+) -> Result<(Projection, Lengths), CliError> {
     let mut projection =
         Projection::new(options.dim, options.seed).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut readers = files
@@ -169,6 +225,7 @@ fn project(
         .map(|p| open_bb(p))
         .collect::<Result<Vec<_>, _>>()?;
     let mut counts: Vec<(u64, u64, f64)> = Vec::new();
+    let mut lengths = Lengths::default();
     loop {
         counts.clear();
         let mut ended = Vec::new();
@@ -189,7 +246,7 @@ fn project(
             }
         }
         if ended.len() == files.len() {
-            return Ok(projection);
+            return Ok((projection, lengths));
         }
         if let Some(path) = ended.first() {
             return Err(CliError::Failed(format!(
@@ -202,11 +259,9 @@ fn project(
                     .map_or_else(String::new, |f| f.display().to_string()),
             )));
         }
-        let weight = if by_instructions {
-            counts.iter().map(|c| c.2).sum()
-        } else {
-            1.0
-        };
+        let length: f64 = counts.iter().map(|c| c.2).sum();
+        lengths.push(length, projection.len());
+        let weight = if by_instructions { length } else { 1.0 };
         projection
             .push(counts.iter().copied(), weight)
             .map_err(|e| CliError::Failed(e.to_string()))?;

@@ -1,5 +1,6 @@
-//! `tracekit state`: every named register before instruction N, as an aligned table or,
-//! with `--json`, `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`. The lookup itself is
+//! `tracekit state`: every named register before instruction N (or those `--regs` names),
+//! as an aligned table or, with `--json`, `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`;
+//! with `--disasm`, the instruction at N too (`"asm"` in the JSON). The lookup itself is
 //! `trace_registry::analyses::state`.
 
 use std::ffi::OsString;
@@ -18,9 +19,13 @@ pub struct StateArgs {
     /// The trace file (x64dbg, gdb-tfile, amber FULL), or - for stdin.
     pub file: OsString,
     /// The instruction (0-based; a tfile's frame number): the registers before it.
-    #[arg(long, value_name = "N", value_parser = args::number)]
+    #[arg(long, value_name = "N", value_parser = args::count, allow_negative_numbers = true)]
     pub at: u64,
-    /// One JSON line: `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`.
+    /// Only these registers, in this order (`--regs rax,rsp,rip`; a name `state` prints).
+    #[arg(long, value_name = "REG,…", value_delimiter = ',')]
+    pub regs: Vec<String>,
+    /// One JSON line: `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}` (with `--disasm`,
+    /// `"asm"` after `"thread"`).
     #[arg(long)]
     pub json: bool,
 }
@@ -29,8 +34,9 @@ pub struct StateArgs {
 ///
 /// # Errors
 ///
-/// A format without registers or `--at` past the end (exit 2), a file damaged before the
-/// instruction (exit 1), or a write error.
+/// A format without registers, `--at` past the end or a register in `--regs` the trace
+/// does not have (exit 2), a file damaged before the instruction (exit 1), or a write
+/// error.
 pub fn run(
     handler: &dyn Handler,
     mut input: Input,
@@ -44,7 +50,10 @@ pub fn run(
     let found = state(handler, &mut input, &mut ctx, args.at);
     drop(ctx);
     progress.finish();
-    let found = found?;
+    let mut found = found?;
+    if !args.regs.is_empty() {
+        found = found.only(&args.regs).map_err(CliError::Usage)?;
+    }
     if args.json {
         writeln!(out, "{}", found.to_json())?;
     } else {

@@ -12,18 +12,20 @@ use trace_registry::{Ctx, Handler, Input, Options};
 
 use crate::CliError;
 
-/// Converts `input` into `PREFIX.<thread>.log` files; prints each file and its line count.
+/// Converts `input` into `PREFIX.<thread>.log` files; prints each file and its line count
+/// on `summary`.
 ///
 /// # Errors
 ///
-/// The input has no instruction stream or is not x86/x64 (usage), it is damaged, or a file
-/// cannot be written.
+/// The input has no instruction stream or is not x86/x64 (usage), a file exists without
+/// `force`, the input is damaged, or a file cannot be written.
 pub fn convert(
     handler: &dyn Handler,
     mut input: Input,
     options: &Options,
     prefix: &Path,
-    out: &mut dyn Write,
+    force: bool,
+    summary: &mut dyn Write,
 ) -> Result<(), CliError> {
     let mut steps = handler
         .steps(&mut input, &mut Ctx::new(options))
@@ -33,14 +35,26 @@ pub fn convert(
         p.push(format!(".{thread}.log"));
         PathBuf::from(p)
     };
+    let mut existing = None;
     let threads = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
         let path = final_path(thread);
+        if let Err(e) = super::refuse_existing(&path, force) {
+            let message = e.to_string();
+            existing = Some(e);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                message,
+            ));
+        }
         let file = AtomicFile::create(&path).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
         })?;
         Ok(BufWriter::new(file))
-    })
-    .map_err(CliError::usage_if_unsupported)?;
+    });
+    let threads = match (threads, existing) {
+        (Err(_), Some(e)) => return Err(e),
+        (t, _) => t.map_err(CliError::usage_if_unsupported)?,
+    };
     // Every file is renamed only once the whole input has been read.
     for t in threads {
         let file = t
@@ -50,7 +64,7 @@ pub fn convert(
         let to = file.dest().to_owned();
         file.commit()
             .map_err(|e| CliError::io(format!("cannot write {}", to.display()), e))?;
-        writeln!(out, "{}: {} lines", to.display(), t.lines)?;
+        writeln!(summary, "{}: {} lines", to.display(), t.lines)?;
     }
     Ok(())
 }

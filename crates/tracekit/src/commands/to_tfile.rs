@@ -15,7 +15,7 @@ use trace_registry::{Ctx, Handler, Input, Options};
 use crate::CliError;
 
 /// Converts `thread` (by default the first thread) of `input` into the tfile `path`;
-/// prints the file, the thread, the frames and the tracepoint's address.
+/// prints the file, the thread, the frames and the tracepoint's address on `summary`.
 ///
 /// # Errors
 ///
@@ -27,7 +27,7 @@ pub fn convert(
     options: &Options,
     thread: Option<u64>,
     path: &Path,
-    out: &mut dyn Write,
+    summary: &mut dyn Write,
 ) -> Result<(), CliError> {
     let mut steps = handler
         .steps(&mut input, &mut Ctx::new(options))
@@ -51,7 +51,7 @@ pub fn convert(
         .map_err(|e| CliError::io(format!("cannot write {}", path.display()), e.into_error()))?;
     file.commit().map_err(cannot("write"))?;
     writeln!(
-        out,
+        summary,
         "{}: thread {}, {} frames, tracepoint 1 at {:#x}",
         path.display(),
         done.thread,

@@ -66,25 +66,37 @@ pub struct IndexArgs {
     pub file: OsString,
     /// Write the index here instead of beside the trace (FILE.tkidx); then pass it to
     /// `xref`, `state` and `mem` with --index.
-    #[arg(long, short, value_name = "PATH")]
+    #[arg(long, short, alias = "out", value_name = "PATH")]
     pub output: Option<PathBuf>,
 }
 
-/// Builds the sidecar index and prints what it holds and its size against the trace's.
+/// Builds the sidecar index and prints what it holds and its size against the trace's on
+/// `err` (unless `quiet`).
 ///
 /// # Errors
 ///
 /// A format without an instruction stream or an input that is not a plain file (exit
-/// 2), a damaged trace (nothing written), or the index cannot be written.
+/// 2), an index that exists without `force`, a damaged trace (nothing written), or the
+/// index cannot be written.
+#[allow(clippy::too_many_arguments)] // the command's inputs, as the other commands take them
 pub fn build(
     handler: &dyn Handler,
     mut input: Input,
     options: &Options,
     args: &IndexArgs,
+    force: bool,
     mut progress: Progress,
-    out: &mut dyn Write,
+    quiet: bool,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let dest = match (&args.output, input.path()) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(trace)) => Some(index::default_path(trace)),
+        (None, None) => None,
+    };
+    if let Some(dest) = &dest {
+        super::refuse_existing(dest, force)?;
+    }
     let built = {
         let mut ctx = super::ctx(options, &mut progress, err);
         index::build(
@@ -97,10 +109,13 @@ pub fn build(
     };
     progress.finish();
     let built = built?;
+    if quiet {
+        return Ok(());
+    }
     #[allow(clippy::cast_precision_loss)] // a ratio to print
     let ratio = built.index_bytes as f64 / (built.trace_bytes.max(1) as f64);
     writeln!(
-        out,
+        err,
         "{}: {} steps, {} executions, {} accesses; {} bytes ({:.3} of the trace's {}; seek index {} bytes)",
         built.path.display(),
         built.steps,

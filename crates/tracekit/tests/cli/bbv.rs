@@ -69,7 +69,7 @@ const LOOP_BB: &str =
     "T:1:3 :2:8\nM: 0x2000 3\nT:2:12\nM: 0x2000 6\nT:2:12\nM: 0x2000 9\nT:2:8 :3:2\n";
 
 fn bbv(args: &[&str]) -> std::process::Output {
-    let mut all = vec!["-q", "bbv"];
+    let mut all = vec!["bbv"];
     all.extend_from_slice(args);
     tracekit(all)
 }
@@ -101,7 +101,7 @@ fn loop_of_known_trip_count() {
         "id,process,block,pc,instructions,symbol\n1,0,0x1000,0x1000,3,\n2,0,0x2000,0x2000,4,\n3,0,0x3000,0x3000,2,\n"
     );
     assert!(
-        stdout(&o).contains("loop.T7.bb: 4 slices, 45 instructions"),
+        stderr(&o).contains("loop.T7.bb: 4 slices, 45 instructions"),
         "{}",
         stdout(&o)
     );
@@ -325,6 +325,7 @@ fn dcfg_trace_fixtures_with_their_dcfgs() {
                         &n.to_string(),
                         "-o",
                         s(&dir.join(format!("{prefix}.bb"))),
+                        "--force",
                     ],
                 );
                 assert!(o.status.success(), "{name}: {}", stderr(&o));

@@ -153,6 +153,7 @@ fn encode_then_dump_gives_the_edges_back() {
             edges.as_os_str(),
             "-o".as_ref(),
             trace.as_os_str(),
+            "--force".as_ref(),
         ];
         args.extend(flags.iter().map(std::ffi::OsStr::new));
         let out = tracekit(&args);
@@ -303,6 +304,7 @@ fn join_with_a_real_dcfg() {
         edges.as_os_str(),
         "-o".as_ref(),
         trace.as_os_str(),
+        "--force".as_ref(),
     ]);
     assert!(out.status.success());
     let out = tracekit([

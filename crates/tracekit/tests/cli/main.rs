@@ -21,6 +21,7 @@ mod export;
 mod find;
 mod frame;
 mod gdb_tfile;
+mod grammar;
 mod memory;
 mod serve;
 mod simpoint;

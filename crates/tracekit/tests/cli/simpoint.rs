@@ -252,6 +252,7 @@ fn per_thread_files_are_concatenated() {
         "8",
         "--out",
         s(&out),
+        "--force",
     ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(

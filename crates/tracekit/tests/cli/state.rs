@@ -270,7 +270,7 @@ fn edges_exit_2_for_usage_and_1_for_damage() {
         "past the end",
     );
     usage(&["mem", &file, "--at", "1100", "0x1000", "8"], past);
-    usage(&["mem", &file, "--at", "1", "0x12z"], "is not a number");
+    usage(&["mem", &file, "--at", "1", "0x12z"], "is not an address");
     usage(&["mem", &file, "--at", "1", "0x10:0"], "must not be 0");
     usage(
         &["mem", &file, "--at", "1", "0x10:4", "4"],

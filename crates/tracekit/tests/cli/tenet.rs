@@ -270,7 +270,7 @@ fn convert_x64dbg_to_tenet() {
         let f = dir.join(format!("basic.{t}.log"));
         let f = f.to_str().unwrap();
         assert!(
-            stdout(&o).contains(&format!("{f}: {} lines", steps.len())),
+            stderr(&o).contains(&format!("{f}: {} lines", steps.len())),
             "{}",
             stdout(&o)
         );

@@ -39,14 +39,14 @@ fn converts_the_first_thread_or_the_one_asked_for() {
         let out = dir.join(format!("t{thread}.tf"));
         let out_s = out.to_str().unwrap();
         let t = thread.to_string();
-        let mut args = vec!["convert", file, "--to", "tfile", "-o", out_s];
+        let mut args = vec!["convert", file, "--to", "tfile", "-o", out_s, "--force"];
         if k > 0 {
             args.extend(["--thread", &t]);
         }
         let o = tracekit(args);
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
-            stdout(&o).contains(&format!("thread {thread}, {n} frames")),
+            stderr(&o).contains(&format!("thread {thread}, {n} frames")),
             "{}",
             stdout(&o)
         );
