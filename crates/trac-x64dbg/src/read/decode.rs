@@ -493,17 +493,17 @@ impl DecoderState {
         self.word
     }
 
-    /// Whether [`DecoderState::quick_step`] would take a usual block without a thread id
+    /// Whether [`DecoderState::small_step`] would take a usual block without a thread id
     /// next: no thread-id decision is due.
     #[inline(always)]
-    pub(super) fn plain_next(&self) -> bool {
+    pub(super) fn usual_next(&self) -> bool {
         !self.prev_flag || self.trust_flag()
     }
 
     /// Moves the state past `count` usual instruction blocks without a thread id (what
     /// [`DecoderState::commit_instruction`] does for each).
     #[inline(always)]
-    pub(super) fn pass_plain(&mut self, count: u64) {
+    pub(super) fn pass_usual(&mut self, count: u64) {
         if count > 0 {
             self.prev_flag = false;
             self.prev_full = false;
@@ -960,7 +960,7 @@ impl DecoderState {
     /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
     /// decision, an error, the end), which the caller hands to `step`.
     #[inline(always)]
-    pub(super) fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
+    pub(super) fn small_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
         match *rest.first_chunk::<4>()? {
             [raw::BLOCK_INSTRUCTION, n, m, fl] => {
                 let flagged = fl & raw::FLAG_THREAD_ID != 0;
