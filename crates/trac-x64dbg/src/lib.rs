@@ -168,7 +168,7 @@ pub fn fuzz_read(data: &[u8]) {
         while let Some(Ok(_)) = replay.next_instruction() {
             let _ = replay.regs().ip();
         }
-        let (index, _) = trace.build_index_partial();
+        let (index, _) = trace.index_builder().finish();
         let n = index.instructions();
         // Differential checks: the index's decoder and the streaming reader see the
         // blocks the slice iterator sees.
@@ -205,9 +205,9 @@ pub fn fuzz_read(data: &[u8]) {
         if let Ok(mut stream) = StreamReader::with_options(data, opts) {
             let mut streamed = Vec::new();
             let mut stream_failed = false;
-            while let Some(b) = stream.next_block() {
+            while let Some(b) = stream.next_block_with_regs() {
                 match b {
-                    Ok(b) => streamed.push(b.to_record()),
+                    Ok((b, _)) => streamed.push(b.to_record()),
                     Err(_) => {
                         stream_failed = true;
                         break;

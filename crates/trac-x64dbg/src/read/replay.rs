@@ -32,25 +32,17 @@ impl<'a> Trace<'a> {
     ///
     /// # Errors
     ///
-    /// The first error in the blocks; the index then covers the blocks before it (use
-    /// [`Trace::build_index_partial`] to keep it).
+    /// The first error in the blocks; the index then covers the blocks before it
+    /// (`trace.index_builder().finish()` keeps it).
     pub fn build_index(&self) -> Result<Index, Error> {
-        let (index, err) = self.build_index_partial();
+        let (index, err) = self.index_builder().finish();
         match err {
             Some(e) => Err(e),
             None => Ok(index),
         }
     }
 
-    /// Builds the index of every complete block, returning it with the error that stopped it.
-    #[must_use]
-    pub fn build_index_partial(&self) -> (Index, Option<Error>) {
-        let mut builder = self.index_builder();
-        builder.build_until(u64::MAX);
-        builder.finish()
-    }
-
-    /// The index pass of [`Trace::build_index_partial`], made a piece at a time
+    /// The index pass of [`Trace::build_index`], made a piece at a time
     /// ([`IndexBuilder::build_until`]): so that readers can seek to the instructions it
     /// has passed ([`IndexBuilder::reaching`]) before it ends, such as threads that each
     /// build a stretch of a trace's rows.
@@ -233,10 +225,11 @@ impl IndexBuilder<'_> {
         }
     }
 
-    /// The whole index and the error that ended the pass, once [`IndexBuilder::build_until`]
-    /// came to the end (else the index of the blocks passed).
+    /// The index of every complete block and the error that ended the pass: goes on to
+    /// the end first.
     #[must_use]
     pub fn finish(mut self) -> (Index, Option<Error>) {
+        self.build_until(u64::MAX);
         let anchors = std::mem::take(&mut self.anchors);
         (self.index_so_far(anchors), self.error)
     }

@@ -203,24 +203,9 @@ impl<R: std::io::Read> StreamReader<R> {
         Ok(())
     }
 
-    /// The next block, borrowing the reader's buffer; `None` at the end. After an error,
-    /// `None` forever. An instruction's register changes are applied first, so
-    /// [`StreamReader::regs`] is the state before it (as [`Cursor::next_block`]).
-    ///
-    /// [`Cursor::next_block`]: super::Cursor::next_block
-    pub fn next_block(&mut self) -> Option<Result<Block<'_>, Error>> {
-        Some(self.next_block_with_regs()?.map(|(b, _)| b))
-    }
-
-    /// The next instruction (user blocks are skipped and counted), with its register
-    /// changes applied (as [`Cursor::next_instruction`]).
-    ///
-    /// [`Cursor::next_instruction`]: super::Cursor::next_instruction
-    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
-        Some(self.next_instruction_with_regs()?.map(|(i, _)| i))
-    }
-
-    /// [`StreamReader::next_block`] with the register state before the block.
+    /// The next block, borrowing the reader's buffer, with the register state before it;
+    /// `None` at the end, and forever after an error. An instruction's register changes
+    /// are applied first (as [`Cursor::next_block`](super::Cursor::next_block)).
     pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'_>, &RegDump), Error>> {
         let (meta, start) = match self.advance()? {
             Ok(decoded) => decoded,
@@ -230,7 +215,8 @@ impl<R: std::io::Read> StreamReader<R> {
         Some(Ok((meta.materialize(bytes), &self.replay.regs)))
     }
 
-    /// [`StreamReader::next_instruction`] with the register state before the instruction.
+    /// The next instruction (user blocks are skipped and counted) with the register state
+    /// before it (as [`Cursor::next_instruction`](super::Cursor::next_instruction)).
     pub fn next_instruction_with_regs(
         &mut self,
     ) -> Option<Result<(Instruction<'_>, &RegDump), Error>> {

@@ -87,9 +87,9 @@ pub fn stream_records(data: &[u8], chunk: usize) -> (Vec<(u64, Record)>, Option<
         Err(e) => return (Vec::new(), Some(e.to_string())),
     };
     let mut out = Vec::new();
-    while let Some(b) = r.next_block() {
+    while let Some(b) = r.next_block_with_regs() {
         match b {
-            Ok(b) => out.push((b.offset().0, b.to_record())),
+            Ok((b, _)) => out.push((b.offset().0, b.to_record())),
             Err(e) => return (out, Some(e.to_string())),
         }
     }

@@ -623,7 +623,7 @@ fn index_built_in_pieces_is_the_whole_index() {
         }
         let trace = Trace::parse(&bytes).unwrap();
         let (got, _) = replay_all(&trace);
-        let whole = trace.build_index_partial();
+        let whole = trace.index_builder().finish();
         let mut builder = trace.index_builder();
         let mut want = 0u64;
         for p in pieces.iter().chain(&[u8::MAX]) {
@@ -999,7 +999,7 @@ fn cursor_modes_follow_the_reference() {
             AnyCursor::Pc(c) => (c.counters(), c.blocks_read()),
         };
         let mut stream = StreamReader::from_reader(&bytes[..]).unwrap();
-        while let Some(Ok(_)) = stream.next_block() {}
+        while let Some(Ok(_)) = stream.next_block_with_regs() {}
         if counters != stream.counters() || blocks_read != blocks {
             return TestResult::error("the counters differ");
         }
