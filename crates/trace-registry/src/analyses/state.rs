@@ -386,7 +386,11 @@ mod state_tests {
                 RecorderOptions::default(),
                 "g.exe",
             );
-            let n = Trace::parse(&bytes).unwrap().build_index().unwrap().instructions();
+            let n = Trace::parse(&bytes)
+                .unwrap()
+                .build_index()
+                .unwrap()
+                .instructions();
             let at = u64::from(case.at) * n / 0x1_0000;
             let got = ask("g.trace64", &bytes, false, at).unwrap();
             assert_eq!(got.i, at);
@@ -432,7 +436,11 @@ mod state_tests {
             println!("note: {} absent; skipped", path.display());
             return;
         };
-        let n = Trace::parse(&bytes).unwrap().build_index().unwrap().instructions();
+        let n = Trace::parse(&bytes)
+            .unwrap()
+            .build_index()
+            .unwrap()
+            .instructions();
         assert!(n > 100);
         for at in [0, 1, n / 2, n - 1] {
             let s = ask("test1.trace64", &bytes, false, at).unwrap();

@@ -171,10 +171,10 @@ impl Blocks<'_> {
 }
 
 /// A step of a cursor with its state.
-fn with_regs<'r, T>(
+fn with_regs<T>(
     next: Option<Result<T, trac_x64dbg::Error>>,
-    regs: &'r RegDump,
-) -> Option<Result<(T, &'r RegDump), trac_x64dbg::Error>> {
+    regs: &RegDump,
+) -> Option<Result<(T, &RegDump), trac_x64dbg::Error>> {
     Some(next?.map(|x| (x, regs)))
 }
 
@@ -732,7 +732,9 @@ impl Steps for X64Steps<'_> {
         // The index of the complete blocks: instructions before damage can be reached.
         let index = match &self.index {
             Some(index) => index,
-            None => self.index.insert(Arc::new(trace.index_builder().finish().0)),
+            None => self
+                .index
+                .insert(Arc::new(trace.index_builder().finish().0)),
         };
         if n >= index.instructions() {
             return Err(past_the_index(trace, index, n));
