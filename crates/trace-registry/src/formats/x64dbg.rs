@@ -49,12 +49,7 @@ fn err(e: trac_x64dbg::Error) -> Error {
 
 /// How many words of the `REGDUMP` are general registers, the instruction pointer and the
 /// flags: they lead it (rax…r15, rip, rflags; eax…edi, eip, eflags).
-const fn state_words(arch: Arch) -> usize {
-    match arch {
-        Arch::X64 => 18,
-        Arch::X86 => 10,
-    }
-}
+use trac_x64dbg::general_words as state_words;
 
 /// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`
 /// in JSON, plus the `state` struct (not shown in JSON; flattened into one column per
