@@ -70,10 +70,10 @@ fn benches(c: &mut Criterion) {
             let trace = Trace::parse(black_box(&data)).unwrap();
             let mut scan = trace.cursor::<trac_x64dbg::Pc>();
             let mut acc = 0u64;
-            while let Some(i) = scan.next_instruction() {
-                if i.unwrap().touches(0x14_fe00, 0x14_fe08) {
-                    acc = acc.wrapping_add(scan.regs().ip());
-                }
+            while let Some(i) = scan.next_instruction_where(|i, _| i.touches(0x14_fe00, 0x14_fe08))
+            {
+                i.unwrap();
+                acc = acc.wrapping_add(scan.regs().ip());
             }
             acc
         });

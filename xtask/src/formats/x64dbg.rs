@@ -216,16 +216,16 @@ fn run_index(bytes: &[u8]) -> u64 {
     index.instructions()
 }
 
-/// `xref` without a sidecar: the [`Pc`] cursor's loop for one stack word (a pc from the
-/// `cip` changes, the addresses in place); returns the instructions read.
+/// `xref` without a sidecar: the [`Pc`] cursor's search for one stack word
+/// (`next_instruction_where`: a pc from the `cip` changes, the addresses in place);
+/// returns the instructions read.
 fn run_xref_scan(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
     let mut scan = trace.cursor::<Pc>();
     let mut acc = 0u64;
-    while let Some(ins) = scan.next_instruction() {
-        if ins.unwrap().touches(0x14_fe00, 0x14_fe08) {
-            acc = acc.wrapping_add(scan.regs().ip());
-        }
+    while let Some(ins) = scan.next_instruction_where(|ins, _| ins.touches(0x14_fe00, 0x14_fe08)) {
+        ins.unwrap();
+        acc = acc.wrapping_add(scan.regs().ip());
     }
     black_box(acc);
     scan.instructions()

@@ -196,6 +196,54 @@ impl<'a, M: Mode> Cursor<'a, M> {
         }
     }
 
+    /// The next instruction for which `wanted(instruction, state before it)` holds, the
+    /// others taken in on the way (as [`Cursor::next_instruction`] takes them): for scans
+    /// that hand out few instructions, such as the ones at a pc or touching an address.
+    /// The loop over the usual blocks runs here, with the cursor's position in registers.
+    #[inline(always)]
+    pub fn next_instruction_where(
+        &mut self,
+        mut wanted: impl FnMut(&Instruction<'a>, &RegDump) -> bool,
+    ) -> Option<Result<Instruction<'a>, Error>> {
+        loop {
+            if self.run.open {
+                let mut run = self.run;
+                let found = if run.wide {
+                    self.usual_until::<8>(&mut run, &mut wanted)
+                } else {
+                    self.usual_until::<4>(&mut run, &mut wanted)
+                };
+                self.run = run;
+                if let Some(ins) = found {
+                    return Some(Ok(ins));
+                }
+            }
+            match self.cold(&mut |_| {})? {
+                Ok(Block::Instruction(ins)) if wanted(&ins, &self.state.regs) => {
+                    return Some(Ok(ins));
+                }
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The fast path of [`Cursor::next_instruction_where`]: takes in the usual blocks of
+    /// `run` until one is wanted (returned) or the run ends (`None`).
+    #[inline(always)]
+    fn usual_until<const W: usize>(
+        &mut self,
+        run: &mut Run<'a>,
+        wanted: &mut impl FnMut(&Instruction<'a>, &RegDump) -> bool,
+    ) -> Option<Instruction<'a>> {
+        loop {
+            let ins = usual::<W, M>(run, &mut self.state.regs, &mut |_| {})?;
+            if wanted(&ins, &self.state.regs) {
+                return Some(ins);
+            }
+        }
+    }
+
     /// The next block; an instruction's register changes are applied first, so
     /// [`Cursor::regs`] is the state before it.
     #[inline]
@@ -213,48 +261,10 @@ impl<'a, M: Mode> Cursor<'a, M> {
             return None;
         }
         if self.run.wide {
-            self.usual::<8>(on_change)
+            usual::<8, M>(&mut self.run, &mut self.state.regs, on_change)
         } else {
-            self.usual::<4>(on_change)
+            usual::<4, M>(&mut self.run, &mut self.state.regs, on_change)
         }
-    }
-
-    /// [`Cursor::fast`] for words of `W` bytes.
-    #[inline(always)]
-    fn usual<const W: usize>(
-        &mut self,
-        on_change: &mut impl FnMut(RegChange),
-    ) -> Option<Instruction<'a>> {
-        let run = &mut self.run;
-        let (mut ins, window) = usual_step::<W>(run.x, run.at, run.words, &mut run.touched)?;
-        let arch = self.state.regs.arch();
-        let regs = self.state.regs.words_mut();
-        match M::KEEP {
-            Keep::Full => usual_changes::<W>(window, |change| {
-                // A usual block's changes are inside the REGDUMP (as `usual_step` checked).
-                if let Some(slot) = regs.get_mut(usize::from(change.index)) {
-                    *slot = change.value;
-                }
-                on_change(change);
-            }),
-            Keep::General => {
-                let general = general_words(arch);
-                usual_changes::<W>(window, |change| {
-                    let i = usize::from(change.index);
-                    if i < general
-                        && let Some(slot) = regs.get_mut(i)
-                    {
-                        *slot = change.value;
-                        on_change(change);
-                    }
-                });
-            }
-            Keep::Pc => pc_change(&ins, arch, regs, on_change),
-        }
-        run.numbers.number(&mut ins, run.count, run.at as u64);
-        run.at += ins.bytes.len();
-        run.count += 1;
-        Some(ins)
     }
 
     /// The cold path: the next block of any kind, through the block iterator, taken in.
@@ -374,6 +384,45 @@ impl<'a, M: Mode> Cursor<'a, M> {
             recovered_thread_ids: self.blocks.recovered_thread_ids(),
         }
     }
+}
+
+/// The fast path for words of `W` bytes: the next block of `run` if it is a usual one,
+/// taken into `regs` as mode `M` keeps them (its changes reported to `on_change`).
+#[inline(always)]
+fn usual<'a, const W: usize, M: Mode>(
+    run: &mut Run<'a>,
+    regs: &mut RegDump,
+    on_change: &mut impl FnMut(RegChange),
+) -> Option<Instruction<'a>> {
+    let (mut ins, window) = usual_step::<W>(run.x, run.at, run.words, &mut run.touched)?;
+    let arch = regs.arch();
+    let regs = regs.words_mut();
+    match M::KEEP {
+        Keep::Full => usual_changes::<W>(window, |change| {
+            // A usual block's changes are inside the REGDUMP (as `usual_step` checked).
+            if let Some(slot) = regs.get_mut(usize::from(change.index)) {
+                *slot = change.value;
+            }
+            on_change(change);
+        }),
+        Keep::General => {
+            let general = general_words(arch);
+            usual_changes::<W>(window, |change| {
+                let i = usize::from(change.index);
+                if i < general
+                    && let Some(slot) = regs.get_mut(i)
+                {
+                    *slot = change.value;
+                    on_change(change);
+                }
+            });
+        }
+        Keep::Pc => pc_change(&ins, arch, regs, on_change),
+    }
+    run.numbers.number(&mut ins, run.count, run.at as u64);
+    run.at += ins.bytes.len();
+    run.count += 1;
+    Some(ins)
 }
 
 /// Applies the `cip` change of `ins`, if it has one, to `regs` (REGDUMP words of `arch`).

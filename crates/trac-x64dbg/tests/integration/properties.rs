@@ -14,20 +14,17 @@ use crate::common::{
 };
 
 /// The next instruction of `scan` that executes at `pc` or whose recorded memory words
-/// overlap `lo..hi`: what `xref` asks, in the caller's own loop.
+/// overlap `lo..hi`: what `xref` asks.
 fn next_match<'a>(
     scan: &mut Cursor<'a, Pc>,
     pc: Option<u64>,
     lo: u64,
     hi: u64,
 ) -> Option<trac_x64dbg::Instruction<'a>> {
-    while let Some(ins) = scan.next_instruction() {
-        let ins = ins.unwrap();
-        if pc == Some(scan.regs().ip()) || (lo < hi && ins.touches(lo, hi)) {
-            return Some(ins);
-        }
-    }
-    None
+    let ins = scan.next_instruction_where(|ins, regs| {
+        pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+    });
+    Some(ins?.unwrap())
 }
 
 fn below(g: &mut Gen, n: u64) -> u64 {
@@ -869,8 +866,9 @@ enum AnyCursor<'a> {
     Full(Cursor<'a, Full>),
 }
 
-/// Every mode of the cursor, on random traces (cut or whole), with `next_block` and
-/// `next_instruction_with` mixed at random and the mode narrowed at random (full, then
+/// Every mode of the cursor, on random traces (cut or whole), with `next_block`,
+/// `next_instruction_where` and `next_instruction_with` mixed at random and the mode
+/// narrowed at random (full, then
 /// general, then pc), gives the reference replay's instructions (the block iterator and
 /// [`Instruction::apply`](trac_x64dbg::Instruction::apply)): the same numbers, offsets,
 /// threads and bytes, before each the reference's state in the words the mode keeps, and
@@ -932,10 +930,14 @@ fn cursor_modes_follow_the_reference() {
                 };
             }
             let by_block = pick % 5 == 0;
+            // Searching: the next instruction whose number is a multiple of `every`.
+            let every = u64::from(pick % 7 == 1) * u64::from(pick % 4 + 1);
             let mut changes = Vec::new();
             macro_rules! step {
                 ($c:expr) => {{
-                    let next = if by_block {
+                    let next = if every > 0 {
+                        $c.next_instruction_where(|ins, _| ins.index() % every == 0)
+                    } else if by_block {
                         loop {
                             match $c.next_block() {
                                 Some(Ok(Block::User(_))) => {}
@@ -986,7 +988,10 @@ fn cursor_modes_follow_the_reference() {
                 .copied()
                 .filter(|c| kept(usize::from(c.index)))
                 .collect();
-            if !by_block && changes != reported {
+            if every > 0 && got.0 % every != 0 {
+                return TestResult::error(format!("the search stopped at {}", got.0));
+            }
+            if !by_block && every == 0 && changes != reported {
                 return TestResult::error(format!("the changes reported at {} differ", got.0));
             }
         };

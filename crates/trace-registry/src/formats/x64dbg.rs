@@ -853,13 +853,13 @@ impl Steps for X64Steps<'_> {
         // The stream is at its end after the scan, whatever happens.
         self.done = true;
         let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
-        while let Some(ins) = scan.next_instruction() {
+        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
+            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+        };
+        while let Some(ins) = scan.next_instruction_where(wanted) {
             let ins = ins.map_err(err)?;
-            let pc = scan.regs().ip();
-            if query.all || query.pc == Some(pc) || (lo < hi && ins.touches(lo, hi)) {
-                Self::fill_lean(&mut self.step, self.word, &ins, pc);
-                on_step(&self.step)?;
-            }
+            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
+            on_step(&self.step)?;
         }
         Ok(())
     }
