@@ -16,19 +16,21 @@
 //!   in three layers, each built on the one below and giving up something for speed (as
 //!   gimli's `EntriesRaw` < `EntriesCursor` < `EntriesTree`):
 //!   1. [`Trace::blocks`]: a lazy, zero-copy, fused iterator of every [`Block`], measured,
-//!      numbered and with its thread. No register state: the fastest way to see every
-//!      block, and the one to pass over equal blocks of two traces
-//!      ([`Blocks::pass_equal`]). Instructions expose thread, opcode, register changes with
+//!      numbered and with its thread. Gives up the register state: the fastest way to see
+//!      every block, and the one to pass over equal blocks of two traces
+//!      ([`Blocks::pass_equal`]) and to build the index. Instructions expose thread, opcode, register changes with
 //!      absolute REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
 //!      [`UserBlock`]s and do not count as instructions.
 //!   2. [`Cursor`] ([`Trace::cursor`], [`Trace::replay`]): each instruction with the
 //!      register state before it and the counters, keeping what its [`Mode`] keeps: [`Pc`]
 //!      (the pc alone), [`General`] (the general registers, pc and flags) or [`Full`]
 //!      (every word). [`Cursor::next_instruction_with`] also reports the changes it
-//!      applies. Not an `Iterator`: it lends its state.
+//!      applies, [`Cursor::next_instruction_where`] searches (xref). Not an `Iterator`:
+//!      it lends its state. Gives up random access, and copies of the state.
 //!   3. [`Trace::build_index`] + [`Trace::seek`]: random access to any instruction by
 //!      replaying at most one full-dump interval, from an [`Index`] of the full dumps
-//!      ([`Trace::index_builder`] builds it a piece at a time).
+//!      ([`Trace::index_builder`] builds it a piece at a time). Costs the index pass (one
+//!      pass over the blocks without registers) and about 60 bytes per full dump.
 //! - [`StreamReader::from_reader`]: the blocks and the full replay over any `io::Read`
 //!   (stdin, a decompressor), in constant memory, with the counters of a [`Cursor`].
 //! - Every violation (block type, counts, indices, opcode length, truncation) is an

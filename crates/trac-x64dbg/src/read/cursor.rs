@@ -94,9 +94,9 @@ const fn cip_word(arch: Arch) -> usize {
 /// The middle layer of the reader, between the blocks and random access:
 /// - [`Blocks`] (below) hands out every block, measured and numbered, and keeps no
 ///   register state.
-/// - `Cursor` adds the state and the counters ([`Cursor::counters`]). It lends the state
-///   ([`Cursor::regs`]) instead of copying 1.4 KB per instruction, so it is not an
-///   `Iterator`: use it as
+/// - `Cursor` adds the state and the counters ([`Cursor::counters`]); it gives up random
+///   access and copies of the state: it lends the state ([`Cursor::regs`]) instead of
+///   copying 1.4 KB per instruction, so it is not an `Iterator`: use it as
 ///   `while let Some(ins) = cursor.next_instruction() { let ins = ins?; cursor.regs()… }`.
 ///   The caller keeps the loop: the fast path (the usual block) is inlined into it, the
 ///   rest is one call.
