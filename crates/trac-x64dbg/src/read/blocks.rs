@@ -454,7 +454,7 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Hands out the usual block `block` (see [`DecoderState::small_step`]) at the start
+    /// Hands out the small block `block` (see [`DecoderState::small_step`]) at the start
     /// of `rest`, and measures the one after it.
     #[inline(always)]
     fn hand_out(&mut self, block: &'a [u8], with_tid: bool) -> Block<'a> {
@@ -534,7 +534,7 @@ impl<'a> Blocks<'a> {
         self.state.thread()
     }
 
-    /// Whether the usual blocks without a thread id may be walked from here: not past the
+    /// Whether the usual blocks may be walked from here: not past the
     /// end, and no thread-id decision due.
     #[inline(always)]
     pub(super) fn usual_ready(&self) -> bool {
@@ -552,7 +552,7 @@ impl<'a> Blocks<'a> {
         )
     }
 
-    /// How the usual blocks walked from here are numbered, as the general path numbers
+    /// How the usual blocks walked from here are numbered, as the cold path numbers
     /// them.
     #[inline(always)]
     pub(super) fn usual_numbers(&self) -> UsualNumbers {
@@ -564,7 +564,7 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Moves past `count` usual blocks without a thread id, `len` bytes, walked from here.
+    /// Moves past `count` usual blocks, `len` bytes, walked from here.
     #[inline(always)]
     pub(super) fn passed_usual(&mut self, len: usize, count: u64) {
         if count > 0 {
@@ -757,7 +757,7 @@ fn pass_usual<const W: usize>(
     }
 }
 
-/// Walks the usual instruction blocks without a thread id (as
+/// Walks the usual blocks (as
 /// [`DecoderState::small_step`] takes them, with words of `W` bytes) from the start of
 /// `x` while they lie well inside it and `on_block` says to go on, and returns the bytes
 /// and the instructions passed. Stops before any other block (a thread switch, a full
@@ -888,7 +888,7 @@ pub(super) fn usual_changes<const W: usize>(
 /// bytes and `words` REGDUMP words): its end (`at` + its length) and whether it is one.
 /// `None` when it has more than 8 changes or accesses (not a usual block either).
 ///
-/// The ends are the lean walks' critical path, a chain of loads (a block's length comes
+/// The ends are the fast paths' critical path, a chain of loads (a block's length comes
 /// from its own bytes): after the load of the memory flags, one product gives W × the
 /// accesses without a new value, subtracted from the most the block can hold. The other
 /// checks are off that path, and the caller takes one branch on them.

@@ -117,7 +117,7 @@ impl<'a> Trace<'a> {
 /// counting), for the index pass: in its own function, so that the walk's values stay in
 /// registers.
 #[inline(never)]
-fn walk_plain_all(rest: &[u8], state: DecoderState, max: u64) -> (usize, u64) {
+fn walk_usual_all(rest: &[u8], state: DecoderState, max: u64) -> (usize, u64) {
     match (state.word() == 8, max == u64::MAX) {
         (true, true) => walk_usual::<8>(rest, state.words, |_| true),
         (false, true) => walk_usual::<4>(rest, state.words, |_| true),
@@ -159,11 +159,11 @@ impl IndexBuilder<'_> {
     pub fn build_until(&mut self, instructions: u64) -> u64 {
         let data = self.data;
         while !self.ended && self.state.instructions < instructions {
-            // Runs of usual blocks without a thread id: the lean walk.
+            // Runs of usual blocks: the fast path of the index pass.
             if self.state.usual_next() {
                 let left = instructions - self.state.instructions;
                 let (len, count) =
-                    walk_plain_all(data.get(self.pos..).unwrap_or(&[]), self.state, left);
+                    walk_usual_all(data.get(self.pos..).unwrap_or(&[]), self.state, left);
                 self.state.pass_usual(count);
                 self.pos += len;
                 if self.state.instructions >= instructions {
@@ -172,7 +172,7 @@ impl IndexBuilder<'_> {
             }
             let rest = data.get(self.pos..).unwrap_or(&[]);
             // The usual block (not a full dump: those have more register changes than the
-            // quick path takes) only moves the decoder state on; nothing is kept.
+            // small-block path takes) only moves the decoder state on; nothing is kept.
             if let Some(block) = self.state.small_step(rest) {
                 let flagged = block
                     .get(3)
