@@ -68,11 +68,12 @@ fn benches(c: &mut Criterion) {
     g.bench_function("scan", |b| {
         b.iter(|| {
             let trace = Trace::parse(black_box(&data)).unwrap();
-            let mut scan = trace.scan();
+            let mut scan = trace.cursor::<trac_x64dbg::Pc>();
             let mut acc = 0u64;
-            while let Some(i) = scan.next_match(None, 0x14_fe00, 0x14_fe08) {
+            while let Some(i) = scan.next_instruction_where(|i, _| i.touches(0x14_fe00, 0x14_fe08))
+            {
                 i.unwrap();
-                acc = acc.wrapping_add(scan.pc());
+                acc = acc.wrapping_add(scan.regs().ip());
             }
             acc
         });

@@ -12,21 +12,46 @@
 //!
 //! - [`Header`]: the prefix and JSON header (serde; unknown keys kept; `ver` must be 1; the
 //!   length is bounded by the input and by [`limits::MAX_HEADER_LEN`]).
-//! - [`Trace::blocks`]: a lazy, zero-copy, fused iterator of [`Block`]s over `&[u8]` (for
-//!   example a memory-mapped file); [`StreamReader::from_reader`]: the same over any
-//!   `io::Read` (stdin, a decompressor), in constant memory, with the register replay and
-//!   counters of [`Replay`]. Instructions expose thread, opcode, register changes with absolute
-//!   REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
-//!   [`UserBlock`]s and do not count as instructions. Every violation (block type, counts,
-//!   indices, opcode length, truncation) is an [`Error`] with its file offset.
-//! - The pre-PR-#3920 thread-id bug is detected and recovered ([`ThreadIdMode`]).
-//! - [`RegDump`]: the x64/x86 register dump with named accessors; [`Trace::replay`]: the
-//!   state before every instruction ([`Replay::next_instruction_with_regs`] and
-//!   [`StreamReader::next_instruction_with_regs`] serve slices and streams alike);
-//!   [`Trace::build_index`] + [`Trace::seek`]: random
-//!   access by replaying at most one full-dump interval.
+//! - Reading a trace in memory ([`Trace`], over `&[u8]`, for example a memory-mapped file)
+//!   in three layers, each built on the one below and giving up something for speed (as
+//!   gimli's `EntriesRaw` < `EntriesCursor` < `EntriesTree`):
+//!   1. [`Trace::blocks`]: a lazy, zero-copy, fused iterator of every [`Block`], measured,
+//!      numbered and with its thread. Gives up the register state: the fastest way to see
+//!      every block, and the one to pass over equal blocks of two traces
+//!      ([`Blocks::pass_equal`]) and to build the index. Instructions expose thread, opcode, register changes with
+//!      absolute REGDUMP word indices and memory accesses; user blocks (`0x80..=0xff`) are
+//!      [`UserBlock`]s and do not count as instructions.
+//!   2. [`Cursor`] ([`Trace::cursor`], [`Trace::replay`]): each instruction with the
+//!      register state before it and the counters, keeping what its [`Mode`] keeps: [`Pc`]
+//!      (the pc alone), [`General`] (the general registers, pc and flags) or [`Full`]
+//!      (every word). [`Cursor::next_instruction_with`] also reports the changes it
+//!      applies, [`Cursor::next_instruction_where`] searches (xref). Not an `Iterator`:
+//!      it lends its state. Gives up random access, and copies of the state.
+//!   3. [`Trace::build_index`] + [`Trace::seek`]: random access to any instruction by
+//!      replaying at most one full-dump interval, from an [`Index`] of the full dumps
+//!      ([`Trace::index_builder`] builds it a piece at a time). Costs the index pass (one
+//!      pass over the blocks without registers) and about 60 bytes per full dump.
+//! - [`StreamReader::from_reader`]: the blocks and the full replay over any `io::Read`
+//!   (stdin, a decompressor), in constant memory, with the counters of a [`Cursor`].
+//! - Every violation (block type, counts, indices, opcode length, truncation) is an
+//!   [`Error`] with its file offset. The pre-PR-#3920 thread-id bug is detected and
+//!   recovered ([`ThreadIdMode`]).
+//! - [`RegDump`]: the x64/x86 register dump with named accessors.
 //! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
 //!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
+//!
+//! # Words used in this crate
+//!
+//! - A **small block** is an instruction block with at most 8 register changes and 8
+//!   memory accesses; a **usual block** is a small block without thread-id bytes, not at
+//!   the very end of the data: nearly every block of a real trace.
+//! - The **fast path** decodes a usual block (the block iterator also a small one) inline,
+//!   in the caller's loop; the **cold path** is the one decoder of any block (a full dump,
+//!   a thread switch, a thread-id decision, a user block, an error, the end), called when
+//!   the fast path does not take the block. A [`Cursor`]'s fast path takes runs of usual
+//!   blocks and moves the layer below past them when it goes the cold way.
+//! - The **general registers** are the first REGDUMP words ([`general_words`]): rax…r15
+//!   (eax…edi), then the pc and the flags. "General" means nothing else here.
 //!
 //! Cargo features, both off by default and outside the stable API: `testgen` (the
 //! deterministic trace generator of fixtures, tests and benchmarks, module `testgen`) and
@@ -109,9 +134,9 @@ pub use error::Error;
 pub use header::{Arch, Header};
 pub use model::{InstructionRecord, MemAccess, Record, RegChange, ThreadField};
 pub use read::{
-    Block, Blocks, Counters, GeneralReplay, Index, IndexBuilder, Instruction, MemAccesses,
-    PlainCursor, PlainCursors, ReadOptions, RegChanges, Replay, Scan, States, StreamReader,
-    ThreadIdMode, Trace, UserBlock, general_words, read_records,
+    Block, Blocks, Counters, Cursor, Full, General, Index, IndexBuilder, Instruction, MemAccesses,
+    Mode, Pc, ReadOptions, RegChanges, StreamReader, ThreadIdMode, Trace, UserBlock, general_words,
+    read_records,
 };
 pub use regs::{
     DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,
@@ -145,7 +170,7 @@ pub fn fuzz_read(data: &[u8]) {
         while let Some(Ok(_)) = replay.next_instruction() {
             let _ = replay.regs().ip();
         }
-        let (index, _) = trace.build_index_partial();
+        let (index, _) = trace.index_builder().finish();
         let n = index.instructions();
         // Differential checks: the index's decoder and the streaming reader see the
         // blocks the slice iterator sees.
@@ -156,32 +181,35 @@ pub fn fuzz_read(data: &[u8]) {
         assert_eq!(n, instructions as u64, "index and blocks disagree");
         for i in [0, n / 2, n.saturating_sub(1), n] {
             let _ = trace.seek(&index, i);
-            let _ = trace.scan_from(&index, i);
         }
-        // The lean scan finds the replay's instructions and pcs; a saved index reads back.
-        let mut scan = trace.scan();
+        // The pc cursor finds the replay's instructions and pcs; a saved index reads back.
+        let mut scan = trace.cursor::<Pc>();
         let mut replay = trace.replay();
         while let Some(Ok(ins)) = scan.next_instruction() {
             let want = replay.next_instruction();
             assert!(
                 matches!(&want, Some(Ok(w)) if w.index() == ins.index()),
-                "scan and replay disagree"
+                "pc cursor and replay disagree"
             );
-            assert_eq!(scan.pc(), replay.regs().ip(), "scan and replay pcs differ");
+            assert_eq!(
+                scan.regs().ip(),
+                replay.regs().ip(),
+                "pc cursor and replay pcs differ"
+            );
             let _ = ins.touches(0, u64::MAX);
         }
-        // The scan may stop before blocks the replay has not read yet (user blocks after
-        // the last instruction, or where the scan stopped early): read them, so the state
-        // and counters below are those of the whole input.
+        // The pc cursor may stop before blocks the replay has not read yet (user blocks
+        // after the last instruction): read them, so the state and counters below are
+        // those of the whole input.
         while let Some(Ok(_)) = replay.next_instruction() {}
         assert_eq!(Index::from_bytes(&index.to_bytes()), Some(index));
         let _ = Index::from_bytes(data);
         if let Ok(mut stream) = StreamReader::with_options(data, opts) {
             let mut streamed = Vec::new();
             let mut stream_failed = false;
-            while let Some(b) = stream.next_block() {
+            while let Some(b) = stream.next_block_with_regs() {
                 match b {
-                    Ok(b) => streamed.push(b.to_record()),
+                    Ok((b, _)) => streamed.push(b.to_record()),
                     Err(_) => {
                         stream_failed = true;
                         break;

@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use trac_x64dbg::testgen::{self, Machine, Options};
-use trac_x64dbg::{Arch, Block, Header, Recorder, RecorderOptions, Trace, Writer};
+use trac_x64dbg::{Arch, Block, Header, Pc, Recorder, RecorderOptions, Trace, Writer};
 
 use super::FormatTasks;
 use crate::bench::{BenchCase, BenchConfig};
@@ -227,15 +227,16 @@ fn run_replay(bytes: &[u8]) -> u64 {
 }
 
 /// Every instruction with its pc from the `cip` changes, thread and opcode length
-/// ([`trac_x64dbg::Scan`]): the walk `bbv`'s blocks are read from.
+/// (the [`Pc`] cursor): the walk `bbv`'s blocks are read from.
 fn run_pc_scan(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
-    let mut scan = trace.scan();
+    let mut scan = trace.cursor::<Pc>();
     let (mut n, mut acc) = (0u64, 0u64);
     while let Some(ins) = scan.next_instruction() {
         let ins = ins.unwrap();
         n += 1;
-        acc = acc.wrapping_add(scan.pc() ^ u64::from(ins.thread()) ^ ins.opcode().len() as u64);
+        acc = acc
+            .wrapping_add(scan.regs().ip() ^ u64::from(ins.thread()) ^ ins.opcode().len() as u64);
     }
     black_box(acc);
     n
@@ -248,15 +249,16 @@ fn run_index(bytes: &[u8]) -> u64 {
     index.instructions()
 }
 
-/// `xref` without a sidecar: the lean scan for one stack word ([`trac_x64dbg::Scan::next_match`]:
-/// a pc from the `cip` changes, the addresses in place); returns the instructions read.
+/// `xref` without a sidecar: the [`Pc`] cursor's search for one stack word
+/// (`next_instruction_where`: a pc from the `cip` changes, the addresses in place);
+/// returns the instructions read.
 fn run_xref_scan(bytes: &[u8]) -> u64 {
     let trace = Trace::parse(bytes).unwrap();
-    let mut scan = trace.scan();
+    let mut scan = trace.cursor::<Pc>();
     let mut acc = 0u64;
-    while let Some(ins) = scan.next_match(None, 0x14_fe00, 0x14_fe08) {
+    while let Some(ins) = scan.next_instruction_where(|ins, _| ins.touches(0x14_fe00, 0x14_fe08)) {
         ins.unwrap();
-        acc = acc.wrapping_add(scan.pc());
+        acc = acc.wrapping_add(scan.regs().ip());
     }
     black_box(acc);
     scan.instructions()

@@ -292,29 +292,49 @@ impl<'a> Instruction<'a> {
     /// instruction.
     #[inline]
     pub fn apply(&self, regs: &mut RegDump) {
+        self.apply_with(regs.words_mut(), &mut |_| {});
+    }
+
+    /// [`Instruction::apply`] to the REGDUMP words `words` (or their first ones: the
+    /// changes past them are passed over), calling `on_change` with each change applied.
+    #[inline]
+    pub(super) fn apply_with(&self, words: &mut [u64], on_change: &mut impl FnMut(RegChange)) {
         let from_positions = self.bytes.get(self.positions_start()..).unwrap_or(&[]);
         let (positions, values) = cut(from_positions, self.reg_count());
         if self.wide() {
-            apply_changes::<8>(positions, values, regs.words_mut());
+            apply_changes::<8>(positions, values, words, on_change);
         } else {
-            apply_changes::<4>(positions, values, regs.words_mut());
+            apply_changes::<4>(positions, values, words, on_change);
         }
     }
 }
 
 /// Writes the register changes of a block (`positions`, then `values` of `W` bytes from
 /// the start of `values`) into `words`: [`RegChanges`] for one word size, without a
-/// branch on it per change (a full dump has 172 or 216).
+/// branch on it per change (a full dump has 172 or 216). Stops at the first change past
+/// `words` (the changes come by increasing word), and calls `on_change` with each one
+/// applied.
 #[inline]
-fn apply_changes<const W: usize>(positions: &[u8], values: &[u8], words: &mut [u64]) {
+fn apply_changes<const W: usize>(
+    positions: &[u8],
+    values: &[u8],
+    words: &mut [u64],
+    on_change: &mut impl FnMut(RegChange),
+) {
     let (values, _) = values.as_chunks::<W>();
     let mut index = 0usize;
     for (position, value) in positions.iter().zip(values) {
         index += usize::from(*position);
-        // The reader checked every index against the REGDUMP.
-        if let Some(slot) = words.get_mut(index) {
-            *slot = word_le(value);
-        }
+        let Some(slot) = words.get_mut(index) else {
+            break;
+        };
+        let value = word_le(value);
+        *slot = value;
+        on_change(RegChange {
+            // Below the REGDUMP's size (at most 216).
+            index: index as u16,
+            value,
+        });
         index += 1;
     }
 }
@@ -410,7 +430,7 @@ pub struct Blocks<'a> {
     rest: &'a [u8],
     state: DecoderState,
     /// The next block, checked and measured one step early by
-    /// [`DecoderState::quick_step`] (empty: not measured).
+    /// [`DecoderState::small_step`] (empty: not measured).
     ///
     /// A block's length comes from its own bytes, so finding the blocks is a serial chain
     /// of loads. Measuring block k + 1 before handing out block k puts that chain ahead of
@@ -434,7 +454,7 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Hands out the usual block `block` (see [`DecoderState::quick_step`]) at the start
+    /// Hands out the small block `block` (see [`DecoderState::small_step`]) at the start
     /// of `rest`, and measures the one after it.
     #[inline(always)]
     fn hand_out(&mut self, block: &'a [u8], with_tid: bool) -> Block<'a> {
@@ -443,11 +463,11 @@ impl<'a> Blocks<'a> {
         let meta = self.state.commit_instruction(block, at, with_tid);
         prefetch(block, rest);
         self.rest = rest;
-        self.ahead = self.state.quick_step(rest).unwrap_or(&[]);
+        self.ahead = self.state.small_step(rest).unwrap_or(&[]);
         Block::Instruction(Instruction { meta, bytes: block })
     }
 
-    /// The next block when the quick path has not measured it: at the start, at the end,
+    /// The next block when the small-block path has not measured it: at the start, at the end,
     /// at an error (made here), and for the blocks that need [`DecoderState::step`].
     ///
     /// It takes and gives back the iterator by value: a pointer to it passed to a call
@@ -465,7 +485,7 @@ impl<'a> Blocks<'a> {
                 let meta = self.state.commit(data, pos, 0, step);
                 let block = meta.materialize(self.rest);
                 self.rest = self.rest.get(step.len..).unwrap_or(&[]);
-                self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+                self.ahead = self.state.small_step(self.rest).unwrap_or(&[]);
                 (self, Some(Ok(block)))
             }
             Err(fail) => {
@@ -514,59 +534,17 @@ impl<'a> Blocks<'a> {
         self.state.thread()
     }
 
-    /// [`Blocks::walk_plain`] of at most `max` blocks, each numbered as the general path
-    /// numbers it (index, block number, offset, thread): what the replays' lean walks
-    /// hand on.
-    #[inline(always)]
-    pub(super) fn walk_plain_numbered(
-        &mut self,
-        max: u64,
-        mut on_instruction: impl FnMut(&Instruction<'a>),
-    ) -> u64 {
-        let numbers = self.plain_numbers();
-        let (mut at, mut k) = (0u64, 0u64);
-        self.walk_plain(|ins| {
-            if k >= max {
-                return false;
-            }
-            let mut ins = *ins;
-            numbers.number(&mut ins, k, at);
-            at += ins.meta.len;
-            k += 1;
-            on_instruction(&ins);
-            true
-        })
-    }
-
-    /// Passes over the usual blocks without a thread id from here (see [`walk_plain`])
-    /// while `on_block` says to go on, and returns the instructions passed; the next
-    /// [`Iterator::next`] returns the block after them. Passes nothing when a thread-id
-    /// decision is due.
-    #[inline(always)]
-    pub(super) fn walk_plain(&mut self, on_block: impl FnMut(&Instruction<'a>) -> bool) -> u64 {
-        if !self.plain_ready() {
-            return 0;
-        }
-        let (len, count) = if self.state.word() == 8 {
-            walk_plain::<8>(self.rest, self.state.words, on_block)
-        } else {
-            walk_plain::<4>(self.rest, self.state.words, on_block)
-        };
-        self.passed_plain(len, count);
-        count
-    }
-
-    /// Whether the usual blocks without a thread id may be walked from here: not past the
+    /// Whether the usual blocks may be walked from here: not past the
     /// end, and no thread-id decision due.
     #[inline(always)]
-    pub(super) fn plain_ready(&self) -> bool {
-        !self.done && self.state.plain_next()
+    pub(super) fn usual_ready(&self) -> bool {
+        !self.done && self.state.usual_next()
     }
 
-    /// The bytes from the next block on, and what [`plain_step`] needs to know of the
+    /// The bytes from the next block on, and what [`usual_step`] needs to know of the
     /// decoder: whether words are 8 bytes (else 4), and the REGDUMP's words.
     #[inline(always)]
-    pub(super) fn plain_start(&self) -> (&'a [u8], bool, u32) {
+    pub(super) fn usual_start(&self) -> (&'a [u8], bool, u32) {
         (
             self.rest,
             self.state.word() == 8,
@@ -574,11 +552,11 @@ impl<'a> Blocks<'a> {
         )
     }
 
-    /// How the usual blocks walked from here are numbered, as the general path numbers
+    /// How the usual blocks walked from here are numbered, as the cold path numbers
     /// them.
     #[inline(always)]
-    pub(super) fn plain_numbers(&self) -> PlainNumbers {
-        PlainNumbers {
+    pub(super) fn usual_numbers(&self) -> UsualNumbers {
+        UsualNumbers {
             index: self.instructions(),
             block: self.next_block_number(),
             offset: self.offset().0,
@@ -586,13 +564,13 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Moves past `count` usual blocks without a thread id, `len` bytes, walked from here.
+    /// Moves past `count` usual blocks, `len` bytes, walked from here.
     #[inline(always)]
-    pub(super) fn passed_plain(&mut self, len: usize, count: u64) {
+    pub(super) fn passed_usual(&mut self, len: usize, count: u64) {
         if count > 0 {
-            self.state.pass_plain(count);
+            self.state.pass_usual(count);
             self.rest = self.rest.get(len..).unwrap_or(&[]);
-            self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+            self.ahead = self.state.small_step(self.rest).unwrap_or(&[]);
         }
     }
 
@@ -652,18 +630,18 @@ impl<'a> Blocks<'a> {
             }
         };
         loop {
-            if !eq.ended && st.plain_next() {
+            if !eq.ended && st.usual_next() {
                 let hot = if st.word() == 8 {
-                    pass_plain::<8>(x, other, at, eq.known, st.words)
+                    pass_usual::<8>(x, other, at, eq.known, st.words)
                 } else {
-                    pass_plain::<4>(x, other, at, eq.known, st.words)
+                    pass_usual::<4>(x, other, at, eq.known, st.words)
                 };
                 eq.known = hot.known;
                 if hot.differs {
                     // Where exactly: the blocks before it still pass, one at a time.
                     eq.extend(hot.known + COMPARE_CHUNK);
                 }
-                st.pass_plain(hot.count);
+                st.pass_usual(hot.count);
                 let len = hot.at - at;
                 passed(&mut at, len, hot.count, st.thread());
             }
@@ -674,7 +652,7 @@ impl<'a> Blocks<'a> {
                 eq.extend(at + COMPARE_LEAD);
             }
             let rest = x.get(at..).unwrap_or(&[]);
-            if let Some(block) = st.quick_step(rest) {
+            if let Some(block) = st.small_step(rest) {
                 if at + block.len() > eq.known {
                     break;
                 }
@@ -693,13 +671,13 @@ impl<'a> Blocks<'a> {
         }
         self.state = st;
         self.rest = x.get(at..).unwrap_or(&[]);
-        self.ahead = self.state.quick_step(self.rest).unwrap_or(&[]);
+        self.ahead = self.state.small_step(self.rest).unwrap_or(&[]);
         instructions
     }
 }
 
-/// What [`pass_plain`] passed.
-struct Plain {
+/// What [`pass_usual`] passed.
+struct EqualRun {
     /// Where it stopped (the bytes passed from the start).
     at: usize,
     /// The bytes known equal.
@@ -711,7 +689,7 @@ struct Plain {
 }
 
 /// The hot loop of [`Blocks::pass_equal`]: from `at`, passes the usual instruction blocks
-/// (as [`DecoderState::quick_step`] takes them, with words of `W` bytes) that carry no
+/// (as [`DecoderState::small_step`] takes them, with words of `W` bytes) that carry no
 /// thread id, while they are well inside both `x` and `y`, comparing a chunk of the two
 /// a little ahead each time (the first `known` bytes are known equal). Stops before any
 /// other block and at a difference in the chunk compared.
@@ -721,13 +699,13 @@ struct Plain {
 /// one, and every other branch goes the same way nearly always, so the CPU runs ahead
 /// along the chain of block lengths while the comparison's loads complete.
 #[inline(never)]
-fn pass_plain<const W: usize>(
+fn pass_usual<const W: usize>(
     x: &[u8],
     y: &[u8],
     mut at: usize,
     mut known: usize,
     words: u16,
-) -> Plain {
+) -> EqualRun {
     // `known` moves on only while below `at + COMPARE_LEAD`, so the comparison stays
     // below `at + COMPARE_LEAD + COMPARE_CHUNK`, before `last`. The chunk compared is at
     // `known` clamped to `last`, a bound that lets the compiler drop the chunks' bounds
@@ -749,7 +727,7 @@ fn pass_plain<const W: usize>(
             break;
         };
         if words_differ(cx, cy) {
-            return Plain {
+            return EqualRun {
                 at,
                 known,
                 count,
@@ -771,7 +749,7 @@ fn pass_plain<const W: usize>(
         at = end;
         count += 1;
     }
-    Plain {
+    EqualRun {
         at,
         known,
         count,
@@ -779,19 +757,19 @@ fn pass_plain<const W: usize>(
     }
 }
 
-/// Walks the usual instruction blocks without a thread id (as
-/// [`DecoderState::quick_step`] takes them, with words of `W` bytes) from the start of
+/// Walks the usual blocks (as
+/// [`DecoderState::small_step`] takes them, with words of `W` bytes) from the start of
 /// `x` while they lie well inside it and `on_block` says to go on, and returns the bytes
 /// and the instructions passed. Stops before any other block (a thread switch, a full
 /// dump, a user block, an error), near the end of `x`, and before the first block for
 /// which `on_block` says false. `on_block` sees each block's fields (its numbers, offset
 /// and thread are not filled in: the caller knows them from the count).
 ///
-/// [`pass_plain`] without the comparison: the measuring chain, with no branch on a
+/// [`pass_usual`] without the comparison: the measuring chain, with no branch on a
 /// block's fields but the ones that end the walk, so that it runs at the speed of that
 /// chain of loads; `on_block`'s work is off the chain, and the CPU overlaps it.
 #[inline(always)]
-pub(super) fn walk_plain<'a, const W: usize>(
+pub(super) fn walk_usual<'a, const W: usize>(
     x: &'a [u8],
     words: u16,
     mut on_block: impl FnMut(&Instruction<'a>) -> bool,
@@ -799,7 +777,7 @@ pub(super) fn walk_plain<'a, const W: usize>(
     let words = u32::from(words);
     let (mut at, mut count) = (0usize, 0u64);
     let mut touched = 0u8;
-    while let Some((ins, _)) = plain_step::<W>(x, at, words, &mut touched) {
+    while let Some((ins, _)) = usual_step::<W>(x, at, words, &mut touched) {
         if !on_block(&ins) {
             break;
         }
@@ -811,8 +789,8 @@ pub(super) fn walk_plain<'a, const W: usize>(
 }
 
 /// The usual instruction block without a thread id at `at` of `x` (as
-/// [`DecoderState::quick_step`] takes them, with words of `W` bytes and `words` REGDUMP
-/// words), unnumbered (see [`walk_plain`]), with the [`USUAL_WINDOW`] bytes from its
+/// [`DecoderState::small_step`] takes them, with words of `W` bytes and `words` REGDUMP
+/// words), unnumbered (see [`walk_usual`]), with the [`USUAL_WINDOW`] bytes from its
 /// start (its fields lie inside them); `None` for any other block and near the end of
 /// `x`, where a block may not be whole.
 ///
@@ -821,7 +799,7 @@ pub(super) fn walk_plain<'a, const W: usize>(
 /// prefetcher does not cross pages, so without it the chain's first load in each page
 /// waits for memory. The caller hands `touched` to [`core::hint::black_box`] at the end.
 #[inline(always)]
-pub(super) fn plain_step<'a, const W: usize>(
+pub(super) fn usual_step<'a, const W: usize>(
     x: &'a [u8],
     at: usize,
     words: u32,
@@ -849,17 +827,17 @@ pub(super) fn plain_step<'a, const W: usize>(
 }
 
 /// The numbers of the first instruction of a walk over the usual blocks
-/// ([`Blocks::plain_numbers`]), and its thread: that of every block of the walk, which
+/// ([`Blocks::usual_numbers`]), and its thread: that of every block of the walk, which
 /// carry no thread id.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct PlainNumbers {
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct UsualNumbers {
     pub(super) index: u64,
     block: u64,
     offset: u64,
     thread: u64,
 }
 
-impl PlainNumbers {
+impl UsualNumbers {
     /// Numbers `ins`, the walk's instruction `k`, `at` bytes after its first.
     #[inline(always)]
     pub(super) fn number(&self, ins: &mut Instruction<'_>, k: u64, at: u64) {
@@ -871,12 +849,12 @@ impl PlainNumbers {
 }
 
 /// Hands on the register changes of the usual block whose first bytes are `w` (as
-/// [`plain_step`] took it, with words of `W` bytes) to `on_change`, by increasing word.
+/// [`usual_step`] took it, with words of `W` bytes) to `on_change`, by increasing word.
 ///
 /// Such a block has at most 8 changes, so its positions are one word and its values lie
 /// in the window: they are read without a bounds check each.
 #[inline(always)]
-pub(super) fn plain_changes<const W: usize>(
+pub(super) fn usual_changes<const W: usize>(
     w: &[u8; USUAL_WINDOW],
     mut on_change: impl FnMut(RegChange),
 ) {
@@ -906,11 +884,11 @@ pub(super) fn plain_changes<const W: usize>(
 }
 
 /// Measures the block whose first bytes are `w`, at `at`, as a usual instruction block
-/// without a thread id (as [`DecoderState::quick_step`] takes them, with words of `W`
+/// without a thread id (as [`DecoderState::small_step`] takes them, with words of `W`
 /// bytes and `words` REGDUMP words): its end (`at` + its length) and whether it is one.
 /// `None` when it has more than 8 changes or accesses (not a usual block either).
 ///
-/// The ends are the lean walks' critical path, a chain of loads (a block's length comes
+/// The ends are the fast paths' critical path, a chain of loads (a block's length comes
 /// from its own bytes): after the load of the memory flags, one product gives W × the
 /// accesses without a new value, subtracted from the most the block can hold. The other
 /// checks are off that path, and the caller takes one branch on them.
@@ -963,7 +941,7 @@ const LOW_ONES: [u64; 9] = [
     0x0101_0101_0101_0101,
 ];
 
-/// The bytes [`pass_plain`] reads a block's fields from: those of a usual block without a
+/// The bytes [`pass_usual`] reads a block's fields from: those of a usual block without a
 /// thread id end within 4 + 15 + 8 × 9 + 8 = 99 (its memory flags read as one word).
 const USUAL_WINDOW: usize = 128;
 

@@ -187,7 +187,7 @@ pub(super) fn prefetch(block: &[u8], rest: &[u8]) {
 
 /// The block of `fixed` bytes plus `changed` new values of `W` bytes at the start of
 /// `rest`. Not inlined, so that the compiler keeps the branch in
-/// [`DecoderState::quick_measure_w`] rather than making it arithmetic.
+/// [`DecoderState::small_measure_w`] rather than making it arithmetic.
 #[inline(never)]
 fn with_new_values<const W: usize>(rest: &[u8], fixed: usize, changed: usize) -> Option<&[u8]> {
     rest.get(..fixed + changed * W)
@@ -436,11 +436,11 @@ impl DecoderState {
     }
 
     /// The instruction block at the start of `rest`, whose header is `[n, m, fl]`, if it
-    /// is complete, valid and usual: at most 8 register changes and 8 memory accesses,
+    /// is complete, valid and small: at most 8 register changes and 8 memory accesses,
     /// not at the very end of the data (`None` otherwise: [`DecoderState::measure`]
     /// handles every block).
     #[inline(always)]
-    fn quick_measure<'d>(
+    fn small_measure<'d>(
         &self,
         rest: &'d [u8],
         header: [u8; 3],
@@ -448,16 +448,16 @@ impl DecoderState {
     ) -> Option<&'d [u8]> {
         // With the word size a constant, the layout arithmetic is shifts and adds.
         if self.word == 8 {
-            self.quick_measure_w::<8>(rest, header, with_tid)
+            self.small_measure_w::<8>(rest, header, with_tid)
         } else {
-            self.quick_measure_w::<4>(rest, header, with_tid)
+            self.small_measure_w::<4>(rest, header, with_tid)
         }
     }
 
-    /// [`DecoderState::quick_measure`] for words of `W` bytes. Plain integers and few
+    /// [`DecoderState::small_measure`] for words of `W` bytes. Plain integers and few
     /// branches: this is the hot, serial part of decoding.
     #[inline(always)]
-    fn quick_measure_w<'d, const W: usize>(
+    fn small_measure_w<'d, const W: usize>(
         &self,
         rest: &'d [u8],
         [n, m, fl]: [u8; 3],
@@ -493,17 +493,16 @@ impl DecoderState {
         self.word
     }
 
-    /// Whether [`DecoderState::quick_step`] would take a usual block without a thread id
-    /// next: no thread-id decision is due.
+    /// Whether a usual block may come next: no thread-id decision is due.
     #[inline(always)]
-    pub(super) fn plain_next(&self) -> bool {
+    pub(super) fn usual_next(&self) -> bool {
         !self.prev_flag || self.trust_flag()
     }
 
-    /// Moves the state past `count` usual instruction blocks without a thread id (what
+    /// Moves the state past `count` usual blocks (what
     /// [`DecoderState::commit_instruction`] does for each).
     #[inline(always)]
-    pub(super) fn pass_plain(&mut self, count: u64) {
+    pub(super) fn pass_usual(&mut self, count: u64) {
         if count > 0 {
             self.prev_flag = false;
             self.prev_full = false;
@@ -516,7 +515,7 @@ impl DecoderState {
     #[inline(always)]
     fn measure(&self, rest: &[u8], at: u64, with_tid: bool) -> Measure {
         if let Some(&[_, n, m, fl]) = rest.first_chunk::<4>()
-            && let Some(block) = self.quick_measure(rest, [n, m, fl], with_tid)
+            && let Some(block) = self.small_measure(rest, [n, m, fl], with_tid)
         {
             return Measure::Ok(block.len());
         }
@@ -955,17 +954,17 @@ impl DecoderState {
         }
     }
 
-    /// [`DecoderState::step`] over complete data for the hot loop of [`Blocks`](super::Blocks), for the
-    /// usual block at the start of `rest`: an instruction whose thread-id bytes go with its
-    /// flag. The block's bytes, or `None` for any other case (a user block, a thread-id
+    /// [`DecoderState::step`] over complete data for the fast path of
+    /// [`Blocks`](super::Blocks), for the small block at the start of `rest` whose
+    /// thread-id bytes go with its flag. The block's bytes, or `None` for any other case (a user block, a thread-id
     /// decision, an error, the end), which the caller hands to `step`.
     #[inline(always)]
-    pub(super) fn quick_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
+    pub(super) fn small_step<'d>(&self, rest: &'d [u8]) -> Option<&'d [u8]> {
         match *rest.first_chunk::<4>()? {
             [raw::BLOCK_INSTRUCTION, n, m, fl] => {
                 let flagged = fl & raw::FLAG_THREAD_ID != 0;
                 if flagged || !self.prev_flag || self.trust_flag() {
-                    self.quick_measure(rest, [n, m, fl], flagged)
+                    self.small_measure(rest, [n, m, fl], flagged)
                 } else {
                     None
                 }

@@ -1,6 +1,6 @@
-//! Reading blocks: a lazy zero-copy iterator over `&[u8]` ([`Trace::blocks`]), a streaming
-//! reader over `io::Read` ([`StreamReader`]), register-state replay ([`Replay`]) and random
-//! access through an index of full dumps ([`Index`], [`Trace::seek`]).
+//! Reading blocks: a lazy zero-copy iterator over `&[u8]` ([`Trace::blocks`]), the cursor
+//! with the register state ([`Cursor`]), random access through an index of full dumps
+//! ([`Index`], [`Trace::seek`]) and a streaming reader over `io::Read` ([`StreamReader`]).
 
 // The block layout arithmetic below adds and multiplies counts read from u8 fields by the
 // word size (at most 255 × 17 + 32 × 25 bytes, well under 4 KiB), or lengths bounded by
@@ -8,17 +8,15 @@
 #![allow(clippy::arithmetic_side_effects)]
 
 mod blocks;
+mod cursor;
 mod decode;
 mod replay;
 mod scan;
 mod stream;
 
 pub use blocks::{Block, Blocks, Instruction, MemAccesses, RegChanges, UserBlock};
-pub use replay::{
-    Counters, GeneralReplay, Index, IndexBuilder, PlainCursor, PlainCursors, Replay, States,
-    general_words,
-};
-pub use scan::Scan;
+pub use cursor::{Cursor, Full, General, Mode, Pc, general_words};
+pub use replay::{Counters, Index, IndexBuilder};
 pub use stream::StreamReader;
 
 use decode::DecoderState;

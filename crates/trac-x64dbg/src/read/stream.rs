@@ -12,11 +12,11 @@ use crate::regs::RegDump;
 
 /// The streaming reader: blocks from an `io::Read` in constant memory (a buffer of 64 KiB
 /// plus the largest block; user blocks up to [`limits::MAX_STREAM_USER_BLOCK`] bytes), with
-/// the register state before each instruction and the counters of [`Replay`](super::Replay).
+/// the register state before each instruction and the counters of [`Cursor`](super::Cursor).
 ///
 /// A block borrows the reader's buffer, so [`StreamReader::regs`] cannot be called while
 /// it is held: [`StreamReader::next_instruction_with_regs`] and
-/// [`StreamReader::next_block_with_regs`] give both at once (and [`Replay`](super::Replay)
+/// [`StreamReader::next_block_with_regs`] give both at once (and [`Cursor`](super::Cursor)
 /// has the same methods, so one loop serves slices and streams):
 ///
 /// ```
@@ -120,17 +120,17 @@ impl<R: std::io::Read> StreamReader<R> {
         self.state.instructions
     }
 
-    /// The register state before the last instruction returned (as [`Replay::regs`]).
+    /// The register state before the last instruction returned (as [`Cursor::regs`]).
     ///
-    /// [`Replay::regs`]: super::Replay::regs
+    /// [`Cursor::regs`]: super::Cursor::regs
     #[must_use]
     pub fn regs(&self) -> &RegDump {
         &self.replay.regs
     }
 
-    /// Everything the replay has counted so far, in one value (as [`Replay::counters`]).
+    /// Everything the replay has counted so far, in one value (as [`Cursor::counters`]).
     ///
-    /// [`Replay::counters`]: super::Replay::counters
+    /// [`Cursor::counters`]: super::Cursor::counters
     #[must_use]
     pub fn counters(&self) -> super::Counters {
         super::Counters {
@@ -203,24 +203,9 @@ impl<R: std::io::Read> StreamReader<R> {
         Ok(())
     }
 
-    /// The next block, borrowing the reader's buffer; `None` at the end. After an error,
-    /// `None` forever. An instruction's register changes are applied first, so
-    /// [`StreamReader::regs`] is the state before it (as [`Replay::next_block`]).
-    ///
-    /// [`Replay::next_block`]: super::Replay::next_block
-    pub fn next_block(&mut self) -> Option<Result<Block<'_>, Error>> {
-        Some(self.next_block_with_regs()?.map(|(b, _)| b))
-    }
-
-    /// The next instruction (user blocks are skipped and counted), with its register
-    /// changes applied (as [`Replay::next_instruction`]).
-    ///
-    /// [`Replay::next_instruction`]: super::Replay::next_instruction
-    pub fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
-        Some(self.next_instruction_with_regs()?.map(|(i, _)| i))
-    }
-
-    /// [`StreamReader::next_block`] with the register state before the block.
+    /// The next block, borrowing the reader's buffer, with the register state before it;
+    /// `None` at the end, and forever after an error. An instruction's register changes
+    /// are applied first (as [`Cursor::next_block`](super::Cursor::next_block)).
     pub fn next_block_with_regs(&mut self) -> Option<Result<(Block<'_>, &RegDump), Error>> {
         let (meta, start) = match self.advance()? {
             Ok(decoded) => decoded,
@@ -230,7 +215,8 @@ impl<R: std::io::Read> StreamReader<R> {
         Some(Ok((meta.materialize(bytes), &self.replay.regs)))
     }
 
-    /// [`StreamReader::next_instruction`] with the register state before the instruction.
+    /// The next instruction (user blocks are skipped and counted) with the register state
+    /// before it (as [`Cursor::next_instruction`](super::Cursor::next_instruction)).
     pub fn next_instruction_with_regs(
         &mut self,
     ) -> Option<Result<(Instruction<'_>, &RegDump), Error>> {

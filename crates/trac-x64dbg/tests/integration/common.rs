@@ -26,19 +26,18 @@ pub struct Decoded {
     pub mem: Vec<trac_x64dbg::MemAccess>,
 }
 
-/// Replays the whole trace: every instruction with its state, then the error if any.
+/// The reference replay of the whole trace: every instruction with its state, then the
+/// error if any, from the block iterator and [`Instruction::apply`] alone (no cursor).
 pub fn replay_all(trace: &Trace<'_>) -> (Vec<Decoded>, Option<Error>) {
     let mut out = Vec::new();
-    let mut r = trace.replay();
-    while let Some(ins) = r.next_instruction() {
-        match ins {
-            Ok(ins) => out.push(Decoded {
-                index: ins.index(),
-                thread: ins.thread(),
-                opcode: ins.opcode().to_vec(),
-                regs: r.regs().clone(),
-                mem: ins.mem().collect(),
-            }),
+    let mut regs = RegDump::new(trace.arch());
+    for block in trace.blocks() {
+        match block {
+            Ok(Block::Instruction(ins)) => {
+                ins.apply(&mut regs);
+                out.push(decoded(&ins, &regs));
+            }
+            Ok(Block::User(_)) => {}
             Err(e) => return (out, Some(e)),
         }
     }
@@ -88,9 +87,9 @@ pub fn stream_records(data: &[u8], chunk: usize) -> (Vec<(u64, Record)>, Option<
         Err(e) => return (Vec::new(), Some(e.to_string())),
     };
     let mut out = Vec::new();
-    while let Some(b) = r.next_block() {
+    while let Some(b) = r.next_block_with_regs() {
         match b {
-            Ok(b) => out.push((b.offset().0, b.to_record())),
+            Ok((b, _)) => out.push((b.offset().0, b.to_record())),
             Err(e) => return (out, Some(e.to_string())),
         }
     }
@@ -129,7 +128,7 @@ fn decoded(ins: &Instruction<'_>, regs: &RegDump) -> Decoded {
     }
 }
 
-/// The slice replay of `data`, through `next_instruction_with_regs`.
+/// The slice replay of `data`, through the cursor.
 pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
     let trace = match Trace::with_options(data, options) {
         Ok(t) => t,
@@ -138,9 +137,9 @@ pub fn slice_replay(data: &[u8], options: ReadOptions) -> Replayed {
     let mut r = trace.replay();
     let mut out = Vec::new();
     let mut err = None;
-    while let Some(step) = r.next_instruction_with_regs() {
+    while let Some(step) = r.next_instruction() {
         match step {
-            Ok((ins, regs)) => out.push(decoded(&ins, regs)),
+            Ok(ins) => out.push(decoded(&ins, r.regs())),
             Err(e) => {
                 err = Some(e.to_string());
                 break;

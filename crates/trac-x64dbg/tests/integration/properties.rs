@@ -3,15 +3,29 @@
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use trac_x64dbg::{
-    Arch, Block, Header, Index, InstructionRecord, MemAccess, ReadOptions, Record, Recorder,
-    RecorderOptions, RegChange, RegDump, Step, ThreadField, ThreadIdMode, Trace, Writer, fuzz_read,
-    write_records,
+    Arch, Block, Cursor, Full, General, Header, Index, InstructionRecord, MemAccess, Pc,
+    ReadOptions, Record, Recorder, RecorderOptions, RegChange, RegDump, Step, StreamReader,
+    ThreadField, ThreadIdMode, Trace, Writer, fuzz_read, write_records,
 };
 
 use crate::common::{
     replay_all, slice_records, slice_records_with, slice_replay, stream_records, stream_replay,
     testdata,
 };
+
+/// The next instruction of `scan` that executes at `pc` or whose recorded memory words
+/// overlap `lo..hi`: what `xref` asks.
+fn next_match<'a>(
+    scan: &mut Cursor<'a, Pc>,
+    pc: Option<u64>,
+    lo: u64,
+    hi: u64,
+) -> Option<trac_x64dbg::Instruction<'a>> {
+    let ins = scan.next_instruction_where(|ins, regs| {
+        pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+    });
+    Some(ins?.unwrap())
+}
 
 fn below(g: &mut Gen, n: u64) -> u64 {
     u64::arbitrary(g) % n.max(1)
@@ -255,15 +269,15 @@ fn recorded_states_replay_exactly() {
         .quickcheck(prop as fn(Steps) -> TestResult);
 }
 
-/// The lean scan sees the replay's instructions, pcs and accesses; an index saved as bytes
-/// reads back equal, and a scan from it reaches any instruction with the replay's pc.
+/// The pc cursor sees the reference replay's instructions, pcs and accesses; an index saved
+/// as bytes reads back equal, and a pc cursor from a seek goes on with the replay's pcs.
 #[test]
 fn scans_follow_the_replay() {
     fn prop(s: Steps, lo: u16, len: u8) -> TestResult {
         let bytes = record(&s);
         let trace = Trace::parse(&bytes).unwrap();
         let (got, _) = replay_all(&trace);
-        let mut scan = trace.scan();
+        let mut scan = trace.cursor::<Pc>();
         // A range near the generated addresses (small values are common) or anywhere.
         let lo = u64::from(lo);
         let hi = lo + 1 + u64::from(len);
@@ -277,7 +291,7 @@ fn scans_follow_the_replay() {
             let addrs: Vec<u64> = ins.mem_addresses().collect();
             let want_addrs: Vec<u64> = d.mem.iter().map(|m| m.address).collect();
             if ins.index() != d.index
-                || scan.pc() != d.regs.ip()
+                || scan.regs().ip() != d.regs.ip()
                 || ins.touches(lo, hi) != want
                 || addrs != want_addrs
             {
@@ -287,8 +301,8 @@ fn scans_follow_the_replay() {
         if scan.next_instruction().is_some() {
             return TestResult::error("the scan goes on past the replay");
         }
-        // `next_match` (the lean walk between matches) stops at exactly the instructions
-        // that touch the range, and at those of one pc, with the replay's pcs.
+        // A loop over the pc cursor stops at exactly the instructions that touch the range,
+        // and at those of one pc, with the replay's pcs.
         let pc = got
             .get(usize::from(len) % got.len().max(1))
             .map(|d| d.regs.ip());
@@ -304,10 +318,10 @@ fn scans_follow_the_replay() {
                 })
                 .map(|d| (d.index, d.regs.ip()))
                 .collect();
-            let mut scan = trace.scan();
+            let mut scan = trace.cursor::<Pc>();
             let mut found = Vec::new();
-            while let Some(ins) = scan.next_match(pc, lo, hi) {
-                found.push((ins.unwrap().index(), scan.pc()));
+            while let Some(ins) = next_match(&mut scan, pc, lo, hi) {
+                found.push((ins.index(), scan.regs().ip()));
             }
             if found != want || scan.instructions() != got.len() as u64 {
                 return TestResult::error(format!("next_match({pc:?}, {lo}, {hi}) differs"));
@@ -322,14 +336,15 @@ fn scans_follow_the_replay() {
             return TestResult::error("the saved index differs");
         }
         for d in got.iter().step_by(5) {
-            let mut scan = trace.scan_from(&index, d.index).unwrap();
-            loop {
+            let (_, replay) = trace.seek(&index, d.index).unwrap();
+            let mut scan = replay.into_mode::<Pc>();
+            if scan.regs().ip() != d.regs.ip() {
+                return TestResult::error(format!("seek to {} differs", d.index));
+            }
+            if let Some(next) = got.get(d.index as usize + 1) {
                 let ins = scan.next_instruction().unwrap().unwrap();
-                if ins.index() == d.index {
-                    if scan.pc() != d.regs.ip() {
-                        return TestResult::error(format!("scan from {} differs", d.index));
-                    }
-                    break;
+                if ins.index() != next.index || scan.regs().ip() != next.regs.ip() {
+                    return TestResult::error(format!("the pc cursor after {} differs", d.index));
                 }
             }
         }
@@ -340,12 +355,12 @@ fn scans_follow_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u8) -> TestResult);
 }
 
-/// The lean replay of the general registers, begun at the start or after any instruction
-/// of the full replay, gives the same instructions, and before each the same general
-/// registers, pc and flags (the first `general_words` words) as the full replay; it ends
-/// where the full replay ends, also on a cut trace.
+/// The [`General`] cursor, begun at the start or after any instruction of the full one,
+/// gives the reference replay's instructions, and before each the same general
+/// registers, pc and flags (the first `general_words` words), with a change reported for
+/// each of them that changed; it ends where the reference ends, also on a cut trace.
 #[test]
-fn general_replay_follows_the_replay() {
+fn general_cursor_follows_the_replay() {
     fn prop(s: Steps, from: u16, cut: u16) -> TestResult {
         let mut bytes = record(&s);
         bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
@@ -357,18 +372,21 @@ fn general_replay_follows_the_replay() {
         for _ in 0..from {
             full.next_instruction().unwrap().unwrap();
         }
-        let mut lean = full.general();
+        let mut lean = full.into_mode::<General>();
         let mut before: Option<Vec<u64>> = None;
         for d in got.iter().skip(from) {
-            let ins = lean.next_instruction().unwrap().unwrap();
+            let mut changed = 0u64;
+            let ins = lean
+                .next_instruction_with(|c| changed |= 1 << c.index)
+                .unwrap()
+                .unwrap();
             if ins.index() != d.index || lean.regs().words()[..n] != d.regs.words()[..n] {
                 return TestResult::error(format!("instruction {} differs", d.index));
             }
             // Every word that differs from the instruction before has its bit set.
             let now = &d.regs.words()[..n];
             if let Some(before) = &before
-                && let Some(k) =
-                    (0..n).find(|&k| now[k] != before[k] && lean.changed() & (1 << k) == 0)
+                && let Some(k) = (0..n).find(|&k| now[k] != before[k] && changed & (1 << k) == 0)
             {
                 return TestResult::error(format!("word {k} of {} not marked", d.index));
             }
@@ -376,7 +394,7 @@ fn general_replay_follows_the_replay() {
         }
         match (lean.next_instruction(), err) {
             (None, None) | (Some(Err(_)), Some(_)) => TestResult::passed(),
-            _ => TestResult::error("the lean replay ends elsewhere"),
+            _ => TestResult::error("the general cursor ends elsewhere"),
         }
     }
     QuickCheck::new()
@@ -384,11 +402,11 @@ fn general_replay_follows_the_replay() {
         .quickcheck(prop as fn(Steps, u16, u16) -> TestResult);
 }
 
-/// The replay that marks the words it changes gives the same instructions and states as
-/// the replay, and between two looks the marks cover every word whose value changed (the
-/// marks are cleared at random instructions).
+/// The full cursor that marks the changes it reports gives the reference replay's
+/// instructions and states, and between two looks the marks cover every word whose value
+/// changed (the marks are cleared at random instructions).
 #[test]
-fn marking_replay_marks_every_change() {
+fn reported_changes_mark_every_change() {
     fn prop(s: Steps, clear: Vec<bool>) -> TestResult {
         let bytes = record(&s);
         let trace = Trace::parse(&bytes).unwrap();
@@ -397,10 +415,11 @@ fn marking_replay_marks_every_change() {
         let mut marks = [0u64; 4];
         let mut looked: Option<Vec<u64>> = None;
         for (k, d) in got.iter().enumerate() {
-            let (ins, regs) = marking
-                .next_instruction_marking(&mut marks)
+            let ins = marking
+                .next_instruction_with(|c| marks[usize::from(c.index) / 64] |= 1 << (c.index % 64))
                 .unwrap()
                 .unwrap();
+            let regs = marking.regs();
             if ins.index() != d.index || regs != &d.regs {
                 return TestResult::error(format!("instruction {} differs", d.index));
             }
@@ -422,62 +441,6 @@ fn marking_replay_marks_every_change() {
     QuickCheck::new()
         .tests(200)
         .quickcheck(prop as fn(Steps, Vec<bool>) -> TestResult);
-}
-
-/// [`Replay::walk_plain`] mixed with [`Replay::next_instruction`] (walks of at most
-/// `step` instructions between single steps) gives the instructions of the replay, with
-/// the same numbers, offsets, threads, bytes and register state before each, ends where
-/// the replay ends (also on a cut trace), and leaves the same counters.
-#[test]
-fn walk_plain_follows_the_replay() {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    // Instructions walked over all cases: the walk must take some.
-    static WALKED: AtomicU64 = AtomicU64::new(0);
-    fn seen(
-        ins: &trac_x64dbg::Instruction<'_>,
-        regs: &RegDump,
-    ) -> (u64, u64, u64, u32, Vec<u8>, RegDump) {
-        (
-            ins.index(),
-            ins.block(),
-            ins.offset().0,
-            ins.thread(),
-            ins.bytes().to_vec(),
-            regs.clone(),
-        )
-    }
-    fn prop(s: Steps, step: u8, cut: u16) -> TestResult {
-        let mut bytes = record(&s);
-        bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
-        let trace = Trace::parse(&bytes).unwrap();
-        let mut full = trace.replay();
-        let mut want = Vec::new();
-        let want_end = loop {
-            match full.next_instruction() {
-                Some(Ok(ins)) => want.push(seen(&ins, full.regs())),
-                other => break other.map(|r| r.is_ok()),
-            }
-        };
-        let mut got = Vec::new();
-        let mut replay = trace.replay();
-        let end = loop {
-            let max = u64::from(step % 8) * 3;
-            let n = replay.walk_plain(max, |ins, regs| got.push(seen(ins, regs)));
-            WALKED.fetch_add(n, Ordering::Relaxed);
-            match replay.next_instruction() {
-                Some(Ok(ins)) => got.push(seen(&ins, replay.regs())),
-                other => break other.map(|r| r.is_ok()),
-            }
-        };
-        walked_as_replayed((&got, end, &replay), (&want, want_end, &full))
-    }
-    QuickCheck::new()
-        .tests(300)
-        .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
-    assert!(
-        WALKED.load(Ordering::Relaxed) > 0,
-        "the walk took no instruction"
-    );
 }
 
 /// [`Blocks::pass_equal`] against a copy changed at random places passes the blocks the
@@ -604,13 +567,13 @@ fn scan_reads_the_pc_of_tiny_blocks() {
         let trace = Trace::parse(&data).unwrap();
         let (got, err) = replay_all(&trace);
         assert!(err.is_none());
-        let mut scan = trace.scan();
+        let mut scan = trace.cursor::<Pc>();
         let mut tiny = 0;
         for d in &got {
             let ins = scan.next_instruction().unwrap().unwrap();
             tiny += usize::from(ins.bytes().len() < 16);
             assert_eq!(
-                scan.pc(),
+                scan.regs().ip(),
                 d.regs.ip(),
                 "{arch:?} seed {seed}: instruction {}",
                 d.index
@@ -657,7 +620,7 @@ fn index_built_in_pieces_is_the_whole_index() {
         }
         let trace = Trace::parse(&bytes).unwrap();
         let (got, _) = replay_all(&trace);
-        let whole = trace.build_index_partial();
+        let whole = trace.index_builder().finish();
         let mut builder = trace.index_builder();
         let mut want = 0u64;
         for p in pieces.iter().chain(&[u8::MAX]) {
@@ -835,8 +798,8 @@ fn never_panics_on_arbitrary_bytes() {
 }
 
 /// On long synthetic traces (runs of up to 300 instructions per thread, so that the lean
-/// walks are long), `next_match` finds what the plain scan finds, and the index pass
-/// counts what the replay counts and seeks where it does.
+/// runs of usual blocks are long), the pc cursor finds the reference's pcs, and the index
+/// pass counts what the replay counts and seeks where it does.
 #[test]
 fn lean_walks_agree_on_long_traces() {
     use trac_x64dbg::testgen::{self, Options};
@@ -859,29 +822,30 @@ fn lean_walks_agree_on_long_traces() {
             .next()
             .unwrap();
         let (lo, hi) = (addr - 4, addr + 12);
-        let mut scan = trace.scan();
-        let (mut plain, mut pcs) = (Vec::new(), Vec::new());
-        while let Some(ins) = scan.next_instruction() {
-            let ins = ins.unwrap();
-            pcs.push(scan.pc());
-            if ins.touches(lo, hi) {
-                plain.push((ins.index(), scan.pc()));
-            }
-        }
-        let mut scan = trace.scan();
+        let (reference, _) = replay_all(&trace);
+        let pcs: Vec<u64> = reference.iter().map(|d| d.regs.ip()).collect();
+        let mut scan = trace.cursor::<Pc>();
+        let plain: Vec<(u64, u64)> = reference
+            .iter()
+            .filter(|d| {
+                let w = arch.word_size() as u64;
+                d.mem.iter().any(|m| m.address < hi && lo < m.address + w)
+            })
+            .map(|d| (d.index, d.regs.ip()))
+            .collect();
         let mut lean = Vec::new();
-        while let Some(ins) = scan.next_match(None, lo, hi) {
-            lean.push((ins.unwrap().index(), scan.pc()));
+        while let Some(ins) = next_match(&mut scan, None, lo, hi) {
+            lean.push((ins.index(), scan.regs().ip()));
         }
         assert_eq!(lean, plain);
         let pc = pcs[pcs.len() / 2];
         let want: Vec<u64> = (0..pcs.len() as u64)
             .filter(|&i| pcs[i as usize] == pc)
             .collect();
-        let mut scan = trace.scan();
+        let mut scan = trace.cursor::<Pc>();
         let mut lean = Vec::new();
-        while let Some(ins) = scan.next_match(Some(pc), 1, 0) {
-            lean.push(ins.unwrap().index());
+        while let Some(ins) = next_match(&mut scan, Some(pc), 1, 0) {
+            lean.push(ins.index());
         }
         assert_eq!(lean, want);
         assert_eq!(scan.instructions(), pcs.len() as u64);
@@ -895,122 +859,158 @@ fn lean_walks_agree_on_long_traces() {
     }
 }
 
-/// A [`Replay::plain_cursor`] mixed with [`Replay::next_instruction`] gives the
-/// instructions of the replay, hands each instruction it takes in exactly its recorded
-/// changes ([`Instruction::regs`]), and its words after each are the replay's state at
-/// that instruction; it ends where the replay ends (also on a cut trace), and the replay
-/// it leaves holds the same state and counters.
+/// A cursor in any mode of its layers.
+enum AnyCursor<'a> {
+    Pc(Cursor<'a, Pc>),
+    General(Cursor<'a, General>),
+    Full(Cursor<'a, Full>),
+}
+
+/// Every mode of the cursor, on random traces (cut or whole), with `next_block`,
+/// `next_instruction_where` and `next_instruction_with` mixed at random and the mode
+/// narrowed at random (full, then
+/// general, then pc), gives the reference replay's instructions (the block iterator and
+/// [`Instruction::apply`](trac_x64dbg::Instruction::apply)): the same numbers, offsets,
+/// threads and bytes, before each the reference's state in the words the mode keeps, and
+/// exactly the block's changes to those words reported. It ends where the reference ends,
+/// having read every block, with the streaming reader's counters.
 #[test]
-fn plain_cursor_follows_the_replay() {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use trac_x64dbg::{PlainCursor, PlainCursors};
-    // Instructions taken in over all cases: the cursor must take some.
-    static WALKED: AtomicU64 = AtomicU64::new(0);
-    type Seen = (u64, u64, u32, Vec<u8>);
+fn cursor_modes_follow_the_reference() {
+    type Seen = (u64, u64, u64, u32, Vec<u8>);
     fn seen(ins: &trac_x64dbg::Instruction<'_>) -> Seen {
         (
             ins.index(),
+            ins.block(),
             ins.offset().0,
             ins.thread(),
             ins.bytes().to_vec(),
         )
     }
-    /// Takes in at most `max` instructions: each with its changes and the words after it.
-    fn take<'a, const W: usize>(
-        mut cursor: PlainCursor<'_, 'a, W>,
-        max: u64,
-    ) -> Vec<(trac_x64dbg::Instruction<'a>, Vec<RegChange>, Vec<u64>)> {
-        let mut taken = Vec::new();
-        while (taken.len() as u64) < max {
-            let (index, mut changes) = (cursor.next_index(), Vec::new());
-            let Some(ins) = cursor.next(|c| changes.push(c)) else {
-                break;
-            };
-            assert_eq!(ins.index(), index, "next_index");
-            taken.push((ins, changes, cursor.regs().to_vec()));
-        }
-        taken
-    }
-    fn prop(s: Steps, step: u8, cut: u16) -> TestResult {
+    fn prop(s: Steps, picks: Vec<u8>, cut: u16) -> TestResult {
         let mut bytes = record(&s);
         bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 4 * 3)));
         let trace = Trace::parse(&bytes).unwrap();
-        let mut full = trace.replay();
-        let (mut want, mut states) = (Vec::new(), Vec::new());
-        let want_end = loop {
-            match full.next_instruction() {
-                Some(Ok(ins)) => {
-                    want.push(seen(&ins));
-                    states.push(full.regs().clone());
+        let general = trac_x64dbg::general_words(s.arch);
+        let cip = general - 2;
+        // The reference.
+        let mut regs = RegDump::new(s.arch);
+        let mut want = Vec::new();
+        let mut blocks = 0u64;
+        let mut want_end = None;
+        for block in trace.blocks() {
+            match block {
+                Ok(Block::Instruction(ins)) => {
+                    ins.apply(&mut regs);
+                    want.push((seen(&ins), regs.clone(), ins.regs().collect::<Vec<_>>()));
                 }
-                other => break other.map(|r| r.is_ok()),
+                Ok(Block::User(_)) => {}
+                Err(e) => {
+                    want_end = Some(e.to_string());
+                    break;
+                }
             }
+            blocks += 1;
+        }
+        let first = picks.first().copied().unwrap_or(0);
+        let mut cursor = match first % 3 {
+            0 => AnyCursor::Full(trace.cursor()),
+            1 => AnyCursor::General(trace.cursor()),
+            _ => AnyCursor::Pc(trace.cursor()),
         };
-        let mut got = Vec::new();
-        let mut replay = trace.replay();
+        let mut k = 0usize;
         let end = loop {
-            let max = u64::from(step % 8) * 3;
-            let taken = match replay.plain_cursor() {
-                Some(PlainCursors::Words8(cursor)) => take(cursor, max),
-                Some(PlainCursors::Words4(cursor)) => take(cursor, max),
-                None => Vec::new(),
+            let pick = picks.get(k % picks.len().max(1)).copied().unwrap_or(0);
+            k += 1;
+            // Narrow the mode now and then.
+            if pick % 13 == 0 {
+                cursor = match cursor {
+                    AnyCursor::Full(c) => AnyCursor::General(c.into_mode()),
+                    AnyCursor::General(c) => AnyCursor::Pc(c.into_mode()),
+                    pc => pc,
+                };
+            }
+            let by_block = pick % 5 == 0;
+            // Searching: the next instruction whose number is a multiple of `every`.
+            let every = u64::from(pick % 7 == 1) * u64::from(pick % 4 + 1);
+            let mut changes = Vec::new();
+            macro_rules! step {
+                ($c:expr) => {{
+                    let next = if every > 0 {
+                        $c.next_instruction_where(|ins, _| ins.index() % every == 0)
+                    } else if by_block {
+                        loop {
+                            match $c.next_block() {
+                                Some(Ok(Block::User(_))) => {}
+                                Some(Ok(Block::Instruction(ins))) => break Some(Ok(ins)),
+                                Some(Err(e)) => break Some(Err(e)),
+                                None => break None,
+                            }
+                        }
+                    } else {
+                        $c.next_instruction_with(|c| changes.push(c))
+                    };
+                    next.map(|r| {
+                        r.map(|ins| {
+                            (
+                                seen(&ins),
+                                ins.regs().collect::<Vec<_>>(),
+                                $c.regs().clone(),
+                            )
+                        })
+                    })
+                }};
+            }
+            let (next, keep) = match &mut cursor {
+                AnyCursor::Full(c) => (step!(c), usize::MAX),
+                AnyCursor::General(c) => (step!(c), general),
+                AnyCursor::Pc(c) => (step!(c), 0),
             };
-            WALKED.fetch_add(taken.len() as u64, Ordering::Relaxed);
-            for (ins, changes, words) in &taken {
-                let i = ins.index();
-                if *changes != ins.regs().collect::<Vec<_>>() {
-                    return TestResult::error(format!("instruction {i}: other changes handed on"));
-                }
-                if states.get(i as usize).map(|s| s.words()) != Some(&words[..]) {
-                    return TestResult::error(format!("the words at {i} differ"));
-                }
-                got.push(seen(ins));
+            let (got, block_changes, got_regs) = match next {
+                None => break None,
+                Some(Err(e)) => break Some(e.to_string()),
+                Some(Ok(x)) => x,
+            };
+            let Some((want_seen, want_regs, want_changes)) = want.get(got.0 as usize) else {
+                return TestResult::error("an instruction past the reference's");
+            };
+            if got != *want_seen || block_changes != *want_changes {
+                return TestResult::error(format!("instruction {} differs", got.0));
             }
-            if let Some((ins, _, _)) = taken.last()
-                && states.get(ins.index() as usize) != Some(replay.regs())
+            let kept = |i: usize| if keep == 0 { i == cip } else { i < keep };
+            let words = got_regs.words().len();
+            if let Some(w) =
+                (0..words).find(|&w| kept(w) && got_regs.words()[w] != want_regs.words()[w])
             {
-                return TestResult::error(format!("the state at {} differs", ins.index()));
+                return TestResult::error(format!("word {w} before {} differs", got.0));
             }
-            match replay.next_instruction() {
-                Some(Ok(ins)) => {
-                    got.push(seen(&ins));
-                    if states.get(ins.index() as usize) != Some(replay.regs()) {
-                        return TestResult::error(format!("the state at {} differs", ins.index()));
-                    }
-                }
-                other => break other.map(|r| r.is_ok()),
+            let reported: Vec<RegChange> = want_changes
+                .iter()
+                .copied()
+                .filter(|c| kept(usize::from(c.index)))
+                .collect();
+            if every > 0 && got.0 % every != 0 {
+                return TestResult::error(format!("the search stopped at {}", got.0));
+            }
+            if !by_block && every == 0 && changes != reported {
+                return TestResult::error(format!("the changes reported at {} differ", got.0));
             }
         };
-        walked_as_replayed((&got, end, &replay), (&want, want_end, &full))
+        if end != want_end {
+            return TestResult::error(format!("the cursor ends with {end:?}, want {want_end:?}"));
+        }
+        let (counters, blocks_read) = match &cursor {
+            AnyCursor::Full(c) => (c.counters(), c.blocks_read()),
+            AnyCursor::General(c) => (c.counters(), c.blocks_read()),
+            AnyCursor::Pc(c) => (c.counters(), c.blocks_read()),
+        };
+        let mut stream = StreamReader::from_reader(&bytes[..]).unwrap();
+        while let Some(Ok(_)) = stream.next_block_with_regs() {}
+        if counters != stream.counters() || blocks_read != blocks {
+            return TestResult::error("the counters differ");
+        }
+        TestResult::passed()
     }
     QuickCheck::new()
         .tests(trace_core::rng::property_cases(300))
-        .quickcheck(prop as fn(Steps, u8, u16) -> TestResult);
-    assert!(
-        WALKED.load(Ordering::Relaxed) > 0,
-        "the cursor took no instruction"
-    );
-}
-
-/// The end of a walk property: the instructions walked and stepped (`got`) and where the
-/// walk ended are the replay's (`want`, `want_end`), and so are the counters the walking
-/// replay leaves.
-fn walked_as_replayed<T: PartialEq>(
-    (got, end, replay): (&[T], Option<bool>, &trac_x64dbg::Replay<'_>),
-    (want, want_end, full): (&[T], Option<bool>, &trac_x64dbg::Replay<'_>),
-) -> TestResult {
-    if got != want {
-        return TestResult::error(format!(
-            "{} instructions, want {} (or one differs)",
-            got.len(),
-            want.len()
-        ));
-    }
-    if end != want_end {
-        return TestResult::error("the walk ends elsewhere");
-    }
-    if replay.counters() != full.counters() || replay.blocks_read() != full.blocks_read() {
-        return TestResult::error("the counters differ");
-    }
-    TestResult::passed()
+        .quickcheck(prop as fn(Steps, Vec<u8>, u16) -> TestResult);
 }

@@ -1672,7 +1672,8 @@ pub(crate) mod tests {
         let head = bytes.len() / 3;
         let prefix = trac_x64dbg::Trace::parse(&bytes[..head])
             .unwrap()
-            .build_index_partial()
+            .index_builder()
+            .finish()
             .0
             .to_bytes();
         let kept = run(

@@ -375,7 +375,14 @@ mod state_tests {
     /// field by field.
     fn assert_is_the_replay(bytes: &[u8], got: &State) {
         let trace = Trace::parse(bytes).unwrap();
-        let (ins, regs) = trace.states().nth(got.i as usize).unwrap().unwrap();
+        let mut replay = trace.replay();
+        let ins = loop {
+            let ins = replay.next_instruction().unwrap().unwrap();
+            if ins.index() == got.i {
+                break ins;
+            }
+        };
+        let regs = replay.regs();
         assert_eq!(got.thread, u64::from(ins.thread()));
         assert_eq!(got.pc, regs.ip());
         let fields = register_fields(trace.arch());
@@ -432,7 +439,11 @@ mod state_tests {
                 RecorderOptions::default(),
                 "g.exe",
             );
-            let n = Trace::parse(&bytes).unwrap().states().count() as u64;
+            let n = Trace::parse(&bytes)
+                .unwrap()
+                .build_index()
+                .unwrap()
+                .instructions();
             let at = u64::from(case.at) * n / 0x1_0000;
             let got = ask("g.trace64", &bytes, false, at).unwrap();
             assert_eq!(got.i, at);
@@ -478,7 +489,11 @@ mod state_tests {
             println!("note: {} absent; skipped", path.display());
             return;
         };
-        let n = Trace::parse(&bytes).unwrap().states().count() as u64;
+        let n = Trace::parse(&bytes)
+            .unwrap()
+            .build_index()
+            .unwrap()
+            .instructions();
         assert!(n > 100);
         for at in [0, 1, n / 2, n - 1] {
             let s = ask("test1.trace64", &bytes, false, at).unwrap();

@@ -21,9 +21,8 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use trac_x64dbg::{
-    Arch, Block, Counters, GeneralReplay, Header, Index, Instruction, PlainCursor, PlainCursors,
-    RegChange, RegDump, RegisterField, Replay, StreamReader, Trace, raw, register_fields,
-    word_names,
+    Arch, Block, Counters, Cursor, General, Header, Index, Instruction, Pc, RegChange, RegDump,
+    RegisterField, StreamReader, Trace, raw, register_fields, word_names,
 };
 
 use crate::disasm::Disassembler;
@@ -50,12 +49,7 @@ fn err(e: trac_x64dbg::Error) -> Error {
 
 /// How many words of the `REGDUMP` are general registers, the instruction pointer and the
 /// flags: they lead it (rax…r15, rip, rflags; eax…edi, eip, eflags).
-const fn state_words(arch: Arch) -> usize {
-    match arch {
-        Arch::X64 => 18,
-        Arch::X86 => 10,
-    }
-}
+use trac_x64dbg::general_words as state_words;
 
 /// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`
 /// in JSON, plus the `state` struct (not shown in JSON; flattened into one column per
@@ -126,12 +120,12 @@ struct Summary {
     counters: Counters,
 }
 
-/// Blocks with the register state before each: a replay over bytes or a stream reader,
-/// or the lean replay of the general registers over bytes ([`Steps::want_regs`]).
+/// Blocks with the register state before each: the full cursor over bytes or a stream
+/// reader, or the cursor of the general registers over bytes ([`Steps::want_regs`]).
 enum Blocks<'a> {
-    Slice(Box<Replay<'a>>),
+    Slice(Box<Cursor<'a>>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
-    General(Box<GeneralReplay<'a>>),
+    General(Box<Cursor<'a, General>>),
 }
 
 impl Blocks<'_> {
@@ -139,9 +133,9 @@ impl Blocks<'_> {
         &mut self,
     ) -> Option<Result<(Block<'_>, &RegDump), trac_x64dbg::Error>> {
         match self {
-            Blocks::Slice(r) => r.next_block_with_regs(),
+            Blocks::Slice(r) => with_regs(r.next_block(), r.regs()),
             Blocks::Stream(r) => r.next_block_with_regs(),
-            Blocks::General(r) => r.next_block_with_regs(),
+            Blocks::General(r) => with_regs(r.next_block(), r.regs()),
         }
     }
 
@@ -165,10 +159,23 @@ impl Blocks<'_> {
         match self {
             Blocks::Slice(r) => r.counters(),
             Blocks::Stream(r) => r.counters(),
-            // The lean replay counts nothing; the summary never reads through one.
-            Blocks::General(_) => Counters::default(),
+            // The summary never reads through the general cursor.
+            Blocks::General(r) => r.counters(),
         }
     }
+}
+
+/// A step of a cursor with its state.
+fn with_regs<T>(
+    next: Option<Result<T, trac_x64dbg::Error>>,
+    regs: &RegDump,
+) -> Option<Result<(T, &RegDump), trac_x64dbg::Error>> {
+    Some(next?.map(|x| (x, regs)))
+}
+
+/// Bit `k` for a change of `REGDUMP` word `k` (words from 64 on have none).
+fn change_bit(change: RegChange) -> u64 {
+    1u64.checked_shl(u32::from(change.index)).unwrap_or(0)
 }
 
 /// The header, the offset of the first block, and the blocks: in place for a file, through
@@ -398,7 +405,7 @@ impl Handler for X64dbg {
         }
         let trace = Trace::parse(input.loaded_bytes()).map_err(err)?;
         Ok(Box::new(blocks::X64Blocks::new(
-            trace.scan(),
+            trace.cursor::<Pc>(),
             isa(trace.arch()),
         )))
     }
@@ -448,6 +455,7 @@ impl<'a> X64Steps<'a> {
             all_dirty: true,
             tracking: false,
             lean: false,
+            changed: u64::MAX,
         })
     }
 }
@@ -492,8 +500,11 @@ struct X64Steps<'a> {
     /// [`Steps::update_regs`] has been called: `dirty` is kept (`all_dirty` covers the
     /// steps before).
     tracking: bool,
-    /// [`RegsWanted::General`]: the lean replay when the trace is in memory.
+    /// [`RegsWanted::General`]: the general cursor when the trace is in memory.
     lean: bool,
+    /// The general words the last block set under the general cursor
+    /// ([`Steps::regs_changed`]; every bit after a seek).
+    changed: u64,
 }
 
 /// Where an [`X64Steps`] is ahead of its replay after passing records without reading
@@ -521,7 +532,7 @@ impl<'a> X64Steps<'a> {
         // The offset passed to and the number of the next instruction there.
         let (to, next) = match std::mem::replace(&mut self.ahead, Ahead::No) {
             Ahead::Walked(w) => (w.offset().0, w.instructions()),
-            Ahead::Told { to, steps, .. } => (to, r.blocks().instructions().saturating_add(steps)),
+            Ahead::Told { to, steps, .. } => (to, r.instructions().saturating_add(steps)),
             Ahead::No => return Ok(()),
         };
         let gap = to.saturating_sub(r.offset().0);
@@ -531,7 +542,7 @@ impl<'a> X64Steps<'a> {
         if far && let Some(last) = next.checked_sub(1) {
             let index = self
                 .index
-                .get_or_insert_with(|| Arc::new(trace.build_index_partial().0));
+                .get_or_insert_with(|| Arc::new(trace.index_builder().finish().0));
             if last < index.instructions() {
                 match trace.seek(index, last) {
                     Ok((_, replay)) => {
@@ -621,13 +632,27 @@ impl Steps for X64Steps<'_> {
         if self.done {
             return None;
         }
-        // In memory, the replay marks the words changed as it applies them.
+        // In memory, the cursor marks the words changed as it applies them.
         let marked = self.tracking && matches!(self.blocks, Blocks::Slice(_));
         let next = match &mut self.blocks {
-            Blocks::Slice(r) if marked => r.next_instruction_marking(&mut self.dirty),
-            Blocks::Slice(r) => r.next_instruction_with_regs(),
+            Blocks::Slice(r) if marked => {
+                let dirty = &mut self.dirty;
+                let next = r.next_instruction_with(|c| {
+                    let i = usize::from(c.index);
+                    if let Some(bits) = dirty.get_mut(i >> 6) {
+                        *bits |= 1 << (i & 63);
+                    }
+                });
+                with_regs(next, r.regs())
+            }
+            Blocks::Slice(r) => with_regs(r.next_instruction(), r.regs()),
             Blocks::Stream(r) => r.next_instruction_with_regs(),
-            Blocks::General(r) => r.next_instruction_with_regs(),
+            Blocks::General(r) => {
+                let changed = &mut self.changed;
+                *changed = 0;
+                let next = r.next_instruction_with(|c| *changed |= change_bit(c));
+                with_regs(next, r.regs())
+            }
         };
         match fuse(&mut self.done, next)? {
             Ok((ins, regs)) => {
@@ -661,11 +686,11 @@ impl Steps for X64Steps<'_> {
         words.get(..self.names.len()).unwrap_or(words)
     }
 
-    /// The words the last block set under the lean replay (every word after a seek, and
-    /// under the full replay).
+    /// The words the last block set under the general cursor (every word after a seek, and
+    /// under the full cursor).
     fn regs_changed(&self) -> u64 {
         match &self.blocks {
-            Blocks::General(r) => r.changed(),
+            Blocks::General(_) => self.changed,
             Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
         }
     }
@@ -702,7 +727,9 @@ impl Steps for X64Steps<'_> {
         // The index of the complete blocks: instructions before damage can be reached.
         let index = match &self.index {
             Some(index) => index,
-            None => self.index.insert(Arc::new(trace.build_index_partial().0)),
+            None => self
+                .index
+                .insert(Arc::new(trace.index_builder().finish().0)),
         };
         if n >= index.instructions() {
             return Err(past_the_index(trace, index, n));
@@ -718,8 +745,9 @@ impl Steps for X64Steps<'_> {
             disasm,
             self.names.len(),
         );
+        self.changed = u64::MAX;
         self.blocks = if self.lean {
-            Blocks::General(Box::new(replay.general()))
+            Blocks::General(Box::new(replay.into_mode()))
         } else {
             Blocks::Slice(Box::new(replay))
         };
@@ -798,7 +826,7 @@ impl Steps for X64Steps<'_> {
             Ahead::Told { to, steps, .. } => (*to, *steps),
             Ahead::Walked(w) => (
                 w.offset().0,
-                w.instructions().saturating_sub(r.blocks().instructions()),
+                w.instructions().saturating_sub(r.instructions()),
             ),
         };
         self.ahead = Ahead::Told {
@@ -808,14 +836,14 @@ impl Steps for X64Steps<'_> {
         };
     }
 
-    /// The lean walk of [`trac_x64dbg::Scan`] for a trace in memory without `--disasm`
-    /// (the pc from the `cip` changes, the addresses read in place, a step filled only
-    /// for a match); the replay otherwise.
+    /// The [`Pc`] cursor for a trace in memory without `--disasm` (the pc from the `cip`
+    /// changes, the addresses read in place, a step filled only for a match); the replay
+    /// otherwise.
     fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
         let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
             return steps::scan_by_steps(self, query, on_step);
         };
-        let mut scan = replay.scan();
+        let mut scan = Cursor::clone(replay).into_mode::<Pc>();
         if std::mem::take(&mut self.pending) && query.matches(&self.step) {
             on_step(&self.step)?;
         }
@@ -825,26 +853,25 @@ impl Steps for X64Steps<'_> {
         // The stream is at its end after the scan, whatever happens.
         self.done = true;
         let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
-        loop {
-            let next = if query.all {
-                scan.next_instruction()
-            } else {
-                scan.next_match(query.pc, lo, hi)
-            };
-            let Some(ins) = next else { return Ok(()) };
+        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
+            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+        };
+        while let Some(ins) = scan.next_instruction_where(wanted) {
             let ins = ins.map_err(err)?;
-            Self::fill_lean(&mut self.step, self.word, &ins, scan.pc());
+            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
             on_step(&self.step)?;
         }
+        Ok(())
     }
 
-    /// [`RegsWanted::General`] switches a replay in memory to
-    /// [`trac_x64dbg::GeneralReplay`] (not while [`Steps::pass_equal`] is ahead of it);
-    /// [`RegsWanted::All`] takes effect at the next seek.
+    /// [`RegsWanted::General`] switches a cursor in memory to the [`General`] mode (not
+    /// while [`Steps::pass_equal`] is ahead of it); [`RegsWanted::All`] takes effect at
+    /// the next seek.
     fn want_regs(&mut self, wanted: RegsWanted) {
         self.lean = wanted == RegsWanted::General;
         if let (true, Blocks::Slice(r), Ahead::No) = (self.lean, &self.blocks, &self.ahead) {
-            self.blocks = Blocks::General(Box::new(r.general()));
+            self.changed = u64::MAX;
+            self.blocks = Blocks::General(Box::new(Cursor::clone(r).into_mode()));
         }
     }
 
@@ -870,7 +897,6 @@ impl Steps for X64Steps<'_> {
             reached(n, SeekIndex::new(builder.reaching().to_bytes()));
             n = n.saturating_add(every.max(1));
         }
-        builder.build_until(u64::MAX);
         let index = match builder.finish() {
             (_, Some(e)) => return Err(err(e)),
             (index, None) => self.index.insert(Arc::new(index)),
@@ -916,8 +942,8 @@ impl Steps for X64Steps<'_> {
         update_image(self.blocks.regs().words(), w, plan, out, &dirty, all);
     }
 
-    /// In memory under [`RegsWanted::General`]: the lean replay's walk of the usual blocks,
-    /// and the lean replay for the others. Else the default.
+    /// In memory under [`RegsWanted::General`]: the general cursor, in a loop of its own
+    /// (no `next_step` per step). Else the default.
     fn walk_steps(
         &mut self,
         on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
@@ -935,32 +961,22 @@ impl Steps for X64Steps<'_> {
             disasm,
             done,
             word,
+            changed,
             ..
         } = self
         else {
             return Ok(());
         };
-        let mut stopped = false;
         loop {
-            // The usual blocks (nearly all), then one block the general way.
-            replay.walk_plain(u64::MAX, |ins, regs, changed| {
-                if !stopped {
-                    Self::fill(step, *word, ins, regs, disasm.as_mut(), state_words);
-                    let words = regs.words();
-                    stopped = !on_step(step, words.get(..state_words).unwrap_or(words), changed);
-                }
-            });
-            if stopped {
-                return Ok(());
-            }
-            match replay.next_instruction() {
+            *changed = 0;
+            match replay.next_instruction_with(|c| *changed |= change_bit(c)) {
                 None => return Ok(()),
                 Some(Ok(ins)) => {
                     let regs = replay.regs();
                     Self::fill(step, *word, &ins, regs, disasm.as_mut(), state_words);
                     let words = regs.words();
                     let words = words.get(..state_words).unwrap_or(words);
-                    if !on_step(step, words, replay.changed()) {
+                    if !on_step(step, words, *changed) {
                         return Ok(());
                     }
                 }
@@ -972,8 +988,7 @@ impl Steps for X64Steps<'_> {
         }
     }
 
-    /// In memory: the replay's lean walk of the usual blocks (and the replay for the
-    /// others) hands over each `REGDUMP` word a block sets; the words that feed one slot
+    /// In memory: the full cursor hands over each `REGDUMP` word a block sets; the words that feed one slot
     /// of their own (nearly all changes) are written straight into `out`, those feeding
     /// other copies marked for them at the next step of `thread`, the others (no copy
     /// reads them) passed over. A step of another thread is not filled. Else the default.
@@ -1015,23 +1030,13 @@ impl Steps for X64Steps<'_> {
             return Ok(());
         };
         let result = loop {
-            // The usual blocks (nearly all), then one block the general way.
-            replay.walk_plain(u64::MAX, |ins, regs| {
-                if !walk.stopped {
-                    ins.regs()
-                        .for_each(|c| walk.change(usize::from(c.index), c.value));
-                    walk.step(ins, regs, step, *word, disasm.as_mut(), state_words);
-                }
-            });
-            if walk.stopped {
-                break Ok(());
-            }
-            let next = replay.next_instruction_changing(|i, value| walk.change(i, value));
+            let next = replay.next_instruction_with(|c| walk.change(usize::from(c.index), c.value));
             match next {
                 None => break Ok(()),
-                Some(Ok((ins, regs))) => {
+                Some(Ok(ins)) => {
                     // A full dump sets every word: the copies of several words made once.
                     walk.all |= ins.is_full_dump();
+                    let regs = replay.regs();
                     walk.step(&ins, regs, step, *word, disasm.as_mut(), state_words);
                     if walk.stopped {
                         break Ok(());
@@ -1613,13 +1618,13 @@ impl<'c> InstructionColumns<'c> {
 /// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
 /// by the next call).
 ///
-/// The usual blocks go through a [`PlainCursor`] in a loop of the fill's own, which
-/// decodes each block's register changes once, as it applies them; the other blocks (and
-/// the first) go the general way. Each row's `state` words are copied into a small
+/// One loop over the cursor, whose fast path (the usual block) is inlined into it and
+/// decodes each block's register changes once, as it applies them (and reports them for
+/// the `registers` table). Each row's `state` words are copied into a small
 /// buffer by column ([`StateRows`]) and appended to the columns a stretch at a time; the
 /// thread is filled in runs, the pc from the state and `i` as a count.
 fn fill_instructions(
-    r: &mut Replay<'_>,
+    r: &mut Cursor<'_>,
     cols: InstructionColumns<'_>,
     stage: &mut StateStage,
     names: &[String],
@@ -1653,48 +1658,11 @@ fn fill_instructions(
         first: None,
         next: 0,
     };
-    while row.next < max {
-        // Runs of usual blocks through the cursor; any other block (and the first) the
-        // general way.
-        match (r.plain_cursor(), row.regs.is_some()) {
-            (Some(PlainCursors::Words8(cursor)), false) => {
-                fill_plain::<8, false>(cursor, &mut row, max)
-            }
-            (Some(PlainCursors::Words8(cursor)), true) => {
-                fill_plain::<8, true>(cursor, &mut row, max)
-            }
-            (Some(PlainCursors::Words4(cursor)), false) => {
-                fill_plain::<4, false>(cursor, &mut row, max)
-            }
-            (Some(PlainCursors::Words4(cursor)), true) => {
-                fill_plain::<4, true>(cursor, &mut row, max)
-            }
-            (None, _) => {}
-        }
-        if row.next >= max {
-            break;
-        }
-        match r.next_instruction() {
-            Some(Ok(ins)) => {
-                let index = ins.index();
-                row.first.get_or_insert(index);
-                if row.regs.is_some() {
-                    for change in ins.regs() {
-                        row.change(index, change);
-                    }
-                }
-                row.instruction(&ins, r.regs().words());
-            }
-            Some(Err(e)) => {
-                *done = true;
-                *failed = Some(err(e));
-                break;
-            }
-            None => {
-                *done = true;
-                break;
-            }
-        }
+    // The `registers` table decided once: the fill's loop without it reports no change.
+    if row.regs.is_some() {
+        fill_rows::<true>(r, &mut row, max, done, failed);
+    } else {
+        fill_rows::<false>(r, &mut row, max, done, failed);
     }
     let (n, first) = (row.next, row.first.unwrap_or(0));
     row.thread.close(n);
@@ -1713,28 +1681,36 @@ fn fill_instructions(
     n
 }
 
-/// The usual instructions of `cursor` into `row`, up to `max` rows: one loop with the
-/// walk's steps and the decoding of their changes. `CHILD`: whether the `registers`
+/// The instructions of `r` into `row`, up to `max` rows. `CHILD`: whether the `registers`
 /// table is wanted (else the changes matter only through the state they leave).
 #[inline(always)]
-fn fill_plain<const W: usize, const CHILD: bool>(
-    mut cursor: PlainCursor<'_, '_, W>,
+fn fill_rows<const CHILD: bool>(
+    r: &mut Cursor<'_>,
     row: &mut FillRow<'_, '_>,
     max: usize,
+    done: &mut bool,
+    failed: &mut Option<Error>,
 ) {
-    // The next instruction's number, whether it comes through the cursor or not.
-    row.first.get_or_insert(cursor.next_index());
+    row.first.get_or_insert(r.instructions());
     while row.next < max {
-        let index = cursor.next_index();
         let next = if CHILD {
-            cursor.next(|change| row.change(index, change))
+            let index = r.instructions();
+            r.next_instruction_with(|change| row.change(index, change))
         } else {
-            cursor.next(|_| {})
+            r.next_instruction()
         };
-        let Some(ins) = next else {
-            break;
-        };
-        row.instruction(&ins, cursor.regs());
+        match next {
+            Some(Ok(ins)) => row.instruction(&ins, r.regs().words()),
+            Some(Err(e)) => {
+                *done = true;
+                *failed = Some(err(e));
+                break;
+            }
+            None => {
+                *done = true;
+                break;
+            }
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The block executions of an x64dbg trace in memory (see [`crate::blocks`]), from the
-//! lean walk of [`trac_x64dbg::Scan`]: each instruction's pc from the `cip` changes, its
+//! [`Pc`] cursor: each instruction's pc from the `cip` changes, its
 //! opcode length and thread, with no register replay and no [`Step`] per instruction.
 //!
 //! The blocks are those of the default ([`crate::blocks::StepBlocks`] over the x64dbg
@@ -11,7 +11,7 @@
 //!
 //! [`Step`]: crate::steps::Step
 
-use trac_x64dbg::Scan;
+use trac_x64dbg::{Cursor, Pc};
 
 use super::err;
 use crate::Error;
@@ -20,14 +20,14 @@ use crate::steps::Isa;
 
 /// The block stream of an x64dbg trace in memory.
 pub(super) struct X64Blocks<'a> {
-    scan: Option<Scan<'a>>,
+    scan: Option<Cursor<'a, Pc>>,
     isa: Isa,
     numbers: Numbers,
 }
 
 impl<'a> X64Blocks<'a> {
     /// The blocks of the instructions `scan` walks, of a trace of `isa`.
-    pub(super) fn new(scan: Scan<'a>, isa: Isa) -> X64Blocks<'a> {
+    pub(super) fn new(scan: Cursor<'a, Pc>, isa: Isa) -> X64Blocks<'a> {
         X64Blocks {
             scan: Some(scan),
             isa,
@@ -59,7 +59,7 @@ impl Blocks for X64Blocks<'_> {
                     sink,
                     u64::from(ins.thread()),
                     ins.index(),
-                    scan.pc(),
+                    scan.regs().ip(),
                     ins.opcode().len() as u64,
                 )?,
                 Err(e) => {
