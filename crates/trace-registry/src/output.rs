@@ -66,8 +66,10 @@ impl AtomicFile {
     ///
     /// # Errors
     ///
-    /// The data cannot be synced or the rename fails; the temporary file is then removed.
+    /// The data cannot be synced or the rename fails, or an input changed while it was read
+    /// ([`check_unchanged`](crate::check_unchanged)); the temporary file is then removed.
     pub fn commit(mut self) -> io::Result<()> {
+        crate::check_unchanged().map_err(io::Error::other)?;
         self.file.sync_all()?;
         std::fs::rename(&self.temp, &self.dest)?;
         self.committed = true;

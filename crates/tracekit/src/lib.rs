@@ -527,6 +527,11 @@ where
     let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut err = io::stderr();
     let result = run(&cli, &mut out, &mut err).and_then(|()| out.flush().map_err(CliError::from));
+    // An input cut short under the command: whatever it made of the zeros read past the
+    // cut is not a result (and no output was committed).
+    let result = trace_registry::check_unchanged()
+        .map_err(CliError::Trace)
+        .and(result);
     match result {
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,

@@ -20,6 +20,7 @@ mod disasm;
 mod export;
 mod find;
 mod frame;
+mod harden;
 mod gdb_tfile;
 mod memory;
 mod serve;

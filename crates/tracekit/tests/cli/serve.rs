@@ -701,3 +701,41 @@ fn index_progress_never_goes_back() {
     drop(s);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A trace cut short under the server (as `cp` over it does): a call that reaches the
+/// bytes no longer there is a 409 saying so, rows before the cut are still served, the
+/// status says the file changed, and the server lives on.
+#[test]
+fn a_trace_cut_under_the_server_is_an_error_not_a_crash() {
+    let dir = temp_dir("cut-under");
+    let path = dir.join("long.log");
+    let lines = 300_000;
+    std::fs::write(&path, tenet_trace(lines)).unwrap();
+    let mut s = start(&path, &["--format", "tenet"]);
+    s.wait_ready();
+    assert_eq!(s.ok("rows?from=0&count=2")["rows"][1]["i"], 1);
+    let cut = 1_000_000;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    for _ in 0..2 {
+        let r = s.api(&format!("rows?from={}&count=10", lines - 20));
+        assert_eq!(r.status, 409, "{}", String::from_utf8_lossy(&r.body));
+        let v = r.json();
+        assert_eq!(v["changed"], true);
+        let e = v["error"].as_str().unwrap();
+        assert!(e.contains("long.log changed while it was read (at offset 0x"), "{e}");
+    }
+    let before = s.ok("rows?from=5&count=3");
+    assert_eq!(before["rows"][0]["i"], 5);
+    assert_eq!(before["rows"][2]["pc"], "0x40101c");
+    let st = s.ok("status");
+    let at = st["changed"]["offset"].as_u64().unwrap();
+    assert!((cut..cut + 65_536).contains(&at), "{st}");
+    assert!(st["changed"]["error"].as_str().unwrap().contains("changed while it was read"));
+    assert!(s.child.try_wait().unwrap().is_none(), "the server is still up");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

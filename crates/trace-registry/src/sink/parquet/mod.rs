@@ -331,6 +331,8 @@ impl Dataset {
                 ((name, schema, shown), summary)
             })
             .unzip();
+        // Bytes read after an input was cut short are not the file's: no dataset from them.
+        crate::check_unchanged()?;
         let manifest = manifest(origin, failure, notes, &columns, &summaries);
         let mut text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
         text.push(b'\n');
