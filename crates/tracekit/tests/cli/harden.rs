@@ -53,3 +53,105 @@ fn a_trace_cut_under_dump_is_an_error_with_the_offset() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The dump of `file` read as a path.
+fn dump_of(file: &std::path::Path) -> String {
+    let o = tracekit([std::ffi::OsStr::new("-q"), "dump".as_ref(), file.as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// `<(…)` (a pipe behind /dev/fd/N), compressed or not: detected and read as a stream from
+/// the one open handle.
+#[test]
+fn process_substitution_is_read_as_a_stream() {
+    for fixture in ["tenet/basic.log", "gdb-tfile/amd64.tf", "x64dbg/basic.trace64", "dcfg-trace/basic.trace.json"] {
+        let file = testdata(fixture);
+        let want = dump_of(&file);
+        for producer in ["cat", "gzip -c"] {
+            let o = Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                    "exec \"$0\" -q dump <({producer} \"$1\")"
+                ))
+                .arg(env!("CARGO_BIN_EXE_tracekit"))
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(0), "{fixture} {producer}: {}", stderr(&o));
+            assert_eq!(stdout(&o), want, "{fixture} through <({producer} …)");
+        }
+    }
+}
+
+/// A named pipe: opened once (a second open would wait for a writer that is gone).
+#[test]
+fn a_named_pipe_is_read_once() {
+    let dir = temp_dir("fifo");
+    let file = testdata("tenet/basic.log");
+    let want = dump_of(&file);
+    let fifo = dir.join("trace.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let (fifo, file) = (fifo.clone(), file.clone());
+        std::thread::spawn(move || {
+            let bytes = std::fs::read(file).unwrap();
+            std::fs::write(fifo, bytes).unwrap();
+        })
+    };
+    let start = std::time::Instant::now();
+    let o = tracekit([std::ffi::OsStr::new("-q"), "dump".as_ref(), fifo.as_os_str()]);
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), want);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Endless devices: detection reads a bounded prefix ("cannot tell the format", at
+/// once), and every format forced on them fails at its first impossible field, each in
+/// under 100 MiB of address space (`ulimit -v`) and a few seconds. (amber TT6/TT6E have no
+/// impossible field in random bytes, so /dev/urandom is only tried on the others.)
+#[test]
+fn endless_devices_are_refused_quickly_in_bounded_memory() {
+    let formats = [
+        None,
+        Some("x64dbg"),
+        Some("gdb-tfile"),
+        Some("dcfg"),
+        Some("dcfg-trace"),
+        Some("tt6"),
+        Some("tt6e"),
+        Some("amber-full"),
+        Some("tenet"),
+    ];
+    for format in formats {
+        for device in ["/dev/zero", "/dev/urandom"] {
+            if device == "/dev/urandom" && matches!(format, Some("tt6" | "tt6e")) {
+                continue;
+            }
+            let forced = format.map_or(String::new(), |f| format!("--format {f}"));
+            let start = std::time::Instant::now();
+            let o = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "ulimit -v 102400; exec timeout 20 \"$0\" -q {forced} info {device}"
+                ))
+                .arg(env!("CARGO_BIN_EXE_tracekit"))
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{format:?} {device}: {err}");
+            assert!(err.starts_with("error: "), "{format:?} {device}: {err}");
+            if format.is_none() {
+                assert!(err.contains("cannot tell the format of"), "{err}");
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "{format:?} {device}: {:?}",
+                start.elapsed()
+            );
+        }
+    }
+}
