@@ -47,6 +47,33 @@ pub struct Input {
     file_len: Option<u64>,
     /// A value made from the input that records borrow (see [`Input::keep`]).
     kept: Option<Box<dyn std::any::Any + Send>>,
+    /// The decompressed bytes read so far, for a compressed input.
+    decoded: Option<std::sync::Arc<Decoded>>,
+}
+
+/// How much of a decompressed stream has been read, and whether all of it.
+#[derive(Debug, Default)]
+struct Decoded {
+    bytes: std::sync::atomic::AtomicU64,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+/// A reader that counts what it reads into a [`Decoded`].
+struct Counted {
+    inner: Box<dyn Read + Send>,
+    decoded: std::sync::Arc<Decoded>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.decoded.ended.store(true, Ordering::Release);
+        }
+        self.decoded.bytes.fetch_add(n as u64, Ordering::AcqRel);
+        Ok(n)
+    }
 }
 
 impl std::fmt::Debug for Input {
@@ -112,10 +139,7 @@ impl Input {
         let magic = read_head(&mut file, 4).map_err(read_err)?;
         if let Some(c) = compression_of(&magic) {
             let raw = io::BufReader::new(io::Cursor::new(magic).chain(file));
-            let mut input = Input::from_stream(name, Some(path), decompressor(c, Box::new(raw)))?;
-            input.compression = Some(c);
-            input.file_len = Some(len);
-            return Ok(input);
+            return Input::from_compressed(name, Some(path), c, Box::new(raw), Some(len));
         }
         let data = if len < HEAD_LEN as u64 {
             let mut v = magic;
@@ -133,6 +157,7 @@ impl Input {
             data,
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
     }
 
@@ -168,6 +193,7 @@ impl Input {
             data: Data::Directory(parts),
             file_len: None,
             kept: None,
+            decoded: None,
         })
     }
 
@@ -215,15 +241,8 @@ impl Input {
     pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Input, Error> {
         let name = name.into();
         if let Some(c) = compression_of(&bytes) {
-            let len = bytes.len() as u64;
-            let mut input = Input::from_stream(
-                name,
-                None,
-                decompressor(c, Box::new(io::Cursor::new(bytes))),
-            )?;
-            input.compression = Some(c);
-            input.file_len = Some(len);
-            return Ok(input);
+            let len = Some(bytes.len() as u64);
+            return Input::from_compressed(name, None, c, Box::new(io::Cursor::new(bytes)), len);
         }
         let len = bytes.len() as u64;
         Ok(Input {
@@ -234,6 +253,7 @@ impl Input {
             data: Data::Memory(bytes),
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
     }
 
@@ -260,6 +280,7 @@ impl Input {
             data: Data::Shared(bytes),
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
     }
 
@@ -283,6 +304,7 @@ impl Input {
             data,
             file_len: self.file_len,
             kept: None,
+            decoded: self.decoded.clone(),
         })
     }
 
@@ -300,13 +322,38 @@ impl Input {
         let compression = compression_of(&magic);
         let stream: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(stream));
         match compression {
-            Some(c) => {
-                let mut input = Input::from_stream(name, None, decompressor(c, stream))?;
-                input.compression = Some(c);
-                Ok(input)
-            }
+            Some(c) => Input::from_compressed(name, None, c, stream, None),
             None => Input::from_stream(name, None, stream),
         }
+    }
+
+    /// An input over the decompressed stream of `raw`, counting the bytes it gives.
+    fn from_compressed(
+        name: String,
+        path: Option<PathBuf>,
+        c: Compression,
+        raw: Box<dyn Read + Send>,
+        file_len: Option<u64>,
+    ) -> Result<Input, Error> {
+        let decoded = std::sync::Arc::new(Decoded::default());
+        let stream = Counted {
+            inner: decompressor(c, raw),
+            decoded: std::sync::Arc::clone(&decoded),
+        };
+        let mut input = Input::from_stream(name, path, Box::new(stream))?;
+        input.compression = Some(c);
+        input.file_len = file_len;
+        input.decoded = Some(decoded);
+        Ok(input)
+    }
+
+    /// The size of the decompressed input, once it has been read to its end (a compressed
+    /// input: [`Input::file_len`] is then its size on disk); `None` before or otherwise.
+    #[must_use]
+    pub fn decompressed_len(&self) -> Option<u64> {
+        let d = self.decoded.as_ref()?;
+        let ended = d.ended.load(std::sync::atomic::Ordering::Acquire);
+        ended.then(|| d.bytes.load(std::sync::atomic::Ordering::Acquire))
     }
 
     fn from_stream(
@@ -324,6 +371,7 @@ impl Input {
             data: Data::Stream(stream),
             file_len: None,
             kept: None,
+            decoded: None,
         })
     }
 

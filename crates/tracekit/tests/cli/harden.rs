@@ -155,3 +155,94 @@ fn endless_devices_are_refused_quickly_in_bounded_memory() {
         }
     }
 }
+
+/// The tables of the dataset at `dir` (folders, sorted) and its manifest.
+fn dataset(dir: &std::path::Path) -> (Vec<String>, serde_json::Value) {
+    let mut tables: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    tables.sort();
+    let manifest = serde_json::from_slice(&std::fs::read(dir.join("_tracekit.json")).unwrap());
+    (tables, manifest.unwrap())
+}
+
+/// Every gdb-tfile dataset has the same four tables, empty where the file has no such
+/// blocks: a file whose frames have no `R` block, and one without a target description,
+/// still get `registers` (no rows).
+#[test]
+fn tfile_datasets_have_the_same_tables_whatever_the_blocks() {
+    let dir = temp_dir("tfile-tables");
+    let amd64 = std::fs::read(testdata("gdb-tfile/amd64.tf")).unwrap();
+    let file = gdb_tfile::TraceFile::parse(&amd64, gdb_tfile::ReadOptions::default()).unwrap();
+    let mut data = file.to_data().unwrap();
+    for f in &mut data.frames {
+        f.blocks
+            .retain(|b| !matches!(b, gdb_tfile::BlockData::Registers(_)));
+    }
+    let no_regs = dir.join("no-regs.tf");
+    std::fs::write(&no_regs, gdb_tfile::write::to_bytes(&data, gdb_tfile::Endian::Little).unwrap())
+        .unwrap();
+    for (input, regs_rows) in [
+        (no_regs, 0),
+        (testdata("gdb-tfile/no-tdesc.tf"), 0),
+        (testdata("gdb-tfile/amd64.tf"), -1),
+    ] {
+        let out = dir.join("ds");
+        let o = tracekit([
+            "-q".as_ref(),
+            "export".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--force".as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let (tables, manifest) = dataset(&out);
+        assert_eq!(tables, ["frames", "memory", "registers", "tsv"], "{input:?}");
+        let rows = manifest["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "registers")
+            .unwrap()["rows"]
+            .as_i64()
+            .unwrap();
+        if regs_rows == 0 {
+            assert_eq!(rows, 0, "{input:?}");
+        } else {
+            assert!(rows > 0, "{input:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The manifest's `source` of a compressed input: the file name as given (with `.bz2`),
+/// its size on disk, and the size decompressed beside it.
+#[test]
+fn the_manifest_names_a_compressed_input_as_given() {
+    let dir = temp_dir("manifest-bz2");
+    let plain = std::fs::read(testdata("gdb-tfile/amd64.tf")).unwrap();
+    let bz2 = dir.join("amd64.tf.bz2");
+    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
+    std::io::Write::write_all(&mut enc, &plain).unwrap();
+    let packed = enc.finish().unwrap();
+    std::fs::write(&bz2, &packed).unwrap();
+    let out = dir.join("ds");
+    let o = tracekit([
+        "-q".as_ref(),
+        "export".as_ref(),
+        bz2.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let source = &dataset(&out).1["source"];
+    assert_eq!(source["file"], "amd64.tf.bz2");
+    assert_eq!(source["size"], packed.len() as u64);
+    assert_eq!(source["decompressed_size"], plain.len() as u64);
+    assert_eq!(source["format"], "gdb-tfile");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
