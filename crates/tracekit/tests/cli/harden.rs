@@ -246,3 +246,79 @@ fn the_manifest_names_a_compressed_input_as_given() {
     assert_eq!(source["format"], "gdb-tfile");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The entries of `dir` whose names contain `part`.
+fn entries_with(dir: &std::path::Path, part: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(part))
+        .collect()
+}
+
+/// Waits (up to 60 s) until `dir` has an entry containing `part`.
+fn wait_for(dir: &std::path::Path, part: &str) {
+    let start = std::time::Instant::now();
+    while entries_with(dir, part).is_empty() {
+        assert!(start.elapsed().as_secs() < 60, "no {part} in {dir:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `kill -9` of `export`, `convert` and `index` part-way leaves their temporary file or
+/// folder; the next run for the same output removes it (its process is gone) and writes
+/// the output whole.
+#[test]
+fn a_rerun_removes_what_a_killed_run_left() {
+    use std::io::Write;
+    let dir = temp_dir("killed");
+    let trace = tenet_trace(200_000);
+    let path = dir.join("t.log");
+    std::fs::write(&path, &trace).unwrap();
+    let runs: [(&[&str], &str, &str); 3] = [
+        (&["export", "-", "-o", "ds"], ".ds.partial-", "ds"),
+        (&["convert", "-", "--to", "din", "-o", "t.din"], "t.din.tmp-", "t.din"),
+        (&["index", "t.log"], "t.log.tkidx.tmp-", "t.log.tkidx"),
+    ];
+    for (args, temp, out) in runs {
+        let stdin = args.contains(&"-");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .arg("-q")
+            .args(args)
+            .current_dir(&dir)
+            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Half the input, held open: the run waits for the rest with its output begun.
+        let mut held = child.stdin.take();
+        if let Some(s) = held.as_mut() {
+            s.write_all(&trace[..trace.len() / 2]).unwrap();
+        }
+        wait_for(&dir, temp);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(held);
+        assert_eq!(entries_with(&dir, temp).len(), 1, "{args:?} left its {temp}");
+        let mut rerun = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .arg("-q")
+            .args(args)
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = rerun.stdin.take().unwrap();
+        if stdin {
+            input.write_all(&trace).unwrap();
+        }
+        drop(input);
+        let again = rerun.wait_with_output().unwrap();
+        assert_eq!(again.status.code(), Some(0), "{args:?}: {}", stderr(&again));
+        assert!(entries_with(&dir, temp).is_empty(), "{args:?}: {temp} is still there");
+        assert!(dir.join(out).exists());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

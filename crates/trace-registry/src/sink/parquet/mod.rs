@@ -230,6 +230,7 @@ impl Dataset {
         let name = dir
             .file_name()
             .map_or_else(|| "dataset".into(), |n| n.to_string_lossy().into_owned());
+        crate::output::remove_leftovers(dir);
         let tmp = dir.with_file_name(format!(".{name}.partial-{}", std::process::id()));
         let create = |e| Error::io(format!("cannot create {}", tmp.display()), e);
         if tmp.exists() {
