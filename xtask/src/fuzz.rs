@@ -59,7 +59,7 @@ fn has(cmd: &str, args: &[&str]) -> bool {
 }
 
 pub fn task(args: &[String]) -> Result<(), String> {
-    let flags = Flags::parse(args, &["secs"])?;
+    let flags = Flags::parse(args, &["secs"], &["no-asan", "dev"])?;
     let secs = flags.number("secs", 30)?;
     let all = targets()?;
     let chosen = if flags.positional.is_empty() {
