@@ -739,3 +739,77 @@ fn a_trace_cut_under_the_server_is_an_error_not_a_crash() {
     assert!(s.child.try_wait().unwrap().is_none(), "the server is still up");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every response carries the security headers: the page's own assets only, no framing,
+/// no referrer, no sniffing; and the page takes the token out of the address bar.
+#[test]
+fn every_response_has_the_security_headers() {
+    let dir = temp_dir("headers");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    let s = start(&path, &[]);
+    let port = s.port;
+    let replies = [
+        s.get_with("/", ""),
+        s.get_with("/app.js", ""),
+        s.get_with("/style.css", ""),
+        s.api("status"),
+        s.get_with("/api/status", ""),
+        s.get_with("/nowhere", ""),
+        s.raw(format!("DELETE / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes()),
+        s.raw(b"GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"),
+    ];
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 403, 404, 405, 403]);
+    for r in &replies {
+        let csp = r
+            .head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-security-policy: "))
+            .unwrap_or_else(|| panic!("no CSP in {}", r.head));
+        for part in ["default-src 'self'", "frame-ancestors 'none'", "object-src 'none'"] {
+            assert!(csp.contains(part), "{csp}");
+        }
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{csp}");
+        for h in [
+            "referrer-policy: no-referrer",
+            "x-content-type-options: nosniff",
+            "x-frame-options: deny",
+        ] {
+            assert!(r.head.contains(h), "{h} missing in {}", r.head);
+        }
+    }
+    // No inline script for the policy to allow: the page loads app.js, which drops the
+    // token from the address (and history) at once.
+    let page = String::from_utf8(replies[0].body.clone()).unwrap();
+    assert_eq!(page.matches("<script").count(), 1);
+    assert!(page.contains("<script src=\"app.js\"></script>"));
+    let app = String::from_utf8(replies[1].body.clone()).unwrap();
+    assert!(app.contains("history.replaceState(null, '', location.pathname + location.hash)"));
+}
+
+/// `--host 0.0.0.0 --allow-host NAME…`: a Host naming any NAME is served, any other still
+/// refused.
+#[test]
+fn allowed_hosts_are_served_and_others_refused() {
+    let dir = temp_dir("allow-host");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    let s = start(
+        &path,
+        &["--host", "0.0.0.0", "--allow-host", "trace-box.example", "--allow-host", "10.1.2.3"],
+    );
+    let call = |host: &str| {
+        let raw = format!(
+            "GET /api/status?token={} HTTP/1.1\r\nHost: {host}:{}\r\nConnection: close\r\n\r\n",
+            s.token, s.port
+        );
+        s.raw(raw.as_bytes()).status
+    };
+    assert_eq!(call("trace-box.example"), 200);
+    assert_eq!(call("TRACE-BOX.example"), 200);
+    assert_eq!(call("10.1.2.3"), 200);
+    assert_eq!(call("127.0.0.1"), 200);
+    assert_eq!(call("evil.example"), 403);
+    assert_eq!(call("10.1.2.4"), 403);
+}

@@ -1,4 +1,5 @@
-//! `tracekit serve FILE [--port N] [--host H] [--open]`: a trace explorer in the browser.
+//! `tracekit serve FILE [--port N] [--host H] [--allow-host NAME]… [--open]`: a trace
+//! explorer in the browser.
 //!
 //! An HTTP/1.1 server (our own, on `std::net`: [`http`]) serves one trace and the explorer
 //! page, which is shipped inside the binary (`assets/`). The trace is opened once; a
@@ -16,9 +17,15 @@
 //!   page's assets (`/`, `/index.html`, `/app.js`, `/style.css`) hold no trace data and
 //!   need none.
 //! - A request whose `Host` header is not the address served (`127.0.0.1:PORT`,
-//!   `localhost:PORT` or `H:PORT`) gets 403: a web page whose DNS name is rebound to
-//!   127.0.0.1 would otherwise be same-origin with the server. No CORS headers are sent,
-//!   so other pages cannot read the answers either.
+//!   `localhost:PORT`, `H:PORT`, or `NAME:PORT` for each `--allow-host NAME`) gets 403: a
+//!   web page whose DNS name is rebound to 127.0.0.1 would otherwise be same-origin with
+//!   the server. No CORS headers are sent, so other pages cannot read the answers either.
+//! - Every response has a Content-Security-Policy that lets the page run only its own
+//!   script and style sheet (`default-src 'self'`, no inline script) and forbids framing
+//!   (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), `Referrer-Policy: no-referrer`
+//!   and `X-Content-Type-Options: nosniff` ([`http::SECURITY_HEADERS`]). The page takes
+//!   the token out of the address bar once loaded (`history.replaceState`) and keeps it
+//!   in memory.
 //! - No path reaches the file system: the server knows its four assets and `/api/`; any
 //!   other path is 404. Only GET and HEAD (others 405), heads of at most 16 KiB (431), no
 //!   request bodies (413), at most [`MAX_CONNECTIONS`] connections at once (503 past
@@ -33,13 +40,17 @@
 //! 400 for a malformed, missing, repeated, unknown or out-of-range parameter (refused,
 //! never clamped: `i` past the end, `count` 0 or over 10,000, `len` 0 or over 65,536);
 //! 403 for a missing or wrong token or a foreign `Host`; 404 for an unknown path; 422 for
-//! a damaged trace (the reader's error, with its offset); 500 for an I/O failure. The
-//! server keeps serving after any of them.
+//! a damaged trace (the reader's error, with its offset); 409 once the file has been cut
+//! short by another process (truncated, or rewritten as `cp` does) for a call that reached
+//! the bytes no longer there: `{"error":"FILE changed while it was read (at offset 0x…)",
+//! "changed":true}` (calls within what is left are still answered); 500 for an I/O
+//! failure. The server keeps serving after any of them.
 //!
 //! - `GET /api/info` → `tracekit info --json FILE`'s object.
 //! - `GET /api/status` → `{"steps":N|null,"step_noun":"instruction"|"frame","isa":"x64"|
 //!   "x86"|"ppc"|"other","word_size":8,"reg_names":[…],"format":"x64dbg","index":
 //!   {"state":"ready"|"building"|"failed"|"none","done":BYTES,"total":BYTES,"error":null|"…"}}`.
+//!   plus `"changed":null|{"offset":N,"error":"…"}` (where the file was found cut short).
 //!   `steps` is null until known (the index counts them); `reg_names` are the general
 //!   registers, pc and flags; the page polls this for the index's progress.
 //! - `GET /api/rows?from=F&count=C` (F default 0, C 1..=10,000, default 100) →
@@ -124,6 +135,11 @@ pub struct ServeArgs {
     /// read the trace (a warning says so). Requests must then name it in their Host.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Also accept requests whose Host header names NAME (repeatable): the machine's DNS
+    /// names or addresses through which clients reach `--host`. Any other Host is refused
+    /// (the DNS-rebinding defence).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// Open the page in the system browser (xdg-open, open, or start).
     #[arg(long)]
     pub open: bool,
@@ -203,9 +219,16 @@ pub fn run(
             "warning: serving on {}: anyone who can reach it with the token can read the trace",
             authority(&host, port)
         )?;
+        if unspecified && args.allow_host.is_empty() {
+            writeln!(
+                err,
+                "note: requests must name this server in their Host header: give the names or addresses clients use with --allow-host NAME"
+            )?;
+        }
     }
     let mut hosts = vec![authority("127.0.0.1", port), authority("localhost", port)];
     hosts.push(authority(&host, port));
+    hosts.extend(args.allow_host.iter().map(|name| authority(name, port)));
     let server = Arc::new(Server {
         api,
         token,
