@@ -41,6 +41,9 @@ fn seed_dir(target: &str) -> Option<&'static str> {
         ("dcfg", "testdata/dcfg"),
         ("amber", "testdata/amber"),
         ("tenet", "testdata/tenet"),
+        // Sidecar indexes of fixtures above (`tracekit index`): without them the fuzzer
+        // never builds a header whose hashes pass.
+        ("sidecar", "testdata/sidecar"),
     ];
     SEEDS
         .iter()
