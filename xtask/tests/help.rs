@@ -20,8 +20,14 @@ fn every_task_prints_its_usage_with_help() {
             let o = xtask(&[task, flag]);
             let out = String::from_utf8_lossy(&o.stdout);
             assert_eq!(o.status.code(), Some(0), "{task} {flag}");
-            assert!(out.starts_with(&format!("usage: cargo xtask {task} ")), "{out}");
-            assert!(start.elapsed() < Duration::from_secs(10), "{task} {flag} ran");
+            assert!(
+                out.starts_with(&format!("usage: cargo xtask {task} ")),
+                "{out}"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{task} {flag} ran"
+            );
         }
     }
     let o = xtask(&["--help"]);

@@ -146,7 +146,8 @@ impl Input {
             file.read_to_end(&mut v).map_err(read_err)?;
             Data::Memory(v)
         } else {
-            let map = Map::new(file, &name).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
+            let map =
+                Map::new(file, &name).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
             Data::Mapped(std::sync::Arc::new(map))
         };
         Ok(Input {

@@ -240,7 +240,10 @@ extern "C" fn on_sigbus(_signal: libc::c_int, info: *mut libc::siginfo_t, _: *mu
             continue;
         };
         let from = addr & !page.wrapping_sub(1);
-        let end = start.saturating_add(len).saturating_add(page.wrapping_sub(1)) & !page.wrapping_sub(1);
+        let end = start
+            .saturating_add(len)
+            .saturating_add(page.wrapping_sub(1))
+            & !page.wrapping_sub(1);
         // SAFETY: [from, end) lies within this process's map of the file (its last page
         // included), which stays mapped until the Map is dropped after its slot is freed;
         // anonymous zero pages replace the file's pages there, read-only as the map was.

@@ -617,7 +617,15 @@ pub fn fuzz_sidecar(data: &[u8]) {
         }
         // Keys before, inside and past the testdata traces' pcs and stacks: each lookup
         // decodes the entries of the group its key falls in.
-        for key in [0, 1, 0x40_1000, 0x40_1010, 0x14_fe00, 0x7ff6_a1b2_1000, u64::MAX] {
+        for key in [
+            0,
+            1,
+            0x40_1000,
+            0x40_1010,
+            0x14_fe00,
+            0x7ff6_a1b2_1000,
+            u64::MAX,
+        ] {
             let _ = sidecar.executions(key);
             let _ = sidecar.accesses(key, key.saturating_add(0x100));
         }

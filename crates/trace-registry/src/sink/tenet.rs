@@ -89,15 +89,15 @@ pub fn convert<W: Write>(
     lines.step(&first, steps.regs(), steps.regs_changed(), known)?;
     if known == u64::MAX {
         let mut failed = None;
-        steps.walk_steps(&mut |step, regs, changed| {
-            match lines.step(step, regs, changed, u64::MAX) {
+        steps.walk_steps(
+            &mut |step, regs, changed| match lines.step(step, regs, changed, u64::MAX) {
                 Ok(()) => true,
                 Err(e) => {
                     failed = Some(e);
                     false
                 }
-            }
-        })?;
+            },
+        )?;
         if let Some(e) = failed {
             return Err(e);
         }
@@ -107,7 +107,12 @@ pub fn convert<W: Write>(
         let mut step = Step::default();
         while let Some(next) = steps.next_step() {
             step.clone_from(next?);
-            lines.step(&step, steps.regs(), steps.regs_changed(), steps.regs_known())?;
+            lines.step(
+                &step,
+                steps.regs(),
+                steps.regs_changed(),
+                steps.regs_known(),
+            )?;
         }
     }
     let mut threads = lines.threads;

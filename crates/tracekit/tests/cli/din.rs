@@ -120,7 +120,8 @@ rip=0x401005,mr=0x2000:aabb,mrw=0x3000:01\n\
 rip=0x401007\n";
 
 /// Its din, worked out from the line rules.
-const TENET_DIN: &str = "0 9999\n2 401000\n1 6ff8\n2 401003\n0 2000\n0 3000\n1 3000\n2 401005\n2 401007\n";
+const TENET_DIN: &str =
+    "0 9999\n2 401000\n1 6ff8\n2 401003\n0 2000\n0 3000\n1 3000\n2 401005\n2 401007\n";
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);

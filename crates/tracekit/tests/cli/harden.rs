@@ -41,7 +41,12 @@ fn a_trace_cut_under_dump_is_an_error_with_the_offset() {
     let mut rest = Vec::new();
     out.read_to_end(&mut rest).unwrap();
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
@@ -56,7 +61,11 @@ fn a_trace_cut_under_dump_is_an_error_with_the_offset() {
 
 /// The dump of `file` read as a path.
 fn dump_of(file: &std::path::Path) -> String {
-    let o = tracekit([std::ffi::OsStr::new("-q"), "dump".as_ref(), file.as_os_str()]);
+    let o = tracekit([
+        std::ffi::OsStr::new("-q"),
+        "dump".as_ref(),
+        file.as_os_str(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     stdout(&o)
 }
@@ -65,20 +74,28 @@ fn dump_of(file: &std::path::Path) -> String {
 /// the one open handle.
 #[test]
 fn process_substitution_is_read_as_a_stream() {
-    for fixture in ["tenet/basic.log", "gdb-tfile/amd64.tf", "x64dbg/basic.trace64", "dcfg-trace/basic.trace.json"] {
+    for fixture in [
+        "tenet/basic.log",
+        "gdb-tfile/amd64.tf",
+        "x64dbg/basic.trace64",
+        "dcfg-trace/basic.trace.json",
+    ] {
         let file = testdata(fixture);
         let want = dump_of(&file);
         for producer in ["cat", "gzip -c"] {
             let o = Command::new("bash")
                 .arg("-c")
-                .arg(format!(
-                    "exec \"$0\" -q dump <({producer} \"$1\")"
-                ))
+                .arg(format!("exec \"$0\" -q dump <({producer} \"$1\")"))
                 .arg(env!("CARGO_BIN_EXE_tracekit"))
                 .arg(&file)
                 .output()
                 .unwrap();
-            assert_eq!(o.status.code(), Some(0), "{fixture} {producer}: {}", stderr(&o));
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{fixture} {producer}: {}",
+                stderr(&o)
+            );
             assert_eq!(stdout(&o), want, "{fixture} through <({producer} …)");
         }
     }
@@ -101,7 +118,11 @@ fn a_named_pipe_is_read_once() {
         })
     };
     let start = std::time::Instant::now();
-    let o = tracekit([std::ffi::OsStr::new("-q"), "dump".as_ref(), fifo.as_os_str()]);
+    let o = tracekit([
+        std::ffi::OsStr::new("-q"),
+        "dump".as_ref(),
+        fifo.as_os_str(),
+    ]);
     writer.join().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), want);
@@ -183,8 +204,11 @@ fn tfile_datasets_have_the_same_tables_whatever_the_blocks() {
             .retain(|b| !matches!(b, gdb_tfile::BlockData::Registers(_)));
     }
     let no_regs = dir.join("no-regs.tf");
-    std::fs::write(&no_regs, gdb_tfile::write::to_bytes(&data, gdb_tfile::Endian::Little).unwrap())
-        .unwrap();
+    std::fs::write(
+        &no_regs,
+        gdb_tfile::write::to_bytes(&data, gdb_tfile::Endian::Little).unwrap(),
+    )
+    .unwrap();
     for (input, regs_rows) in [
         (no_regs, 0),
         (testdata("gdb-tfile/no-tdesc.tf"), 0),
@@ -201,7 +225,11 @@ fn tfile_datasets_have_the_same_tables_whatever_the_blocks() {
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let (tables, manifest) = dataset(&out);
-        assert_eq!(tables, ["frames", "memory", "registers", "tsv"], "{input:?}");
+        assert_eq!(
+            tables,
+            ["frames", "memory", "registers", "tsv"],
+            "{input:?}"
+        );
         let rows = manifest["tables"]
             .as_array()
             .unwrap()
@@ -277,7 +305,11 @@ fn a_rerun_removes_what_a_killed_run_left() {
     std::fs::write(&path, &trace).unwrap();
     let runs: [(&[&str], &str, &str); 3] = [
         (&["export", "-", "-o", "ds"], ".ds.partial-", "ds"),
-        (&["convert", "-", "--to", "din", "-o", "t.din"], "t.din.tmp-", "t.din"),
+        (
+            &["convert", "-", "--to", "din", "-o", "t.din"],
+            "t.din.tmp-",
+            "t.din",
+        ),
         (&["index", "t.log"], "t.log.tkidx.tmp-", "t.log.tkidx"),
     ];
     for (args, temp, out) in runs {
@@ -300,7 +332,11 @@ fn a_rerun_removes_what_a_killed_run_left() {
         child.kill().unwrap();
         child.wait().unwrap();
         drop(held);
-        assert_eq!(entries_with(&dir, temp).len(), 1, "{args:?} left its {temp}");
+        assert_eq!(
+            entries_with(&dir, temp).len(),
+            1,
+            "{args:?} left its {temp}"
+        );
         let mut rerun = Command::new(env!("CARGO_BIN_EXE_tracekit"))
             .arg("-q")
             .args(args)
@@ -317,7 +353,10 @@ fn a_rerun_removes_what_a_killed_run_left() {
         drop(input);
         let again = rerun.wait_with_output().unwrap();
         assert_eq!(again.status.code(), Some(0), "{args:?}: {}", stderr(&again));
-        assert!(entries_with(&dir, temp).is_empty(), "{args:?}: {temp} is still there");
+        assert!(
+            entries_with(&dir, temp).is_empty(),
+            "{args:?}: {temp} is still there"
+        );
         assert!(dir.join(out).exists());
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -330,7 +369,11 @@ fn a_rerun_removes_what_a_killed_run_left() {
 fn rehashed_sidecars_get_past_the_hash_checks() {
     use trace_registry::analyses::index::{Sidecar, rehash};
     let read = |b: &[u8]| {
-        Sidecar::read("s".as_ref(), std::io::Cursor::new(b.to_vec()), b.len() as u64)
+        Sidecar::read(
+            "s".as_ref(),
+            std::io::Cursor::new(b.to_vec()),
+            b.len() as u64,
+        )
     };
     let mut seeds = 0;
     for e in std::fs::read_dir(testdata("sidecar")).unwrap() {
@@ -338,7 +381,10 @@ fn rehashed_sidecars_get_past_the_hash_checks() {
         let mut sidecar = read(&seed).unwrap();
         assert!(sidecar.executions(0x40_1000).is_ok());
         // The step count (header word 3), then the last byte (of the memory directory).
-        for (at, after) in [(56, None), (seed.len() - 1, Some("directory is out of order"))] {
+        for (at, after) in [
+            (56, None),
+            (seed.len() - 1, Some("directory is out of order")),
+        ] {
             let mut changed = seed.clone();
             changed[at] ^= 0x55;
             let e = read(&changed).err().unwrap().to_string();

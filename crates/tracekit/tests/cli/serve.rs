@@ -727,7 +727,10 @@ fn a_trace_cut_under_the_server_is_an_error_not_a_crash() {
         let v = r.json();
         assert_eq!(v["changed"], true);
         let e = v["error"].as_str().unwrap();
-        assert!(e.contains("long.log changed while it was read (at offset 0x"), "{e}");
+        assert!(
+            e.contains("long.log changed while it was read (at offset 0x"),
+            "{e}"
+        );
     }
     let before = s.ok("rows?from=5&count=3");
     assert_eq!(before["rows"][0]["i"], 5);
@@ -735,8 +738,16 @@ fn a_trace_cut_under_the_server_is_an_error_not_a_crash() {
     let st = s.ok("status");
     let at = st["changed"]["offset"].as_u64().unwrap();
     assert!((cut..cut + 65_536).contains(&at), "{st}");
-    assert!(st["changed"]["error"].as_str().unwrap().contains("changed while it was read"));
-    assert!(s.child.try_wait().unwrap().is_none(), "the server is still up");
+    assert!(
+        st["changed"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed while it was read")
+    );
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the server is still up"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -767,10 +778,17 @@ fn every_response_has_the_security_headers() {
             .lines()
             .find_map(|l| l.strip_prefix("content-security-policy: "))
             .unwrap_or_else(|| panic!("no CSP in {}", r.head));
-        for part in ["default-src 'self'", "frame-ancestors 'none'", "object-src 'none'"] {
+        for part in [
+            "default-src 'self'",
+            "frame-ancestors 'none'",
+            "object-src 'none'",
+        ] {
             assert!(csp.contains(part), "{csp}");
         }
-        assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{csp}");
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{csp}"
+        );
         for h in [
             "referrer-policy: no-referrer",
             "x-content-type-options: nosniff",
@@ -797,7 +815,14 @@ fn allowed_hosts_are_served_and_others_refused() {
     std::fs::write(&path, known_trace()).unwrap();
     let s = start(
         &path,
-        &["--host", "0.0.0.0", "--allow-host", "trace-box.example", "--allow-host", "10.1.2.3"],
+        &[
+            "--host",
+            "0.0.0.0",
+            "--allow-host",
+            "trace-box.example",
+            "--allow-host",
+            "10.1.2.3",
+        ],
     );
     let call = |host: &str| {
         let raw = format!(
@@ -834,7 +859,8 @@ fn slow_clients_do_not_keep_others_out() {
                         std::thread::sleep(Duration::from_millis(200));
                         continue;
                     };
-                    let mut line = format!("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+                    let mut line =
+                        format!("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
                     while Instant::now() < until && c.write_all(line.as_bytes()).is_ok() {
                         std::thread::sleep(Duration::from_secs(2));
                         line = "X-Slow: 1\r\n".to_owned();
@@ -870,7 +896,13 @@ fn slow_clients_do_not_keep_others_out() {
         d.join().unwrap();
     }
     assert!(asked >= 20, "{asked}");
-    assert!(answered * 10 >= asked * 9, "{answered} of {asked} answered within 3 s");
-    assert!(s.child.try_wait().unwrap().is_none(), "the server is still up");
+    assert!(
+        answered * 10 >= asked * 9,
+        "{answered} of {asked} answered within 3 s"
+    );
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the server is still up"
+    );
     assert_eq!(s.ok("status")["format"], "x64dbg");
 }

@@ -365,9 +365,16 @@ fn real_pin_trace_converts_without_loss() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let count = |label: &str| out.lines().filter(|l| l.split(' ').next() == Some(label)).count();
+    let count = |label: &str| {
+        out.lines()
+            .filter(|l| l.split(' ').next() == Some(label))
+            .count()
+    };
     assert_eq!((count("2"), count("0"), count("1")), (2163, 969, 570));
     // The first line's items come first, in the line's order.
-    assert_eq!(out.lines().take(3).collect::<Vec<_>>(), ["0 13ff58", "1 13ff58", "2 14000419c"]);
+    assert_eq!(
+        out.lines().take(3).collect::<Vec<_>>(),
+        ["0 13ff58", "1 13ff58", "2 14000419c"]
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -125,10 +125,10 @@ impl Origin {
     #[must_use]
     pub fn new(input: &crate::Input, format: &str) -> Origin {
         Origin {
-            file: input
-                .path()
-                .and_then(|p| p.file_name())
-                .map_or_else(|| input.name().to_owned(), |n| n.to_string_lossy().into_owned()),
+            file: input.path().and_then(|p| p.file_name()).map_or_else(
+                || input.name().to_owned(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
             size: input.file_len(),
             decompressed_size: None,
             format: format.to_owned(),

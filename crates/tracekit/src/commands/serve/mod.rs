@@ -181,7 +181,10 @@ impl Server {
             return false;
         }
         let Some(peer) = peer else { return true };
-        let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut peers = self
+            .peers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let n = peers.entry(peer).or_insert(0);
         if *n >= MAX_PER_PEER {
             drop(peers);
@@ -196,7 +199,10 @@ impl Server {
     fn release(&self, peer: Option<IpAddr>) {
         self.connections.fetch_sub(1, Ordering::SeqCst);
         let Some(peer) = peer else { return };
-        let mut peers = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut peers = self
+            .peers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(n) = peers.get_mut(&peer) {
             *n = n.saturating_sub(1);
             if *n == 0 {
@@ -358,7 +364,8 @@ impl Server {
                 if buf.len() > http::MAX_HEAD {
                     break None;
                 }
-                let until = deadline.unwrap_or_else(|| waiting.checked_add(IDLE).unwrap_or(waiting));
+                let until =
+                    deadline.unwrap_or_else(|| waiting.checked_add(IDLE).unwrap_or(waiting));
                 let Some(left) = until.checked_duration_since(Instant::now()) else {
                     return;
                 };
