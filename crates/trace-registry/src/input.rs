@@ -1,5 +1,7 @@
-//! Opening an input: a path or `-` for stdin; plain files memory-mapped; `.bz2` and `.gz`
-//! (recognised by their magic) decompressed as a stream.
+//! Opening an input: a path or `-` for stdin, opened once; plain files memory-mapped
+//! (guarded against being cut short while read: [`Input::cut`]), pipes and devices read
+//! as streams; `.bz2` and `.gz` (recognised by their magic) decompressed as a stream.
+//! Detection sees a bounded prefix ([`HEAD_LEN`]), so an endless input is refused fast.
 
 use std::ffi::OsStr;
 use std::fs::File;
