@@ -125,13 +125,14 @@ impl Input {
         }
         let path = PathBuf::from(path);
         let name = path.display().to_string();
+        // A directory is a list of files (not opened itself: Windows cannot open one).
+        if path.is_dir() {
+            return Input::open_dir(path, name);
+        }
         let read_err = |e| Error::io(format!("cannot read {name}"), e);
         let mut file =
             File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
         let meta = file.metadata().map_err(read_err)?;
-        if meta.is_dir() {
-            return Input::open_dir(path, name);
-        }
         if !meta.is_file() {
             let mut input = Input::from_unknown_stream(name, Box::new(file))?;
             input.path = Some(path);
