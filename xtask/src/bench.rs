@@ -83,6 +83,8 @@ fn median_secs(runs: u64, mut f: impl FnMut()) -> f64 {
 }
 
 pub fn task(args: &[String]) -> Result<(), String> {
+    // Checked before the release build: a typo fails at once.
+    let flags = Flags::parse(args, &["mib", "runs", "state-gib"], &[])?;
     if cfg!(debug_assertions) {
         // Benchmarks mean nothing in a debug build: run again in release.
         let mut cmd =
@@ -99,7 +101,6 @@ pub fn task(args: &[String]) -> Result<(), String> {
         .args(args);
         return crate::run(&mut cmd);
     }
-    let flags = Flags::parse(args, &["mib", "runs", "state-gib"])?;
     let config = BenchConfig {
         mib: flags.number("mib", 256)?,
     };

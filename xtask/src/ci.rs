@@ -14,7 +14,7 @@ fn cargo(args: &[&str]) -> Command {
 type Step = Box<dyn Fn() -> Result<(), String>>;
 
 pub fn task(args: &[String]) -> Result<(), String> {
-    let flags = Flags::parse(args, &["fuzz-secs"])?;
+    let flags = Flags::parse(args, &["fuzz-secs"], &["no-test"])?;
     let fuzz_secs = flags.number("fuzz-secs", 10)?;
     let mut steps: Vec<(&str, Step)> = Vec::new();
     if !flags.has("no-test") {

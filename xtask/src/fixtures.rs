@@ -65,7 +65,7 @@ pub fn run(check: bool) -> Result<(), String> {
 }
 
 pub fn task(args: &[String]) -> Result<(), String> {
-    let flags = Flags::parse(args, &[])?;
+    let flags = Flags::parse(args, &[], &["check"])?;
     run(flags.has("check"))
 }
 

@@ -41,6 +41,9 @@ fn seed_dir(target: &str) -> Option<&'static str> {
         ("dcfg", "testdata/dcfg"),
         ("amber", "testdata/amber"),
         ("tenet", "testdata/tenet"),
+        // Sidecar indexes of fixtures above (`tracekit index`): without them the fuzzer
+        // never builds a header whose hashes pass.
+        ("sidecar", "testdata/sidecar"),
     ];
     SEEDS
         .iter()
@@ -59,7 +62,7 @@ fn has(cmd: &str, args: &[&str]) -> bool {
 }
 
 pub fn task(args: &[String]) -> Result<(), String> {
-    let flags = Flags::parse(args, &["secs"])?;
+    let flags = Flags::parse(args, &["secs"], &["no-asan", "dev"])?;
     let secs = flags.number("secs", 30)?;
     let all = targets()?;
     let chosen = if flags.positional.is_empty() {

@@ -36,12 +36,12 @@ const TASKS: &[(&str, Task, &str)] = &[
     (
         "bench",
         bench::task,
-        "[FORMAT…] [--mib N] [--runs N]  throughput of each format's decoder next to a raw scan",
+        "[FORMAT…] [simpoint] [--mib N] [--runs N] [--state-gib N]  throughput of each format's decoder next to a raw scan",
     ),
     (
         "fuzz",
         fuzz::task,
-        "[TARGET…] [--secs N]  run the cargo-fuzz targets (installs cargo-fuzz if missing)",
+        "[TARGET…] [--secs N] [--no-asan] [--dev]  run the cargo-fuzz targets (installs cargo-fuzz if missing)",
     ),
     (
         "ci",
@@ -56,7 +56,16 @@ fn main() -> ExitCode {
         usage();
         return ExitCode::from(2);
     };
+    if matches!(name.as_str(), "help" | "--help" | "-h") {
+        usage();
+        return ExitCode::SUCCESS;
+    }
     match TASKS.iter().find(|(n, _, _)| n == name) {
+        // Before anything runs: `bench --help` must not start a 30-minute benchmark.
+        Some((_, _, help)) if rest.iter().any(|a| a == "--help" || a == "-h") => {
+            println!("usage: cargo xtask {name} {help}");
+            ExitCode::SUCCESS
+        }
         Some((_, task, _)) => match task(rest) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -65,6 +74,7 @@ fn main() -> ExitCode {
             }
         },
         None => {
+            eprintln!("xtask: no task {name:?}");
             usage();
             ExitCode::from(2)
         }
@@ -115,8 +125,9 @@ pub struct Flags {
 }
 
 impl Flags {
-    /// Parses `args`; `with_value` lists the flags that take a value.
-    pub fn parse(args: &[String], with_value: &[&str]) -> Result<Flags, String> {
+    /// Parses `args`; `with_value` lists the flags that take a value, `switches` those that
+    /// take none. Any other flag is an error (a typo must not run the task with defaults).
+    pub fn parse(args: &[String], with_value: &[&str], switches: &[&str]) -> Result<Flags, String> {
         let mut flags = Flags {
             positional: Vec::new(),
             pairs: Vec::new(),
@@ -130,8 +141,10 @@ impl Flags {
                 if with_value.contains(&name) {
                     let v = it.next().ok_or_else(|| format!("{a} needs a value"))?;
                     flags.pairs.push((name.to_owned(), Some(v.clone())));
-                } else {
+                } else if switches.contains(&name) {
                     flags.pairs.push((name.to_owned(), None));
+                } else {
+                    return Err(format!("unknown flag {a} (see --help)"));
                 }
             } else {
                 flags.positional.push(a.clone());
@@ -163,7 +176,7 @@ impl Flags {
 }
 
 fn synth(args: &[String]) -> Result<(), String> {
-    let flags = Flags::parse(args, &["records", "seed", "o", "output"])?;
+    let flags = Flags::parse(args, &["records", "seed", "o", "output"], &[])?;
     let [format] = flags.positional.as_slice() else {
         return Err("usage: cargo xtask synth FORMAT --records N [--seed S] -o FILE".into());
     };

@@ -46,6 +46,15 @@ pub enum Error {
     /// The operation does not apply to this input or these options.
     #[error("{0}")]
     Unsupported(String),
+    /// The input file was cut short (truncated or rewritten) by another process while it
+    /// was read: what was read past `offset` is not the file's.
+    #[error("{file} changed while it was read (at offset {offset:#x})")]
+    Changed {
+        /// The input's name.
+        file: String,
+        /// The first offset read past the file's new end.
+        offset: u64,
+    },
 }
 
 impl Error {
@@ -88,6 +97,7 @@ impl Located for Error {
     fn offset(&self) -> Option<Offset> {
         match self {
             Error::Format { offset, .. } | Error::Invalid { offset, .. } => *offset,
+            Error::Changed { offset, .. } => Some(Offset(*offset)),
             _ => None,
         }
     }

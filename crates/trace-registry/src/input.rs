@@ -1,5 +1,7 @@
-//! Opening an input: a path or `-` for stdin; plain files memory-mapped; `.bz2` and `.gz`
-//! (recognised by their magic) decompressed as a stream.
+//! Opening an input: a path or `-` for stdin, opened once; plain files memory-mapped
+//! (guarded against being cut short while read: [`Input::cut`]), pipes and devices read
+//! as streams; `.bz2` and `.gz` (recognised by their magic) decompressed as a stream.
+//! Detection sees a bounded prefix ([`HEAD_LEN`]), so an endless input is refused fast.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -7,6 +9,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::Error;
+use crate::mapped::Map;
 
 /// How many leading bytes of the (decompressed) input are kept for format detection.
 pub const HEAD_LEN: usize = 64 * 1024;
@@ -22,7 +25,7 @@ pub enum Compression {
 
 enum Data {
     /// A memory-mapped file (shared by the inputs [`Input::share`] makes).
-    Mapped(std::sync::Arc<memmap2::Mmap>),
+    Mapped(std::sync::Arc<Map>),
     /// Bytes held in memory (small files, stdin or decompressed input read whole).
     Memory(Vec<u8>),
     /// Bytes in memory shared with other inputs (readers of the same bytes on several
@@ -46,6 +49,33 @@ pub struct Input {
     file_len: Option<u64>,
     /// A value made from the input that records borrow (see [`Input::keep`]).
     kept: Option<Box<dyn std::any::Any + Send>>,
+    /// The decompressed bytes read so far, for a compressed input.
+    decoded: Option<std::sync::Arc<Decoded>>,
+}
+
+/// How much of a decompressed stream has been read, and whether all of it.
+#[derive(Debug, Default)]
+struct Decoded {
+    bytes: std::sync::atomic::AtomicU64,
+    ended: std::sync::atomic::AtomicBool,
+}
+
+/// A reader that counts what it reads into a [`Decoded`].
+struct Counted {
+    inner: Box<dyn Read + Send>,
+    decoded: std::sync::Arc<Decoded>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.decoded.ended.store(true, Ordering::Release);
+        }
+        self.decoded.bytes.fetch_add(n as u64, Ordering::AcqRel);
+        Ok(n)
+    }
 }
 
 impl std::fmt::Debug for Input {
@@ -81,7 +111,9 @@ fn read_head(r: &mut dyn Read, limit: usize) -> io::Result<Vec<u8>> {
 }
 
 impl Input {
-    /// Opens `path`, or stdin for `-`.
+    /// Opens `path`, or stdin for `-`. The path is opened once and read through that one
+    /// handle: a regular file is mapped (or read, when small), anything else (a pipe, a
+    /// `<(…)` process substitution, a device) is read as a stream, as stdin is.
     ///
     /// # Errors
     ///
@@ -93,39 +125,32 @@ impl Input {
         }
         let path = PathBuf::from(path);
         let name = path.display().to_string();
+        // A directory is a list of files (not opened itself: Windows cannot open one).
         if path.is_dir() {
             return Input::open_dir(path, name);
         }
-        let file = File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(format!("cannot read {name}"), e))?
-            .len();
-        let mut magic = [0u8; 4];
-        let n = (&file)
-            .read(&mut magic)
-            .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
-        if let Some(c) = compression_of(magic.get(..n).unwrap_or_default()) {
-            // Decompress as a stream; reopen to start from byte 0.
-            let file =
-                File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
-            let mut input = Input::from_stream(
-                name,
-                Some(path),
-                decompressor(c, Box::new(io::BufReader::new(file))),
-            )?;
-            input.compression = Some(c);
-            input.file_len = Some(len);
+        let read_err = |e| Error::io(format!("cannot read {name}"), e);
+        let mut file =
+            File::open(&path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
+        let meta = file.metadata().map_err(read_err)?;
+        if !meta.is_file() {
+            let mut input = Input::from_unknown_stream(name, Box::new(file))?;
+            input.path = Some(path);
             return Ok(input);
         }
+        let len = meta.len();
+        let magic = read_head(&mut file, 4).map_err(read_err)?;
+        if let Some(c) = compression_of(&magic) {
+            let raw = io::BufReader::new(io::Cursor::new(magic).chain(file));
+            return Input::from_compressed(name, Some(path), c, Box::new(raw), Some(len));
+        }
         let data = if len < HEAD_LEN as u64 {
-            let mut v = Vec::new();
-            File::open(&path)
-                .and_then(|mut f| f.read_to_end(&mut v))
-                .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+            let mut v = magic;
+            file.read_to_end(&mut v).map_err(read_err)?;
             Data::Memory(v)
         } else {
-            let map = map(&file).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
+            let map =
+                Map::new(file, &name).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
             Data::Mapped(std::sync::Arc::new(map))
         };
         Ok(Input {
@@ -136,7 +161,18 @@ impl Input {
             data,
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
+    }
+
+    /// Whether the file was cut short (truncated or rewritten by another process) since it
+    /// was mapped, and where. `None` for an input that is not a mapped file.
+    #[must_use]
+    pub fn cut(&self) -> Option<Cut> {
+        match &self.data {
+            Data::Mapped(m) => m.cut(),
+            _ => None,
+        }
     }
 
     fn open_dir(path: PathBuf, name: String) -> Result<Input, Error> {
@@ -161,6 +197,7 @@ impl Input {
             data: Data::Directory(parts),
             file_len: None,
             kept: None,
+            decoded: None,
         })
     }
 
@@ -208,15 +245,8 @@ impl Input {
     pub fn from_bytes(name: impl Into<String>, bytes: Vec<u8>) -> Result<Input, Error> {
         let name = name.into();
         if let Some(c) = compression_of(&bytes) {
-            let len = bytes.len() as u64;
-            let mut input = Input::from_stream(
-                name,
-                None,
-                decompressor(c, Box::new(io::Cursor::new(bytes))),
-            )?;
-            input.compression = Some(c);
-            input.file_len = Some(len);
-            return Ok(input);
+            let len = Some(bytes.len() as u64);
+            return Input::from_compressed(name, None, c, Box::new(io::Cursor::new(bytes)), len);
         }
         let len = bytes.len() as u64;
         Ok(Input {
@@ -227,6 +257,7 @@ impl Input {
             data: Data::Memory(bytes),
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
     }
 
@@ -253,6 +284,7 @@ impl Input {
             data: Data::Shared(bytes),
             file_len: Some(len),
             kept: None,
+            decoded: None,
         })
     }
 
@@ -276,6 +308,7 @@ impl Input {
             data,
             file_len: self.file_len,
             kept: None,
+            decoded: self.decoded.clone(),
         })
     }
 
@@ -293,13 +326,38 @@ impl Input {
         let compression = compression_of(&magic);
         let stream: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic).chain(stream));
         match compression {
-            Some(c) => {
-                let mut input = Input::from_stream(name, None, decompressor(c, stream))?;
-                input.compression = Some(c);
-                Ok(input)
-            }
+            Some(c) => Input::from_compressed(name, None, c, stream, None),
             None => Input::from_stream(name, None, stream),
         }
+    }
+
+    /// An input over the decompressed stream of `raw`, counting the bytes it gives.
+    fn from_compressed(
+        name: String,
+        path: Option<PathBuf>,
+        c: Compression,
+        raw: Box<dyn Read + Send>,
+        file_len: Option<u64>,
+    ) -> Result<Input, Error> {
+        let decoded = std::sync::Arc::new(Decoded::default());
+        let stream = Counted {
+            inner: decompressor(c, raw),
+            decoded: std::sync::Arc::clone(&decoded),
+        };
+        let mut input = Input::from_stream(name, path, Box::new(stream))?;
+        input.compression = Some(c);
+        input.file_len = file_len;
+        input.decoded = Some(decoded);
+        Ok(input)
+    }
+
+    /// The size of the decompressed input, once it has been read to its end (a compressed
+    /// input: [`Input::file_len`] is then its size on disk); `None` before or otherwise.
+    #[must_use]
+    pub fn decompressed_len(&self) -> Option<u64> {
+        let d = self.decoded.as_ref()?;
+        let ended = d.ended.load(std::sync::atomic::Ordering::Acquire);
+        ended.then(|| d.bytes.load(std::sync::atomic::Ordering::Acquire))
     }
 
     fn from_stream(
@@ -317,6 +375,7 @@ impl Input {
             data: Data::Stream(stream),
             file_len: None,
             kept: None,
+            decoded: None,
         })
     }
 
@@ -428,6 +487,17 @@ impl Input {
 /// Streams at least this large are spooled to a temporary file by [`Input::bytes`].
 pub const SPOOL_AT: usize = 64 << 20;
 
+/// Where a mapped input file was found cut short: see [`Input::cut`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The offset of the first byte read past the file's new end, or its length now when
+    /// no read went past it yet.
+    pub offset: u64,
+    /// Whether a read went past the new end: those bytes read as zeros, so what was made of
+    /// them is not the file's (see [`check_unchanged`](crate::check_unchanged)).
+    pub read: bool,
+}
+
 /// An input as a reader takes it: see [`Input::source`].
 pub enum Source<'a> {
     /// The whole input, zero-copy.
@@ -447,7 +517,7 @@ impl std::fmt::Debug for Source<'_> {
 
 /// Copies `first` and the rest of `rest` to a new temporary file, removed from the
 /// directory at once (the map keeps it alive), and maps it.
-fn spool(first: &[u8], rest: &mut dyn Read) -> io::Result<memmap2::Mmap> {
+fn spool(first: &[u8], rest: &mut dyn Read) -> io::Result<Map> {
     use std::io::Write;
     let dir = std::env::temp_dir();
     let mut n = 0u32;
@@ -472,18 +542,7 @@ fn spool(first: &[u8], rest: &mut dyn Read) -> io::Result<memmap2::Mmap> {
     io::copy(rest, &mut w)?;
     w.flush()?;
     drop(w);
-    map(&file)
-}
-
-/// Memory-maps a file.
-#[allow(unsafe_code)]
-fn map(file: &File) -> io::Result<memmap2::Mmap> {
-    // SAFETY: the map is read-only and private to this process. If another process truncates
-    // or rewrites the file while we read it, reads may see changed bytes or fault (SIGBUS);
-    // every reader treats the bytes as untrusted input, so changed bytes are only bad input.
-    // A command-line tool reading trace files accepts the fault risk, like every mmap-based
-    // tool (ripgrep, object readers) does.
-    unsafe { memmap2::Mmap::map(file) }
+    Map::new(file, "a spooled stream")
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ mod error;
 pub mod formats;
 pub mod info;
 mod input;
+mod mapped;
 pub mod output;
 pub mod schema;
 pub mod sink;
@@ -60,7 +61,8 @@ use std::sync::Arc;
 
 pub use error::Error;
 pub use info::{Hex, Info, Value};
-pub use input::{Compression, HEAD_LEN, Input, SPOOL_AT, Source};
+pub use input::{Compression, Cut, HEAD_LEN, Input, SPOOL_AT, Source};
+pub use mapped::{check_unchanged, first_change};
 pub use schema::{Field, Json, Row, Schema, Type, Visitor};
 
 /// Options that only some formats use; the others ignore them.

@@ -514,6 +514,23 @@ pub trait Steps {
         u64::MAX
     }
 
+    /// Which words of [`Steps::regs`] the stream has a recorded value for before the last
+    /// step returned (bit `k` for word `k`; words from 64 on always count as known). The
+    /// others read 0 without the input having said so: a converter leaves them out. The
+    /// default, every word; Tenet, the registers its lines named so far.
+    fn regs_known(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// The memory accesses the input records before its first step, made by an
+    /// instruction before the trace began (Tenet: the items of the first line), as a step
+    /// holding only them; `None` when there are none (the default). Known once the first
+    /// step has been read. Converters that write every access (din, Tenet) write these
+    /// first.
+    fn before_first(&self) -> Option<&Step> {
+        None
+    }
+
     /// Whether a step's memory accesses are snapshots taken before the instruction ran
     /// (tfile frames), rather than what the instruction itself read and wrote.
     fn memory_is_snapshot(&self) -> bool {

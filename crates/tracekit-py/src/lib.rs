@@ -852,11 +852,7 @@ fn export(
     partial: bool,
 ) -> Result<Vec<TableSummary>, Error> {
     let mut input = opened.source.input()?;
-    let origin = Origin {
-        file: input.logical_name(),
-        size: input.file_len(),
-        format: opened.handler.name().to_owned(),
-    };
+    let mut origin = Origin::new(&input, opened.handler.name());
     let mut ctx = Ctx::new(&opened.options);
     let mut records = opened.handler.records(&mut input, &mut ctx)?;
     let mut dataset = Dataset::create(dir, records.tables(), options, force)?;
@@ -868,6 +864,8 @@ fn export(
         }
     };
     let notes = records.finish();
+    drop(records);
+    origin.read(&input);
     match failure {
         // Dropping the unfinished dataset removes its temporary folder.
         Some(e) if !partial => Err(e),

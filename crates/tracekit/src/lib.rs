@@ -1046,6 +1046,11 @@ where
     let mut out = io::BufWriter::with_capacity(256 * 1024, stdout.lock());
     let mut err = io::stderr();
     let result = run(&cli, &mut out, &mut err).and_then(|()| out.flush().map_err(CliError::from));
+    // An input cut short under the command: whatever it made of the zeros read past the
+    // cut is not a result (and no output was committed).
+    let result = trace_registry::check_unchanged()
+        .map_err(CliError::Trace)
+        .and(result);
     match result {
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,
@@ -1110,19 +1115,38 @@ pub fn fuzz_cli(data: &[u8]) {
 }
 
 /// Fuzzing and property-test entry point for the sidecar index reader: `data` as an index
-/// file, read and looked up every way `xref` and the steps do. Must never panic.
+/// file, read and looked up every way `xref` and the steps do; then the same with its
+/// hashes made to match ([`index::rehash`](trace_registry::analyses::index::rehash)), so
+/// that changed bytes reach the decoding of the directories and lists (a random change
+/// otherwise stops at the first hash check). No trace is matched against (its identity
+/// is not checked by [`Sidecar::read`](trace_registry::analyses::index::Sidecar::read)).
+/// Must never panic.
 #[cfg(feature = "fuzzing")]
 pub fn fuzz_sidecar(data: &[u8]) {
-    use trace_registry::analyses::index::Sidecar;
-    let reader = std::io::Cursor::new(data);
-    let Ok(mut sidecar) = Sidecar::read("input".as_ref(), reader, data.len() as u64) else {
-        return;
-    };
-    if let Ok(seek) = sidecar.seek_index() {
-        let _ = trac_x64dbg::Index::from_bytes(&seek);
-    }
-    for key in [0, 1, 0x14_fe00, 0x7ff6_a1b2_1000, u64::MAX] {
-        let _ = sidecar.executions(key);
-        let _ = sidecar.accesses(key, key.saturating_add(0x100));
+    use trace_registry::analyses::index::{Sidecar, rehash};
+    let mut fixed = data.to_vec();
+    rehash(&mut fixed);
+    for bytes in [data, &fixed] {
+        let reader = std::io::Cursor::new(bytes);
+        let Ok(mut sidecar) = Sidecar::read("input".as_ref(), reader, bytes.len() as u64) else {
+            continue;
+        };
+        if let Ok(seek) = sidecar.seek_index() {
+            let _ = trac_x64dbg::Index::from_bytes(&seek);
+        }
+        // Keys before, inside and past the testdata traces' pcs and stacks: each lookup
+        // decodes the entries of the group its key falls in.
+        for key in [
+            0,
+            1,
+            0x40_1000,
+            0x40_1010,
+            0x14_fe00,
+            0x7ff6_a1b2_1000,
+            u64::MAX,
+        ] {
+            let _ = sidecar.executions(key);
+            let _ = sidecar.accesses(key, key.saturating_add(0x100));
+        }
     }
 }

@@ -16,9 +16,10 @@
 //! last value per variable. Plain files are read in place; stdin and compressed files
 //! through the streaming reader, in constant memory.
 //!
-//! Tables (for columnar sinks): `frames` (`i` key, `offset`, `tracepoint`, `pc`, and
-//! `regs_raw` without a description), `registers` (`i`, `name`, `value_u64`, `value`),
-//! `memory` (`i`, `addr`, `len`, `data`) and `tsv` (`i`, `number`, `value`).
+//! Tables (for columnar sinks), the same four for every file (empty where it has no such
+//! blocks): `frames` (`i` key, `offset`, `tracepoint`, `pc`, and `regs_raw` without a
+//! description), `registers` (`i`, `name`, `value_u64`, `value`; no rows without a
+//! description), `memory` (`i`, `addr`, `len`, `data`) and `tsv` (`i`, `number`, `value`).
 //!
 //! With [`Options::disasm`](crate::Options::disasm), `frames` gets `asm` after `pc`: the
 //! instruction at pc ([`crate::disasm`]) when the frame's own `M` blocks hold its bytes and
@@ -387,24 +388,25 @@ fn frame_schema(tdesc: bool, disasm: bool) -> Arc<Schema> {
     if disasm {
         fields.push(Field::new("asm", Type::Str).nullable());
     }
-    if tdesc {
-        // JSON shows the table as `{"name":value,…}`: `value_u64` as `0x…` when the
-        // register has at most 8 bytes, else `value` as hex bytes (as before: one key
-        // per available register, in the description's order).
-        let regs = Schema::new(
-            "registers",
-            vec![
-                Field::new("name", Type::Name),
-                Field::hex("value_u64", 64).nullable(),
-                Field::new("value", Type::Bytes),
-            ],
-        );
-        fields.push(
-            Field::new("regs", Type::Rows(Arc::new(regs)))
-                .json(Json::Object)
-                .optional(),
-        );
-    } else {
+    // JSON shows the table as `{"name":value,…}`: `value_u64` as `0x…` when the register
+    // has at most 8 bytes, else `value` as hex bytes (one key per available register, in
+    // the description's order). Every file has the table, so that a dataset's tables do
+    // not depend on the file: empty without a description (the block is then `regs_raw`)
+    // or without `R` blocks.
+    let regs = Schema::new(
+        "registers",
+        vec![
+            Field::new("name", Type::Name),
+            Field::hex("value_u64", 64).nullable(),
+            Field::new("value", Type::Bytes),
+        ],
+    );
+    fields.push(
+        Field::new("regs", Type::Rows(Arc::new(regs)))
+            .json(Json::Object)
+            .optional(),
+    );
+    if !tdesc {
         fields.push(Field::new("regs_raw", Type::Bytes).optional());
     }
     fields.push(Field::new("mem", Type::Rows(Arc::new(mem))));
@@ -595,7 +597,12 @@ impl Row for FrameRecords<'_> {
             }
         }
         match (regs, &self.regs) {
-            (None, _) => v.null(),
+            (None, Some(_)) => v.null(),
+            // No description: no named registers; the block as it is.
+            (None, None) => {
+                v.null();
+                v.null();
+            }
             (Some(r), Some(layout)) => {
                 v.begin_list();
                 for reg in layout {
@@ -614,7 +621,10 @@ impl Row for FrameRecords<'_> {
                 }
                 v.end_list();
             }
-            (Some(r), None) => v.bytes(r),
+            (Some(r), None) => {
+                v.null();
+                v.bytes(r);
+            }
         }
         v.begin_list();
         for b in frame.blocks().flatten() {

@@ -341,7 +341,11 @@ struct TenetSteps<'a> {
     /// The whole register state (set from the first instruction line).
     state: Option<Registers>,
     values: Vec<u64>,
+    /// Bit `k` set once register `names[k]` has been named by a line.
+    known: u64,
     step: Step,
+    /// The first line's memory items (see [`Steps::before_first`]).
+    before: Step,
     /// The registers of the next line, read ahead for its memory items.
     next: Option<Registers>,
     /// The error met reading ahead, returned after the step that precedes it.
@@ -362,7 +366,9 @@ impl<'a> TenetSteps<'a> {
             order: Vec::new(),
             state: None,
             values: Vec::new(),
+            known: 0,
             step: Step::default(),
+            before: Step::default(),
             next: None,
             error: None,
             started: false,
@@ -421,6 +427,7 @@ impl<'a> TenetSteps<'a> {
             self.started = true;
             // The first line's memory items belong to an instruction before the trace.
             let r = self.read()?;
+            std::mem::swap(&mut self.before, &mut self.step);
             self.step.clear();
             match r {
                 Ok(r) => r,
@@ -432,8 +439,11 @@ impl<'a> TenetSteps<'a> {
         }
         let state = self.state.get_or_insert(Registers::new(regs.arch()));
         state.merge(&regs);
-        for (v, &k) in self.values.iter_mut().zip(&self.order) {
+        for (bit, (v, &k)) in self.values.iter_mut().zip(&self.order).enumerate() {
             *v = state.value(k);
+            if state.get(k).is_some() {
+                self.known |= 1u64.checked_shl(bit as u32).unwrap_or(0);
+            }
         }
         let i = self.index;
         self.index = i.saturating_add(1);
@@ -483,6 +493,14 @@ impl Steps for TenetSteps<'_> {
 
     fn regs(&self) -> &[u64] {
         &self.values
+    }
+
+    fn regs_known(&self) -> u64 {
+        self.known
+    }
+
+    fn before_first(&self) -> Option<&Step> {
+        Some(&self.before).filter(|b| !b.mem.is_empty())
     }
 
     fn named_regs(&self, out: &mut Vec<NamedReg>) {

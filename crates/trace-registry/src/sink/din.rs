@@ -114,9 +114,13 @@ fn push_line(buf: &mut Vec<u8>, label: u8, addr: u64) {
 fn push_step(buf: &mut Vec<u8>, step: &Step, accesses: bool, counts: &mut DinCounts) {
     push_line(buf, FETCH, step.pc);
     counts.fetches = counts.fetches.saturating_add(1);
-    if !accesses {
-        return;
+    if accesses {
+        push_accesses(buf, step, counts);
     }
+}
+
+/// Appends the lines of the memory accesses of `step`; counts them in `counts`.
+fn push_accesses(buf: &mut Vec<u8>, step: &Step, counts: &mut DinCounts) {
     for a in &step.mem {
         for &label in access_labels(a) {
             push_line(buf, label, a.addr);
@@ -146,6 +150,18 @@ pub fn convert(steps: &mut dyn Steps, out: &mut dyn Write) -> Result<DinCounts, 
         all: true,
         ..ScanQuery::default()
     };
+    // The first step is read on its own: what the input recorded before it (Tenet's first
+    // line) is known from then on, and its accesses come first.
+    let first = match steps.next_step() {
+        None => None,
+        Some(first) => Some(first?.clone()),
+    };
+    if let Some(first) = &first {
+        if accesses && let Some(before) = steps.before_first() {
+            push_accesses(&mut buf, before, &mut counts);
+        }
+        push_step(&mut buf, first, accesses, &mut counts);
+    }
     let read = steps.scan(&query, &mut |step| {
         push_step(&mut buf, step, accesses, &mut counts);
         if buf.len() >= FLUSH_AT {

@@ -4,11 +4,15 @@
 //! Line `k` of a thread's trace: the general registers whose value before instruction `k`
 //! differs from the previous line of that thread (all of them on its first line), then the
 //! pc of instruction `k`, then the memory accesses of the thread's previous instruction in
-//! the recorded order, with the value after it: `mw` where the stream recorded a new value
+//! the recorded order (on the first line written, those the input recorded before its
+//! first instruction: [`Steps::before_first`]), with the value after it: `mw` where the stream recorded a new value
 //! (else `mr`), the bytes of `new`, else `old`. When the accesses carry a kind (x64dbg with
 //! `--disasm`: the true sizes and directions) it decides `mr`/`mw`/`mrw`. Flags, segment,
 //! vector and other registers are never written (Tenet refuses them); the accesses of each
-//! thread's last instruction are not written either (as the Pin tracer does).
+//! thread's last instruction are not written either (as the Pin tracer does). Registers
+//! the stream has no recorded value for ([`Steps::regs_known`]: a Tenet input's registers
+//! not named yet) are left out until it has one, so a canonical Tenet trace (each line
+//! naming exactly the registers that changed) comes back byte for byte.
 
 use std::io::Write;
 
@@ -25,9 +29,12 @@ pub const MAX_THREADS: usize = 512;
 struct ThreadOut<W: Write> {
     thread: u64,
     writer: Writer<W>,
-    /// The words of [`RegMap`]'s span as its lines so far left them (meaningful once
-    /// `lines > 0`).
+    /// The words of [`RegMap`]'s span as its lines so far left them (meaningful where
+    /// `written`).
     last: Vec<u64>,
+    /// Bit `k` set once word `k` of the span has been written (words from 64 on: once the
+    /// first line is).
+    written: u64,
     /// The accesses of the thread's last instruction, formatted for its next line.
     pending: MemItems,
     lines: u64,
@@ -67,24 +74,46 @@ pub fn convert<W: Write>(
         threads: Vec::new(),
         at: 0,
         current: MemItems::new(),
+        before: MemItems::new(),
         padded: Vec::new(),
         line: Registers::new(map.arch),
         map,
         open,
     };
-    lines.step(&first, steps.regs(), steps.regs_changed())?;
-    let mut failed = None;
-    steps.walk_steps(
-        &mut |step, regs, changed| match lines.step(step, regs, changed) {
-            Ok(()) => true,
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        },
-    )?;
-    if let Some(e) = failed {
-        return Err(e);
+    // What the input recorded before its first instruction goes on the first line, as
+    // the tracer wrote it there.
+    if let Some(before) = steps.before_first() {
+        take_accesses(before, &mut lines.before);
+    }
+    let known = steps.regs_known();
+    lines.step(&first, steps.regs(), steps.regs_changed(), known)?;
+    if known == u64::MAX {
+        let mut failed = None;
+        steps.walk_steps(
+            &mut |step, regs, changed| match lines.step(step, regs, changed, u64::MAX) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    } else {
+        // A stream that names registers as it goes (Tenet): each line writes only those
+        // named so far, so a register the input never gave is never invented.
+        let mut step = Step::default();
+        while let Some(next) = steps.next_step() {
+            step.clone_from(next?);
+            lines.step(
+                &step,
+                steps.regs(),
+                steps.regs_changed(),
+                steps.regs_known(),
+            )?;
+        }
     }
     let mut threads = lines.threads;
     threads.sort_by_key(|t| t.thread);
@@ -108,6 +137,8 @@ struct Lines<W: Write, F> {
     at: usize,
     /// The accesses of the step being written.
     current: MemItems,
+    /// The accesses recorded before the first step, for the first line written.
+    before: MemItems,
     /// The span's words when the stream gives fewer (read as 0).
     padded: Vec<u64>,
     /// The registers of the line being written, reused.
@@ -119,8 +150,9 @@ struct Lines<W: Write, F> {
 
 impl<W: Write, F: FnMut(u64) -> std::io::Result<W>> Lines<W, F> {
     /// Writes the line of `step`, whose registers before it are `regs` (the stream's
-    /// [`Steps::regs`]), those possibly changed since the step before being `changed`.
-    fn step(&mut self, step: &Step, regs: &[u64], changed: u64) -> Result<(), Error> {
+    /// [`Steps::regs`]), those possibly changed since the step before being `changed`, and
+    /// those with a recorded value `known` ([`Steps::regs_known`]).
+    fn step(&mut self, step: &Step, regs: &[u64], changed: u64, known: u64) -> Result<(), Error> {
         let (thread, pc) = (step.thread, step.pc);
         take_accesses(step, &mut self.current);
         let RegMap {
@@ -148,7 +180,8 @@ impl<W: Write, F: FnMut(u64) -> std::io::Result<W>> Lines<W, F> {
                         thread,
                         writer: Writer::new(w, arch),
                         last: vec![0; tenet.len()],
-                        pending: MemItems::new(),
+                        written: 0,
+                        pending: std::mem::take(&mut self.before),
                         lines: 0,
                     });
                     self.threads.len().saturating_sub(1)
@@ -170,22 +203,29 @@ impl<W: Write, F: FnMut(u64) -> std::io::Result<W>> Lines<W, F> {
         };
         let max = arch.max_value();
         let first = out.lines == 0;
+        let known = known.checked_shr(lo as u32).unwrap_or(u64::MAX) & all;
+        // Words known now but not written yet are written whatever their value.
+        let fresh = known & !out.written;
         let candidates = if same && !first {
-            changed.checked_shr(lo as u32).unwrap_or(u64::MAX) & all
+            (changed.checked_shr(lo as u32).unwrap_or(u64::MAX) & known) | fresh
         } else {
-            all
+            known
         };
         let line = &mut self.line;
         line.clear();
+        let written = &mut out.written;
         let mut take = |k: usize| {
             let (Some(last), Some(&value), Some(&Some(index))) =
                 (out.last.get_mut(k), now.get(k), tenet.get(k))
             else {
                 return;
             };
+            let bit = 1u64.checked_shl(k as u32).unwrap_or(0);
             let value = value & max;
-            if first || *last != value {
+            let new = if k < 64 { fresh & bit != 0 } else { first };
+            if (k >= 64 || known & bit != 0) && (new || *last != value) {
                 *last = value;
+                *written |= bit;
                 line.set(index, value);
             }
         };

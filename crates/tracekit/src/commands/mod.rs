@@ -162,11 +162,7 @@ pub fn export(
         threads,
         ..ParquetOptions::default()
     };
-    let origin = Origin {
-        file: input.logical_name(),
-        size: input.file_len(),
-        format: handler.name().to_owned(),
-    };
+    let mut origin = Origin::new(&input, handler.name());
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
@@ -188,6 +184,7 @@ pub fn export(
         notes.extend(records.finish());
         (dataset, failure)
     };
+    origin.read(&input);
     progress.finish();
     for note in &notes {
         writeln!(err, "{note}")?;

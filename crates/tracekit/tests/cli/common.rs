@@ -119,3 +119,24 @@ pub fn assert_dump_golden_and_valid(file: &str, golden: &std::path::Path) {
     let o = tracekit(["validate", "-q", file]);
     assert_eq!(stdout(&o), "ok\n", "{file}: {}", stderr(&o));
 }
+
+/// A Tenet trace of `lines` instructions (about 60 bytes each): a loop of 16 at 0x401000,
+/// `rax` counting, a write of the count to 0x1000 at every step.
+pub fn tenet_trace(lines: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for k in 0..lines {
+        out.extend_from_slice(
+            format!(
+                "rax=0x{k:x},rip=0x{:x},mw=0x1000:{}\n",
+                0x401000 + (k % 16) * 4,
+                hex_bytes(&k.to_le_bytes())
+            )
+            .as_bytes(),
+        );
+    }
+    out
+}
+
+fn hex_bytes(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

@@ -111,15 +111,17 @@ fn known_din(disasm: bool) -> String {
     din_text(&lines)
 }
 
-/// A Tenet trace: line 0's `mr` belongs to an instruction before the trace (not written);
-/// line 1's `mw` is what instruction 0 did, line 2's `mr` and `mrw` instruction 1's.
+/// A Tenet trace: line 0's `mr` belongs to an instruction before the trace (written first,
+/// before any fetch: no access of the file is lost); line 1's `mw` is what instruction 0
+/// did, line 2's `mr` and `mrw` instruction 1's.
 const TENET: &str = "rax=0x1,rsp=0x7000,rip=0x401000,mr=0x9999:00\n\
 rsp=0x6ff8,rip=0x401003,mw=0x6ff8:0100000000000000\n\
 rip=0x401005,mr=0x2000:aabb,mrw=0x3000:01\n\
 rip=0x401007\n";
 
 /// Its din, worked out from the line rules.
-const TENET_DIN: &str = "2 401000\n1 6ff8\n2 401003\n0 2000\n0 3000\n1 3000\n2 401005\n2 401007\n";
+const TENET_DIN: &str =
+    "0 9999\n2 401000\n1 6ff8\n2 401003\n0 2000\n0 3000\n1 3000\n2 401005\n2 401007\n";
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);

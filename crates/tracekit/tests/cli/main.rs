@@ -22,6 +22,7 @@ mod find;
 mod frame;
 mod gdb_tfile;
 mod grammar;
+mod harden;
 mod memory;
 mod serve;
 mod simpoint;

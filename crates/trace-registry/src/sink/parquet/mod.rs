@@ -107,12 +107,38 @@ impl ParquetOptions {
 /// Where a dataset's records came from, for its manifest.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Origin {
-    /// The input's file name (or `-` for standard input).
+    /// The input's file name as given, compression extension included (or `-` for
+    /// standard input).
     pub file: String,
-    /// The input's size in bytes, when known.
+    /// The input's size in bytes (on disk: compressed, for a compressed file), when known.
     pub size: Option<u64>,
+    /// The size decompressed, for a compressed input read to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompressed_size: Option<u64>,
     /// The format's name in the registry.
     pub format: String,
+}
+
+impl Origin {
+    /// The origin of records of `format` read from `input`; call [`Origin::read`] once
+    /// they have been read, for the decompressed size.
+    #[must_use]
+    pub fn new(input: &crate::Input, format: &str) -> Origin {
+        Origin {
+            file: input.path().and_then(|p| p.file_name()).map_or_else(
+                || input.name().to_owned(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            size: input.file_len(),
+            decompressed_size: None,
+            format: format.to_owned(),
+        }
+    }
+
+    /// Takes in what reading `input` found out: its decompressed size.
+    pub fn read(&mut self, input: &crate::Input) {
+        self.decompressed_size = input.decompressed_len();
+    }
 }
 
 /// What was written of one table.
@@ -204,6 +230,7 @@ impl Dataset {
         let name = dir
             .file_name()
             .map_or_else(|| "dataset".into(), |n| n.to_string_lossy().into_owned());
+        crate::output::remove_leftovers(dir);
         let tmp = dir.with_file_name(format!(".{name}.partial-{}", std::process::id()));
         let create = |e| Error::io(format!("cannot create {}", tmp.display()), e);
         if tmp.exists() {
@@ -331,6 +358,8 @@ impl Dataset {
                 ((name, schema, shown), summary)
             })
             .unzip();
+        // Bytes read after an input was cut short are not the file's: no dataset from them.
+        crate::check_unchanged()?;
         let manifest = manifest(origin, failure, notes, &columns, &summaries);
         let mut text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
         text.push(b'\n');

@@ -84,6 +84,8 @@ struct Shared {
     idle_changed: Condvar,
     /// Workers made so far (at most [`WORKERS`]).
     made: Mutex<usize>,
+    /// Where the file was first found cut short by another process (see [`Api::handle`]).
+    changed: Mutex<Option<u64>>,
 }
 
 /// The trace kept open: see the module docs.
@@ -203,6 +205,7 @@ impl Api {
             idle_changed: Condvar::new(),
             // The worker made of the input opened here.
             made: Mutex::new(1),
+            changed: Mutex::new(None),
         };
         let api = Api {
             shared: Arc::new(shared),
@@ -224,23 +227,49 @@ impl Api {
     ///
     /// A new worker's input cannot be opened.
     pub fn with_worker<T>(&self, f: impl FnOnce(&mut Worker) -> T) -> Result<T, CliError> {
+        self.on_worker(f).map(|(out, _)| out)
+    }
+
+    /// [`Api::with_worker`], saying too whether the worker read past the end of a file cut
+    /// short during the call (its answer may hold zeros for the bytes no longer there).
+    fn on_worker<T>(&self, f: impl FnOnce(&mut Worker) -> T) -> Result<(T, bool), CliError> {
         let mut worker = self.take()?;
         // A bug must not take the server down nor lose the worker's place: the worker is
         // dropped (a new one is made in its stead) and the call fails.
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut worker))) {
-            Ok(out) => {
-                self.put(worker);
-                Ok(out)
-            }
+            Ok(out) => match worker.cut() {
+                None => {
+                    self.put(worker);
+                    Ok((out, false))
+                }
+                Some(cut) => {
+                    // Its map reads zeros past the cut: a new worker maps the file as it
+                    // is now (whose end the readers see as the end).
+                    self.note_cut(cut.offset);
+                    self.retire(worker);
+                    Ok((out, cut.read))
+                }
+            },
             Err(_) => {
-                drop(worker);
-                let mut made = lock(&self.shared.made);
-                *made = made.saturating_sub(1);
-                drop(made);
-                self.shared.idle_changed.notify_one();
+                self.retire(worker);
                 Err(CliError::Usage("internal error while answering".into()))
             }
         }
+    }
+
+    /// Drops `worker`, so that a new one is made in its stead.
+    fn retire(&self, worker: Worker) {
+        drop(worker);
+        let mut made = lock(&self.shared.made);
+        *made = made.saturating_sub(1);
+        drop(made);
+        self.shared.idle_changed.notify_one();
+    }
+
+    /// Remembers that the file was found cut at `offset` (the lowest cut seen).
+    fn note_cut(&self, offset: u64) {
+        let mut changed = lock(&self.shared.changed);
+        *changed = Some(changed.map_or(offset, |c| c.min(offset)));
     }
 
     fn take(&self) -> Result<Worker, CliError> {
@@ -279,11 +308,29 @@ impl Api {
     }
 
     /// Answers one API call (`path` under `/api/`, the query without the token); every
-    /// failure is a response (500 if no worker can be made).
+    /// failure is a response (500 if no worker can be made). Once the file has been cut
+    /// short by another process, an answer that read past the cut, and any failure to read
+    /// the trace, is a 409 saying so (rows before the cut are still answered).
     #[must_use]
     pub fn handle(&self, path: &str, query: &[(String, String)]) -> Response {
-        self.with_worker(|w| w.handle(path, query))
-            .unwrap_or_else(|e| Response::error(500, &e.to_string(), None))
+        let (response, read_past_cut) = match self.on_worker(|w| w.handle(path, query)) {
+            Ok(answer) => answer,
+            Err(e) => (Response::error(500, &e.to_string(), None), false),
+        };
+        let changed = *lock(&self.shared.changed);
+        match changed {
+            Some(offset) if read_past_cut || matches!(response.status, 422 | 500) => {
+                let file = trace_registry::Error::Changed {
+                    file: self.shared.file.to_string_lossy().into_owned(),
+                    offset,
+                };
+                Response::json(
+                    409,
+                    json!({ "error": file.to_string(), "changed": true }).to_string(),
+                )
+            }
+            _ => response,
+        }
     }
 
     /// Finds or builds the sidecar index (in the calling thread: the server runs this in
@@ -547,6 +594,18 @@ impl Worker {
         }
     }
 
+    /// Where the trace was found cut short, by either of the worker's inputs.
+    fn cut(&self) -> Option<trace_registry::Cut> {
+        let second = self.second.as_ref().and_then(Input::cut);
+        match (self.input.cut(), second) {
+            (Some(a), Some(b)) => Some(trace_registry::Cut {
+                offset: a.offset.min(b.offset),
+                read: a.read || b.read,
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// Answers one call to `/api/{path}` with `query` (the token already taken out).
     #[must_use]
     pub fn handle(&mut self, path: &str, query: &[(String, String)]) -> Response {
@@ -622,6 +681,17 @@ impl Worker {
 
     fn status(&self) -> Response {
         let s = &self.shared;
+        if let Some(cut) = self.cut() {
+            let mut changed = lock(&s.changed);
+            *changed = Some(changed.map_or(cut.offset, |c| c.min(cut.offset)));
+        }
+        let changed = lock(&s.changed).map(|offset| {
+            let e = Error::Changed {
+                file: s.file.to_string_lossy().into_owned(),
+                offset,
+            };
+            json!({ "offset": offset, "error": e.to_string() })
+        });
         let st = lock(&s.index).clone();
         let v = json!({
             "steps": *lock(&s.steps),
@@ -636,6 +706,7 @@ impl Worker {
                 "total": st.total,
                 "error": st.error,
             },
+            "changed": changed,
         });
         Response::json(200, v.to_string())
     }

@@ -1,4 +1,5 @@
-//! `tracekit serve FILE [--port N] [--host H] [--open]`: a trace explorer in the browser.
+//! `tracekit serve FILE [--port N] [--host H] [--allow-host NAME]… [--open]`: a trace
+//! explorer in the browser.
 //!
 //! An HTTP/1.1 server (our own, on `std::net`: [`http`]) serves one trace and the explorer
 //! page, which is shipped inside the binary (`assets/`). The trace is opened once; a
@@ -16,13 +17,21 @@
 //!   page's assets (`/`, `/index.html`, `/app.js`, `/style.css`) hold no trace data and
 //!   need none.
 //! - A request whose `Host` header is not the address served (`127.0.0.1:PORT`,
-//!   `localhost:PORT` or `H:PORT`) gets 403: a web page whose DNS name is rebound to
-//!   127.0.0.1 would otherwise be same-origin with the server. No CORS headers are sent,
-//!   so other pages cannot read the answers either.
+//!   `localhost:PORT`, `H:PORT`, or `NAME:PORT` for each `--allow-host NAME`) gets 403: a
+//!   web page whose DNS name is rebound to 127.0.0.1 would otherwise be same-origin with
+//!   the server. No CORS headers are sent, so other pages cannot read the answers either.
+//! - Every response has a Content-Security-Policy that lets the page run only its own
+//!   script and style sheet (`default-src 'self'`, no inline script) and forbids framing
+//!   (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), `Referrer-Policy: no-referrer`
+//!   and `X-Content-Type-Options: nosniff` ([`http::SECURITY_HEADERS`]). The page takes
+//!   the token out of the address bar once loaded (`history.replaceState`) and keeps it
+//!   in memory.
 //! - No path reaches the file system: the server knows its four assets and `/api/`; any
 //!   other path is 404. Only GET and HEAD (others 405), heads of at most 16 KiB (431), no
-//!   request bodies (413), at most [`MAX_CONNECTIONS`] connections at once (503 past
-//!   that), idle connections closed after [`IDLE`].
+//!   request bodies (413), at most [`MAX_CONNECTIONS`] connections at once and
+//!   [`MAX_PER_PEER`] from one address (503 past that); a connection is closed when idle
+//!   for [`IDLE`], when a request head is not whole [`HEAD_TIME`] after its first byte (a
+//!   client sending it slowly cannot hold its connection), or after [`MAX_REQUESTS`].
 //!
 //! # The API
 //!
@@ -33,13 +42,17 @@
 //! 400 for a malformed, missing, repeated, unknown or out-of-range parameter (refused,
 //! never clamped: `i` past the end, `count` 0 or over 10,000, `len` 0 or over 65,536);
 //! 403 for a missing or wrong token or a foreign `Host`; 404 for an unknown path; 422 for
-//! a damaged trace (the reader's error, with its offset); 500 for an I/O failure. The
-//! server keeps serving after any of them.
+//! a damaged trace (the reader's error, with its offset); 409 once the file has been cut
+//! short by another process (truncated, or rewritten as `cp` does) for a call that reached
+//! the bytes no longer there: `{"error":"FILE changed while it was read (at offset 0x…)",
+//! "changed":true}` (calls within what is left are still answered); 500 for an I/O
+//! failure. The server keeps serving after any of them.
 //!
 //! - `GET /api/info` → `tracekit info --json FILE`'s object.
 //! - `GET /api/status` → `{"steps":N|null,"step_noun":"instruction"|"frame","isa":"x64"|
 //!   "x86"|"ppc"|"other","word_size":8,"reg_names":[…],"format":"x64dbg","index":
 //!   {"state":"ready"|"building"|"failed"|"none","done":BYTES,"total":BYTES,"error":null|"…"}}`.
+//!   plus `"changed":null|{"offset":N,"error":"…"}` (where the file was found cut short).
 //!   `steps` is null until known (the index counts them); `reg_names` are the general
 //!   registers, pc and flags; the page polls this for the index's progress.
 //! - `GET /api/rows?from=F&count=C` (F default 0, C 1..=10,000, default 100) →
@@ -89,7 +102,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use trace_registry::Options;
@@ -105,11 +118,27 @@ pub const APP_JS: &str = include_str!("assets/app.js");
 /// The page's style sheet.
 pub const STYLE_CSS: &str = include_str!("assets/style.css");
 
-/// The most connections open at once.
-pub const MAX_CONNECTIONS: usize = 64;
+/// The most connections open at once (each a thread with a small stack, most of them
+/// waiting): enough that clients holding connections open slowly cannot keep others out
+/// while [`HEAD_TIME`] closes them.
+pub const MAX_CONNECTIONS: usize = 1024;
 
-/// How long an idle connection (or a slow request head) is kept.
+/// The most connections open at once from one address.
+pub const MAX_PER_PEER: usize = 512;
+
+/// How long a connection may wait, idle, for the first byte of its next request.
 pub const IDLE: Duration = Duration::from_secs(15);
+
+/// How long the whole head of a request may take once its first byte has come: a client
+/// that sends it a little at a time is closed then, however often it sends.
+pub const HEAD_TIME: Duration = Duration::from_secs(5);
+
+/// The most requests one kept-alive connection serves.
+pub const MAX_REQUESTS: u32 = 10_000;
+
+/// The stack of a connection's thread (the API's work runs on the worker's stack, not
+/// this one, except for a request's answer itself).
+const CONNECTION_STACK: usize = 512 * 1024;
 
 /// Arguments of `tracekit serve`.
 #[derive(Debug, Clone, Args)]
@@ -124,6 +153,11 @@ pub struct ServeArgs {
     /// read the trace (a warning says so). Requests must then name it in their Host.
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
+    /// Also accept requests whose Host header names NAME (repeatable): the machine's DNS
+    /// names or addresses through which clients reach `--host`. Any other Host is refused
+    /// (the DNS-rebinding defence).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// Open the page in the system browser (xdg-open, open, or start).
     #[arg(long)]
     pub open: bool,
@@ -135,6 +169,47 @@ struct Server {
     token: String,
     hosts: Vec<String>,
     connections: AtomicUsize,
+    /// Open connections by peer address.
+    peers: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+}
+
+impl Server {
+    /// Counts a new connection from `peer`, unless that would pass a limit.
+    fn admit(&self, peer: Option<IpAddr>) -> bool {
+        if self.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            self.connections.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        let Some(peer) = peer else { return true };
+        let mut peers = self
+            .peers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = peers.entry(peer).or_insert(0);
+        if *n >= MAX_PER_PEER {
+            drop(peers);
+            self.connections.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        *n = n.saturating_add(1);
+        true
+    }
+
+    /// Uncounts a connection [`Server::admit`] counted.
+    fn release(&self, peer: Option<IpAddr>) {
+        self.connections.fetch_sub(1, Ordering::SeqCst);
+        let Some(peer) = peer else { return };
+        let mut peers = self
+            .peers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = peers.get_mut(&peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                peers.remove(&peer);
+            }
+        }
+    }
 }
 
 /// 128 random bits from the OS, as 32 hex digits.
@@ -203,14 +278,22 @@ pub fn run(
             "warning: serving on {}: anyone who can reach it with the token can read the trace",
             authority(&host, port)
         )?;
+        if unspecified && args.allow_host.is_empty() {
+            writeln!(
+                err,
+                "note: requests must name this server in their Host header: give the names or addresses clients use with --allow-host NAME"
+            )?;
+        }
     }
     let mut hosts = vec![authority("127.0.0.1", port), authority("localhost", port)];
     hosts.push(authority(&host, port));
+    hosts.extend(args.allow_host.iter().map(|name| authority(name, port)));
     let server = Arc::new(Server {
         api,
         token,
         hosts: hosts.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
         connections: AtomicUsize::new(0),
+        peers: std::sync::Mutex::new(std::collections::HashMap::new()),
     });
     let indexer = server.api.clone();
     let temp = std::env::temp_dir().join(format!("tracekit-serve-{}", std::process::id()));
@@ -219,21 +302,23 @@ pub fn run(
         open_browser(&url, err);
     }
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        let s = Arc::clone(&server);
-        if s.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            s.connections.fetch_sub(1, Ordering::SeqCst);
-            let mut stream = stream;
+        let Ok(mut stream) = stream else { continue };
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        if !server.admit(peer) {
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let busy = Response::error(503, "too many connections", None);
             let _ = busy.write_to(&mut stream, false, false);
             continue;
         }
-        let spawned = std::thread::Builder::new().spawn(move || {
-            s.connection(stream);
-            s.connections.fetch_sub(1, Ordering::SeqCst);
-        });
+        let s = Arc::clone(&server);
+        let spawned = std::thread::Builder::new()
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || {
+                s.connection(stream);
+                s.release(peer);
+            });
         if spawned.is_err() {
-            server.connections.fetch_sub(1, Ordering::SeqCst);
+            server.release(peer);
         }
     }
     Ok(())
@@ -260,14 +345,18 @@ fn open_browser(url: &str, err: &mut dyn Write) {
 }
 
 impl Server {
-    /// Serves the requests of one connection until it closes, idles or fails.
+    /// Serves the requests of one connection until it closes, idles, is too slow or fails:
+    /// each head must start within [`IDLE`] and be whole within [`HEAD_TIME`] of its first
+    /// byte (a deadline for the head, not for each read), for at most [`MAX_REQUESTS`].
     fn connection(&self, mut stream: TcpStream) {
-        let _ = stream.set_read_timeout(Some(IDLE));
         let _ = stream.set_write_timeout(Some(IDLE));
         let _ = stream.set_nodelay(true);
         let mut buf: Vec<u8> = Vec::new();
         let mut chunk = [0u8; 4096];
-        loop {
+        for served in 1..=MAX_REQUESTS {
+            let waiting = Instant::now();
+            let head_by = |t: Instant| t.checked_add(HEAD_TIME).unwrap_or(t);
+            let mut deadline = (!buf.is_empty()).then(|| head_by(waiting));
             let end = loop {
                 if let Some(end) = http::head_end(&buf) {
                     break Some(end);
@@ -275,10 +364,19 @@ impl Server {
                 if buf.len() > http::MAX_HEAD {
                     break None;
                 }
+                let until =
+                    deadline.unwrap_or_else(|| waiting.checked_add(IDLE).unwrap_or(waiting));
+                let Some(left) = until.checked_duration_since(Instant::now()) else {
+                    return;
+                };
+                if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+                    return;
+                }
                 match stream.read(&mut chunk) {
                     Ok(0) | Err(_) => return,
                     Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
                 }
+                deadline.get_or_insert_with(|| head_by(Instant::now()));
             };
             let Some(end) = end.filter(|&e| e <= http::MAX_HEAD) else {
                 let r = Response::error(431, "the request head is too large", None);
@@ -289,7 +387,7 @@ impl Server {
             let (response, keep_alive, head_only) = match http::parse_request(&head) {
                 Ok(req) => (
                     self.respond(&req),
-                    req.keep_alive,
+                    req.keep_alive && served < MAX_REQUESTS,
                     req.method == Method::Head,
                 ),
                 Err(HttpError { status, message }) => {

@@ -18,8 +18,10 @@
   const READ_PAGE = 1000; // hits per xref page
 
   const $ = (id) => document.getElementById(id);
-  // The token travels only in the Authorization header, never in a URL the page builds.
+  // The token travels only in the Authorization header, never in a URL the page builds;
+  // it is kept in memory and taken out of the address bar (and so out of the history).
   const token = new URLSearchParams(location.search).get('token') || '';
+  if (token) history.replaceState(null, '', location.pathname + location.hash);
 
   // ---- API ---------------------------------------------------------------------------
 

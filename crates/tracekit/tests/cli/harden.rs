@@ -1,0 +1,406 @@
+//! The edges around the readers: a trace cut short while a batch command reads it, inputs
+//! that are pipes or endless devices, and the leftovers of killed runs.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tk-harden-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `dump` of a trace truncated while it runs (its output held up by a slow reader): exit 1
+/// with "FILE changed while it was read (at offset 0x…)", and no SIGBUS.
+#[test]
+fn a_trace_cut_under_dump_is_an_error_with_the_offset() {
+    let dir = temp_dir("dump-cut");
+    let path = dir.join("long.log");
+    std::fs::write(&path, tenet_trace(300_000)).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["-q", "dump"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = vec![0u8; 64 * 1024];
+    out.read_exact(&mut first).unwrap();
+    // dump now waits on the full pipe, far before the cut.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(2_000_000)
+        .unwrap();
+    let mut rest = Vec::new();
+    out.read_to_end(&mut rest).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error: {} changed while it was read (at offset 0x",
+            path.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The dump of `file` read as a path.
+fn dump_of(file: &std::path::Path) -> String {
+    let o = tracekit([
+        std::ffi::OsStr::new("-q"),
+        "dump".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// `<(…)` (a pipe behind /dev/fd/N), compressed or not: detected and read as a stream from
+/// the one open handle.
+#[test]
+fn process_substitution_is_read_as_a_stream() {
+    for fixture in [
+        "tenet/basic.log",
+        "gdb-tfile/amd64.tf",
+        "x64dbg/basic.trace64",
+        "dcfg-trace/basic.trace.json",
+    ] {
+        let file = testdata(fixture);
+        let want = dump_of(&file);
+        for producer in ["cat", "gzip -c"] {
+            let o = Command::new("bash")
+                .arg("-c")
+                .arg(format!("exec \"$0\" -q dump <({producer} \"$1\")"))
+                .arg(env!("CARGO_BIN_EXE_tracekit"))
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{fixture} {producer}: {}",
+                stderr(&o)
+            );
+            assert_eq!(stdout(&o), want, "{fixture} through <({producer} …)");
+        }
+    }
+}
+
+/// A named pipe: opened once (a second open would wait for a writer that is gone).
+#[test]
+fn a_named_pipe_is_read_once() {
+    let dir = temp_dir("fifo");
+    let file = testdata("tenet/basic.log");
+    let want = dump_of(&file);
+    let fifo = dir.join("trace.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let (fifo, file) = (fifo.clone(), file.clone());
+        std::thread::spawn(move || {
+            let bytes = std::fs::read(file).unwrap();
+            std::fs::write(fifo, bytes).unwrap();
+        })
+    };
+    let start = std::time::Instant::now();
+    let o = tracekit([
+        std::ffi::OsStr::new("-q"),
+        "dump".as_ref(),
+        fifo.as_os_str(),
+    ]);
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), want);
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Endless devices: detection reads a bounded prefix ("cannot tell the format", at
+/// once), and every format forced on them fails at its first impossible field, each in
+/// under 100 MiB of address space (`ulimit -v`) and a few seconds. (amber TT6/TT6E have no
+/// impossible field in random bytes, so /dev/urandom is only tried on the others.)
+#[test]
+fn endless_devices_are_refused_quickly_in_bounded_memory() {
+    let formats = [
+        None,
+        Some("x64dbg"),
+        Some("gdb-tfile"),
+        Some("dcfg"),
+        Some("dcfg-trace"),
+        Some("tt6"),
+        Some("tt6e"),
+        Some("amber-full"),
+        Some("tenet"),
+    ];
+    for format in formats {
+        for device in ["/dev/zero", "/dev/urandom"] {
+            if device == "/dev/urandom" && matches!(format, Some("tt6" | "tt6e")) {
+                continue;
+            }
+            let forced = format.map_or(String::new(), |f| format!("--format {f}"));
+            let start = std::time::Instant::now();
+            let o = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "ulimit -v 102400; exec timeout 20 \"$0\" -q {forced} info {device}"
+                ))
+                .arg(env!("CARGO_BIN_EXE_tracekit"))
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{format:?} {device}: {err}");
+            assert!(err.starts_with("error: "), "{format:?} {device}: {err}");
+            if format.is_none() {
+                assert!(err.contains("cannot tell the format of"), "{err}");
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "{format:?} {device}: {:?}",
+                start.elapsed()
+            );
+        }
+    }
+}
+
+/// The tables of the dataset at `dir` (folders, sorted) and its manifest.
+fn dataset(dir: &std::path::Path) -> (Vec<String>, serde_json::Value) {
+    let mut tables: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    tables.sort();
+    let manifest = serde_json::from_slice(&std::fs::read(dir.join("_tracekit.json")).unwrap());
+    (tables, manifest.unwrap())
+}
+
+/// Every gdb-tfile dataset has the same four tables, empty where the file has no such
+/// blocks: a file whose frames have no `R` block, and one without a target description,
+/// still get `registers` (no rows).
+#[test]
+fn tfile_datasets_have_the_same_tables_whatever_the_blocks() {
+    let dir = temp_dir("tfile-tables");
+    let amd64 = std::fs::read(testdata("gdb-tfile/amd64.tf")).unwrap();
+    let file = gdb_tfile::TraceFile::parse(&amd64, gdb_tfile::ReadOptions::default()).unwrap();
+    let mut data = file.to_data().unwrap();
+    for f in &mut data.frames {
+        f.blocks
+            .retain(|b| !matches!(b, gdb_tfile::BlockData::Registers(_)));
+    }
+    let no_regs = dir.join("no-regs.tf");
+    std::fs::write(
+        &no_regs,
+        gdb_tfile::write::to_bytes(&data, gdb_tfile::Endian::Little).unwrap(),
+    )
+    .unwrap();
+    for (input, regs_rows) in [
+        (no_regs, 0),
+        (testdata("gdb-tfile/no-tdesc.tf"), 0),
+        (testdata("gdb-tfile/amd64.tf"), -1),
+    ] {
+        let out = dir.join("ds");
+        let o = tracekit([
+            "-q".as_ref(),
+            "export".as_ref(),
+            input.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--force".as_ref(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let (tables, manifest) = dataset(&out);
+        assert_eq!(
+            tables,
+            ["frames", "memory", "registers", "tsv"],
+            "{input:?}"
+        );
+        let rows = manifest["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "registers")
+            .unwrap()["rows"]
+            .as_i64()
+            .unwrap();
+        if regs_rows == 0 {
+            assert_eq!(rows, 0, "{input:?}");
+        } else {
+            assert!(rows > 0, "{input:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The manifest's `source` of a compressed input: the file name as given (with `.bz2`),
+/// its size on disk, and the size decompressed beside it.
+#[test]
+fn the_manifest_names_a_compressed_input_as_given() {
+    let dir = temp_dir("manifest-bz2");
+    let plain = std::fs::read(testdata("gdb-tfile/amd64.tf")).unwrap();
+    let bz2 = dir.join("amd64.tf.bz2");
+    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
+    std::io::Write::write_all(&mut enc, &plain).unwrap();
+    let packed = enc.finish().unwrap();
+    std::fs::write(&bz2, &packed).unwrap();
+    let out = dir.join("ds");
+    let o = tracekit([
+        "-q".as_ref(),
+        "export".as_ref(),
+        bz2.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let source = &dataset(&out).1["source"];
+    assert_eq!(source["file"], "amd64.tf.bz2");
+    assert_eq!(source["size"], packed.len() as u64);
+    assert_eq!(source["decompressed_size"], plain.len() as u64);
+    assert_eq!(source["format"], "gdb-tfile");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The entries of `dir` whose names contain `part`.
+fn entries_with(dir: &std::path::Path, part: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(part))
+        .collect()
+}
+
+/// Waits (up to 60 s) until `dir` has an entry containing `part`.
+fn wait_for(dir: &std::path::Path, part: &str) {
+    let start = std::time::Instant::now();
+    while entries_with(dir, part).is_empty() {
+        assert!(start.elapsed().as_secs() < 60, "no {part} in {dir:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `kill -9` of `export`, `convert` and `index` part-way leaves their temporary file or
+/// folder; the next run for the same output removes it (its process is gone) and writes
+/// the output whole.
+#[test]
+fn a_rerun_removes_what_a_killed_run_left() {
+    use std::io::Write;
+    let dir = temp_dir("killed");
+    let trace = tenet_trace(200_000);
+    let path = dir.join("t.log");
+    std::fs::write(&path, &trace).unwrap();
+    let runs: [(&[&str], &str, &str); 3] = [
+        (&["export", "-", "-o", "ds"], ".ds.partial-", "ds"),
+        (
+            &["convert", "-", "--to", "din", "-o", "t.din"],
+            "t.din.tmp-",
+            "t.din",
+        ),
+        (&["index", "t.log"], "t.log.tkidx.tmp-", "t.log.tkidx"),
+    ];
+    for (args, temp, out) in runs {
+        let stdin = args.contains(&"-");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .arg("-q")
+            .args(args)
+            .current_dir(&dir)
+            .stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Half the input, held open: the run waits for the rest with its output begun.
+        let mut held = child.stdin.take();
+        if let Some(s) = held.as_mut() {
+            s.write_all(&trace[..trace.len() / 2]).unwrap();
+        }
+        wait_for(&dir, temp);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(held);
+        assert_eq!(
+            entries_with(&dir, temp).len(),
+            1,
+            "{args:?} left its {temp}"
+        );
+        let mut rerun = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .arg("-q")
+            .args(args)
+            .current_dir(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = rerun.stdin.take().unwrap();
+        if stdin {
+            input.write_all(&trace).unwrap();
+        }
+        drop(input);
+        let again = rerun.wait_with_output().unwrap();
+        assert_eq!(again.status.code(), Some(0), "{args:?}: {}", stderr(&again));
+        assert!(
+            entries_with(&dir, temp).is_empty(),
+            "{args:?}: {temp} is still there"
+        );
+        assert!(dir.join(out).exists());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The sidecar seeds of the fuzz target read whole; with a byte of their header or of a
+/// directory changed they fail a hash check, and once rehashed they get past it: to the
+/// header's fields and the directories' decoding (what `sidecar_read` fuzzes).
+#[test]
+fn rehashed_sidecars_get_past_the_hash_checks() {
+    use trace_registry::analyses::index::{Sidecar, rehash};
+    let read = |b: &[u8]| {
+        Sidecar::read(
+            "s".as_ref(),
+            std::io::Cursor::new(b.to_vec()),
+            b.len() as u64,
+        )
+    };
+    let mut seeds = 0;
+    for e in std::fs::read_dir(testdata("sidecar")).unwrap() {
+        let seed = std::fs::read(e.unwrap().path()).unwrap();
+        let mut sidecar = read(&seed).unwrap();
+        assert!(sidecar.executions(0x40_1000).is_ok());
+        // The step count (header word 3), then the last byte (of the memory directory).
+        for (at, after) in [
+            (56, None),
+            (seed.len() - 1, Some("directory is out of order")),
+        ] {
+            let mut changed = seed.clone();
+            changed[at] ^= 0x55;
+            let e = read(&changed).err().unwrap().to_string();
+            assert!(e.contains("hash mismatch"), "{e}");
+            tracekit::fuzz_sidecar(&changed);
+            rehash(&mut changed);
+            match (read(&changed), after) {
+                (Ok(mut s), None) => {
+                    assert_ne!(s.header().steps, sidecar.header().steps);
+                    let _ = s.accesses(0, u64::MAX);
+                }
+                (Err(e), Some(why)) => assert!(e.to_string().contains(why), "{e}"),
+                (r, _) => panic!("{at}: {:?}", r.map(|_| ())),
+            }
+        }
+        seeds += 1;
+    }
+    assert_eq!(seeds, 4);
+}
