@@ -27,6 +27,7 @@
 //! tracekit simpoint F.bb --max-k K  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! tracekit serve FILE [--port N]  trace explorer in the browser (prints its URL)
+//! tracekit record -- PROG ARGS    run PROG under ptrace and record it (Linux x86-64)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -203,6 +204,13 @@ pub enum Cmd {
     /// A trace explorer in the browser: serves the trace and a page on 127.0.0.1 (the URL,
     /// with its access token, is printed) until killed.
     Serve(commands::serve::ServeArgs),
+    /// Run a program under ptrace and record every instruction of every thread (Linux
+    /// x86-64): `tracekit record [-o OUT] [--format x64dbg|tenet] [--max N] -- PROG ARGS…`.
+    /// Exits with the program's exit status.
+    Record(commands::record::RecordArgs),
+    /// The helper `record` starts the program through (traceme, then exec).
+    #[command(name = "__traceme", hide = true)]
+    Traceme(commands::record::TracemeArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -454,6 +462,8 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             commands::regions::run(args, out)
         }),
         Cmd::Serve(args) => commands::serve::run(args, forced, &options, out, err),
+        Cmd::Record(args) => commands::record::run(args, forced, &options, cli.quiet, err),
+        Cmd::Traceme(args) => commands::record::traceme(args),
     }
 }
 
@@ -531,6 +541,7 @@ where
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,
         Err(CliError::Different) => 1,
+        Err(CliError::ProgramExit(code)) => code,
         Err(e) => {
             // What was written before the error stays written (e.g. every complete record).
             let _ = out.flush();
