@@ -282,7 +282,7 @@ mod tests {
     #![allow(clippy::indexing_slicing, clippy::unwrap_used)]
     use super::*;
     use quickcheck::quickcheck;
-    use trac_x64dbg::regs::Segment;
+    use trac_x64dbg::Segment;
 
     fn sample_regs() -> UserRegs {
         UserRegs {
@@ -348,7 +348,7 @@ mod tests {
         let d = regdump(&sample_regs(), &sample_xstate(false), &[0; 6]);
         assert_eq!(&d.ymm(0)[16..], &[0; 16]);
         // MXCSR 0x1f80: every mask bit (IM DM ZM OM UM PM) set, FZ clear.
-        let named = trac_x64dbg::regs::register_fields(Arch::X64);
+        let named = trac_x64dbg::register_fields(Arch::X64);
         let field = |n: &str| d.field(named.iter().find(|f| f.name == n).unwrap());
         assert_eq!(field("MxCsrFields.PM"), [1]);
         assert_eq!(field("MxCsrFields.FZ"), [0]);

@@ -308,7 +308,7 @@ mod tests {
         fn never_panics(nr: u16, args: (u64, u64, u64, u64, u64, u64), result: i64, mem: Vec<u8>) -> bool {
             let args = [args.0, args.1, args.2, args.3, args.4, args.5];
             let nr = u64::from(nr % 440);
-            let mem = [(args.1, mem.as_slice())];
+            let mem = [(args[1], mem.as_slice())];
             let before = writes(nr, args, None, &mem);
             let after = writes(nr, args, Some(result), &mem);
             after.iter().all(|(_, len)| *len <= MAX_RANGE) && before.iter().all(|(_, len)| *len <= MAX_RANGE)

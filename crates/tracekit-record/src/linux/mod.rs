@@ -160,7 +160,8 @@ struct Thread {
     injected: Option<Signal>,
 }
 
-/// What the tracer knows and keeps.
+/// What the tracer knows and keeps. Every wait is `__WNOTHREAD`: only this thread's
+/// children, so that recordings on several threads of one process stay apart.
 struct Tracer<W: Write> {
     recorder: Recorder<W>,
     leader: Pid,
@@ -196,6 +197,9 @@ pub fn record<W: Write>(
     let recorder = Recorder::new(writer, RecorderOptions::default());
     let start = Instant::now();
     let leader = spawn(launch, program, args)?;
+    if opts.fixed_random {
+        fix_at_random(leader)?;
+    }
     let mut tracer = Tracer {
         recorder,
         leader,
@@ -216,7 +220,7 @@ pub fn record<W: Write>(
     if result.is_err() {
         // Whatever went wrong, the program must not stay stopped under us.
         let _ = nix::sys::signal::kill(leader, Signal::SIGKILL);
-        let _ = waitpid(leader, None);
+        let _ = waitpid(leader, Some(WaitPidFlag::__WNOTHREAD));
     }
     result?;
     tracer.summary.elapsed = start.elapsed();
@@ -238,12 +242,12 @@ fn spawn(launch: &Launch, program: &OsStr, args: &[OsString]) -> Result<Pid, Err
             source,
         })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    match waitpid(pid, None).map_err(ptrace_err("waitpid"))? {
+    match waitpid(pid, Some(WaitPidFlag::__WNOTHREAD)).map_err(ptrace_err("waitpid"))? {
         WaitStatus::Stopped(_, Signal::SIGTRAP) => {}
         WaitStatus::Exited(_, code) => return Err(Error::NotStarted { code }),
         other => {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
-            let _ = waitpid(pid, None);
+            let _ = waitpid(pid, Some(WaitPidFlag::__WNOTHREAD));
             return Err(Error::Unexpected(format!("{other:?} before the program's first instruction")));
         }
     }
@@ -261,7 +265,7 @@ impl<W: Write> Tracer<W> {
         let leader = self.leader;
         self.start_thread(leader)?;
         loop {
-            let status = match waitpid(None, Some(WaitPidFlag::__WALL)) {
+            let status = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
                 Ok(s) => s,
                 Err(Errno::EINTR) => continue,
                 Err(Errno::ECHILD) => {
@@ -580,6 +584,31 @@ impl<W: Write> Tracer<W> {
     }
 }
 
+/// `AT_RANDOM` of the auxiliary vector: the address of 16 random bytes.
+const AT_RANDOM: u64 = 25;
+
+/// Overwrites the 16 `AT_RANDOM` bytes of stopped `pid` (before its first instruction)
+/// with zeros, so that the stack-protector canary and pointer guard glibc derives from
+/// them are the same in every run.
+fn fix_at_random(pid: Pid) -> Result<(), Error> {
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv"))
+        .map_err(|e| Error::Unexpected(format!("cannot read /proc/{pid}/auxv: {e}")))?;
+    let at = auxv.chunks_exact(16).find_map(|pair| {
+        let (t, v) = pair.split_at(8);
+        let t = u64::from_le_bytes(t.try_into().ok()?);
+        let v = u64::from_le_bytes(v.try_into().ok()?);
+        (t == AT_RANDOM).then_some(v)
+    });
+    let Some(at) = at else {
+        return Ok(());
+    };
+    for k in 0..2u64 {
+        let addr = at.wrapping_add(8 * k) as ptrace::AddressType;
+        ptrace::write(pid, addr, 0).map_err(ptrace_err("PTRACE_POKEDATA"))?;
+    }
+    Ok(())
+}
+
 /// Whether `pid` has a handler for `sig` (`SigCgt` of /proc/PID/status): then the
 /// kernel runs the handler instead of the interrupted instruction.
 fn caught(pid: Pid, sig: Signal) -> bool {
@@ -642,7 +671,7 @@ pub fn bare_step_loop(
     let mut steps = 0u64;
     loop {
         ptrace::step(pid, None).map_err(ptrace_err("PTRACE_SINGLESTEP"))?;
-        match waitpid(pid, None).map_err(ptrace_err("waitpid"))? {
+        match waitpid(pid, Some(WaitPidFlag::__WNOTHREAD)).map_err(ptrace_err("waitpid"))? {
             WaitStatus::Exited(..) | WaitStatus::Signaled(..) => break,
             _ => {
                 let _ = ptrace::getregs(pid);

@@ -28,6 +28,10 @@ pub struct RecordArgs {
     /// Stop recording after N instructions (the program then runs on untraced).
     #[arg(long, value_name = "N", value_parser = args::number)]
     pub max: Option<u64>,
+    /// Zero the program's AT_RANDOM bytes (the seed of glibc's stack canary and pointer
+    /// guard), so that two recordings of a deterministic program are equal (`diff`).
+    #[arg(long)]
+    pub fixed_random: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROG ARGS")]
     pub command: Vec<OsString>,
@@ -101,6 +105,7 @@ pub fn run(
     };
     let opts = tracekit_record::Options {
         max: args.max,
+        fixed_random: args.fixed_random,
         path: program.to_string_lossy().into_owned(),
     };
     let trace_path = match (&args.output, tenet) {

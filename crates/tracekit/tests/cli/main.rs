@@ -22,6 +22,7 @@ mod find;
 mod frame;
 mod gdb_tfile;
 mod memory;
+mod record;
 mod serve;
 mod simpoint;
 mod state;
