@@ -62,10 +62,10 @@ pub struct Options {
     pub max: Option<u64>,
     /// The header's `path` (the program).
     pub path: String,
-    /// Zero the 16 `AT_RANDOM` bytes the kernel gives the program, so that the stack
-    /// canary and pointer guard glibc derives from them are the same in every run: two
-    /// recordings of a deterministic program are then equal (`tracekit diff`). The
-    /// canary is then predictable: for tracing only.
+    /// Zero the 16 `AT_RANDOM` bytes the kernel gives the program and the bytes
+    /// `getrandom` returns, so that the stack canary, pointer guard and malloc's random
+    /// seeds glibc derives from them are the same in every run. Thread ids, `cpuid`'s APIC
+    /// id, time and `rdtsc` still differ. The canary is then predictable: for tracing only.
     pub fixed_random: bool,
 }
 

@@ -316,6 +316,14 @@ fn stores_and_read_are_recorded_and_pcs_equal_gdbs() {
         }
     }
     assert_eq!(&got[..input.len()], input);
+    // With `fixed_random`, glibc's getrandom (malloc's seed) returned zeros.
+    let getrandom = r
+        .steps
+        .iter()
+        .find(|(op, rax, _)| op == &[0x0f, 0x05] && *rax == 318)
+        .expect("glibc calls getrandom");
+    assert!(!getrandom.2.is_empty());
+    assert!(getrandom.2.iter().all(|&(_, old, new)| new.unwrap_or(old) == 0));
     // Two recordings of the program are the same.
     let (again, _) = record(env, &exe, input, None).unwrap();
     assert_eq!(read(&again).pcs, r.pcs);

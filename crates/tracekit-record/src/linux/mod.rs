@@ -34,6 +34,7 @@ const SYSCALL: [u8; 2] = [0x0f, 0x05];
 /// exit and exit_group: the thread's last instruction.
 const SYS_EXIT: u64 = 60;
 const SYS_EXIT_GROUP: u64 = 231;
+const SYS_GETRANDOM: u64 = 318;
 /// `offsetof(struct user, u_debugreg)` (record-notes.md section 2).
 const DEBUG_REGS_OFFSET: usize = 848;
 /// Big enough for every XSAVE layout the kernel reports (AVX-512 and AMX included).
@@ -180,6 +181,8 @@ struct Tracer<W: Write> {
     /// Recording is over (`--max` reached, or execve): threads are detached at their next
     /// stop.
     stopping: bool,
+    /// [`Options::fixed_random`].
+    fixed_random: bool,
     notes: Box<dyn FnMut(&str)>,
 }
 
@@ -214,6 +217,7 @@ pub fn record<W: Write>(
         summary: Summary::default(),
         max: opts.max.unwrap_or(u64::MAX),
         stopping: opts.max == Some(0),
+        fixed_random: opts.fixed_random,
         notes,
     };
     let result = tracer.run();
@@ -468,6 +472,12 @@ impl<W: Write> Tracer<W> {
         let Some(p) = self.threads.get_mut(&pid).and_then(|t| t.pending.take()) else {
             return Ok(());
         };
+        if self.fixed_random
+            && let Some((SYS_GETRANDOM, [buf, ..])) = p.syscall
+            && let Ok(n @ 1..) = i64::try_from(regs.rax)
+        {
+            zero(pid, buf, n.unsigned_abs())?;
+        }
         let mut new = core::mem::take(&mut self.values);
         read_words(pid, &p.words, &mut new);
         let result = self.emit(pid, p, &new, Some(regs.rax as i64));
@@ -605,6 +615,26 @@ fn fix_at_random(pid: Pid) -> Result<(), Error> {
     for k in 0..2u64 {
         let addr = at.wrapping_add(8 * k) as ptrace::AddressType;
         ptrace::write(pid, addr, 0).map_err(ptrace_err("PTRACE_POKEDATA"))?;
+    }
+    Ok(())
+}
+
+/// Overwrites `len` bytes at `addr` of stopped `pid` with zeros (a partial last word is
+/// read and merged).
+fn zero(pid: Pid, addr: u64, len: u64) -> Result<(), Error> {
+    let mut at = addr;
+    let end = addr.saturating_add(len.min(1 << 20));
+    while at < end {
+        let p = at as ptrace::AddressType;
+        let left = end.saturating_sub(at);
+        let word = if left >= 8 {
+            0
+        } else {
+            let old = ptrace::read(pid, p).map_err(ptrace_err("PTRACE_PEEKDATA"))? as u64;
+            old & (u64::MAX << (8 * left))
+        };
+        ptrace::write(pid, p, word as nix::libc::c_long).map_err(ptrace_err("PTRACE_POKEDATA"))?;
+        at = at.saturating_add(8);
     }
     Ok(())
 }

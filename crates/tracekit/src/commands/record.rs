@@ -28,8 +28,8 @@ pub struct RecordArgs {
     /// Stop recording after N instructions (the program then runs on untraced).
     #[arg(long, value_name = "N", value_parser = args::number)]
     pub max: Option<u64>,
-    /// Zero the program's AT_RANDOM bytes (the seed of glibc's stack canary and pointer
-    /// guard), so that two recordings of a deterministic program are equal (`diff`).
+    /// Zero the program's AT_RANDOM bytes and what getrandom returns (the seeds of glibc's
+    /// stack canary, pointer guard and malloc), so that two runs differ less (`diff`).
     #[arg(long)]
     pub fixed_random: bool,
     /// The program and its arguments, after `--`.
