@@ -80,7 +80,12 @@ impl Operands {
     /// elements) included; `lea`, `nop` and prefetches access nothing, nor does a `rep`
     /// iteration with rcx = 0. Returns how many words were left out: past [`MAX_WORDS`] in
     /// `words`, or whose address could not be computed (gathers and scatters).
-    pub fn words(&mut self, instruction: &Instruction, regs: &UserRegs, words: &mut Vec<u64>) -> u64 {
+    pub fn words(
+        &mut self,
+        instruction: &Instruction,
+        regs: &UserRegs,
+        words: &mut Vec<u64>,
+    ) -> u64 {
         if instruction.is_invalid() {
             return 0;
         }
@@ -148,13 +153,20 @@ mod tests {
             ..UserRegs::default()
         };
         // mov [rax+rcx*4+8], edx: one word.
-        assert_eq!(words_of(0x40_0000, &[0x89, 0x54, 0x88, 0x08], &regs).0, [0x1014]);
+        assert_eq!(
+            words_of(0x40_0000, &[0x89, 0x54, 0x88, 0x08], &regs).0,
+            [0x1014]
+        );
         // push rbp: [rsp-8].
         assert_eq!(words_of(0x40_0000, &[0x55], &regs).0, [0x7fe8]);
         // ret: [rsp].
         assert_eq!(words_of(0x40_0000, &[0xc3], &regs).0, [0x7ff0]);
         // lea rax, [rax+8]: nothing.
-        assert!(words_of(0x40_0000, &[0x48, 0x8d, 0x40, 0x08], &regs).0.is_empty());
+        assert!(
+            words_of(0x40_0000, &[0x48, 0x8d, 0x40, 0x08], &regs)
+                .0
+                .is_empty()
+        );
         // mov rax, fs:[0x28]: the fs base is added.
         let fs = [0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0];
         assert_eq!(words_of(0x40_0000, &fs, &regs).0, [0x50_0028]);

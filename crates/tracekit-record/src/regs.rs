@@ -206,19 +206,31 @@ pub fn regdump(regs: &UserRegs, xstate: &[u8], debug: &DebugRegs) -> RegDump {
     let abridged = bytes::<1>(xstate, xsave::FTW)[0];
     let top = usize::from(status >> 11 & 7);
     // Physical register R_i is ST((i - TOP) mod 8).
-    let physical: [[u8; 10]; 8] = core::array::from_fn(|i| st[(i + 8 - top) % 8]);
-    let tag = (0..8).fold(0u16, |t, i| t | full_tag(abridged, i, &physical[i]) << (2 * i));
+    let physical: [[u8; 10]; 8] =
+        core::array::from_fn(|i| st.get((i + 8 - top) % 8).copied().unwrap_or_default());
+    let tag = physical
+        .iter()
+        .enumerate()
+        .fold(0u16, |t, (i, v)| t | full_tag(abridged, i, v) << (2 * i));
     put(&mut img, at::X87FPU, &control.to_le_bytes());
     put(&mut img, at::X87FPU + 2, &status.to_le_bytes());
     put(&mut img, at::X87FPU + 4, &tag.to_le_bytes());
     // The FPU instruction and data pointers, split offset/selector as TitanEngine does.
-    put(&mut img, at::X87FPU + 8, &u32_at(xstate, xsave::FIP).to_le_bytes());
+    put(
+        &mut img,
+        at::X87FPU + 8,
+        &u32_at(xstate, xsave::FIP).to_le_bytes(),
+    );
     put(
         &mut img,
         at::X87FPU + 12,
         &u32::from(u16_at(xstate, xsave::FCS)).to_le_bytes(),
     );
-    put(&mut img, at::X87FPU + 16, &u32_at(xstate, xsave::FDP).to_le_bytes());
+    put(
+        &mut img,
+        at::X87FPU + 16,
+        &u32_at(xstate, xsave::FDP).to_le_bytes(),
+    );
     put(
         &mut img,
         at::X87FPU + 20,
@@ -245,8 +257,16 @@ pub fn regdump(regs: &UserRegs, xstate: &[u8], debug: &DebugRegs) -> RegDump {
     for (i, data) in physical.iter().enumerate() {
         let o = at::X87_REGISTERS + 20 * i;
         put(&mut img, o, data);
-        put(&mut img, o + 12, &(((i + 8 - top) % 8) as i32).to_le_bytes());
-        put(&mut img, o + 16, &i32::from(tag >> (2 * i) & 3).to_le_bytes());
+        put(
+            &mut img,
+            o + 12,
+            &(((i + 8 - top) % 8) as i32).to_le_bytes(),
+        );
+        put(
+            &mut img,
+            o + 16,
+            &i32::from(tag >> (2 * i) & 3).to_le_bytes(),
+        );
         put(&mut img, at::MMX + 8 * i, &data[..8]);
     }
     // FZ PM UM OM ZM IM DM DAZ PE UE OE ZE DE IE, then RC.
@@ -263,12 +283,24 @@ pub fn regdump(regs: &UserRegs, xstate: &[u8], debug: &DebugRegs) -> RegDump {
         [15, 14, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0],
     );
     put(&mut img, at::STATUS_FIELDS, &sw);
-    put(&mut img, at::STATUS_FIELDS + 14, &(top as u16).to_le_bytes());
+    put(
+        &mut img,
+        at::STATUS_FIELDS + 14,
+        &(top as u16).to_le_bytes(),
+    );
     // IC IEM PM UM OM ZM DM IM, then RC and PC.
     let cw = bools(u32::from(control), [12, 7, 5, 4, 3, 2, 1, 0]);
     put(&mut img, at::CONTROL_FIELDS, &cw);
-    put(&mut img, at::CONTROL_FIELDS + 8, &(control >> 10 & 3).to_le_bytes());
-    put(&mut img, at::CONTROL_FIELDS + 10, &(control >> 8 & 3).to_le_bytes());
+    put(
+        &mut img,
+        at::CONTROL_FIELDS + 8,
+        &(control >> 10 & 3).to_le_bytes(),
+    );
+    put(
+        &mut img,
+        at::CONTROL_FIELDS + 10,
+        &(control >> 8 & 3).to_le_bytes(),
+    );
 
     let mut words = [0u64; at::END / 8];
     for (w, chunk) in words.iter_mut().zip(img.chunks_exact(8)) {

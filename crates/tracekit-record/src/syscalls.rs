@@ -116,7 +116,14 @@ pub fn kernel_writes(
         47 => {
             r.push(a1, 56);
             let field = |read: &mut ReadMem<'_>, off: u64| read_u64(read, a1.wrapping_add(off));
-            if let (Some(name), Some(namelen), Some(iov), Some(iovlen), Some(control), Some(controllen)) = (
+            if let (
+                Some(name),
+                Some(namelen),
+                Some(iov),
+                Some(iovlen),
+                Some(control),
+                Some(controllen),
+            ) = (
                 field(read, 0),
                 read_u32(read, a1.wrapping_add(8)),
                 field(read, 16),
@@ -237,11 +244,16 @@ pub fn words_of(ranges: &[(u64, u64)], max: usize, words: &mut Vec<u64>) -> u64 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing)]
+    #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
     use super::*;
     use quickcheck::quickcheck;
 
-    fn writes(nr: u64, args: [u64; 6], result: Option<i64>, mem: &[(u64, &[u8])]) -> Vec<(u64, u64)> {
+    fn writes(
+        nr: u64,
+        args: [u64; 6],
+        result: Option<i64>,
+        mem: &[(u64, &[u8])],
+    ) -> Vec<(u64, u64)> {
         let mut read = |addr: u64, buf: &mut [u8]| {
             for (base, bytes) in mem {
                 if let Some(off) = addr.checked_sub(*base)
@@ -265,9 +277,18 @@ mod tests {
         assert_eq!(writes(0, args, Some(5), &[]), [(0x1000, 5)]);
         assert!(writes(0, args, Some(-11), &[]).is_empty());
         assert!(writes(0, args, Some(0), &[]).is_empty());
-        assert!(writes(1, args, Some(5), &[]).is_empty(), "write writes no user memory");
-        assert_eq!(writes(5, [3, 0x2000, 0, 0, 0, 0], Some(0), &[]), [(0x2000, 144)]);
-        assert_eq!(writes(228, [1, 0x3000, 0, 0, 0, 0], Some(0), &[]), [(0x3000, 16)]);
+        assert!(
+            writes(1, args, Some(5), &[]).is_empty(),
+            "write writes no user memory"
+        );
+        assert_eq!(
+            writes(5, [3, 0x2000, 0, 0, 0, 0], Some(0), &[]),
+            [(0x2000, 144)]
+        );
+        assert_eq!(
+            writes(228, [1, 0x3000, 0, 0, 0, 0], Some(0), &[]),
+            [(0x3000, 16)]
+        );
     }
 
     #[test]

@@ -141,7 +141,9 @@ fn build(dir: &Path, name: &str, source: &str, static_: bool) -> Option<PathBuf>
     let exe = dir.join(name);
     std::fs::write(&src, source).unwrap();
     let mut cmd = Command::new("gcc");
-    cmd.args(["-O1", "-g", "-pthread", "-o"]).arg(&exe).arg(&src);
+    cmd.args(["-O1", "-g", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src);
     if static_ {
         cmd.arg("-static");
     }
@@ -192,13 +194,16 @@ fn record(
     )
 }
 
+/// A memory access as read back: address, old, new.
+type Access = (u64, u64, Option<u64>);
+
 /// The pcs, threads and memory writes `(address, new)` of a trace.
 struct Read {
     pcs: Vec<u64>,
     threads: Vec<u32>,
     writes: Vec<(u64, u64)>,
     /// Per instruction: opcode, rax before, memory (address, old, new).
-    steps: Vec<(Vec<u8>, u64, Vec<(u64, u64, Option<u64>)>)>,
+    steps: Vec<(Vec<u8>, u64, Vec<Access>)>,
 }
 
 fn read(bytes: &[u8]) -> Read {
@@ -220,7 +225,8 @@ fn read(bytes: &[u8]) -> Read {
                 r.writes.push((a, n));
             }
         }
-        r.steps.push((ins.opcode().to_vec(), replay.regs().cax(), mem));
+        r.steps
+            .push((ins.opcode().to_vec(), replay.regs().cax(), mem));
     }
     r
 }
@@ -239,7 +245,12 @@ fn symbol(exe: &Path, symbol: &str) -> u64 {
 /// GDB's pcs when it single-steps `exe` from its first instruction to its exit, with
 /// `stdin` as input and an empty environment (GDB's LINES and COLUMNS unset).
 fn gdb_pcs(env: &Env, exe: &Path, stdin: &[u8]) -> Option<Vec<u64>> {
-    if Command::new("gdb").arg("--version").stdout(Stdio::null()).status().is_err() {
+    if Command::new("gdb")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_err()
+    {
         skip("TRACEKIT_REQUIRE_GDB", "gdb is not installed");
         return None;
     }
@@ -305,7 +316,7 @@ fn stores_and_read_are_recorded_and_pcs_equal_gdbs() {
         .iter()
         .find(|(op, rax, _)| op == &[0x0f, 0x05] && *rax == 0)
         .expect("a read system call");
-    let mut got = vec![0u8; 16];
+    let mut got = [0u8; 16];
     for &(a, old, new) in &read_step.2 {
         let v = new.unwrap_or(old).to_le_bytes();
         for (k, b) in v.iter().enumerate() {
@@ -323,13 +334,22 @@ fn stores_and_read_are_recorded_and_pcs_equal_gdbs() {
         .find(|(op, rax, _)| op == &[0x0f, 0x05] && *rax == 318)
         .expect("glibc calls getrandom");
     assert!(!getrandom.2.is_empty());
-    assert!(getrandom.2.iter().all(|&(_, old, new)| new.unwrap_or(old) == 0));
+    assert!(
+        getrandom
+            .2
+            .iter()
+            .all(|&(_, old, new)| new.unwrap_or(old) == 0)
+    );
     // Two recordings of the program are the same.
     let (again, _) = record(env, &exe, input, None).unwrap();
     assert_eq!(read(&again).pcs, r.pcs);
     // GDB's single-stepping visits the same pcs.
     if let Some(gdb) = gdb_pcs(env, &exe, input) {
-        assert_eq!(gdb.len(), r.pcs.len(), "instruction count differs from gdb's");
+        assert_eq!(
+            gdb.len(),
+            r.pcs.len(),
+            "instruction count differs from gdb's"
+        );
         assert!(gdb == r.pcs, "the pc sequence differs from gdb's");
     }
 }
@@ -372,7 +392,10 @@ fn signal_handlers_run_and_a_fatal_signal_ends_the_program() {
     assert_eq!(summary.exit.code(), 134);
     let r = read(&bytes);
     let seen = symbol(&exe, "seen");
-    assert!(r.writes.contains(&(seen, 0x5151 + 10)), "the handler's store");
+    assert!(
+        r.writes.contains(&(seen, 0x5151 + 10)),
+        "the handler's store"
+    );
     // The handler's instructions are in the trace.
     let handler = symbol(&exe, "on_usr1");
     assert!(r.pcs.contains(&handler));

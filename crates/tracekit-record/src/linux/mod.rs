@@ -6,6 +6,10 @@
 //! shows its effect (the words' new values, a system call's result and what the kernel
 //! wrote). Threads run at the same time, so blocks come in the order instructions finish.
 
+// Word counts are at most 32, page offsets below 4096, register numbers below 8: none of
+// the arithmetic here can overflow.
+#![allow(clippy::arithmetic_side_effects)]
+
 mod xstate;
 
 use std::collections::{HashMap, HashSet};
@@ -252,7 +256,9 @@ fn spawn(launch: &Launch, program: &OsStr, args: &[OsString]) -> Result<Pid, Err
         other => {
             let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
             let _ = waitpid(pid, Some(WaitPidFlag::__WNOTHREAD));
-            return Err(Error::Unexpected(format!("{other:?} before the program's first instruction")));
+            return Err(Error::Unexpected(format!(
+                "{other:?} before the program's first instruction"
+            )));
         }
     }
     let options = PtraceOptions::PTRACE_O_TRACECLONE
@@ -277,22 +283,24 @@ impl<W: Write> Tracer<W> {
                 }
                 Err(e) => return Err(ptrace_err("waitpid")(e)),
             };
-            match status {
-                WaitStatus::Stopped(pid, sig) => self.on_stop(pid, sig)?,
-                WaitStatus::PtraceEvent(pid, _, event) => self.on_event(pid, event)?,
-                WaitStatus::Exited(pid, code) => {
-                    if self.on_exit(pid)? {
-                        self.summary.exit = Exit::Code(code);
-                        return Ok(());
-                    }
+            let exit = match status {
+                WaitStatus::Stopped(pid, sig) => {
+                    self.on_stop(pid, sig)?;
+                    None
                 }
-                WaitStatus::Signaled(pid, sig, _) => {
-                    if self.on_exit(pid)? {
-                        self.summary.exit = Exit::Signal(sig as i32);
-                        return Ok(());
-                    }
+                WaitStatus::PtraceEvent(pid, _, event) => {
+                    self.on_event(pid, event)?;
+                    None
                 }
-                _ => {}
+                WaitStatus::Exited(pid, code) => Some((pid, Exit::Code(code))),
+                WaitStatus::Signaled(pid, sig, _) => Some((pid, Exit::Signal(sig as i32))),
+                _ => None,
+            };
+            if let Some((pid, exit)) = exit
+                && self.on_exit(pid)?
+            {
+                self.summary.exit = exit;
+                return Ok(());
             }
         }
     }
@@ -351,10 +359,7 @@ impl<W: Write> Tracer<W> {
             Err(Errno::ESRCH) => return Ok(()),
             Err(e) => return Err(ptrace_err("PTRACE_GETREGS")(e)),
         };
-        let injected = self
-            .threads
-            .get_mut(&pid)
-            .and_then(|t| t.injected.take());
+        let injected = self.threads.get_mut(&pid).and_then(|t| t.injected.take());
         if sig == Signal::SIGTRAP {
             if let Some(s) = injected
                 && caught(pid, s)
@@ -424,7 +429,9 @@ impl<W: Write> Tracer<W> {
                     self.new_threads.insert(tid);
                 }
             }
-        } else if event == Event::PTRACE_EVENT_FORK as i32 || event == Event::PTRACE_EVENT_VFORK as i32 {
+        } else if event == Event::PTRACE_EVENT_FORK as i32
+            || event == Event::PTRACE_EVENT_VFORK as i32
+        {
             if let Ok(child) = new() {
                 if self.early.remove(&child) {
                     self.detach_fork(child)?;
@@ -563,12 +570,10 @@ impl<W: Write> Tracer<W> {
         let cut = self.operands.words(&instruction, regs, &mut words);
         self.summary.cut_words = self.summary.cut_words.saturating_add(cut);
         let operand_words = words.len();
-        let syscall = (opcode.get(..2) == Some(&SYSCALL[..])).then(|| {
-            (
-                regs.rax,
-                [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9],
-            )
-        });
+        let syscall = (opcode.get(..2) == Some(&SYSCALL[..])).then_some((
+            regs.rax,
+            [regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8, regs.r9],
+        ));
         if let Some((nr, args)) = syscall {
             self.ranges.clear();
             let mut read = |addr: u64, buf: &mut [u8]| read_bytes(pid, addr, buf) == buf.len();

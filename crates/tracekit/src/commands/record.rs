@@ -11,8 +11,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use trace_registry::output::AtomicFile;
 use trace_registry::Options;
+use trace_registry::output::AtomicFile;
 use tracekit_record::{Error, Launch, Summary};
 
 use super::args;
@@ -113,7 +113,10 @@ pub fn run(
         (None, false) => PathBuf::from(format!("{name}.trace64")),
         // Tenet: an x64dbg trace first, beside the Tenet files, converted then removed.
         (o, true) => {
-            let mut p = o.clone().unwrap_or_else(|| PathBuf::from(&name)).into_os_string();
+            let mut p = o
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(&name))
+                .into_os_string();
             p.push(format!(".record-{}.trace64", std::process::id()));
             PathBuf::from(p)
         }
@@ -127,9 +130,12 @@ pub fn run(
     let (out, summary) =
         tracekit_record::record(&launch, program, rest, BufWriter::new(file), &opts, notes)
             .map_err(record_error)?;
-    let file = out
-        .into_inner()
-        .map_err(|e| CliError::io(format!("cannot write {}", trace_path.display()), e.into_error()))?;
+    let file = out.into_inner().map_err(|e| {
+        CliError::io(
+            format!("cannot write {}", trace_path.display()),
+            e.into_error(),
+        )
+    })?;
     file.commit().map_err(cannot("write", &trace_path))?;
     if !quiet {
         print_summary(&summary, &trace_path, tenet, err)?;
@@ -176,7 +182,10 @@ fn print_summary(
         s.instructions, s.threads
     )?;
     if s.stopped_at_max {
-        writeln!(err, "tracekit record: stopped at --max; the program ran on untraced")?;
+        writeln!(
+            err,
+            "tracekit record: stopped at --max; the program ran on untraced"
+        )?;
     }
     if s.cut_words > 0 {
         writeln!(

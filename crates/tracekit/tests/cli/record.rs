@@ -124,7 +124,11 @@ fn record_then_validate_diff_mem_state_export() {
         assert_eq!(o.status.code(), Some(status), "{}", stderr(&o));
         // The program's own output passes through; the summary goes to stderr.
         assert_eq!(o.stdout, INPUT);
-        assert!(stderr(&o).contains(" instructions, 1 thread(s), "), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(" instructions, 1 thread(s), "),
+            "{}",
+            stderr(&o)
+        );
     }
     let o = tracekit(["validate", "-q", &a]);
     assert_eq!(stdout(&o), "ok\n", "{}", stderr(&o));
@@ -175,7 +179,11 @@ fn record_then_validate_diff_mem_state_export() {
     let rows = stdout(&o)
         .lines()
         .find(|l| l.starts_with("instructions "))
-        .and_then(|l| l.split_whitespace().nth(1).map(|n| n.parse::<u64>().unwrap()));
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .map(|n| n.parse::<u64>().unwrap())
+        });
     assert_eq!(rows, Some(count), "{}", stdout(&o));
 }
 
@@ -185,7 +193,11 @@ fn record_tenet_and_max() {
         return;
     };
     let prefix = f.path("t");
-    let o = record(f, &["--format", "tenet", "-o", &prefix, "--max", "20"], b"xy");
+    let o = record(
+        f,
+        &["--format", "tenet", "-o", &prefix, "--max", "20"],
+        b"xy",
+    );
     assert_eq!(o.status.code(), Some(18), "{}", stderr(&o));
     assert!(stderr(&o).contains("20 instructions"), "{}", stderr(&o));
     let logs: Vec<PathBuf> = std::fs::read_dir(&f.dir)
@@ -202,11 +214,12 @@ fn record_tenet_and_max() {
     assert!(text.lines().all(|l| l.contains("rip=0x")));
     assert_eq!(stdout(&o), "xy", "the program ran on after --max");
     // No x64dbg scratch trace is left behind.
-    assert!(
-        !std::fs::read_dir(&f.dir)
-            .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().contains(".record-"))
-    );
+    assert!(!std::fs::read_dir(&f.dir).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(".record-")
+    }));
 }
 
 #[test]
@@ -219,6 +232,13 @@ fn record_refuses_other_formats_and_reports_a_missing_program() {
     let out = f.path("none.trace64");
     let o = tracekit(["record", "-o", &out, "--", "/nonexistent/program"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("/nonexistent/program"), "{}", stderr(&o));
-    assert!(!Path::new(&out).exists(), "no trace for a program that did not start");
+    assert!(
+        stderr(&o).contains("/nonexistent/program"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !Path::new(&out).exists(),
+        "no trace for a program that did not start"
+    );
 }
