@@ -24,7 +24,7 @@
 //! // A helper that calls `tracekit_record::exec_traced(PROG, ARGS)` with its arguments.
 //! let launch = Launch {
 //!     helper: "/usr/local/bin/tracekit".into(),
-//!     helper_args: vec![OsString::from("__traceme")],
+//!     helper_args: vec![OsString::from("__traceme"), OsString::from("--")],
 //! };
 //! let out = std::fs::File::create("true.trace64")?;
 //! let opts = Options { path: "/bin/true".into(), ..Options::default() };
@@ -36,6 +36,11 @@
 pub mod operands;
 pub mod regs;
 pub mod syscalls;
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod linux;

@@ -495,6 +495,10 @@ impl<W: Write> Tracer<W> {
     /// Hands a finished instruction to the recorder: `new` holds the words' values after it.
     /// `rax` is the register after it (a system call's result).
     fn emit(&mut self, pid: Pid, p: Pending, new: &[u64], rax: Option<i64>) -> Result<(), Error> {
+        // Past `--max`, the instructions other threads finish are not recorded.
+        if self.stopping {
+            return Ok(());
+        }
         let mut mem = Vec::with_capacity(p.words.len());
         let mut push = |address: u64, old: u64, after: Option<&u64>| {
             let new = after.copied().filter(|&v| v != old);
