@@ -82,6 +82,21 @@ int main(void) {
 }
 "#;
 
+/// A forked child that exits 3 (waited for), then execve of /bin/true.
+const FORK_EXEC: &str = r#"
+#include <sys/wait.h>
+#include <unistd.h>
+int status;
+int main(void) {
+    pid_t p = fork();
+    if (p == 0) _exit(3);
+    waitpid(p, &status, 0);
+    char *argv[] = {"/bin/true", 0};
+    execv("/bin/true", argv);
+    return 1;
+}
+"#;
+
 fn required(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| v == "1")
 }
@@ -412,4 +427,29 @@ fn max_stops_the_recording_and_the_program_runs_on() {
     assert!(summary.stopped_at_max);
     assert_eq!(summary.exit, Exit::Code(19));
     assert_eq!(read(&bytes).pcs.len(), 1000);
+}
+
+#[test]
+fn forks_run_untraced_and_execve_ends_the_trace() {
+    let Some(env) = available("forks_run_untraced_and_execve_ends_the_trace") else {
+        return;
+    };
+    let exe = build(&env.dir, "fork_exec", FORK_EXEC, true).unwrap();
+    let (bytes, summary) = record(env, &exe, b"", None).unwrap();
+    assert_eq!(summary.exit, Exit::Code(0), "/bin/true's status");
+    assert_eq!(summary.forks.len(), 1);
+    assert!(summary.execed);
+    assert_eq!(summary.threads, 1);
+    let r = read(&bytes);
+    // waitpid's status word, written by the kernel: the child's exit 3.
+    let status = symbol(&exe, "status");
+    assert!(
+        r.writes
+            .iter()
+            .any(|&(a, v)| a == status && v & 0xffff_ffff == 3 << 8),
+        "wait4 wrote the status"
+    );
+    // The last instruction is the execve.
+    let (op, rax, _) = r.steps.last().unwrap();
+    assert_eq!((op.as_slice(), *rax), (&[0x0f, 0x05][..], 59));
 }
