@@ -3,7 +3,8 @@
 //! each step, whole 8-byte words, at most [`MAX_WORDS`].
 
 use iced_x86::{
-    CodeSize, Decoder, DecoderOptions, Instruction, InstructionInfoFactory, OpAccess, Register,
+    CodeSize, CpuidFeature, Decoder, DecoderOptions, Instruction, InstructionInfoFactory, OpAccess,
+    Register,
 };
 
 use crate::regs::UserRegs;
@@ -16,6 +17,42 @@ pub const MAX_WORDS: usize = 32;
 #[must_use]
 pub fn decode(pc: u64, bytes: &[u8]) -> Instruction {
     Decoder::with_ip(64, bytes, pc, DecoderOptions::NONE).decode()
+}
+
+/// Whether `instruction` may change the x87, SSE or AVX state (so the recorder must read
+/// `NT_X86_XSTATE` again after it): anything but the integer instruction sets. `syscall`
+/// may (`rt_sigreturn`, `execve`), and so may an undecodable instruction.
+#[must_use]
+pub fn may_change_vector_state(instruction: &Instruction) -> bool {
+    use CpuidFeature as F;
+    instruction.is_invalid()
+        || !instruction.cpuid_features().iter().all(|f| {
+            matches!(
+                f,
+                F::INTEL8086
+                    | F::INTEL186
+                    | F::INTEL286
+                    | F::INTEL386
+                    | F::INTEL486
+                    | F::X64
+                    | F::CMOV
+                    | F::CX8
+                    | F::CMPXCHG16B
+                    | F::CPUID
+                    | F::TSC
+                    | F::RDTSCP
+                    | F::RDRAND
+                    | F::BMI1
+                    | F::BMI2
+                    | F::LZCNT
+                    | F::POPCNT
+                    | F::ADX
+                    | F::MOVBE
+                    | F::MULTIBYTENOP
+                    | F::PAUSE
+                    | F::CET_IBT
+            )
+        })
 }
 
 /// The value iced asks for: a register (cut to its size) or a segment's base.
@@ -184,5 +221,26 @@ mod tests {
         let (w, cut) = words_of(0x40_0000, &[0x0f, 0xae, 0x07], &regs);
         assert_eq!(w.len(), MAX_WORDS);
         assert_eq!(cut, 64 - 32);
+    }
+
+    #[test]
+    fn vector_state_changes_are_foreseen() {
+        let pc = 0x40_0000;
+        // add rax, 1; push rbp; mov [rax], edx: integer only.
+        for bytes in [&[0x48, 0x83, 0xc0, 0x01][..], &[0x55], &[0x89, 0x10]] {
+            assert!(!may_change_vector_state(&decode(pc, bytes)), "{bytes:x?}");
+        }
+        // syscall; movdqu xmm0, [rdi]; fld1; vzeroupper; ldmxcsr [rdi]; xrstor [rdi].
+        let changing: [&[u8]; 6] = [
+            &[0x0f, 0x05],
+            &[0xf3, 0x0f, 0x6f, 0x07],
+            &[0xd9, 0xe8],
+            &[0xc5, 0xf8, 0x77],
+            &[0x0f, 0xae, 0x17],
+            &[0x0f, 0xae, 0x2f],
+        ];
+        for bytes in changing {
+            assert!(may_change_vector_state(&decode(pc, bytes)), "{bytes:x?}");
+        }
     }
 }

@@ -314,6 +314,13 @@ fn stores_and_read_are_recorded_and_pcs_equal_gdbs() {
     assert_eq!(summary.threads, 1);
     let r = read(&bytes);
     assert_eq!(r.pcs.len() as u64, summary.instructions);
+    // Linux's initial x87 and SSE control words, from NT_X86_XSTATE, in the first dump.
+    let trace = Trace::parse(&bytes).unwrap();
+    let mut replay = trace.replay();
+    replay.next_instruction().unwrap().unwrap();
+    assert_eq!(replay.regs().mxcsr(), 0x1f80);
+    assert_eq!(replay.regs().x87_fpu().control_word, 0x37f);
+    assert_eq!(replay.regs().segment(trac_x64dbg::Segment::Cs), 0x33);
     // Every store of the loop, with the value the program wrote, in order.
     let arr = symbol(&exe, "arr");
     let stores: Vec<(u64, u64)> = r

@@ -163,6 +163,11 @@ struct Thread {
     /// The signal given to the last restart: a handler may run instead of the pending
     /// instruction.
     injected: Option<Signal>,
+    /// The thread's XSAVE area as last read, and whether it may have changed since
+    /// (after anything but an integer instruction, or a signal): one system call a step
+    /// saved on integer code.
+    xstate: Vec<u8>,
+    xstate_stale: bool,
 }
 
 /// What the tracer knows and keeps. Every wait is `__WNOTHREAD`: only this thread's
@@ -332,6 +337,8 @@ impl<W: Write> Tracer<W> {
                 debug,
                 pending: None,
                 injected: None,
+                xstate: Vec::new(),
+                xstate_stale: true,
             },
         );
         self.summary.threads = self.summary.threads.saturating_add(1);
@@ -393,6 +400,7 @@ impl<W: Write> Tracer<W> {
         }
         if let Some(t) = self.threads.get_mut(&pid) {
             t.injected = Some(sig);
+            t.xstate_stale = true;
         }
         self.resume(pid, Some(sig))
     }
@@ -555,12 +563,17 @@ impl<W: Write> Tracer<W> {
 
     /// Records what the instruction at `regs.rip` of `pid` needs before it runs.
     fn capture(&mut self, pid: Pid, regs: &UserRegs) {
-        let Some(thread) = self.threads.get(&pid) else {
+        let Some(thread) = self.threads.get_mut(&pid) else {
             return;
         };
-        let debug = thread.debug;
-        let n = xstate::read(pid, &mut self.xstate).unwrap_or(0);
-        let dump = regdump(regs, self.xstate.get(..n).unwrap_or_default(), &debug);
+        if thread.xstate_stale {
+            let n = xstate::read(pid, &mut self.xstate).unwrap_or(0);
+            thread.xstate.clear();
+            thread
+                .xstate
+                .extend_from_slice(self.xstate.get(..n).unwrap_or_default());
+        }
+        let dump = regdump(regs, &thread.xstate, &thread.debug);
         let mut opcode = [0u8; 15];
         let got = read_bytes(pid, regs.rip, &mut opcode);
         let instruction = operands::decode(regs.rip, opcode.get(..got).unwrap_or_default());
@@ -570,6 +583,7 @@ impl<W: Write> Tracer<W> {
         } else {
             instruction.len()
         };
+        thread.xstate_stale = operands::may_change_vector_state(&instruction);
         let mut words = Vec::new();
         let cut = self.operands.words(&instruction, regs, &mut words);
         self.summary.cut_words = self.summary.cut_words.saturating_add(cut);
