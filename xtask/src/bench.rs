@@ -109,12 +109,14 @@ pub fn task(args: &[String]) -> Result<(), String> {
     let state_gib = flags.number("state-gib", 1)?;
     // `simpoint` is not a format: its rows (`simpoint_rows`) run only when named.
     let simpoint = flags.positional.iter().any(|p| p == "simpoint");
+    // `record` (the ptrace recorder against a bare step loop) runs only when named too.
+    let record = flags.positional.iter().any(|p| p == "record");
     let named: Vec<&String> = flags
         .positional
         .iter()
-        .filter(|p| *p != "simpoint")
+        .filter(|p| *p != "simpoint" && *p != "record")
         .collect();
-    let chosen: Vec<_> = if named.is_empty() && !simpoint {
+    let chosen: Vec<_> = if named.is_empty() && !simpoint && !record {
         formats::ALL.to_vec()
     } else {
         named
@@ -122,8 +124,8 @@ pub fn task(args: &[String]) -> Result<(), String> {
             .map(|n| formats::find(n))
             .collect::<Result<_, _>>()?
     };
-    // The export rows run the release binary (the simpoint rows alone do not).
-    if !chosen.is_empty() {
+    // The export and record rows run the release binary (the simpoint rows alone do not).
+    if !chosen.is_empty() || record {
         crate::run(
             std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
                 .args(["build", "--release", "--quiet", "--package", "tracekit"]),
@@ -171,6 +173,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
     }
     if simpoint {
         simpoint_rows(runs);
+    }
+    if record {
+        crate::bench_record::rows(runs, &tracekit)?;
     }
     // The export rows' inputs and datasets.
     let _ = std::fs::remove_dir_all(

@@ -12,6 +12,7 @@
 #![allow(missing_docs, missing_debug_implementations)]
 
 mod bench;
+mod bench_record;
 mod ci;
 mod fixtures;
 mod formats;

@@ -25,6 +25,8 @@ pub enum CliError {
     Different,
     /// `tracekit diff`: any error, which exits 2 as `diff`'s errors do.
     DiffFailed(Box<CliError>),
+    /// `tracekit record`: the recorded program's exit code, not 0 (nothing printed).
+    ProgramExit(u8),
 }
 
 impl CliError {
@@ -53,6 +55,7 @@ impl CliError {
             CliError::Usage(_)
             | CliError::Trace(trace_registry::Error::Unsupported(_))
             | CliError::DiffFailed(_) => 2,
+            CliError::ProgramExit(c) => *c,
             _ => 1,
         }
     }
@@ -78,6 +81,7 @@ impl fmt::Display for CliError {
             CliError::Trace(e) => write!(f, "{e}"),
             CliError::Usage(m) | CliError::Failed(m) => f.write_str(m),
             CliError::Different => f.write_str("the traces differ"),
+            CliError::ProgramExit(c) => write!(f, "the program exited with {c}"),
             CliError::DiffFailed(e) => write!(f, "{e}"),
         }
     }

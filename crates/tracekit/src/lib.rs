@@ -27,6 +27,7 @@
 //! tracekit simpoint F.bb --max-k K [-o PREFIX]  SimPoint clustering → F.simpoints, F.weights
 //! tracekit regions F.bb [-o OUT]  simulation points as LoopPoint-style region CSV
 //! tracekit serve FILE [--port N]  trace explorer in the browser (prints its URL)
+//! tracekit record -- PROG ARGS    run PROG under ptrace and record it (Linux x86-64)
 //! ```
 //!
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
@@ -414,6 +415,23 @@ pub enum Cmd {
         #[command(flatten)]
         index: IndexArg,
     },
+    /// Run a program under ptrace and record every instruction of every thread (Linux
+    /// x86-64): `tracekit record [-o OUT] [--format x64dbg|tenet] [--max N] -- PROG ARGS…`.
+    /// Exits with the program's exit status.
+    Record {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::record::RecordArgs,
+        /// `-q`.
+        #[command(flatten)]
+        quiet: QuietArg,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+    },
+    /// The helper `record` starts the program through (traceme, then exec).
+    #[command(name = "__traceme", hide = true)]
+    Traceme(commands::record::TracemeArgs),
 }
 
 /// The tables `tracekit export` writes, for `tracekit export --help` (the README's "Query
@@ -577,7 +595,8 @@ impl Cmd {
             Cmd::Encode { quiet, .. } | Cmd::Regions { quiet, .. } => {
                 (None, None, None, Some(quiet))
             }
-            Cmd::Simpoint { .. } => (None, None, None, None),
+            Cmd::Record { quiet, .. } => (None, None, None, Some(quiet)),
+            Cmd::Simpoint { .. } | Cmd::Traceme(_) => (None, None, None, None),
         }
     }
 
@@ -603,6 +622,8 @@ impl Cmd {
             Cmd::Simpoint { .. } => "simpoint",
             Cmd::Regions { .. } => "regions",
             Cmd::Serve { .. } => "serve",
+            Cmd::Record { .. } => "record",
+            Cmd::Traceme(_) => "__traceme",
         }
     }
 }
@@ -939,6 +960,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let o = r.options();
             commands::serve::run(args, r.input.format.as_deref(), &o, out, err)
         }
+        Cmd::Record { args, quiet, force } => {
+            commands::record::run(args, force.force, quiet.quiet, err)
+        }
+        Cmd::Traceme(args) => commands::record::traceme(args),
     }
 }
 
@@ -1055,6 +1080,7 @@ where
         Ok(()) => 0,
         Err(e) if e.is_broken_pipe() => 0,
         Err(CliError::Different) => 1,
+        Err(CliError::ProgramExit(code)) => code,
         Err(e) => {
             // What was written before the error stays written (e.g. every complete record).
             let _ = out.flush();

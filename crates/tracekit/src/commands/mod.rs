@@ -19,6 +19,7 @@ pub mod bbv;
 pub mod diff;
 pub mod find;
 pub mod mem;
+pub mod record;
 pub mod regions;
 pub mod serve;
 pub mod simpoint;

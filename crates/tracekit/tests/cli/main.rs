@@ -24,6 +24,7 @@ mod gdb_tfile;
 mod grammar;
 mod harden;
 mod memory;
+mod record;
 mod serve;
 mod simpoint;
 mod state;
