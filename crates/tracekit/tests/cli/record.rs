@@ -174,9 +174,10 @@ fn record_then_validate_diff_mem_state_export() {
 
     // Export: every instruction is a row.
     let dir = f.path("export");
-    let o = tracekit(["export", "-q", &a, "-o", &dir, "--force"]);
+    let o = tracekit(["export", &a, "-o", &dir, "--force"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let rows = stdout(&o)
+    // The per-table summary lines go to stderr.
+    let rows = stderr(&o)
         .lines()
         .find(|l| l.starts_with("instructions "))
         .and_then(|l| {
@@ -184,7 +185,7 @@ fn record_then_validate_diff_mem_state_export() {
                 .nth(1)
                 .map(|n| n.parse::<u64>().unwrap())
         });
-    assert_eq!(rows, Some(count), "{}", stdout(&o));
+    assert_eq!(rows, Some(count), "{}", stderr(&o));
 }
 
 #[test]
