@@ -14,7 +14,7 @@
 //!   Every other line must exit 0.
 //! - An HTML comment on the line just before a block's fence:
 //!   - `<!-- readme-test: needs NAME -->`: the block needs a tool, one of [`NEEDS`]
-//!     (`gdb`; `duckdb`, the Python module). Without it the block is skipped with a note,
+//!     (`gdb`; `duckdb`, the Python module; `ptrace`, for `tracekit record`). Without it the block is skipped with a note,
 //!     or the test fails when the tool's `TRACEKIT_REQUIRE_*` variable is 1 (CI sets them
 //!     and installs the tools, see `.ci/run`).
 //!   - `<!-- readme-test: not run: REASON -->`: the block is not run; the reason is
@@ -224,6 +224,16 @@ const NEEDS: &[(&str, &[&str], &str)] = &[
         "duckdb",
         &["python3", "-c", "import duckdb"],
         "TRACEKIT_REQUIRE_DUCKDB",
+    ),
+    // `tracekit record`: Linux x86-64 with ptrace allowed (Yama's scope 3 forbids it).
+    (
+        "ptrace",
+        &[
+            "sh",
+            "-c",
+            "[ \"$(uname -sm)\" = 'Linux x86_64' ] && ! grep -qx 3 /proc/sys/kernel/yama/ptrace_scope 2>/dev/null",
+        ],
+        "TRACEKIT_REQUIRE_PTRACE",
     ),
 ];
 
