@@ -283,7 +283,10 @@ impl Response {
         let mut headers = vec![
             ("content-type", self.content_type),
             ("cache-control", "no-store"),
-            ("connection", if keep_alive { "keep-alive" } else { "close" }),
+            (
+                "connection",
+                if keep_alive { "keep-alive" } else { "close" },
+            ),
         ];
         if self.status == 405 {
             headers.push(("allow", "GET, HEAD"));
@@ -364,13 +367,19 @@ mod tests {
         two.extend_from_slice(b"HEAD / HTTP/1.0\n\n");
         assert_eq!(check_head(&two), Ok(Some(head.len())));
         assert_eq!(check_head(&head[..20]), Ok(None));
-        assert_eq!(check_head(b"GET / HTTP/1.0\nConnection: Keep-Alive\n\n"), Ok(Some(39)));
+        assert_eq!(
+            check_head(b"GET / HTTP/1.0\nConnection: Keep-Alive\n\n"),
+            Ok(Some(39))
+        );
         assert_eq!(
             check_head(b"GET / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"),
             Ok(Some(37))
         );
         // Methods are the server's to refuse (405, with Allow), not the head's.
-        assert!(matches!(check_head(b"POST / HTTP/1.1\r\n\r\n"), Ok(Some(_))));
+        assert!(matches!(
+            check_head(b"POST / HTTP/1.1\r\n\r\n"),
+            Ok(Some(_))
+        ));
     }
 
     #[test]

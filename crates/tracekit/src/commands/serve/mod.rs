@@ -357,9 +357,8 @@ pub fn run(
 #[cfg(unix)]
 fn stop_signal() -> Result<impl Future<Output = ()>, CliError> {
     use tokio::signal::unix::{SignalKind, signal};
-    let handler = |kind| {
-        signal(kind).map_err(|e| CliError::io("cannot handle the stop signals", e))
-    };
+    let handler =
+        |kind| signal(kind).map_err(|e| CliError::io("cannot handle the stop signals", e));
     let (mut term, mut int) = (
         handler(SignalKind::terminate())?,
         handler(SignalKind::interrupt())?,
@@ -411,7 +410,8 @@ async fn refuse(mut stream: tokio::net::TcpStream, response: Response) {
 }
 
 /// A boxed future, as hyper's `poll_without_shutdown` needs one that is `Unpin`.
-type Answer = Pin<Box<dyn Future<Output = Result<hyper::Response<Full<Bytes>>, Infallible>> + Send>>;
+type Answer =
+    Pin<Box<dyn Future<Output = Result<hyper::Response<Full<Bytes>>, Infallible>> + Send>>;
 
 /// Serves one connection with hyper: the head deadline [`HEAD_TIME`], at most
 /// [`MAX_REQUESTS`]; a head that [`http::check_head`] refuses is answered once hyper has
@@ -433,6 +433,8 @@ async fn connection(stream: tokio::net::TcpStream, admitted: Admitted) {
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(HEAD_TIME)
         .keep_alive(true)
+        // A client may shut its side once it has sent its requests: answer them still.
+        .half_close(true)
         // Room for a few pipelined heads; each one is bounded by `check_head` already.
         .max_buf_size(4 * http::MAX_HEAD)
         .serve_connection(Heads::new(stream), service);
