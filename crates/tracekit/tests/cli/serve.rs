@@ -1015,3 +1015,45 @@ fn serve_exits_within_200_ms_of_sigterm_and_sigint() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// At most 512 connections from one address: the next is answered 503 (with the security
+/// headers) and closed; once they close, the server serves again.
+#[test]
+fn connections_past_the_per_peer_limit_get_503() {
+    let dir = temp_dir("per-peer");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    let s = start(&path, &[]);
+    let held: Vec<TcpStream> = (0..512)
+        .map(|_| TcpStream::connect(("127.0.0.1", s.port)).unwrap())
+        .collect();
+    // The server counts a connection once it has accepted it: retry until it has.
+    let t = Instant::now();
+    let busy = loop {
+        let r = s.get_with("/", "");
+        if r.status == 503 {
+            break r;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no 503: {}",
+            r.status
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(busy.json()["error"], "too many connections");
+    for h in [
+        "content-security-policy: default-src 'self'",
+        "x-content-type-options: nosniff",
+        "connection: close",
+    ] {
+        assert!(busy.head.contains(h), "{h} missing in {}", busy.head);
+    }
+    drop(held);
+    let t = Instant::now();
+    while s.get_with("/", "").status != 200 {
+        assert!(t.elapsed() < Duration::from_secs(30), "still refused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.ok("state?i=7")["i"], 7);
+}
