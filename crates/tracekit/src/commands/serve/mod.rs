@@ -1,8 +1,8 @@
 //! `tracekit serve FILE [--port N] [--host H] [--allow-host NAME]… [--open]`: a trace
 //! explorer in the browser.
 //!
-//! An HTTP/1.1 server (hyper on tokio, with [`http`] around it) serves one trace and the explorer
-//! page, which is shipped inside the binary (`assets/`). The trace is opened once; a
+//! An HTTP/1.1 server (hyper on tokio, with [`http`] around it) serves one trace and the
+//! explorer page, which is shipped inside the binary (`assets/`). The trace is opened once; a
 //! sidecar index (`FILE.tkidx`, as `tracekit index` writes it) is used when there is a
 //! usable one, else built in the background (beside the trace, or in a temporary
 //! directory when that is not writable), while the API already answers (by passes, more
@@ -29,9 +29,10 @@
 //! - No path reaches the file system: the server knows its four assets and `/api/`; any
 //!   other path is 404. Only GET and HEAD (others 405), heads of at most 16 KiB (431), no
 //!   request bodies (413), at most [`MAX_CONNECTIONS`] connections at once and
-//!   [`MAX_PER_PEER`] from one address (503 past that); a connection is closed when its next
-//!   request head is not whole [`HEAD_TIME`] after the connection or the previous answer
-//!   (a client sending it slowly cannot hold its connection), or after [`MAX_REQUESTS`].
+//!   [`MAX_PER_PEER`] from one address (503 past that); a connection is closed when its
+//!   next request head is not whole [`HEAD_TIME`] after the connection or the previous
+//!   answer (a client sending it slowly cannot hold its connection), or after
+//!   [`MAX_REQUESTS`].
 //!   Every refusal of a head is the server's JSON error with the headers above
 //!   ([`http::check_head`] runs before hyper's parser).
 //!
@@ -424,8 +425,9 @@ async fn connection(stream: tokio::net::TcpStream, admitted: Admitted) {
         let last = served.get() >= MAX_REQUESTS;
         let server = Arc::clone(&server);
         Box::pin(async move {
-            let keep_alive = !last && wants_keep_alive(&req);
-            let (response, keep_alive) = server.answer(&req, keep_alive).await;
+            let response = server.answer(&req).await;
+            // Not after a method refused: the client may be sending a body.
+            let keep_alive = !last && response.status != 405 && wants_keep_alive(&req);
             Ok(response.into_hyper(keep_alive))
         })
     });
@@ -493,14 +495,12 @@ enum Route {
 }
 
 impl Server {
-    /// The response to a request and whether the connection stays open (not after a
-    /// method refused: the client may be sending a body).
-    async fn answer(&self, req: &hyper::Request<Incoming>, keep_alive: bool) -> (Response, bool) {
+    /// The response to a request.
+    async fn answer(&self, req: &hyper::Request<Incoming>) -> Response {
         if !matches!(*req.method(), hyper::Method::GET | hyper::Method::HEAD) {
-            let r = Response::error(405, "only GET and HEAD are served", None);
-            return (r, false);
+            return Response::error(405, "only GET and HEAD are served", None);
         }
-        let response = match self.route(req) {
+        match self.route(req) {
             Route::Done(r) => r,
             Route::Api { endpoint, query } => {
                 // The trace is read there: on the blocking pool, not on the reactor.
@@ -509,8 +509,7 @@ impl Server {
                     .await
                     .unwrap_or_else(|e| Response::error(500, &format!("internal error: {e}"), None))
             }
-        };
-        (response, keep_alive)
+        }
     }
 
     /// Checks the Host and the token, and finds what the path names.
