@@ -3,9 +3,11 @@
 //! with their security headers. Only what a browser and a script need: `GET` and `HEAD`,
 //! no request bodies, bounded heads.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -17,6 +19,10 @@ pub const MAX_HEAD: usize = 16 * 1024;
 
 /// The most headers one request may have (hyper's own limit too).
 const MAX_HEADERS: usize = 100;
+
+/// How long a write may wait for a client that does not read its answers: it is closed
+/// then (else it would hold its connection, and the answer's memory, for ever).
+pub const WRITE_TIME: Duration = Duration::from_secs(15);
 
 /// Why a request head was refused: the status to answer with, and what to say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,8 +96,9 @@ pub fn check_head(buf: &[u8]) -> Result<Option<usize>, HttpError> {
 
 /// A connection as hyper sees it: the bytes of each request head are held back until
 /// [`check_head`] passes them; a head it refuses ends the reading (hyper sees the end of
-/// the stream, after the requests before it), and [`Heads::refusal`] is then answered
-/// once hyper is done. As no request has a body, what follows a head is the next head.
+/// the stream, after the requests before it), and the refusal ([`Heads::into_parts`]) is
+/// answered once hyper is done. As no request has a body, what follows a head is the next
+/// head.
 #[derive(Debug)]
 pub struct Heads<S> {
     stream: S,
@@ -101,6 +108,8 @@ pub struct Heads<S> {
     passed: usize,
     refusal: Option<HttpError>,
     eof: bool,
+    /// Since when a write waits ([`WRITE_TIME`]).
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S> Heads<S> {
@@ -112,6 +121,26 @@ impl<S> Heads<S> {
             passed: 0,
             refusal: None,
             eof: false,
+            stalled: None,
+        }
+    }
+
+    /// `poll` of a write, failing once writes have waited [`WRITE_TIME`] in a row.
+    fn deadline<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        poll: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if poll.is_ready() {
+            self.stalled = None;
+            return poll;
+        }
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIME)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::ErrorKind::TimedOut.into())),
+            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -170,15 +199,21 @@ impl<S: AsyncWrite + Unpin> hyper::rt::Write for Heads<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.deadline(cx, poll)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_flush(cx);
+        this.deadline(cx, poll)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_shutdown(cx);
+        this.deadline(cx, poll)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -190,7 +225,9 @@ impl<S: AsyncWrite + Unpin> hyper::rt::Write for Heads<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.deadline(cx, poll)
     }
 }
 
