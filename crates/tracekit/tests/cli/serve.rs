@@ -906,3 +906,154 @@ fn slow_clients_do_not_keep_others_out() {
     );
     assert_eq!(s.ok("status")["format"], "x64dbg");
 }
+
+/// Every refusal of a malformed head is the server's own JSON error with the security
+/// headers (not a bare one from the HTTP library), also after a request answered on the
+/// same connection.
+#[test]
+fn malformed_heads_get_our_error_with_the_security_headers() {
+    let dir = temp_dir("malformed");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    let s = start(&path, &[]);
+    let port = s.port;
+    let has_headers = |r: &Reply| {
+        for h in [
+            "content-security-policy: default-src 'self'",
+            "referrer-policy: no-referrer",
+            "x-content-type-options: nosniff",
+            "x-frame-options: deny",
+            "cross-origin-resource-policy: same-origin",
+            "content-type: application/json; charset=utf-8",
+            "connection: close",
+        ] {
+            assert!(r.head.contains(h), "{h} missing in {}", r.head);
+        }
+        assert!(r.json()["error"].is_string());
+    };
+    for (raw, status) in [
+        (b"GET / HTTP/1.1 extra\r\n\r\n".to_vec(), 400),
+        (b"GET\r\n\r\n".to_vec(), 400),
+        (b"\x00\x01garbage\r\n\r\n".to_vec(), 400),
+        (b"GET /\xff HTTP/1.1\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nbad header\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/3\r\n\r\n".to_vec(), 505),
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(), 505),
+        (
+            format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000)).into_bytes(),
+            431,
+        ),
+        (
+            b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(),
+            413,
+        ),
+    ] {
+        let r = s.raw(&raw);
+        assert_eq!(r.status, status, "{:?}", String::from_utf8_lossy(&raw));
+        has_headers(&r);
+    }
+    // A good request, then a malformed one, on one connection: answered in order.
+    let two = format!(
+        "GET /api/state?i=3&token={} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\nGET / HTTP/1.1 junk\r\n\r\n",
+        s.token
+    );
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.write_all(two.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    c.read_to_end(&mut all).unwrap();
+    let (r1, rest) = parse_reply(&all);
+    assert_eq!((r1.status, r1.json()["i"].clone()), (200, 3.into()));
+    let (r2, rest) = parse_reply(rest);
+    assert_eq!(r2.status, 400);
+    has_headers(&r2);
+    assert!(rest.is_empty());
+    assert_eq!(s.ok("state?i=299")["i"], 299);
+}
+
+/// SIGTERM and SIGINT stop the server within 200 ms (exit 0), also with connections open
+/// (one idle, one half-way through its head).
+#[cfg(unix)]
+#[test]
+fn serve_exits_within_200_ms_of_sigterm_and_sigint() {
+    let dir = temp_dir("sigterm");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    for name in ["TERM", "INT"] {
+        let mut s = start(&path, &[]);
+        s.ok("status");
+        let _idle = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        let mut half = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        half.write_all(b"GET /api/status HTTP/1.1\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // From before `kill` starts: an upper bound of the time from the signal on.
+        let t = Instant::now();
+        let kill = Command::new("kill")
+            .args([&format!("-{name}"), &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let sent = t.elapsed();
+        let status = loop {
+            if let Some(status) = s.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "SIG{name}: still running"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let took = t.elapsed();
+        eprintln!("SIG{name}: exited {took:?} after kill started ({sent:?} to run kill)");
+        assert!(
+            took < Duration::from_millis(200),
+            "SIG{name}: exit after {took:?} ({sent:?} of them to run kill)"
+        );
+        assert_eq!(status.code(), Some(0), "SIG{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// At most 512 connections from one address: the next is answered 503 (with the security
+/// headers) and closed; once they close, the server serves again.
+#[test]
+fn connections_past_the_per_peer_limit_get_503() {
+    let dir = temp_dir("per-peer");
+    let path = dir.join("known.trace64");
+    std::fs::write(&path, known_trace()).unwrap();
+    let s = start(&path, &[]);
+    let held: Vec<TcpStream> = (0..512)
+        .map(|_| TcpStream::connect(("127.0.0.1", s.port)).unwrap())
+        .collect();
+    // The server counts a connection once it has accepted it: retry until it has.
+    let t = Instant::now();
+    let busy = loop {
+        let r = s.get_with("/", "");
+        if r.status == 503 {
+            break r;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no 503: {}",
+            r.status
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(busy.json()["error"], "too many connections");
+    for h in [
+        "content-security-policy: default-src 'self'",
+        "x-content-type-options: nosniff",
+        "connection: close",
+    ] {
+        assert!(busy.head.contains(h), "{h} missing in {}", busy.head);
+    }
+    drop(held);
+    let t = Instant::now();
+    while s.get_with("/", "").status != 200 {
+        assert!(t.elapsed() < Duration::from_secs(30), "still refused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(s.ok("state?i=7")["i"], 7);
+}

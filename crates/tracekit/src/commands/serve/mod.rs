@@ -1,8 +1,8 @@
 //! `tracekit serve FILE [--port N] [--host H] [--allow-host NAME]… [--open]`: a trace
 //! explorer in the browser.
 //!
-//! An HTTP/1.1 server (our own, on `std::net`: [`http`]) serves one trace and the explorer
-//! page, which is shipped inside the binary (`assets/`). The trace is opened once; a
+//! An HTTP/1.1 server (hyper on tokio, with [`http`] around it) serves one trace and the
+//! explorer page, which is shipped inside the binary (`assets/`). The trace is opened once; a
 //! sidecar index (`FILE.tkidx`, as `tracekit index` writes it) is used when there is a
 //! usable one, else built in the background (beside the trace, or in a temporary
 //! directory when that is not writable), while the API already answers (by passes, more
@@ -29,9 +29,19 @@
 //! - No path reaches the file system: the server knows its four assets and `/api/`; any
 //!   other path is 404. Only GET and HEAD (others 405), heads of at most 16 KiB (431), no
 //!   request bodies (413), at most [`MAX_CONNECTIONS`] connections at once and
-//!   [`MAX_PER_PEER`] from one address (503 past that); a connection is closed when idle
-//!   for [`IDLE`], when a request head is not whole [`HEAD_TIME`] after its first byte (a
-//!   client sending it slowly cannot hold its connection), or after [`MAX_REQUESTS`].
+//!   [`MAX_PER_PEER`] from one address (503 past that); a connection is closed when its
+//!   next request head is not whole [`HEAD_TIME`] after the connection or the previous
+//!   answer (a client sending it slowly cannot hold its connection), or after
+//!   [`MAX_REQUESTS`].
+//!   Every refusal of a head is the server's JSON error with the headers above
+//!   ([`http::check_head`] runs before hyper's parser).
+//!
+//! # The server
+//!
+//! hyper (HTTP/1.1) on one tokio thread serves every connection; the API's calls, which
+//! read the trace, run on at most [`api::WORKERS`] blocking threads (one per worker of
+//! [`api::Api`]), so a slow call never holds up the others' heads, assets or refusals.
+//! SIGTERM and SIGINT end the server at once (exit 0), without waiting for calls under way.
 //!
 //! # The API
 //!
@@ -97,18 +107,29 @@
 pub mod api;
 pub mod http;
 
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener, TcpStream};
-use std::sync::Arc;
+use std::future::Future;
+use std::io::Write;
+use std::net::{IpAddr, TcpListener};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+use std::time::Duration;
 
+use bytes::Bytes;
 use clap::Args;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONNECTION, HOST};
+use tokio::io::AsyncWriteExt;
 use trace_registry::Options;
 
 use self::api::Api;
-use self::http::{HttpError, Method, Request, Response};
+use self::http::{Heads, Response};
 use crate::CliError;
 
 /// The page, embedded in the binary.
@@ -118,27 +139,25 @@ pub const APP_JS: &str = include_str!("assets/app.js");
 /// The page's style sheet.
 pub const STYLE_CSS: &str = include_str!("assets/style.css");
 
-/// The most connections open at once (each a thread with a small stack, most of them
-/// waiting): enough that clients holding connections open slowly cannot keep others out
-/// while [`HEAD_TIME`] closes them.
+/// The most connections open at once: enough that clients holding connections open slowly
+/// cannot keep others out while [`HEAD_TIME`] closes them, few enough for the process's
+/// file descriptors.
 pub const MAX_CONNECTIONS: usize = 1024;
 
 /// The most connections open at once from one address.
 pub const MAX_PER_PEER: usize = 512;
 
-/// How long a connection may wait, idle, for the first byte of its next request.
-pub const IDLE: Duration = Duration::from_secs(15);
-
-/// How long the whole head of a request may take once its first byte has come: a client
-/// that sends it a little at a time is closed then, however often it sends.
+/// How long the whole head of a request may take, from the connection's start or the
+/// previous answer (so also how long a kept-alive connection may idle): a client that
+/// sends it a little at a time is closed then, however often it sends.
 pub const HEAD_TIME: Duration = Duration::from_secs(5);
 
 /// The most requests one kept-alive connection serves.
 pub const MAX_REQUESTS: u32 = 10_000;
 
-/// The stack of a connection's thread (the API's work runs on the worker's stack, not
-/// this one, except for a request's answer itself).
-const CONNECTION_STACK: usize = 512 * 1024;
+/// How long a refusal written outside hyper (a refused head, too many connections) may
+/// take to go out.
+const REFUSAL_TIME: Duration = Duration::from_secs(1);
 
 /// Arguments of `tracekit serve`.
 #[derive(Debug, Clone, Args)]
@@ -170,45 +189,51 @@ struct Server {
     hosts: Vec<String>,
     connections: AtomicUsize,
     /// Open connections by peer address.
-    peers: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+    peers: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// A connection counted by [`Server::admit`], uncounted when dropped.
+struct Admitted {
+    server: Arc<Server>,
+    peer: IpAddr,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.server.connections.fetch_sub(1, Ordering::SeqCst);
+        let mut peers = self
+            .server
+            .peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = peers.get_mut(&self.peer) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                peers.remove(&self.peer);
+            }
+        }
+    }
 }
 
 impl Server {
     /// Counts a new connection from `peer`, unless that would pass a limit.
-    fn admit(&self, peer: Option<IpAddr>) -> bool {
+    fn admit(self: &Arc<Self>, peer: IpAddr) -> Option<Admitted> {
         if self.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             self.connections.fetch_sub(1, Ordering::SeqCst);
-            return false;
+            return None;
         }
-        let Some(peer) = peer else { return true };
-        let mut peers = self
-            .peers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         let n = peers.entry(peer).or_insert(0);
         if *n >= MAX_PER_PEER {
             drop(peers);
             self.connections.fetch_sub(1, Ordering::SeqCst);
-            return false;
+            return None;
         }
         *n = n.saturating_add(1);
-        true
-    }
-
-    /// Uncounts a connection [`Server::admit`] counted.
-    fn release(&self, peer: Option<IpAddr>) {
-        self.connections.fetch_sub(1, Ordering::SeqCst);
-        let Some(peer) = peer else { return };
-        let mut peers = self
-            .peers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = peers.get_mut(&peer) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                peers.remove(&peer);
-            }
-        }
+        Some(Admitted {
+            server: Arc::clone(self),
+            peer,
+        })
     }
 }
 
@@ -234,12 +259,13 @@ fn authority(host: &str, port: u16) -> String {
     }
 }
 
-/// Opens the trace, binds, prints the URL and serves until killed.
+/// Opens the trace, binds, prints the URL and serves until SIGTERM or SIGINT.
 ///
 /// # Errors
 ///
 /// The trace cannot be opened or has no instruction stream (exit 2 for the latter), the
-/// address cannot be bound, or the URL cannot be printed.
+/// address cannot be bound, the runtime or its signal handlers cannot be set up, or the
+/// URL cannot be printed.
 pub fn run(
     args: &ServeArgs,
     forced: Option<&str>,
@@ -259,6 +285,24 @@ pub fn run(
         .local_addr()
         .map_err(|e| CliError::io("cannot read the port listened on", e))?
         .port();
+    // One thread for every connection's I/O; the API's blocking calls on their own pool,
+    // one thread per worker (more could only wait for a worker).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(api::WORKERS)
+        .build()
+        .map_err(|e| CliError::io("cannot start the server's runtime", e))?;
+    let (listener, stop) = {
+        let _in_runtime = runtime.enter();
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| CliError::io("cannot set up the listening socket", e))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| CliError::io("cannot set up the listening socket", e))?;
+        // Before the URL is printed: a client that has read it may stop the server.
+        (listener, stop_signal()?)
+    };
     let token = new_token()?;
     let unspecified = host
         .trim_matches(['[', ']'])
@@ -293,7 +337,7 @@ pub fn run(
         token,
         hosts: hosts.into_iter().map(|h| h.to_ascii_lowercase()).collect(),
         connections: AtomicUsize::new(0),
-        peers: std::sync::Mutex::new(std::collections::HashMap::new()),
+        peers: Mutex::new(HashMap::new()),
     });
     let indexer = server.api.clone();
     let temp = std::env::temp_dir().join(format!("tracekit-serve-{}", std::process::id()));
@@ -301,27 +345,124 @@ pub fn run(
     if args.open {
         open_browser(&url, err);
     }
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        let peer = stream.peer_addr().ok().map(|a| a.ip());
-        if !server.admit(peer) {
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let busy = Response::error(503, "too many connections", None);
-            let _ = busy.write_to(&mut stream, false, false);
-            continue;
-        }
-        let s = Arc::clone(&server);
-        let spawned = std::thread::Builder::new()
-            .stack_size(CONNECTION_STACK)
-            .spawn(move || {
-                s.connection(stream);
-                s.release(peer);
-            });
-        if spawned.is_err() {
-            server.release(peer);
-        }
-    }
+    runtime.block_on(async {
+        tokio::spawn(accept(listener, server));
+        stop.await;
+    });
+    // Calls under way read a trace: nothing of theirs needs finishing.
+    runtime.shutdown_background();
     Ok(())
+}
+
+/// A future that is ready at SIGTERM or SIGINT (Ctrl-C elsewhere than Unix).
+#[cfg(unix)]
+fn stop_signal() -> Result<impl Future<Output = ()>, CliError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let handler =
+        |kind| signal(kind).map_err(|e| CliError::io("cannot handle the stop signals", e));
+    let (mut term, mut int) = (
+        handler(SignalKind::terminate())?,
+        handler(SignalKind::interrupt())?,
+    );
+    Ok(std::future::poll_fn(move |cx| {
+        if term.poll_recv(cx).is_ready() || int.poll_recv(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }))
+}
+
+/// A future that is ready at SIGTERM or SIGINT (Ctrl-C elsewhere than Unix).
+#[cfg(not(unix))]
+fn stop_signal() -> Result<impl Future<Output = ()>, CliError> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}
+
+/// Accepts connections for ever, each served on its own task; past a limit, one is
+/// answered 503 and closed.
+async fn accept(listener: tokio::net::TcpListener, server: Arc<Server>) {
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else {
+            // Out of file descriptors, say: wait for some to close.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        match server.admit(peer.ip()) {
+            Some(admitted) => tokio::spawn(connection(stream, admitted)),
+            None => tokio::spawn(refuse(
+                stream,
+                Response::error(503, "too many connections", None),
+            )),
+        };
+    }
+}
+
+/// Writes `response` (closing the connection) where hyper does not run.
+async fn refuse(mut stream: tokio::net::TcpStream, response: Response) {
+    let _ = tokio::time::timeout(REFUSAL_TIME, async {
+        stream.write_all(&response.to_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// A boxed future, as hyper's `poll_without_shutdown` needs one that is `Unpin`.
+type Answer =
+    Pin<Box<dyn Future<Output = Result<hyper::Response<Full<Bytes>>, Infallible>> + Send>>;
+
+/// Serves one connection with hyper: the head deadline [`HEAD_TIME`], at most
+/// [`MAX_REQUESTS`]; a head that [`http::check_head`] refuses is answered once hyper has
+/// answered the requests before it.
+async fn connection(stream: tokio::net::TcpStream, admitted: Admitted) {
+    let server = Arc::clone(&admitted.server);
+    let served = Cell::new(0u32);
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| -> Answer {
+        served.set(served.get().saturating_add(1));
+        let last = served.get() >= MAX_REQUESTS;
+        let server = Arc::clone(&server);
+        Box::pin(async move {
+            let response = server.answer(&req).await;
+            // Not after a method refused: the client may be sending a body.
+            let keep_alive = !last && response.status != 405 && wants_keep_alive(&req);
+            Ok(response.into_hyper(keep_alive))
+        })
+    });
+    let mut conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_TIME)
+        .keep_alive(true)
+        // A client may shut its side once it has sent its requests: answer them still.
+        .half_close(true)
+        // Room for a few pipelined heads; each one is bounded by `check_head` already.
+        .max_buf_size(4 * http::MAX_HEAD)
+        .serve_connection(Heads::new(stream), service);
+    let _ = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)).await;
+    let (stream, refusal) = conn.into_parts().io.into_parts();
+    if let Some(e) = refusal {
+        refuse(stream, Response::error(e.status, &e.message, None)).await;
+    }
+    drop(admitted);
+}
+
+/// Whether the client asks to keep the connection open (HTTP/1.1 unless
+/// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`).
+fn wants_keep_alive(req: &hyper::Request<Incoming>) -> bool {
+    let has = |token: &str| {
+        req.headers().get_all(CONNECTION).iter().any(|v| {
+            v.to_str()
+                .unwrap_or_default()
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case(token))
+        })
+    };
+    match req.version() {
+        hyper::Version::HTTP_11 => !has("close"),
+        _ => has("keep-alive"),
+    }
 }
 
 /// Starts the system browser on `url`; a failure is a warning.
@@ -344,105 +485,90 @@ fn open_browser(url: &str, err: &mut dyn Write) {
     }
 }
 
+/// What a request asks for, once checked: an answer at once, or an API call.
+enum Route {
+    Done(Response),
+    Api {
+        endpoint: String,
+        query: Vec<(String, String)>,
+    },
+}
+
 impl Server {
-    /// Serves the requests of one connection until it closes, idles, is too slow or fails:
-    /// each head must start within [`IDLE`] and be whole within [`HEAD_TIME`] of its first
-    /// byte (a deadline for the head, not for each read), for at most [`MAX_REQUESTS`].
-    fn connection(&self, mut stream: TcpStream) {
-        let _ = stream.set_write_timeout(Some(IDLE));
-        let _ = stream.set_nodelay(true);
-        let mut buf: Vec<u8> = Vec::new();
-        let mut chunk = [0u8; 4096];
-        for served in 1..=MAX_REQUESTS {
-            let waiting = Instant::now();
-            let head_by = |t: Instant| t.checked_add(HEAD_TIME).unwrap_or(t);
-            let mut deadline = (!buf.is_empty()).then(|| head_by(waiting));
-            let end = loop {
-                if let Some(end) = http::head_end(&buf) {
-                    break Some(end);
-                }
-                if buf.len() > http::MAX_HEAD {
-                    break None;
-                }
-                let until =
-                    deadline.unwrap_or_else(|| waiting.checked_add(IDLE).unwrap_or(waiting));
-                let Some(left) = until.checked_duration_since(Instant::now()) else {
-                    return;
-                };
-                if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-                    return;
-                }
-                match stream.read(&mut chunk) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
-                }
-                deadline.get_or_insert_with(|| head_by(Instant::now()));
-            };
-            let Some(end) = end.filter(|&e| e <= http::MAX_HEAD) else {
-                let r = Response::error(431, "the request head is too large", None);
-                let _ = r.write_to(&mut stream, false, false);
-                return;
-            };
-            let head: Vec<u8> = buf.drain(..end).collect();
-            let (response, keep_alive, head_only) = match http::parse_request(&head) {
-                Ok(req) => (
-                    self.respond(&req),
-                    req.keep_alive && served < MAX_REQUESTS,
-                    req.method == Method::Head,
-                ),
-                Err(HttpError { status, message }) => {
-                    (Response::error(status, &message, None), false, false)
-                }
-            };
-            if response
-                .write_to(&mut stream, head_only, keep_alive)
-                .is_err()
-                || !keep_alive
-            {
-                return;
+    /// The response to a request.
+    async fn answer(&self, req: &hyper::Request<Incoming>) -> Response {
+        if !matches!(*req.method(), hyper::Method::GET | hyper::Method::HEAD) {
+            return Response::error(405, "only GET and HEAD are served", None);
+        }
+        match self.route(req) {
+            Route::Done(r) => r,
+            Route::Api { endpoint, query } => {
+                // The trace is read there: on the blocking pool, not on the reactor.
+                let api = self.api.clone();
+                tokio::task::spawn_blocking(move || api.handle(&endpoint, &query))
+                    .await
+                    .unwrap_or_else(|e| Response::error(500, &format!("internal error: {e}"), None))
             }
         }
     }
 
-    /// The response to a parsed request.
-    fn respond(&self, req: &Request) -> Response {
-        // The DNS-rebinding defence: see the module docs.
-        let host = req.header("host").map(str::to_ascii_lowercase);
-        if !host.is_some_and(|h| self.hosts.contains(&h)) {
-            return Response::error(403, "the Host header does not name this server", None);
-        }
-        let asset = |content_type, body: &str| Response {
-            status: 200,
-            content_type,
-            body: body.as_bytes().to_vec(),
+    /// Checks the Host and the token, and finds what the path names.
+    fn route(&self, req: &hyper::Request<Incoming>) -> Route {
+        let header = |name| {
+            req.headers()
+                .get(name)
+                .and_then(|v: &hyper::header::HeaderValue| v.to_str().ok())
         };
-        match req.path.as_str() {
+        // The DNS-rebinding defence: see the module docs.
+        let host = header(HOST).map(str::to_ascii_lowercase);
+        if !host.is_some_and(|h| self.hosts.contains(&h)) {
+            let r = Response::error(403, "the Host header does not name this server", None);
+            return Route::Done(r);
+        }
+        let Some(path) = http::percent_decode(req.uri().path(), false) else {
+            let r = Response::error(400, "malformed percent-encoding in the path", None);
+            return Route::Done(r);
+        };
+        let Some(mut query) = http::parse_query(req.uri().query().unwrap_or_default()) else {
+            let r = Response::error(400, "malformed percent-encoding in the query", None);
+            return Route::Done(r);
+        };
+        let asset = |content_type, body: &str| {
+            Route::Done(Response {
+                status: 200,
+                content_type,
+                body: body.as_bytes().to_vec(),
+            })
+        };
+        match path.as_str() {
             "/" | "/index.html" => return asset("text/html; charset=utf-8", INDEX_HTML),
             "/app.js" => return asset("text/javascript; charset=utf-8", APP_JS),
             "/style.css" => return asset("text/css; charset=utf-8", STYLE_CSS),
             _ => {}
         }
-        let Some(endpoint) = req.path.strip_prefix("/api/") else {
-            return Response::error(404, &format!("no such page: {}", req.path), None);
+        let Some(endpoint) = path.strip_prefix("/api/") else {
+            let r = Response::error(404, &format!("no such page: {path}"), None);
+            return Route::Done(r);
         };
-        let bearer = req
-            .header("authorization")
+        let bearer = header(AUTHORIZATION)
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        let mut query = req.query.clone();
         let from_query = query
             .iter()
             .position(|(n, _)| n == "token")
             .map(|k| query.remove(k).1);
         let given = from_query.as_deref().or(bearer);
         if !given.is_some_and(|t| same_secret(t.as_bytes(), self.token.as_bytes())) {
-            return Response::error(
+            return Route::Done(Response::error(
                 403,
                 "a missing or wrong token: pass the one printed at start as ?token= or Authorization: Bearer",
                 None,
-            );
+            ));
         }
-        self.api.handle(endpoint, &query)
+        Route::Api {
+            endpoint: endpoint.to_owned(),
+            query,
+        }
     }
 }
 
