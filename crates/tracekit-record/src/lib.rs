@@ -37,11 +37,6 @@ pub mod operands;
 pub mod regs;
 pub mod syscalls;
 
-/// The README's examples, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
-
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod linux;
 

@@ -259,3 +259,21 @@ fn readme_trace_registry_api_2() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
+
+#[rustfmt::skip]
+#[test]
+fn readme_tracekit_record_library() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use tracekit_record::syscalls::{kernel_writes, words_of};
+
+    // read(0, 0x1000, 64) returned 10: the kernel wrote 10 bytes at 0x1000.
+    let mut ranges = Vec::new();
+    let mut no_memory = |_addr: u64, _buf: &mut [u8]| false;
+    kernel_writes(0, [0, 0x1000, 64, 0, 0, 0], Some(10), &mut no_memory, &mut ranges);
+    assert_eq!(ranges, [(0x1000, 10)]);
+    // Recorded as two 8-byte memory words of the `syscall` step.
+    let mut words = Vec::new();
+    assert_eq!(words_of(&ranges, 32, &mut words), 2);
+    assert_eq!(words, [0x1000, 0x1008]);
+    Ok(())
+}
