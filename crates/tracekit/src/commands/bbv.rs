@@ -101,18 +101,7 @@ pub fn run(
     let mut existing = None;
     let result = bbv(&mut *blocks, &opts, |key| {
         let path = stream_path(&args.output, key, processes);
-        if let Err(e) = super::refuse_existing(&path, force) {
-            let message = e.to_string();
-            existing = Some(e);
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                message,
-            ));
-        }
-        let file = AtomicFile::create(&path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
-        })?;
-        Ok(BufWriter::new(file))
+        super::create_output(&path, force, &mut existing)
     });
     let result = match (result, existing) {
         (Err(_), Some(e)) => return Err(e),

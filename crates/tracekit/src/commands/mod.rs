@@ -44,6 +44,28 @@ pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), CliErr
     ))
 }
 
+/// Creates one of several outputs a sink opens as it goes (a `.bb` or Tenet file per
+/// thread), under the overwrite rule of [`refuse_existing`]: the sink sees an `io::Error`,
+/// and the typed refusal is kept in `existing` for the command to return instead.
+pub(crate) fn create_output(
+    path: &std::path::Path,
+    force: bool,
+    existing: &mut Option<CliError>,
+) -> std::io::Result<std::io::BufWriter<trace_registry::output::AtomicFile>> {
+    if let Err(e) = refuse_existing(path, force) {
+        let message = e.to_string();
+        *existing = Some(e);
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            message,
+        ));
+    }
+    let file = trace_registry::output::AtomicFile::create(path).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+    })?;
+    Ok(std::io::BufWriter::new(file))
+}
+
 /// The commands every format answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {

@@ -4,10 +4,9 @@
 //! [`trace_registry::sink::tenet`]. Each file is written under a temporary name and renamed
 //! once the whole input has been read, so a failed conversion leaves no partial trace.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use trace_registry::output::AtomicFile;
 use trace_registry::{Ctx, Handler, Input, Options};
 
 use crate::CliError;
@@ -38,18 +37,7 @@ pub fn convert(
     let mut existing = None;
     let threads = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
         let path = final_path(thread);
-        if let Err(e) = super::refuse_existing(&path, force) {
-            let message = e.to_string();
-            existing = Some(e);
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                message,
-            ));
-        }
-        let file = AtomicFile::create(&path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
-        })?;
-        Ok(BufWriter::new(file))
+        super::create_output(&path, force, &mut existing)
     });
     let threads = match (threads, existing) {
         (Err(_), Some(e)) => return Err(e),
