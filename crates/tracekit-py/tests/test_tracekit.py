@@ -1,7 +1,7 @@
 """The Python package against the command line: every fixture in testdata/ reads to the
 same records as `tracekit dump`, the same summary as `tracekit info --json`, the same Arrow
 tables as `tracekit export` read back with pyarrow, and the same errors as `tracekit validate
---json`. Run by `cargo test` (crates/tracekit-py/tests/python.rs), which builds the package
+--json`. Run by `cargo test` (crates/tracekit/tests/python.rs), which builds the package
 and passes the CLI's path in TRACEKIT_BIN."""
 
 import gc

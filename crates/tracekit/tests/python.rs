@@ -1,8 +1,10 @@
-//! Runs the Python package's pytest suite (`tests/test_tracekit.py`) from `cargo test`:
-//! builds the extension with maturin into a virtual environment under the target directory
-//! (`python3 -m venv --system-site-packages`, so that pytest and pyarrow come from the
-//! system and nothing is downloaded), builds the `tracekit` CLI the tests compare against,
-//! and runs pytest. Without python3, maturin, pytest or pyarrow the test prints "skipped"
+//! Runs the Python package's pytest suite (`crates/tracekit-py/tests/test_tracekit.py`) from
+//! `cargo test`: builds the extension with maturin into a virtual environment under the
+//! target directory (`python3 -m venv --system-site-packages`, so that pytest and pyarrow come
+//! from the system and nothing is downloaded) and runs pytest against this crate's `tracekit`
+//! binary. It lives here, not in `tracekit-py`, for that binary: cargo builds it for this
+//! crate's tests with the workspace's features, where a `cargo build -p tracekit` of its own
+//! would build every dependency a second time (about 1 GB and minutes on CI). Without python3, maturin, pytest or pyarrow the test prints "skipped"
 //! and passes, unless `TRACEKIT_REQUIRE_PYTHON=1` (CI), where it fails instead.
 
 #![allow(clippy::panic, clippy::unwrap_used)] // test code outside #[test] functions
@@ -14,7 +16,12 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The workspace's target directory (shared, so the dependencies are not built again).
+/// The Python package's crate.
+fn package() -> PathBuf {
+    root().join("crates/tracekit-py")
+}
+
+/// The workspace's target directory (shared, so that a rerun builds nothing again).
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
@@ -68,17 +75,9 @@ fn pytest_suite() {
                 .arg(&venv),
         );
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    // The CLI the tests compare against (already built by `cargo test --workspace`).
-    run(
-        "cargo build -p tracekit",
-        Command::new(&cargo)
-            .args(["build", "--quiet", "-p", "tracekit", "--bin", "tracekit"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(root()),
-    );
-    // A debug build: the suite checks behaviour, not speed, and the dependencies are
-    // those `cargo test` built already.
+    // A debug build: the suite checks behaviour, not speed. maturin builds the one package
+    // `tracekit-py`, whose features differ from the workspace's, so its dependencies are
+    // built once more (into the same target directory, where a rerun finds them).
     let path = std::env::join_paths(std::iter::once(venv.join("bin")).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
@@ -90,14 +89,14 @@ fn pytest_suite() {
             .env("VIRTUAL_ENV", &venv)
             .env("PATH", &path)
             .env("CARGO_TARGET_DIR", &target)
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR"))),
+            .current_dir(package()),
     );
     run(
         "pytest",
         Command::new(&python)
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"))
-            .env("TRACEKIT_BIN", target.join("debug/tracekit"))
+            .arg(package().join("tests"))
+            .env("TRACEKIT_BIN", env!("CARGO_BIN_EXE_tracekit"))
             .current_dir(root()),
     );
 }
