@@ -607,3 +607,20 @@ fn mem_at_a_register_reads_a_pipe_once() {
         assert_eq!(stdout(&o), stdout(&want), "{producer}");
     }
 }
+
+/// The seeds made for targets whose bytes are not a file format
+/// (`testdata/fuzz-seeds/TARGET/`, see docs/fuzzing.md) belong to a target and run through it.
+#[test]
+fn made_fuzz_seeds_run_through_their_targets() {
+    let mut seeds = 0;
+    for target in std::fs::read_dir(testdata("fuzz-seeds")).unwrap() {
+        let target = target.unwrap();
+        let name = target.file_name().to_string_lossy().into_owned();
+        for seed in std::fs::read_dir(target.path()).unwrap() {
+            let data = std::fs::read(seed.unwrap().path()).unwrap();
+            assert!(tracekit::fuzz_target(&name, &data), "no fuzz target {name}");
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 10, "{seeds} seeds");
+}
