@@ -32,24 +32,45 @@ pub fn targets() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The committed inputs that seed a target's corpus: the fixtures of its format.
-fn seed_dir(target: &str) -> Option<&'static str> {
-    const SEEDS: &[(&str, &str)] = &[
-        ("x64dbg", "testdata/x64dbg"),
-        ("tfile", "testdata/gdb-tfile"),
-        ("dcfg_trace", "testdata/dcfg-trace"),
-        ("dcfg", "testdata/dcfg"),
-        ("amber", "testdata/amber"),
-        ("tenet", "testdata/tenet"),
+/// The fixture folders of the formats `cli_any` detects.
+const FORMAT_FIXTURES: &[&str] = &[
+    "testdata/x64dbg",
+    "testdata/gdb-tfile",
+    "testdata/dcfg-trace",
+    "testdata/dcfg",
+    "testdata/amber",
+    "testdata/tenet",
+];
+
+/// The committed inputs that seed a target's corpus: the fixtures of its format, or inputs
+/// made for a target whose bytes are not a file format (`testdata/fuzz-seeds/TARGET`; see
+/// docs/fuzzing.md). The first prefix that matches counts.
+fn seed_dirs(target: &str) -> Vec<&'static str> {
+    const SEEDS: &[(&str, &[&str])] = &[
+        ("x64dbg", &["testdata/x64dbg"]),
+        ("tfile", &["testdata/gdb-tfile"]),
+        // Edge sequences of the fixtures, each with its dictionary.
+        (
+            "dcfg_trace_expand",
+            &["testdata/fuzz-seeds/dcfg_trace_expand"],
+        ),
+        ("dcfg_trace", &["testdata/dcfg-trace"]),
+        ("dcfg", &["testdata/dcfg"]),
+        ("amber", &["testdata/amber"]),
+        ("tenet", &["testdata/tenet"]),
         // Sidecar indexes of fixtures above (`tracekit index`): without them the fuzzer
         // never builds a header whose hashes pass.
-        ("sidecar", "testdata/sidecar"),
+        ("sidecar", &["testdata/sidecar"]),
+        ("cli", FORMAT_FIXTURES),
     ];
     SEEDS
         .iter()
         .find(|(prefix, _)| target.starts_with(prefix))
-        .map(|(_, dir)| *dir)
+        .map_or(&[][..], |(_, dirs)| dirs)
+        .iter()
+        .copied()
         .filter(|d| root().join(d).is_dir())
+        .collect()
 }
 
 fn has(cmd: &str, args: &[&str]) -> bool {
@@ -96,9 +117,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
             cmd.arg("--dev");
         }
         cmd.arg(t).arg(&corpus);
-        if let Some(seeds) = seed_dir(t) {
-            cmd.arg(seeds);
-        }
+        cmd.args(seed_dirs(t));
         cmd.args([
             "--",
             &format!("-max_total_time={secs}"),

@@ -51,6 +51,8 @@ pub struct Input {
     kept: Option<Box<dyn std::any::Any + Send>>,
     /// The decompressed bytes read so far, for a compressed input.
     decoded: Option<std::sync::Arc<Decoded>>,
+    /// The one handle of an uncompressed regular file (see [`Input::file`]).
+    file: Option<std::sync::Arc<File>>,
 }
 
 /// How much of a decompressed stream has been read, and whether all of it.
@@ -144,13 +146,31 @@ impl Input {
             let raw = io::BufReader::new(io::Cursor::new(magic).chain(file));
             return Input::from_compressed(name, Some(path), c, Box::new(raw), Some(len));
         }
+        Input::from_file(name, path, std::sync::Arc::new(file), len)
+    }
+
+    /// An input over the uncompressed regular file `file` of `len` bytes: read into memory
+    /// when small, else mapped (guarded: see [`Input::cut`]).
+    fn from_file(
+        name: String,
+        path: PathBuf,
+        file: std::sync::Arc<File>,
+        len: u64,
+    ) -> Result<Input, Error> {
         let data = if len < HEAD_LEN as u64 {
-            let mut v = magic;
-            file.read_to_end(&mut v).map_err(read_err)?;
+            // To its end, not `len`: files of /proc say 0.
+            let mut v = Vec::new();
+            let mut whole = FileAt {
+                file: std::sync::Arc::clone(&file),
+                offset: 0,
+            };
+            whole
+                .read_to_end(&mut v)
+                .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
             Data::Memory(v)
         } else {
-            let map =
-                Map::new(file, &name).map_err(|e| Error::io(format!("cannot map {name}"), e))?;
+            let map = Map::new(std::sync::Arc::clone(&file), &name)
+                .map_err(|e| Error::io(format!("cannot map {name}"), e))?;
             Data::Mapped(std::sync::Arc::new(map))
         };
         Ok(Input {
@@ -162,6 +182,54 @@ impl Input {
             file_len: Some(len),
             kept: None,
             decoded: None,
+            file: Some(file),
+        })
+    }
+
+    /// Another input over the same trace for a long-lived reader (`serve`'s workers): an
+    /// uncompressed regular file through the same handle, as the file is now (its size now,
+    /// a map of its own: after another process cut the file short, the new input's end is
+    /// the file's new end, where the old map reads zeros); any other input as
+    /// [`Input::share`] gives it. The path is never opened again. `None` for a stream not
+    /// read yet and for a directory.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or mapped.
+    pub fn again(&self) -> Option<Result<Input, Error>> {
+        let (Some(file), Some(path)) = (&self.file, &self.path) else {
+            return self.share().map(Ok);
+        };
+        let len = match file.metadata() {
+            Ok(meta) => meta.len(),
+            Err(e) => return Some(Err(Error::io(format!("cannot read {}", self.name), e))),
+        };
+        Some(Input::from_file(
+            self.name.clone(),
+            path.clone(),
+            std::sync::Arc::clone(file),
+            len,
+        ))
+    }
+
+    /// The handle of an uncompressed regular file, as opened by [`Input::open`]: what to ask
+    /// for its size and time now, instead of opening the path again (which may name another
+    /// file by then, or a pipe that gives other bytes). `None` for other inputs.
+    #[must_use]
+    pub fn file(&self) -> Option<&File> {
+        self.file.as_deref()
+    }
+
+    /// A reader of the whole uncompressed regular file from its first byte, through the
+    /// handle it was opened with (positional reads: it leaves the handle's own offset alone,
+    /// so shared inputs and several readers do not disturb each other). For a reader that
+    /// wants the file as a stream rather than through its memory map, whose pages would add
+    /// to the process's memory. `None` for other inputs (see [`Input::source`]).
+    #[must_use]
+    pub fn file_reader(&self) -> Option<FileAt> {
+        self.file.as_ref().map(|file| FileAt {
+            file: std::sync::Arc::clone(file),
+            offset: 0,
         })
     }
 
@@ -198,6 +266,7 @@ impl Input {
             file_len: None,
             kept: None,
             decoded: None,
+            file: None,
         })
     }
 
@@ -258,6 +327,7 @@ impl Input {
             file_len: Some(len),
             kept: None,
             decoded: None,
+            file: None,
         })
     }
 
@@ -285,6 +355,7 @@ impl Input {
             file_len: Some(len),
             kept: None,
             decoded: None,
+            file: None,
         })
     }
 
@@ -309,6 +380,7 @@ impl Input {
             file_len: self.file_len,
             kept: None,
             decoded: self.decoded.clone(),
+            file: self.file.clone(),
         })
     }
 
@@ -376,6 +448,7 @@ impl Input {
             file_len: None,
             kept: None,
             decoded: None,
+            file: None,
         })
     }
 
@@ -506,6 +579,24 @@ pub enum Source<'a> {
     Stream(Box<dyn Read + Send>),
 }
 
+/// A reader over an opened file by position (see [`Input::file_reader`]).
+#[derive(Debug)]
+pub struct FileAt {
+    file: std::sync::Arc<File>,
+    offset: u64,
+}
+
+impl Read for FileAt {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.offset)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(&*self.file, buf, self.offset)?;
+        self.offset = self.offset.saturating_add(n as u64);
+        Ok(n)
+    }
+}
+
 impl std::fmt::Debug for Source<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -542,7 +633,7 @@ fn spool(first: &[u8], rest: &mut dyn Read) -> io::Result<Map> {
     io::copy(rest, &mut w)?;
     w.flush()?;
     drop(w);
-    Map::new(file, "a spooled stream")
+    Map::new(std::sync::Arc::new(file), "a spooled stream")
 }
 
 #[cfg(test)]

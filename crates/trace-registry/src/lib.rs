@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 pub use error::Error;
 pub use info::{Hex, Info, Value};
-pub use input::{Compression, Cut, HEAD_LEN, Input, SPOOL_AT, Source};
+pub use input::{Compression, Cut, FileAt, HEAD_LEN, Input, SPOOL_AT, Source};
 pub use mapped::{check_unchanged, first_change};
 pub use schema::{Field, Json, Row, Schema, Type, Visitor};
 

@@ -18,8 +18,8 @@
 
 use std::fs::File;
 use std::io;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::input::Cut;
 
@@ -55,8 +55,8 @@ static NAMES: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
 pub(crate) struct Map {
     map: memmap2::Mmap,
     slot: Option<usize>,
-    /// The file mapped, to see whether it is shorter now.
-    file: File,
+    /// The file mapped, to see whether it is shorter now (the input's one handle).
+    file: Arc<File>,
 }
 
 impl std::fmt::Debug for Map {
@@ -70,12 +70,12 @@ impl std::fmt::Debug for Map {
 
 impl Map {
     /// Maps `file` (named `name` in [`first_change`]) and guards the map.
-    pub(crate) fn new(file: File, name: &str) -> io::Result<Map> {
+    pub(crate) fn new(file: Arc<File>, name: &str) -> io::Result<Map> {
         // SAFETY: the map is read-only and private to this process. Another process may
         // change the file while we read it: changed bytes are only bad input to readers
         // that treat every byte as untrusted, and a cut is caught by the guard below
         // instead of killing the process (see the module docs).
-        let map = unsafe { memmap2::Mmap::map(&file) }?;
+        let map = unsafe { memmap2::Mmap::map(&*file) }?;
         let slot = guard(map.as_ptr() as usize, map.len());
         if let Some(k) = slot {
             lock(&NAMES).push((k, name.to_owned()));

@@ -340,10 +340,14 @@ fn run_state_with_sidecar(bytes: &[u8]) -> u64 {
     }
     let options = trace_registry::Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
-    let total = trace_registry::analyses::index::Sidecar::open(&sidecar, &path, "x64dbg")
-        .unwrap()
-        .header()
-        .steps;
+    let total = trace_registry::analyses::index::Sidecar::open(
+        &sidecar,
+        &trace_registry::analyses::index::Identity::of(&path).unwrap(),
+        "x64dbg",
+    )
+    .unwrap()
+    .header()
+    .steps;
     let mut regs = Vec::new();
     for k in 0..20u64 {
         let mut input = trace_registry::Input::open(path.as_os_str()).unwrap();

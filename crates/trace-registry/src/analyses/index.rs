@@ -94,25 +94,45 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The identity of the file at `path`.
+    /// The identity of the file at `path`, opened for it (a trace not opened otherwise).
     ///
     /// # Errors
     ///
     /// The file cannot be read.
     pub fn of(path: &Path) -> Result<Identity, Error> {
         let context = || format!("cannot read {}", path.display());
-        let mut file = File::open(path).map_err(|e| Error::io(context(), e))?;
+        let file = File::open(path).map_err(|e| Error::io(context(), e))?;
         let meta = file.metadata().map_err(|e| Error::io(context(), e))?;
+        Identity::from_parts(&meta, file).map_err(|e| Error::io(context(), e))
+    }
+
+    /// The identity of the trace `input` reads, through the handle it was opened with:
+    /// the bytes the index describes, even when the path names another file by now.
+    ///
+    /// # Errors
+    ///
+    /// The input is not an uncompressed regular file (`Unsupported`), or it cannot be read.
+    pub fn of_input(input: &Input) -> Result<Identity, Error> {
+        let (Some(file), Some(reader)) = (input.file(), input.file_reader()) else {
+            return Err(Error::Unsupported(format!(
+                "`tracekit index` needs an uncompressed trace file, not {}",
+                input.name()
+            )));
+        };
+        let context = || format!("cannot read {}", input.name());
+        let meta = file.metadata().map_err(|e| Error::io(context(), e))?;
+        Identity::from_parts(&meta, reader).map_err(|e| Error::io(context(), e))
+    }
+
+    /// The identity of a file from its metadata and a reader from its first byte.
+    fn from_parts(meta: &std::fs::Metadata, file: impl Read) -> io::Result<Identity> {
         let mtime_ns = meta
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         let mut head = Vec::with_capacity(HEAD_HASHED);
-        Read::by_ref(&mut file)
-            .take(HEAD_HASHED as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io(context(), e))?;
+        file.take(HEAD_HASHED as u64).read_to_end(&mut head)?;
         Ok(Identity {
             len: meta.len(),
             mtime_ns,
@@ -354,14 +374,14 @@ impl Unusable {
 }
 
 impl Sidecar<File> {
-    /// Opens the index at `path` for the trace at `trace` read as `format`: checks its
-    /// header, that it was made from this trace (size, mtime, head hash) and its
-    /// directories.
+    /// Opens the index at `path` for the trace of identity `trace` (see
+    /// [`Identity::of_input`]) read as `format`: checks its header, that it was made from
+    /// this trace (size, mtime, head hash) and its directories.
     ///
     /// # Errors
     ///
     /// Why it cannot be used.
-    pub fn open(path: &Path, trace: &Path, format: &str) -> Result<Sidecar, Unusable> {
+    pub fn open(path: &Path, trace: &Identity, format: &str) -> Result<Sidecar, Unusable> {
         let file = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Unusable::Missing),
@@ -379,14 +399,13 @@ impl Sidecar<File> {
             })?
             .len();
         let sidecar = Sidecar::read(path, file, file_len).map_err(Unusable::Damaged)?;
-        let identity = Identity::of(trace).map_err(Unusable::Damaged)?;
         if sidecar.header.format != format {
             return Err(Unusable::Stale(format!(
                 "it was made for a {} trace, not {format}",
                 sidecar.header.format
             )));
         }
-        if sidecar.header.identity != identity {
+        if sidecar.header.identity != *trace {
             return Err(Unusable::Stale(
                 "the trace has changed since (size, time or first bytes differ)".into(),
             ));
@@ -1181,18 +1200,12 @@ pub fn build(
     out: Option<&Path>,
     options: BuildOptions,
 ) -> Result<Built, Error> {
+    let identity = Identity::of_input(input)?;
     let trace = input
         .path()
-        .filter(|_| input.compression().is_none())
         .map(Path::to_owned)
-        .ok_or_else(|| {
-            Error::Unsupported(format!(
-                "`tracekit index` needs an uncompressed trace file, not {}",
-                input.name()
-            ))
-        })?;
+        .ok_or_else(|| Error::Unsupported(format!("{} has no path", input.name())))?;
     let out = out.map_or_else(|| default_path(&trace), Path::to_owned);
-    let identity = Identity::of(&trace)?;
     let writable = |e: io::Error| {
         let dir = out
             .parent()
@@ -1348,11 +1361,12 @@ fn write_section(w: &mut impl Write, bytes: &[u8], pos: &mut u64) -> io::Result<
 ///
 /// Why there is no usable sidecar.
 pub fn open_for(input: &Input, explicit: Option<&Path>, format: &str) -> Result<Sidecar, Unusable> {
-    let Some(trace) = input.path().filter(|_| input.compression().is_none()) else {
+    let Some(trace) = input.path().filter(|_| input.file().is_some()) else {
         return Err(Unusable::Missing);
     };
+    let identity = Identity::of_input(input).map_err(Unusable::Damaged)?;
     let path = explicit.map_or_else(|| default_path(trace), Path::to_owned);
-    Sidecar::open(&path, trace, format)
+    Sidecar::open(&path, &identity, format)
 }
 
 /// The seek index kept in the sidecar of `input` (see [`open_for`]), if there is a
@@ -1563,14 +1577,14 @@ pub(crate) mod tests {
         std::fs::write(&path, make(1)).unwrap();
         let index = default_path(&path);
         build_at(&path, &index, 1 << 20);
-        assert!(Sidecar::open(&index, &path, "x64dbg").is_ok());
+        assert!(Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg").is_ok());
         assert!(matches!(
-            Sidecar::open(&index, &path, "gdb-tfile"),
+            Sidecar::open(&index, &Identity::of(&path).unwrap(), "gdb-tfile"),
             Err(Unusable::Stale(_))
         ));
         // Same size, other content.
         std::fs::write(&path, make(2)).unwrap();
-        let why = Sidecar::open(&index, &path, "x64dbg").unwrap_err();
+        let why = Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg").unwrap_err();
         assert!(matches!(why, Unusable::Stale(_)), "{why:?}");
         let options = Options::default();
         let mut notes = Vec::new();
@@ -1587,7 +1601,7 @@ pub(crate) mod tests {
         let mut bytes = std::fs::read(&index).unwrap();
         bytes[HEADER_LEN + 3] ^= 0x40;
         std::fs::write(&index, &bytes).unwrap();
-        let mut sidecar = Sidecar::open(&index, &path, "x64dbg").unwrap();
+        let mut sidecar = Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
         assert!(sidecar.seek_index().is_err());
         notes.clear();
         let mut input = Input::open(path.as_os_str()).unwrap();
@@ -1606,7 +1620,7 @@ pub(crate) mod tests {
         bytes[len - 1] ^= 1; // the last directory entry
         std::fs::write(&index, &bytes).unwrap();
         assert!(matches!(
-            Sidecar::open(&index, &path, "x64dbg"),
+            Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg"),
             Err(Unusable::Damaged(_))
         ));
         std::fs::remove_dir_all(&dir).unwrap();
@@ -1640,7 +1654,12 @@ pub(crate) mod tests {
         let before: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
         let built = build_at(&path, &default_path(&path), 1 << 20);
         assert!(built.seek_bytes > 0);
-        let mut sidecar = Sidecar::open(&default_path(&path), &path, "x64dbg").unwrap();
+        let mut sidecar = Sidecar::open(
+            &default_path(&path),
+            &Identity::of(&path).unwrap(),
+            "x64dbg",
+        )
+        .unwrap();
         let saved = trac_x64dbg::Index::from_bytes(&sidecar.seek_index().unwrap()).unwrap();
         assert_eq!(saved.full_dumps(), 10);
         let after: Vec<_> = [0, 511, 512, 4999, 2345].map(at).into();
@@ -1718,9 +1737,10 @@ pub(crate) mod tests {
                 ..BuildOptions::default()
             },
         );
-        let mut sidecar = Sidecar::open(&kept.path, &path, "x64dbg").unwrap();
+        let mut sidecar =
+            Sidecar::open(&kept.path, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
         assert_eq!(sidecar.seek_index().unwrap(), prefix);
-        let mut full = Sidecar::open(&plain.path, &path, "x64dbg").unwrap();
+        let mut full = Sidecar::open(&plain.path, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
         assert_ne!(full.seek_index().unwrap(), prefix);
         std::fs::remove_dir_all(&dir).unwrap();
     }

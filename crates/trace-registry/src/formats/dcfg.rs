@@ -6,7 +6,7 @@
 //! out the process, its images, routines, loops, basic blocks, then its edges.
 //!
 //! The whole graph is needed (symbols, sources and counts come from other tables), so a
-//! DCFG is read into its model: from its path as a stream (the JSON is never held whole),
+//! DCFG is read into its model: through the file's handle as a stream (the JSON is never held whole),
 //! or from a stream. Memory is about the model's, some 0.9 times the JSON.
 
 use std::sync::{Arc, OnceLock};
@@ -39,17 +39,16 @@ pub(crate) fn looks_like_dcfg(head: &[u8]) -> bool {
     head.trim_ascii_start().first() == Some(&b'{') && DCFG_KEYS.iter().any(|k| contains(head, k))
 }
 
-/// Reads the whole DCFG as a stream: a file from its path rather than through its memory
-/// map, whose pages would count too.
-/// The whole DCFG of an input.
+/// The whole DCFG of an input, read as a stream: a file through its handle rather than
+/// through its memory map, whose pages would count too.
 ///
 /// # Errors
 ///
 /// The DCFG cannot be read.
 pub fn load(input: &mut Input, ctx: &mut Ctx<'_>) -> Result<dcfg::Dcfg, Error> {
-    let d = match input.path() {
-        Some(path) if !input.is_stream() => dcfg::Dcfg::from_path(path),
-        _ => match input.source() {
+    let d = match input.file_reader() {
+        Some(file) => dcfg::Dcfg::from_reader(file),
+        None => match input.source() {
             crate::Source::Bytes(b) => dcfg::Dcfg::parse(b),
             crate::Source::Stream(s) => dcfg::Dcfg::from_reader(s),
         },
@@ -283,9 +282,9 @@ impl Handler for Dcfg {
     ) -> Result<Box<dyn Records + 'a>, Error> {
         // A file is read as a stream; only a damaged one is then held whole, so that it
         // still gives every complete block before the error.
-        let first = match input.path() {
-            Some(path) if !input.is_stream() => dcfg::Dcfg::from_path(path),
-            _ => dcfg::Dcfg::parse(input.bytes()?),
+        let first = match input.file_reader() {
+            Some(file) => dcfg::Dcfg::from_reader(file),
+            None => dcfg::Dcfg::parse(input.bytes()?),
         };
         let (model, error) = match first {
             Ok(d) => (d, None),

@@ -126,14 +126,12 @@ pub fn run(
 }
 
 /// A second input over the same trace, for the register lookup before the memory pass: the
-/// same bytes where they are mapped or in memory, the file opened again, or stdin read
-/// into memory first.
+/// same bytes where they are mapped or in memory, or a stream (stdin, a pipe, a compressed
+/// file) read into memory first (or spooled): the path is not opened again, since it may
+/// be a pipe that has nothing more to give, or name another file by now.
 fn another(input: &mut Input) -> Result<Input, CliError> {
     if let Some(shared) = input.share() {
         return Ok(shared);
-    }
-    if let Some(path) = input.path() {
-        return Ok(Input::open(path.as_os_str())?);
     }
     input.bytes()?;
     input

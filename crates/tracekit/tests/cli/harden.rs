@@ -404,3 +404,223 @@ fn rehashed_sidecars_get_past_the_hash_checks() {
     }
     assert_eq!(seeds, 4);
 }
+
+/// How many times `file` is opened while `run` runs: inotify's `IN_OPEN` events on it.
+/// (Identical events in a row are merged into one; a read or a close comes between two
+/// opens of a reader, so the reads and closes are watched too.)
+#[cfg(target_os = "linux")]
+fn opens_during(file: &std::path::Path, run: impl FnOnce()) -> usize {
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).unwrap();
+    let watched = AddWatchFlags::IN_OPEN | AddWatchFlags::IN_ACCESS | AddWatchFlags::IN_CLOSE;
+    inotify.add_watch(file, watched).unwrap();
+    run();
+    let mut opens = 0;
+    loop {
+        match inotify.read_events() {
+            Ok(events) => {
+                for e in events {
+                    assert!(
+                        !e.mask.contains(AddWatchFlags::IN_Q_OVERFLOW),
+                        "events lost"
+                    );
+                    opens += usize::from(e.mask.contains(AddWatchFlags::IN_OPEN));
+                }
+            }
+            Err(nix::errno::Errno::EAGAIN) => return opens,
+            Err(e) => panic!("inotify: {e}"),
+        }
+    }
+}
+
+/// Runs the binary with `args` (the input among them) and says its output; exit 0.
+#[cfg(target_os = "linux")]
+fn ok_output(args: &[&std::ffi::OsStr]) -> String {
+    let o = tracekit(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// A regular file is opened once by every command, and read from that one handle: the
+/// DCFG handler (read as a stream through the handle, small or mapped), `index` and the
+/// sidecar lookups (the trace's identity), `mem` with a register address (a second
+/// reader over the same bytes). Before, each of them opened the path a second time
+/// (which may by then name another file).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_regular_file_is_opened_once() {
+    let dir = temp_dir("opened-once");
+    let sample = std::fs::read(testdata("dcfg/sample.dcfg.json")).unwrap();
+    let small = dir.join("small.dcfg.json");
+    std::fs::write(&small, &sample).unwrap();
+    // Past HEAD_LEN the file is mapped; trailing blanks change nothing of the DCFG.
+    let mut padded = sample.clone();
+    padded.resize(sample.len() + 200_000, b' ');
+    let large = dir.join("large.dcfg.json");
+    std::fs::write(&large, &padded).unwrap();
+    for cmd in ["info", "validate", "dump", "loops"] {
+        let outputs: Vec<String> = [&small, &large]
+            .iter()
+            .map(|file| {
+                let mut out = String::new();
+                let args = ["-q".as_ref(), cmd.as_ref(), file.as_os_str()];
+                let n = opens_during(file, || out = ok_output(&args));
+                assert_eq!(n, 1, "{cmd} {}", file.display());
+                out
+            })
+            .collect();
+        if cmd != "info" {
+            assert_eq!(
+                outputs[0], outputs[1],
+                "{cmd}: the padding changed the output"
+            );
+        }
+    }
+    // A mapped x64dbg trace: the index, then the lookups that check it against the trace.
+    let trace = dir.join("legacy-tid.trace64");
+    std::fs::copy(testdata("x64dbg/legacy-tid.trace64"), &trace).unwrap();
+    let t = trace.as_os_str();
+    let runs: [&[&std::ffi::OsStr]; 3] = [
+        &["-q".as_ref(), "index".as_ref(), t],
+        &[
+            "-q".as_ref(),
+            "xref".as_ref(),
+            t,
+            "--pc".as_ref(),
+            "0x0".as_ref(),
+        ],
+        &[
+            "-q".as_ref(),
+            "mem".as_ref(),
+            t,
+            "--at".as_ref(),
+            "40".as_ref(),
+            "[rsp]".as_ref(),
+            "16".as_ref(),
+        ],
+    ];
+    for args in runs {
+        let mut out = String::new();
+        let n = opens_during(&trace, || out = ok_output(args));
+        assert_eq!(n, 1, "{args:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `GET /api/{call}` of the server at `port` with `token`: status and body.
+#[cfg(target_os = "linux")]
+fn api_get(port: u16, token: &str, call: &str) -> (u16, serde_json::Value) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let sep = if call.contains('?') { '&' } else { '?' };
+    write!(
+        s,
+        "GET /api/{call}{sep}token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let text = String::from_utf8_lossy(&all);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap())
+}
+
+/// `serve` opens its trace once: every worker, the info, the rows' second reader and
+/// the background index read through the handle opened at the start.
+#[cfg(target_os = "linux")]
+#[test]
+fn serve_opens_its_trace_once() {
+    use std::io::BufRead;
+    let dir = temp_dir("serve-once");
+    let trace = dir.join("legacy-tid.trace64");
+    std::fs::copy(testdata("x64dbg/legacy-tid.trace64"), &trace).unwrap();
+    let opens = opens_during(&trace, || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+            .args(["serve", "--port", "0"])
+            .arg(&trace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let rest = line.trim().strip_prefix("http://127.0.0.1:").unwrap();
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        let port: u16 = port.parse().unwrap();
+        let start = std::time::Instant::now();
+        while api_get(port, token, "status").1["index"]["state"] != "ready" {
+            assert!(start.elapsed() < std::time::Duration::from_secs(60));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        // Calls side by side, so that several workers are made.
+        let calls = [
+            "info",
+            "rows?from=0&count=50",
+            "rows?from=100&count=5",
+            "state?i=30",
+        ];
+        std::thread::scope(|s| {
+            for call in calls {
+                s.spawn(move || {
+                    let (status, body) = api_get(port, token, call);
+                    assert_eq!(status, 200, "{call}: {body}");
+                });
+            }
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+    });
+    assert_eq!(opens, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `mem` at a register address reads the trace twice (the register's value, then the
+/// memory): from `<(…)` too, where the path cannot be opened again for a second reader.
+#[test]
+fn mem_at_a_register_reads_a_pipe_once() {
+    let file = testdata("x64dbg/basic.trace64");
+    let args = ["--at", "40", "[rsp]", "16"];
+    let want = tracekit(
+        [std::ffi::OsStr::new("-q"), "mem".as_ref(), file.as_os_str()]
+            .into_iter()
+            .chain(args.iter().map(std::ffi::OsStr::new)),
+    );
+    assert_eq!(want.status.code(), Some(0), "{}", stderr(&want));
+    for producer in ["cat", "gzip -c"] {
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "exec \"$0\" -q mem <({producer} \"$1\") {}",
+                args.join(" ")
+            ))
+            .arg(env!("CARGO_BIN_EXE_tracekit"))
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{producer}: {}", stderr(&o));
+        assert_eq!(stdout(&o), stdout(&want), "{producer}");
+    }
+}
+
+/// The seeds made for targets whose bytes are not a file format
+/// (`testdata/fuzz-seeds/TARGET/`, see docs/fuzzing.md) belong to a target and run through it.
+#[test]
+fn made_fuzz_seeds_run_through_their_targets() {
+    let mut seeds = 0;
+    for target in std::fs::read_dir(testdata("fuzz-seeds")).unwrap() {
+        let target = target.unwrap();
+        let name = target.file_name().to_string_lossy().into_owned();
+        for seed in std::fs::read_dir(target.path()).unwrap() {
+            let data = std::fs::read(seed.unwrap().path()).unwrap();
+            assert!(tracekit::fuzz_target(&name, &data), "no fuzz target {name}");
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 10, "{seeds} seeds");
+}

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde_json::{Map, Value, json};
-use trace_registry::analyses::index::{self, BuildOptions, Sidecar};
+use trace_registry::analyses::index::{self, BuildOptions, Identity, Sidecar};
 use trace_registry::analyses::mem::{MemQuery, mem_of};
 use trace_registry::analyses::state::state_of;
 use trace_registry::analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
@@ -60,12 +60,14 @@ struct Meta {
     reg_names: Vec<String>,
 }
 
-/// The trace a server serves, shared by its workers: how to open it, what is known of
-/// it, and the background index.
+/// The trace a server serves, shared by its workers: the input opened at the start (the
+/// path is opened once: see [`Shared::input`]), what is known of it, and the background
+/// index.
 struct Shared {
     handler: &'static dyn Handler,
     file: OsString,
-    forced: Option<String>,
+    /// The input opened at the start, which the workers' inputs are made from.
+    opened: Mutex<Input>,
     /// The user's options (`state`, `mem`, `xref` answer as the CLI does with them).
     options: Options,
     /// The same with `disasm` (the rows are `dump --disasm`'s).
@@ -126,6 +128,19 @@ fn open_input(file: &OsStr, forced: Option<&str>) -> Result<(Input, &'static dyn
     Ok((input, handler))
 }
 
+impl Shared {
+    /// Another input over the trace, for a worker or the index build: from the handle
+    /// opened at the start, as the file is now (see [`Input::again`]), never by opening
+    /// the path again (it may name another file by now).
+    fn input(&self) -> Result<Input, Error> {
+        let again = lock(&self.opened).again();
+        let mut input = again
+            .unwrap_or_else(|| Err(Error::Unsupported("the trace cannot be read again".into())))?;
+        input.bytes()?;
+        Ok(input)
+    }
+}
+
 /// The progress hook of the index build: moves the status's `done` from the start of
 /// `span` to its end as the steps indexed go from 0 to `count` (never back).
 fn progress_hook(
@@ -184,7 +199,9 @@ impl Api {
         let shared = Shared {
             handler,
             file: file.to_owned(),
-            forced: forced.map(str::to_owned),
+            opened: Mutex::new(input.share().ok_or_else(|| {
+                CliError::Usage("`tracekit serve` reads a file, not a stream".into())
+            })?),
             options: options.clone(),
             row_options: Options {
                 disasm: true,
@@ -285,8 +302,8 @@ impl Api {
                     *made = made.saturating_add(1);
                     drop(made);
                     drop(idle);
-                    return match open_input(&s.file, s.forced.as_deref()) {
-                        Ok((input, _)) => Ok(Worker::new(Arc::clone(s), input)),
+                    return match s.input() {
+                        Ok(input) => Ok(Worker::new(Arc::clone(s), input)),
                         Err(e) => {
                             let mut made = lock(&s.made);
                             *made = made.saturating_sub(1);
@@ -349,7 +366,8 @@ impl Api {
             st.error = error;
         };
         let total = lock(&s.index).total;
-        let (mut input, handler) = match open_input(&s.file, s.forced.as_deref()) {
+        let handler = s.handler;
+        let mut input = match s.input() {
             Ok(x) => x,
             Err(e) => return set("failed", 0, Some(e.to_string())),
         };
@@ -408,9 +426,9 @@ impl Api {
             Err(e) => (Err(e), None),
         };
         let opened = built.map_err(|e| e.to_string()).and_then(|b| {
-            let trace = Path::new(&s.file);
+            let trace = Identity::of_input(&input).map_err(|e| e.to_string())?;
             let mut sidecar =
-                Sidecar::open(&b.path, trace, handler.name()).map_err(|why| format!("{why:?}"))?;
+                Sidecar::open(&b.path, &trace, handler.name()).map_err(|why| format!("{why:?}"))?;
             let seek = sidecar.seek_index().map_err(|e| e.to_string())?;
             Ok((sidecar, seek))
         });
@@ -665,8 +683,8 @@ impl Worker {
         let s = Arc::clone(&self.shared);
         let mut cached = lock(&s.info);
         if cached.is_none() {
-            let mut input = match open_input(&s.file, s.forced.as_deref()) {
-                Ok((input, _)) => input,
+            let mut input = match s.input() {
+                Ok(input) => input,
                 Err(e) => return Err(failure(&e, None)),
             };
             let info = s.handler.info(&mut input, &mut Ctx::new(&s.options));
@@ -833,8 +851,7 @@ impl Worker {
         let from = first.i.unwrap_or(0);
         let s = Arc::clone(&self.shared);
         if self.second.is_none() {
-            let (input, _) =
-                open_input(&s.file, s.forced.as_deref()).map_err(|e| failure(&e, None))?;
+            let input = s.input().map_err(|e| failure(&e, None))?;
             self.second = Some(input);
         }
         let Some(input) = self.second.as_mut() else {
