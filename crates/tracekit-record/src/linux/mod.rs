@@ -251,6 +251,10 @@ struct Tracer<W: Write> {
     over_count: HashMap<u64, u32>,
     /// Pids of vforked children (they share the memory: their breakpoints stay).
     vforks: HashSet<Pid>,
+    /// The ranges' starts as hardware breakpoints (DR0–DR3 of each thread, armed while it
+    /// runs free), when there are at most four ranges and no module: no byte of the program
+    /// changes for them, so no thread can slip past while another steps over one.
+    hw_entries: Vec<u64>,
 }
 
 /// Runs the program under ptrace and records it; see [`crate::record`].
@@ -296,6 +300,7 @@ pub fn record<W: Write>(
         ever_planted: HashSet::new(),
         over_count: HashMap::new(),
         vforks: HashSet::new(),
+        hw_entries: Vec::new(),
     };
     let result = tracer.run();
     if result.is_err() {
@@ -388,7 +393,9 @@ impl<W: Write> Tracer<W> {
     /// Resumes `pid` one instruction (or detaches it once recording is over).
     fn resume(&mut self, pid: Pid, sig: Option<Signal>) -> Result<(), Error> {
         let r = if self.stopping {
-            self.threads.remove(&pid);
+            if self.threads.remove(&pid).is_some_and(|t| t.free) {
+                self.arm(pid, false);
+            }
             ptrace::detach(pid, sig)
         } else if self.threads.get(&pid).is_some_and(|t| t.free) {
             ptrace::cont(pid, sig)
@@ -433,11 +440,17 @@ impl<W: Write> Tracer<W> {
         if self.stopping {
             return self.resume(pid, None);
         }
+        for (k, &at) in self.hw_entries.iter().enumerate() {
+            let offset = DEBUG_REGS_OFFSET.saturating_add(8 * k);
+            ptrace::write_user(pid, offset as ptrace::AddressType, at as nix::libc::c_long)
+                .map_err(ptrace_err("PTRACE_POKEUSER (debug register)"))?;
+        }
         let regs = self.regs(pid)?;
         if self.in_range(regs.rip) {
             self.capture(pid, &regs);
         } else if let Some(t) = self.threads.get_mut(&pid) {
             t.free = true;
+            self.arm(pid, true);
         }
         self.resume(pid, None)
     }
@@ -465,6 +478,18 @@ impl<W: Write> Tracer<W> {
         };
         if let Some(at) = over {
             self.end_over(pid, at);
+        }
+        if free && sig == Signal::SIGTRAP && self.hw_entries.contains(&regs.rip) {
+            // A hardware breakpoint at a range's start (it stops before the instruction).
+            self.arm(pid, false);
+            if !self.stopping {
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.free = false;
+                    t.xstate_stale = true;
+                }
+                self.prepare(pid, &regs, Left::Breakpoint)?;
+            }
+            return self.resume(pid, None);
         }
         if free {
             let at = regs.rip.wrapping_sub(1);
@@ -798,6 +823,23 @@ impl<W: Write> Tracer<W> {
             return Ok(());
         }
         let rip = self.regs(pid)?.rip;
+        if let Some(scope) = &mut self.scope
+            && scope.missing.is_empty()
+            && (1..=4).contains(&scope.unplanted.len())
+        {
+            // Probe: the debug registers may be refused (some virtual machines).
+            let probe = ptrace::write_user(
+                pid,
+                DEBUG_REGS_OFFSET as ptrace::AddressType,
+                scope.unplanted.first().copied().unwrap_or(0) as nix::libc::c_long,
+            );
+            if probe.is_ok() {
+                self.hw_entries = core::mem::take(&mut scope.unplanted);
+                // The trace shows the thread's own debug registers (start_thread reads them
+                // before setting ours).
+                let _ = ptrace::write_user(pid, DEBUG_REGS_OFFSET as ptrace::AddressType, 0);
+            }
+        }
         let entry = auxv_value(pid, AT_ENTRY)?;
         // A static program starts at its entry point: nothing will be mapped later.
         let last = entry.is_none_or(|e| e == rip);
@@ -930,7 +972,24 @@ impl<W: Write> Tracer<W> {
             t.pending = None;
             t.xstate_stale = true;
         }
+        self.arm(pid, true);
         Ok(())
+    }
+
+    /// Arms (a thread about to run free) or disarms (about to be stepped or detached) the
+    /// hardware breakpoints of `pid`: DR7's local enable bits, execution, one byte.
+    fn arm(&mut self, pid: Pid, on: bool) {
+        if self.hw_entries.is_empty() {
+            return;
+        }
+        let dr7: u64 = if on {
+            (0..self.hw_entries.len()).map(|k| 1u64 << (2 * k)).sum()
+        } else {
+            0
+        };
+        let offset = DEBUG_REGS_OFFSET.saturating_add(8 * 7);
+        // A thread that died meanwhile: its exit comes.
+        let _ = ptrace::write_user(pid, offset as ptrace::AddressType, dr7 as nix::libc::c_long);
     }
 
     /// After a jump out of the ranges (a PLT stub, a tail call): the first of the three
