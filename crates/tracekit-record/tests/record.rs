@@ -110,6 +110,25 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// SIGTRAPs the program raises itself, caught by its handler: one by `raise`, one by an
+/// `int3`; exits with the count. SA_NODEFER: a step trap while SIGTRAP is blocked (in the
+/// handler) makes the kernel reset the handler to the default (force_sig), for any
+/// single-stepping tracer.
+const TRAPS: &str = r#"
+#include <signal.h>
+volatile int traps;
+static void on_trap(int s) { (void)s; traps++; }
+int main(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_trap;
+    sa.sa_flags = SA_NODEFER;
+    sigaction(SIGTRAP, &sa, 0);
+    raise(SIGTRAP);
+    __asm__ volatile ("int3");
+    return traps + 40;
+}
+"#;
+
 /// A forked child that exits 3 (waited for), then execve of /bin/true.
 const FORK_EXEC: &str = r#"
 #include <sys/wait.h>
@@ -507,7 +526,7 @@ fn max_stops_the_recording_and_the_program_runs_on() {
     let Some(env) = available("max_stops_the_recording_and_the_program_runs_on") else {
         return;
     };
-    let exe = build(&env.dir, "stores", STORES, true).unwrap();
+    let exe = build(&env.dir, "stores_max", STORES, true).unwrap();
     let (bytes, summary) = record(env, &exe, b"abc", Some(1000)).unwrap();
     assert_eq!(summary.instructions, 1000);
     assert!(summary.stopped_at_max);
@@ -672,7 +691,9 @@ fn a_module_never_mapped_is_an_error() {
         return;
     };
     for static_ in [true, false] {
-        let name = if static_ { "ranges" } else { "ranges_dyn" };
+        // Names of their own: tests run in parallel, and gcc must not rewrite a file
+        // another test executes.
+        let name = if static_ { "nomodule" } else { "nomodule_dyn" };
         let exe = build(&env.dir, name, RANGES, static_).unwrap();
         let opts = Options {
             modules: vec!["libnothere.so".into()],
@@ -693,7 +714,7 @@ fn two_threads_share_the_breakpoints_of_a_range() {
     let Some(env) = available("two_threads_share_the_breakpoints_of_a_range") else {
         return;
     };
-    let exe = build(&env.dir, "threads", THREADS, true).unwrap();
+    let exe = build(&env.dir, "threads_range", THREADS, true).unwrap();
     let (a, b) = symbol_range(&exe, "fill");
     let opts = Options {
         ranges: vec![(a, b)],
@@ -719,4 +740,24 @@ fn two_threads_share_the_breakpoints_of_a_range() {
         let expected: Vec<(u64, u64)> = (0..8).map(|i| (at + 8 * i, base + i)).collect();
         assert_eq!(stores, expected, "stores into {name}");
     }
+}
+
+#[test]
+fn sigtraps_the_program_raises_are_delivered() {
+    let Some(env) = available("sigtraps_the_program_raises_are_delivered") else {
+        return;
+    };
+    let exe = build(&env.dir, "traps", TRAPS, true).unwrap();
+    assert_eq!(run_plain(&exe, &[]).0, Some(42));
+    let (bytes, summary) = record(env, &exe, b"", None).unwrap();
+    assert_eq!(
+        summary.exit,
+        Exit::Code(42),
+        "both traps reached the handler"
+    );
+    let handler = symbol(&exe, "on_trap");
+    assert_eq!(
+        read(&bytes).pcs.iter().filter(|&&p| p == handler).count(),
+        2
+    );
 }

@@ -515,7 +515,7 @@ impl<W: Write> Tracer<W> {
             Some(t) => (t.injected.take(), t.interrupted.take()),
             None => (None, None),
         };
-        if sig == Signal::SIGTRAP {
+        if sig == Signal::SIGTRAP && (injected.is_some() || !self.own_trap(pid)) {
             let left = if let Some(s) = injected
                 && caught(pid, s)
             {
@@ -555,6 +555,23 @@ impl<W: Write> Tracer<W> {
             t.xstate_stale = true;
         }
         self.resume(pid, Some(sig))
+    }
+
+    /// Whether a `SIGTRAP` stop of stepping `pid` is the program's own signal, to deliver,
+    /// rather than the step's report: its instruction was `int3` (the trap it raises), or
+    /// a system call during which a process sent the signal (`raise`, `kill`: a signal sent
+    /// by a process has `si_code` ≤ 0; the step's own report, `TRAP_BRKPT`, merges into it).
+    fn own_trap(&self, pid: Pid) -> bool {
+        let Some(p) = self.threads.get(&pid).and_then(|t| t.pending.as_ref()) else {
+            return false;
+        };
+        match p.opcode.get(..p.len) {
+            Some([0xcc] | [0xcd, 0x03]) => true,
+            Some(op) if op == SYSCALL => {
+                ptrace::getsiginfo(pid).is_ok_and(|info| info.si_code <= 0)
+            }
+            _ => false,
+        }
     }
 
     /// The first stop of a thread or forked child.
