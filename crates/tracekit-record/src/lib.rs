@@ -11,6 +11,11 @@
 //! user memory (`read`, `fstat`, `clock_gettime`, …, see [`syscalls`]) get the words the
 //! kernel wrote as memory writes of the `syscall` instruction's step.
 //!
+//! With [`Options::ranges`] or [`Options::modules`] only the instructions inside those
+//! address ranges are stepped and recorded; outside them the program runs at full speed
+//! until a breakpoint at an entry point or a return address brings a thread back (see
+//! [`scope`] and the README's "Ranges").
+//!
 //! The recorder is Linux x86-64 only; elsewhere [`record`] returns
 //! [`Error::Unsupported`]. The program is started through a *helper*: a process that calls
 //! [`exec_traced`] (`PTRACE_TRACEME`, no address-space randomisation, `execvp`), so that
