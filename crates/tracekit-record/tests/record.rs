@@ -761,3 +761,38 @@ fn sigtraps_the_program_raises_are_delivered() {
         2
     );
 }
+
+#[test]
+fn max_counts_recorded_instructions_and_removes_the_breakpoints() {
+    let Some(env) = available("max_counts_recorded_instructions_and_removes_the_breakpoints")
+    else {
+        return;
+    };
+    let exe = build(&env.dir, "ranges_max", RANGES, true).unwrap();
+    let args = ["5"];
+    let (code, plain_out) = run_plain(&exe, &args);
+    let (a, b) = symbol_range(&exe, "work");
+    // A range (a hardware breakpoint at its start) and a module (int3 breakpoints at its
+    // function symbols): after --max the program runs on untraced, unharmed.
+    for opts in [
+        Options {
+            ranges: vec![(a, b)],
+            ..Options::default()
+        },
+        Options {
+            modules: vec!["ranges_max".into()],
+            ..Options::default()
+        },
+    ] {
+        let opts = Options {
+            max: Some(30),
+            ..opts
+        };
+        let (bytes, summary, out) = record_with(env, &exe, &args, b"", opts.clone()).unwrap();
+        assert_eq!(summary.instructions, 30, "{opts:?}");
+        assert!(summary.stopped_at_max);
+        assert_eq!(read(&bytes).pcs.len(), 30);
+        assert_eq!(Some(summary.exit), code.map(Exit::Code), "{opts:?}");
+        assert_eq!(out, plain_out, "{opts:?}");
+    }
+}

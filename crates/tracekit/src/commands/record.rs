@@ -34,9 +34,9 @@ pub struct RecordArgs {
     #[arg(long, value_name = "N", value_parser = args::number)]
     pub max: Option<u64>,
     /// Record only instructions at addresses A (inclusive) to B (exclusive), decimal or hex
-    /// (0x…); repeatable. Outside the ranges the program runs at full speed; a thread comes
-    /// back into the recording at a range's start A, or where a call out of a range
-    /// returns.
+    /// (0x…); repeatable; A must be an instruction's address. Outside the ranges the
+    /// program runs at full speed; a thread comes back into the recording at a range's
+    /// start A, or where a call out of a range returns.
     #[arg(long = "range", value_name = "A:B", value_parser = range)]
     pub ranges: Vec<(u64, u64)>,
     /// Record only the code of an image mapped in the process: a path or file name as
