@@ -11,6 +11,11 @@
 //! user memory (`read`, `fstat`, `clock_gettime`, …, see [`syscalls`]) get the words the
 //! kernel wrote as memory writes of the `syscall` instruction's step.
 //!
+//! With [`Options::ranges`] or [`Options::modules`] only the instructions inside those
+//! address ranges are stepped and recorded; outside them the program runs at full speed
+//! until a breakpoint at an entry point or a return address brings a thread back (see
+//! [`scope`] and the README's "Ranges").
+//!
 //! The recorder is Linux x86-64 only; elsewhere [`record`] returns
 //! [`Error::Unsupported`]. The program is started through a *helper*: a process that calls
 //! [`exec_traced`] (`PTRACE_TRACEME`, no address-space randomisation, `execvp`), so that
@@ -35,6 +40,7 @@
 
 pub mod operands;
 pub mod regs;
+pub mod scope;
 pub mod syscalls;
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -67,6 +73,13 @@ pub struct Options {
     /// seeds glibc derives from them are the same in every run. Thread ids, `cpuid`'s APIC
     /// id, time and `rdtsc` still differ. The canary is then predictable: for tracing only.
     pub fixed_random: bool,
+    /// Address ranges `(start, end)`, `end` exclusive: when any range or module is given,
+    /// only instructions inside them are single-stepped and recorded; outside them the
+    /// program runs at full speed (see [`scope`]).
+    pub ranges: Vec<(u64, u64)>,
+    /// Modules (images mapped in the process, by path or file name) whose executable
+    /// mappings are ranges to record, found once the program reaches its entry point.
+    pub modules: Vec<String>,
 }
 
 /// How the program ended.
@@ -115,6 +128,10 @@ pub struct Summary {
     pub execed: bool,
     /// Recording stopped at [`Options::max`].
     pub stopped_at_max: bool,
+    /// Times a thread left the ranges and ran at full speed (0 without ranges).
+    pub gaps: u64,
+    /// The ranges recorded, the modules' resolved (empty without ranges).
+    pub ranges: Vec<(u64, u64)>,
 }
 
 /// Why a recording failed.
@@ -158,6 +175,17 @@ pub enum Error {
         program: String,
         /// The error number.
         errno: nix::errno::Errno,
+    },
+    /// A `--module` was not mapped in the process when the program reached its entry
+    /// point (the program is killed; nothing of its own code ran).
+    #[error(
+        "module {name:?} is not mapped in the process at its entry point; mapped images: {mapped}"
+    )]
+    ModuleNotFound {
+        /// The name given.
+        name: String,
+        /// The file names of the images mapped then.
+        mapped: String,
     },
     /// An argument holds a NUL byte.
     #[error("an argument contains a NUL byte")]

@@ -82,6 +82,53 @@ int main(void) {
 }
 "#;
 
+/// A main loop that calls `work` (a range in the tests), which calls libc's `strlen`
+/// (outside), and formats a line with libc's `snprintf` (outside); prints the result and
+/// exits with a status made of it. The loop count is the first argument.
+const RANGES: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+char text[2048];
+char line[256];
+__attribute__((noinline)) long work(long i) {
+    long s = 0;
+    for (int k = 0; k < 8; k++) s += text[k] ^ i;
+    s += strlen(text);
+    return s;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 10;
+    memset(text, 'a', 1000);
+    long total = 0;
+    for (int i = 0; i < n; i++) {
+        total += work(i);
+        snprintf(line, sizeof line, "%d %ld", i, total);
+    }
+    printf("%ld %s\n", total, line);
+    return (int)(total & 0x7f);
+}
+"#;
+
+/// SIGTRAPs the program raises itself, caught by its handler: one by `raise`, one by an
+/// `int3`; exits with the count. SA_NODEFER: a step trap while SIGTRAP is blocked (in the
+/// handler) makes the kernel reset the handler to the default (force_sig), for any
+/// single-stepping tracer.
+const TRAPS: &str = r#"
+#include <signal.h>
+volatile int traps;
+static void on_trap(int s) { (void)s; traps++; }
+int main(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_trap;
+    sa.sa_flags = SA_NODEFER;
+    sigaction(SIGTRAP, &sa, 0);
+    raise(SIGTRAP);
+    __asm__ volatile ("int3");
+    return traps + 40;
+}
+"#;
+
 /// A forked child that exits 3 (waited for), then execve of /bin/true.
 const FORK_EXEC: &str = r#"
 #include <sys/wait.h>
@@ -177,9 +224,25 @@ fn record(
     stdin: &[u8],
     max: Option<u64>,
 ) -> Result<(Vec<u8>, Summary), tracekit_record::Error> {
+    let opts = Options {
+        max,
+        ..Options::default()
+    };
+    record_with(env, exe, &[], stdin, opts).map(|(t, s, _)| (t, s))
+}
+
+/// As [`record`], with arguments and options; also gives what the program wrote on stdout.
+fn record_with(
+    env: &Env,
+    exe: &Path,
+    args: &[&str],
+    stdin: &[u8],
+    opts: Options,
+) -> Result<(Vec<u8>, Summary, Vec<u8>), tracekit_record::Error> {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let input = env.dir.join(format!("stdin-{n}.bin"));
+    let output = env.dir.join(format!("stdout-{n}.bin"));
     std::fs::write(&input, stdin).unwrap();
     // The helper runs with an empty environment and the input file as stdin.
     let launch = Launch {
@@ -187,26 +250,40 @@ fn record(
         helper_args: vec![
             "-c".into(),
             format!(
-                "exec env -i {} \"$0\" \"$@\" < {}",
+                "exec env -i {} \"$0\" \"$@\" < {} > {}",
                 env.helper.display(),
-                input.display()
+                input.display(),
+                output.display()
             )
             .into(),
         ],
     };
     let opts = Options {
-        max,
         path: exe.display().to_string(),
         fixed_random: true,
+        ..opts
     };
-    tracekit_record::record(
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let (trace, summary) = tracekit_record::record(
         &launch,
         exe.as_os_str(),
-        &[] as &[OsString],
+        &args,
         Vec::new(),
         &opts,
         Box::new(|note| eprintln!("{note}")),
-    )
+    )?;
+    Ok((trace, summary, std::fs::read(&output).unwrap_or_default()))
+}
+
+/// What `exe ARGS` does when run directly (empty environment): exit code and stdout.
+fn run_plain(exe: &Path, args: &[&str]) -> (Option<i32>, Vec<u8>) {
+    let o = Command::new(exe)
+        .args(args)
+        .env_clear()
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (o.status.code(), o.stdout)
 }
 
 /// A memory access as read back: address, old, new.
@@ -215,6 +292,8 @@ type Access = (u64, u64, Option<u64>);
 /// The pcs, threads and memory writes `(address, new)` of a trace.
 struct Read {
     pcs: Vec<u64>,
+    /// rsp before each instruction.
+    rsp: Vec<u64>,
     threads: Vec<u32>,
     writes: Vec<(u64, u64)>,
     /// Per instruction: opcode, rax before, memory (address, old, new).
@@ -226,6 +305,7 @@ fn read(bytes: &[u8]) -> Read {
     let mut replay = trace.replay();
     let mut r = Read {
         pcs: Vec::new(),
+        rsp: Vec::new(),
         threads: Vec::new(),
         writes: Vec::new(),
         steps: Vec::new(),
@@ -233,6 +313,7 @@ fn read(bytes: &[u8]) -> Read {
     while let Some(ins) = replay.next_instruction() {
         let ins = ins.unwrap();
         r.pcs.push(replay.regs().ip());
+        r.rsp.push(replay.regs().sp());
         r.threads.push(ins.thread());
         let mem: Vec<_> = ins.mem().map(|m| (m.address, m.old, m.new)).collect();
         for &(a, _, n) in &mem {
@@ -248,18 +329,34 @@ fn read(bytes: &[u8]) -> Read {
 
 /// The address of `symbol` in `exe` (nm).
 fn symbol(exe: &Path, symbol: &str) -> u64 {
-    let out = Command::new("nm").arg(exe).output().expect("nm");
+    symbol_range(exe, symbol).0
+}
+
+/// The address range `(start, end)` of `symbol` in `exe` (`nm -S`).
+fn symbol_range(exe: &Path, symbol: &str) -> (u64, u64) {
+    let out = Command::new("nm").arg("-S").arg(exe).output().expect("nm");
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
+    let fields: Vec<&str> = text
         .lines()
-        .find(|l| l.split_whitespace().nth(2) == Some(symbol))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.last() == Some(&symbol))
         .unwrap_or_else(|| panic!("{symbol} not in nm's output"));
-    u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+    let start = u64::from_str_radix(fields[0], 16).unwrap();
+    let size = match fields.len() {
+        4 => u64::from_str_radix(fields[1], 16).unwrap(),
+        _ => 0,
+    };
+    (start, start + size)
 }
 
 /// GDB's pcs when it single-steps `exe` from its first instruction to its exit, with
 /// `stdin` as input and an empty environment (GDB's LINES and COLUMNS unset).
 fn gdb_pcs(env: &Env, exe: &Path, stdin: &[u8]) -> Option<Vec<u64>> {
+    gdb_pcs_with(env, exe, &[], stdin)
+}
+
+/// [`gdb_pcs`] with arguments.
+fn gdb_pcs_with(env: &Env, exe: &Path, args: &[&str], stdin: &[u8]) -> Option<Vec<u64>> {
     if Command::new("gdb")
         .arg("--version")
         .stdout(Stdio::null())
@@ -276,8 +373,9 @@ fn gdb_pcs(env: &Env, exe: &Path, stdin: &[u8]) -> Option<Vec<u64>> {
         &script,
         format!(
             "set pagination off\nset confirm off\nset startup-with-shell off\n\
-             unset environment LINES\nunset environment COLUMNS\nstarti < {}\n\
+             unset environment LINES\nunset environment COLUMNS\nstarti {} < {}\n\
              while 1\n  printf \"PC %lx\\n\", $pc\n  stepi\nend\n",
+            args.join(" "),
             input.display()
         ),
     )
@@ -428,7 +526,7 @@ fn max_stops_the_recording_and_the_program_runs_on() {
     let Some(env) = available("max_stops_the_recording_and_the_program_runs_on") else {
         return;
     };
-    let exe = build(&env.dir, "stores", STORES, true).unwrap();
+    let exe = build(&env.dir, "stores_max", STORES, true).unwrap();
     let (bytes, summary) = record(env, &exe, b"abc", Some(1000)).unwrap();
     assert_eq!(summary.instructions, 1000);
     assert!(summary.stopped_at_max);
@@ -459,4 +557,242 @@ fn forks_run_untraced_and_execve_ends_the_trace() {
     // The last instruction is the execve.
     let (op, rax, _) = r.steps.last().unwrap();
     assert_eq!((op.as_slice(), *rax), (&[0x0f, 0x05][..], 59));
+}
+
+#[test]
+fn a_range_records_only_its_instructions_and_libc_runs_free() {
+    let Some(env) = available("a_range_records_only_its_instructions_and_libc_runs_free") else {
+        return;
+    };
+    let exe = build(&env.dir, "ranges", RANGES, true).unwrap();
+    let (a, b) = symbol_range(&exe, "work");
+    let n = 3;
+    let args = ["3"];
+    let (full_bytes, full, full_out) =
+        record_with(env, &exe, &args, b"", Options::default()).unwrap();
+    let opts = Options {
+        ranges: vec![(a, b)],
+        ..Options::default()
+    };
+    let (bytes, ranged, out) = record_with(env, &exe, &args, b"", opts).unwrap();
+    // The program does what it does untraced.
+    let (code, plain_out) = run_plain(&exe, &args);
+    assert_eq!(Some(full.exit), code.map(Exit::Code));
+    assert_eq!(Some(ranged.exit), code.map(Exit::Code));
+    assert_eq!(out, plain_out);
+    assert_eq!(full_out, plain_out);
+    // Only the range, and all of it: the full recording's instructions in the range, in
+    // order (the full recording's pcs are GDB's, see the stores test).
+    let r = read(&bytes);
+    assert!(
+        r.pcs.iter().all(|p| (a..b).contains(p)),
+        "a pc outside the range"
+    );
+    let inside: Vec<u64> = read(&full_bytes)
+        .pcs
+        .into_iter()
+        .filter(|p| (a..b).contains(p))
+        .collect();
+    assert_eq!(
+        r.pcs.len(),
+        inside.len(),
+        "count differs from the full recording's"
+    );
+    assert!(r.pcs == inside, "pcs differ from the full recording's");
+    assert_eq!(ranged.instructions, r.pcs.len() as u64);
+    assert_eq!(
+        r.pcs.iter().filter(|&&p| p == a).count(),
+        n,
+        "one entry a call"
+    );
+    assert!(ranged.gaps >= n as u64, "{}", ranged.gaps);
+    // The registers after each gap are the program's: strlen's result (1000) in rax and
+    // the stack as before the call, at the instruction after the call.
+    let mut calls = 0;
+    for k in 0..r.pcs.len() - 1 {
+        if r.steps[k].0[0] == 0xe8 {
+            assert_eq!(r.pcs[k + 1], r.pcs[k] + 5, "back after the call");
+            assert_eq!(r.steps[k + 1].1, 1000, "rax = strlen(text)");
+            assert_eq!(r.rsp[k + 1], r.rsp[k], "rsp after the return");
+            calls += 1;
+        }
+    }
+    assert_eq!(calls, n);
+    // Faster than recording everything.
+    eprintln!(
+        "full: {} instructions in {:?}; --range: {} in {:?}",
+        full.instructions, full.elapsed, ranged.instructions, ranged.elapsed
+    );
+    assert!(ranged.elapsed < full.elapsed);
+    // GDB's single-stepping, restricted to the range.
+    if let Some(gdb) = gdb_pcs_with(env, &exe, &args, b"") {
+        let gdb: Vec<u64> = gdb.into_iter().filter(|p| (a..b).contains(p)).collect();
+        assert_eq!(gdb.len(), r.pcs.len(), "count differs from gdb's");
+        assert!(gdb == r.pcs, "pcs differ from gdb's");
+    }
+}
+
+#[test]
+fn a_module_is_the_main_executable_of_a_dynamic_program() {
+    let Some(env) = available("a_module_is_the_main_executable_of_a_dynamic_program") else {
+        return;
+    };
+    let exe = build(&env.dir, "ranges_dyn", RANGES, false).unwrap();
+    let args = ["3"];
+    let opts = Options {
+        modules: vec!["ranges_dyn".into()],
+        ..Options::default()
+    };
+    let (bytes, summary, out) = record_with(env, &exe, &args, b"", opts).unwrap();
+    let (code, plain_out) = run_plain(&exe, &args);
+    assert_eq!(Some(summary.exit), code.map(Exit::Code));
+    assert_eq!(out, plain_out);
+    let r = read(&bytes);
+    assert!(!summary.ranges.is_empty());
+    assert!(
+        r.pcs
+            .iter()
+            .all(|&p| summary.ranges.iter().any(|&(s, e)| (s..e).contains(&p))),
+        "a pc outside the executable's code"
+    );
+    // The first instruction recorded is the entry point (reached from the loader); main
+    // (called from libc) once; work three times.
+    let base = r.pcs[0] - symbol(&exe, "_start");
+    assert_eq!(base % 4096, 0, "{base:#x}");
+    let main = base + symbol(&exe, "main");
+    assert_eq!(r.pcs.iter().filter(|&&p| p == main).count(), 1);
+    let (wa, wb) = symbol_range(&exe, "work");
+    let (wa, wb) = (base + wa, base + wb);
+    assert_eq!(r.pcs.iter().filter(|&&p| p == wa).count(), 3);
+    // work's instructions are those a --range of work records (strlen through the PLT:
+    // the jump out of the module comes back at the return address).
+    let opts = Options {
+        ranges: vec![(wa, wb)],
+        ..Options::default()
+    };
+    let (only_work, _, _) = record_with(env, &exe, &args, b"", opts).unwrap();
+    let in_work: Vec<u64> = r
+        .pcs
+        .iter()
+        .copied()
+        .filter(|p| (wa..wb).contains(p))
+        .collect();
+    let only_work = read(&only_work).pcs;
+    assert!(!only_work.is_empty());
+    assert!(
+        in_work == only_work,
+        "work's pcs differ between --module and --range"
+    );
+}
+
+#[test]
+fn a_module_never_mapped_is_an_error() {
+    let Some(env) = available("a_module_never_mapped_is_an_error") else {
+        return;
+    };
+    for static_ in [true, false] {
+        // Names of their own: tests run in parallel, and gcc must not rewrite a file
+        // another test executes.
+        let name = if static_ { "nomodule" } else { "nomodule_dyn" };
+        let exe = build(&env.dir, name, RANGES, static_).unwrap();
+        let opts = Options {
+            modules: vec!["libnothere.so".into()],
+            ..Options::default()
+        };
+        match record_with(env, &exe, &["1"], b"", opts) {
+            Err(tracekit_record::Error::ModuleNotFound { name, mapped }) => {
+                assert_eq!(name, "libnothere.so");
+                assert!(mapped.contains(&format!("{}", exe.file_name().unwrap().display())));
+            }
+            other => panic!("static {static_}: {:?}", other.map(|(_, s, _)| s)),
+        }
+    }
+}
+
+#[test]
+fn two_threads_share_the_breakpoints_of_a_range() {
+    let Some(env) = available("two_threads_share_the_breakpoints_of_a_range") else {
+        return;
+    };
+    let exe = build(&env.dir, "threads_range", THREADS, true).unwrap();
+    let (a, b) = symbol_range(&exe, "fill");
+    let opts = Options {
+        ranges: vec![(a, b)],
+        ..Options::default()
+    };
+    let (bytes, summary, _) = record_with(env, &exe, &[], b"", opts).unwrap();
+    assert_eq!(summary.exit, Exit::Code(7));
+    let r = read(&bytes);
+    assert!(r.pcs.iter().all(|p| (a..b).contains(p)));
+    let mut ids = r.threads.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "both threads ran fill");
+    assert_eq!(r.pcs.iter().filter(|&&p| p == a).count(), 2);
+    for (name, base) in [("a", 0x1000u64), ("b", 0x1100)] {
+        let at = symbol(&exe, name);
+        let stores: Vec<(u64, u64)> = r
+            .writes
+            .iter()
+            .copied()
+            .filter(|(a, _)| (at..at + 64).contains(a))
+            .collect();
+        let expected: Vec<(u64, u64)> = (0..8).map(|i| (at + 8 * i, base + i)).collect();
+        assert_eq!(stores, expected, "stores into {name}");
+    }
+}
+
+#[test]
+fn sigtraps_the_program_raises_are_delivered() {
+    let Some(env) = available("sigtraps_the_program_raises_are_delivered") else {
+        return;
+    };
+    let exe = build(&env.dir, "traps", TRAPS, true).unwrap();
+    assert_eq!(run_plain(&exe, &[]).0, Some(42));
+    let (bytes, summary) = record(env, &exe, b"", None).unwrap();
+    assert_eq!(
+        summary.exit,
+        Exit::Code(42),
+        "both traps reached the handler"
+    );
+    let handler = symbol(&exe, "on_trap");
+    assert_eq!(
+        read(&bytes).pcs.iter().filter(|&&p| p == handler).count(),
+        2
+    );
+}
+
+#[test]
+fn max_counts_recorded_instructions_and_removes_the_breakpoints() {
+    let Some(env) = available("max_counts_recorded_instructions_and_removes_the_breakpoints")
+    else {
+        return;
+    };
+    let exe = build(&env.dir, "ranges_max", RANGES, true).unwrap();
+    let args = ["5"];
+    let (code, plain_out) = run_plain(&exe, &args);
+    let (a, b) = symbol_range(&exe, "work");
+    // A range (a hardware breakpoint at its start) and a module (int3 breakpoints at its
+    // function symbols): after --max the program runs on untraced, unharmed.
+    for opts in [
+        Options {
+            ranges: vec![(a, b)],
+            ..Options::default()
+        },
+        Options {
+            modules: vec!["ranges_max".into()],
+            ..Options::default()
+        },
+    ] {
+        let opts = Options {
+            max: Some(30),
+            ..opts
+        };
+        let (bytes, summary, out) = record_with(env, &exe, &args, b"", opts.clone()).unwrap();
+        assert_eq!(summary.instructions, 30, "{opts:?}");
+        assert!(summary.stopped_at_max);
+        assert_eq!(read(&bytes).pcs.len(), 30);
+        assert_eq!(Some(summary.exit), code.map(Exit::Code), "{opts:?}");
+        assert_eq!(out, plain_out, "{opts:?}");
+    }
 }

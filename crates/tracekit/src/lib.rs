@@ -416,7 +416,8 @@ pub enum Cmd {
         index: IndexArg,
     },
     /// Run a program under ptrace and record every instruction of every thread (Linux
-    /// x86-64): `tracekit record [-o OUT] [--format x64dbg|tenet] [--max N] -- PROG ARGS…`.
+    /// x86-64), or only those in `--range`s and `--module`s: `tracekit record [-o OUT]
+    /// [--format x64dbg|tenet] [--range A:B]… [--module NAME]… [--max N] -- PROG ARGS…`.
     /// Exits with the program's exit status.
     Record {
         /// The command's own arguments.

@@ -12,12 +12,13 @@
 
 mod xstate;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{IoSliceMut, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Instant;
 
+use iced_x86::FlowControl;
 use nix::errno::Errno;
 use nix::sys::personality::{self, Persona};
 use nix::sys::ptrace::{self, Event, Options as PtraceOptions};
@@ -30,6 +31,7 @@ use trac_x64dbg::{Recorder, RecorderOptions, Step};
 
 use crate::operands::{self, MAX_WORDS, Operands};
 use crate::regs::{DebugRegs, UserRegs, regdump};
+use crate::scope::{self, contains};
 use crate::syscalls::{kernel_writes, words_of};
 use crate::{Error, Exit, Launch, Options, Summary};
 
@@ -44,6 +46,8 @@ const DEBUG_REGS_OFFSET: usize = 848;
 /// Big enough for every XSAVE layout the kernel reports (AVX-512 and AMX included).
 const XSTATE_BUF: usize = 16 * 1024;
 const PAGE: u64 = 4096;
+/// `int3`, the breakpoint planted at the entry points of the ranges.
+const INT3: u8 = 0xcc;
 
 fn ptrace_err(what: &'static str) -> impl Fn(Errno) -> Error {
     move |errno| Error::Ptrace { what, errno }
@@ -154,6 +158,44 @@ struct Pending {
     operand_words: usize,
     /// A system call: its number and arguments.
     syscall: Option<(u64, [u64; 6])>,
+    /// How it may leave the ranges.
+    flow: Flow,
+}
+
+/// How an instruction may leave the ranges: what tells where the thread comes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    /// A call: it comes back at the next instruction (the return address it pushes).
+    Call(u64),
+    /// A return: to a caller outside; nothing to wait for.
+    Return,
+    /// A jump or anything else (a tail call, a PLT stub's `jmp`): maybe back at the return
+    /// address on the stack.
+    Other,
+}
+
+/// Why a thread is at a pc outside the ranges: what may bring it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Left {
+    /// Its last instruction in a range did this.
+    Step(Flow),
+    /// A signal handler runs; the interrupted pc (in a range) is where it returns.
+    Signal(Option<u64>),
+    /// It hit a breakpoint that is not in a range (the resolution point): not a gap.
+    Breakpoint,
+}
+
+/// The ranges to record and what is still to be found.
+#[derive(Debug)]
+struct Scope {
+    ranges: Vec<(u64, u64)>,
+    /// Modules not mapped yet.
+    missing: Vec<String>,
+    /// Entry points whose breakpoint is not set yet (not mapped yet).
+    unplanted: Vec<u64>,
+    /// Where to look for them again: the program's entry point (`AT_ENTRY`), which a
+    /// dynamically linked program reaches after the loader mapped its libraries.
+    resolve_at: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -168,6 +210,12 @@ struct Thread {
     /// saved on integer code.
     xstate: Vec<u8>,
     xstate_stale: bool,
+    /// Running at full speed outside the ranges (`PTRACE_CONT`), until a breakpoint.
+    free: bool,
+    /// The breakpoint whose byte was put back for this thread's step.
+    over: Option<u64>,
+    /// The pc a signal interrupted (where its handler returns).
+    interrupted: Option<u64>,
 }
 
 /// What the tracer knows and keeps. Every wait is `__WNOTHREAD`: only this thread's
@@ -193,6 +241,20 @@ struct Tracer<W: Write> {
     /// [`Options::fixed_random`].
     fixed_random: bool,
     notes: Box<dyn FnMut(&str)>,
+    /// `--range`/`--module`: `None` records everything.
+    scope: Option<Scope>,
+    /// The breakpoints in the program's memory (shared by its threads), with the bytes
+    /// they replace; every address ever planted (to recognise a hit after removal); how
+    /// many threads are stepping over each (its byte put back meanwhile).
+    breakpoints: BTreeMap<u64, u8>,
+    ever_planted: HashSet<u64>,
+    over_count: HashMap<u64, u32>,
+    /// Pids of vforked children (they share the memory: their breakpoints stay).
+    vforks: HashSet<Pid>,
+    /// The ranges' starts as hardware breakpoints (DR0–DR3 of each thread, armed while it
+    /// runs free), when there are at most four ranges and no module: no byte of the program
+    /// changes for them, so no thread can slip past while another steps over one.
+    hw_entries: Vec<u64>,
 }
 
 /// Runs the program under ptrace and records it; see [`crate::record`].
@@ -228,6 +290,17 @@ pub fn record<W: Write>(
         stopping: opts.max == Some(0),
         fixed_random: opts.fixed_random,
         notes,
+        scope: (!opts.ranges.is_empty() || !opts.modules.is_empty()).then(|| Scope {
+            ranges: opts.ranges.clone(),
+            missing: opts.modules.clone(),
+            unplanted: opts.ranges.iter().map(|&(start, _)| start).collect(),
+            resolve_at: None,
+        }),
+        breakpoints: BTreeMap::new(),
+        ever_planted: HashSet::new(),
+        over_count: HashMap::new(),
+        vforks: HashSet::new(),
+        hw_entries: Vec::new(),
     };
     let result = tracer.run();
     if result.is_err() {
@@ -237,6 +310,9 @@ pub fn record<W: Write>(
     }
     result?;
     tracer.summary.elapsed = start.elapsed();
+    if let Some(scope) = &tracer.scope {
+        tracer.summary.ranges.clone_from(&scope.ranges);
+    }
     let summary = core::mem::take(&mut tracer.summary);
     let out = tracer.recorder.finish().map_err(Error::Write)?;
     Ok((out, summary))
@@ -278,6 +354,10 @@ fn spawn(launch: &Launch, program: &OsStr, args: &[OsString]) -> Result<Pid, Err
 impl<W: Write> Tracer<W> {
     fn run(&mut self) -> Result<(), Error> {
         let leader = self.leader;
+        if self.stopping {
+            self.scope = None;
+        }
+        self.setup_scope(leader)?;
         self.start_thread(leader)?;
         loop {
             let status = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
@@ -313,9 +393,21 @@ impl<W: Write> Tracer<W> {
     /// Resumes `pid` one instruction (or detaches it once recording is over).
     fn resume(&mut self, pid: Pid, sig: Option<Signal>) -> Result<(), Error> {
         let r = if self.stopping {
-            self.threads.remove(&pid);
+            if self.threads.remove(&pid).is_some_and(|t| t.free) {
+                self.arm(pid, false);
+            }
             ptrace::detach(pid, sig)
+        } else if self.threads.get(&pid).is_some_and(|t| t.free) {
+            ptrace::cont(pid, sig)
         } else {
+            if !self.breakpoints.is_empty()
+                && let Some(t) = self.threads.get(&pid)
+                && t.over.is_none()
+                && let Some(ip) = t.pending.as_ref().map(|p| p.dump.ip())
+                && self.breakpoints.contains_key(&ip)
+            {
+                self.begin_over(pid, ip);
+            }
             ptrace::step(pid, sig)
         };
         match r {
@@ -339,14 +431,27 @@ impl<W: Write> Tracer<W> {
                 injected: None,
                 xstate: Vec::new(),
                 xstate_stale: true,
+                free: false,
+                over: None,
+                interrupted: None,
             },
         );
         self.summary.threads = self.summary.threads.saturating_add(1);
         if self.stopping {
             return self.resume(pid, None);
         }
+        for (k, &at) in self.hw_entries.iter().enumerate() {
+            let offset = DEBUG_REGS_OFFSET.saturating_add(8 * k);
+            ptrace::write_user(pid, offset as ptrace::AddressType, at as nix::libc::c_long)
+                .map_err(ptrace_err("PTRACE_POKEUSER (debug register)"))?;
+        }
         let regs = self.regs(pid)?;
-        self.capture(pid, &regs);
+        if self.in_range(regs.rip) {
+            self.capture(pid, &regs);
+        } else if let Some(t) = self.threads.get_mut(&pid) {
+            t.free = true;
+            self.arm(pid, true);
+        }
         self.resume(pid, None)
     }
 
@@ -361,27 +466,71 @@ impl<W: Write> Tracer<W> {
         if !self.threads.contains_key(&pid) {
             return self.on_new(pid);
         }
-        let regs = match ptrace::getregs(pid) {
-            Ok(r) => user_regs(&r),
+        let mut raw = match ptrace::getregs(pid) {
+            Ok(r) => r,
             Err(Errno::ESRCH) => return Ok(()),
             Err(e) => return Err(ptrace_err("PTRACE_GETREGS")(e)),
         };
-        let injected = self.threads.get_mut(&pid).and_then(|t| t.injected.take());
-        if sig == Signal::SIGTRAP {
-            if let Some(s) = injected
+        let mut regs = user_regs(&raw);
+        let (free, over) = match self.threads.get_mut(&pid) {
+            Some(t) => (t.free, t.over.take()),
+            None => (false, None),
+        };
+        if let Some(at) = over {
+            self.end_over(pid, at);
+        }
+        if free && sig == Signal::SIGTRAP && self.hw_entries.contains(&regs.rip) {
+            // A hardware breakpoint at a range's start (it stops before the instruction).
+            self.arm(pid, false);
+            if !self.stopping {
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.free = false;
+                    t.xstate_stale = true;
+                }
+                self.prepare(pid, &regs, Left::Breakpoint)?;
+            }
+            return self.resume(pid, None);
+        }
+        if free {
+            let at = regs.rip.wrapping_sub(1);
+            if sig != Signal::SIGTRAP || !self.ever_planted.contains(&at) {
+                // The program's own signal.
+                return self.resume(pid, Some(sig));
+            }
+            // One of our breakpoints: back in a range (or at the resolution point). The
+            // int3 ran: the pc goes back to the instruction it replaces.
+            raw.rip = at;
+            regs.rip = at;
+            ptrace::setregs(pid, raw).map_err(ptrace_err("PTRACE_SETREGS"))?;
+            if !self.stopping {
+                if let Some(t) = self.threads.get_mut(&pid) {
+                    t.free = false;
+                    t.xstate_stale = true;
+                }
+                self.prepare(pid, &regs, Left::Breakpoint)?;
+            }
+            return self.resume(pid, None);
+        }
+        let (injected, interrupted) = match self.threads.get_mut(&pid) {
+            Some(t) => (t.injected.take(), t.interrupted.take()),
+            None => (None, None),
+        };
+        if sig == Signal::SIGTRAP && (injected.is_some() || !self.own_trap(pid)) {
+            let left = if let Some(s) = injected
                 && caught(pid, s)
             {
                 // The handler's first instruction: the pending one did not run.
                 if let Some(t) = self.threads.get_mut(&pid) {
                     t.pending = None;
                 }
+                Left::Signal(interrupted)
             } else {
-                self.finish_pending(pid, &regs)?;
-            }
+                Left::Step(self.finish_pending(pid, &regs)?)
+            };
             if self.stopping {
                 return self.resume(pid, None);
             }
-            self.capture(pid, &regs);
+            self.prepare(pid, &regs, left)?;
             return self.resume(pid, None);
         }
         // A signal for the program. The pending instruction ran if the pc moved (a system
@@ -393,16 +542,36 @@ impl<W: Write> Tracer<W> {
             .and_then(|t| t.pending.as_ref())
             .is_some_and(|p| p.dump.ip() != regs.rip);
         if moved {
-            self.finish_pending(pid, &regs)?;
+            let flow = self.finish_pending(pid, &regs)?;
             if !self.stopping {
-                self.capture(pid, &regs);
+                self.prepare(pid, &regs, Left::Step(flow))?;
             }
         }
-        if let Some(t) = self.threads.get_mut(&pid) {
+        if let Some(t) = self.threads.get_mut(&pid)
+            && !t.free
+        {
             t.injected = Some(sig);
+            t.interrupted = Some(regs.rip);
             t.xstate_stale = true;
         }
         self.resume(pid, Some(sig))
+    }
+
+    /// Whether a `SIGTRAP` stop of stepping `pid` is the program's own signal, to deliver,
+    /// rather than the step's report: its instruction was `int3` (the trap it raises), or
+    /// a system call during which a process sent the signal (`raise`, `kill`: a signal sent
+    /// by a process has `si_code` ≤ 0; the step's own report, `TRAP_BRKPT`, merges into it).
+    fn own_trap(&self, pid: Pid) -> bool {
+        let Some(p) = self.threads.get(&pid).and_then(|t| t.pending.as_ref()) else {
+            return false;
+        };
+        match p.opcode.get(..p.len) {
+            Some([0xcc] | [0xcd, 0x03]) => true,
+            Some(op) if op == SYSCALL => {
+                ptrace::getsiginfo(pid).is_ok_and(|info| info.si_code <= 0)
+            }
+            _ => false,
+        }
     }
 
     /// The first stop of a thread or forked child.
@@ -419,6 +588,13 @@ impl<W: Write> Tracer<W> {
     }
 
     fn detach_fork(&mut self, pid: Pid) -> Result<(), Error> {
+        // A forked child has a copy of the memory with our breakpoints in it: put the bytes
+        // back before it runs untraced. A vforked one shares the parent's: they stay.
+        if !self.vforks.remove(&pid) {
+            for (&at, &byte) in &self.breakpoints {
+                let _ = poke_byte(pid, at, byte);
+            }
+        }
         let _ = ptrace::detach(pid, None);
         self.summary.forks.push(pid.as_raw() as u32);
         (self.notes)(&format!(
@@ -441,6 +617,9 @@ impl<W: Write> Tracer<W> {
             || event == Event::PTRACE_EVENT_VFORK as i32
         {
             if let Ok(child) = new() {
+                if event == Event::PTRACE_EVENT_VFORK as i32 {
+                    self.vforks.insert(child);
+                }
                 if self.early.remove(&child) {
                     self.detach_fork(child)?;
                 } else {
@@ -454,12 +633,20 @@ impl<W: Write> Tracer<W> {
             self.finish_pending(pid, &regs)?;
             self.threads.retain(|&t, _| t == pid);
             self.stopping = true;
+            // The breakpoints went with the old image.
+            self.breakpoints.clear();
+            self.over_count.clear();
             self.summary.execed = true;
             (self.notes)("tracekit record: the program called execve: the new image runs untraced");
             return self.resume(pid, None);
         }
-        // The thread is inside a system call: its step goes on.
-        match ptrace::step(pid, None) {
+        // The thread is inside a system call: its step (or free run) goes on.
+        let r = if self.threads.get(&pid).is_some_and(|t| t.free) {
+            ptrace::cont(pid, None)
+        } else {
+            ptrace::step(pid, None)
+        };
+        match r {
             Ok(()) | Err(Errno::ESRCH) => Ok(()),
             Err(e) => Err(ptrace_err("PTRACE_SINGLESTEP")(e)),
         }
@@ -483,10 +670,12 @@ impl<W: Write> Tracer<W> {
     }
 
     /// Completes the pending instruction of `pid` with the state after it, `regs`.
-    fn finish_pending(&mut self, pid: Pid, regs: &UserRegs) -> Result<(), Error> {
+    /// Returns how it may have left the ranges.
+    fn finish_pending(&mut self, pid: Pid, regs: &UserRegs) -> Result<Flow, Error> {
         let Some(p) = self.threads.get_mut(&pid).and_then(|t| t.pending.take()) else {
-            return Ok(());
+            return Ok(Flow::Return);
         };
+        let flow = p.flow;
         if self.fixed_random
             && let Some((SYS_GETRANDOM, [buf, ..])) = p.syscall
             && let Ok(n @ 1..) = i64::try_from(regs.rax)
@@ -497,7 +686,7 @@ impl<W: Write> Tracer<W> {
         read_words(pid, &p.words, &mut new);
         let result = self.emit(pid, p, &new, Some(regs.rax as i64));
         self.values = new;
-        result
+        result.map(|()| flow)
     }
 
     /// Hands a finished instruction to the recorder: `new` holds the words' values after it.
@@ -557,6 +746,8 @@ impl<W: Write> Tracer<W> {
         if self.summary.instructions >= self.max && !self.stopping {
             self.stopping = true;
             self.summary.stopped_at_max = true;
+            // The threads are detached at their next stop: no breakpoint may stay.
+            self.unplant_all(pid);
         }
         Ok(())
     }
@@ -576,6 +767,15 @@ impl<W: Write> Tracer<W> {
         let dump = regdump(regs, &thread.xstate, &thread.debug);
         let mut opcode = [0u8; 15];
         let got = read_bytes(pid, regs.rip, &mut opcode);
+        // The bytes our breakpoints replace.
+        if !self.breakpoints.is_empty() {
+            let end = regs.rip.saturating_add(got as u64);
+            for (&at, &byte) in self.breakpoints.range(regs.rip..end) {
+                if let Some(b) = opcode.get_mut((at - regs.rip) as usize) {
+                    *b = byte;
+                }
+            }
+        }
         let instruction = operands::decode(regs.rip, opcode.get(..got).unwrap_or_default());
         // An undecodable or unreadable instruction is stored as one byte, as x64dbg does.
         let len = if instruction.is_invalid() {
@@ -584,6 +784,11 @@ impl<W: Write> Tracer<W> {
             instruction.len()
         };
         thread.xstate_stale = operands::may_change_vector_state(&instruction);
+        let flow = match instruction.flow_control() {
+            FlowControl::Call | FlowControl::IndirectCall => Flow::Call(instruction.next_ip()),
+            FlowControl::Return => Flow::Return,
+            _ => Flow::Other,
+        };
         let mut words = Vec::new();
         let cut = self.operands.words(&instruction, regs, &mut words);
         self.summary.cut_words = self.summary.cut_words.saturating_add(cut);
@@ -612,9 +817,315 @@ impl<W: Write> Tracer<W> {
                 old,
                 operand_words,
                 syscall,
+                flow,
             });
         }
     }
+}
+
+/// Ranges: what runs free, the breakpoints that bring it back.
+impl<W: Write> Tracer<W> {
+    /// Whether `addr` is to be recorded.
+    fn in_range(&self, addr: u64) -> bool {
+        self.scope
+            .as_ref()
+            .is_none_or(|s| contains(&s.ranges, addr))
+    }
+
+    /// At the program's first instruction: the modules mapped already (the executable, the
+    /// loader), the breakpoints at the entry points, and for what is not mapped yet a
+    /// breakpoint at the program's entry point, where the loader has mapped the libraries.
+    fn setup_scope(&mut self, pid: Pid) -> Result<(), Error> {
+        if self.scope.is_none() {
+            return Ok(());
+        }
+        let rip = self.regs(pid)?.rip;
+        if let Some(scope) = &mut self.scope
+            && scope.missing.is_empty()
+            && (1..=4).contains(&scope.unplanted.len())
+        {
+            // Probe: the debug registers may be refused (some virtual machines).
+            let probe = ptrace::write_user(
+                pid,
+                DEBUG_REGS_OFFSET as ptrace::AddressType,
+                scope.unplanted.first().copied().unwrap_or(0) as nix::libc::c_long,
+            );
+            if probe.is_ok() {
+                self.hw_entries = core::mem::take(&mut scope.unplanted);
+                // The trace shows the thread's own debug registers (start_thread reads them
+                // before setting ours).
+                let _ = ptrace::write_user(pid, DEBUG_REGS_OFFSET as ptrace::AddressType, 0);
+            }
+        }
+        let entry = auxv_value(pid, AT_ENTRY)?;
+        // A static program starts at its entry point: nothing will be mapped later.
+        let last = entry.is_none_or(|e| e == rip);
+        self.resolve(pid, last)?;
+        if let Some(scope) = &mut self.scope
+            && !last
+            && (!scope.missing.is_empty() || !scope.unplanted.is_empty())
+        {
+            scope.resolve_at = entry;
+            if let Some(e) = entry {
+                self.plant(pid, e)
+                    .map_err(ptrace_err("setting a breakpoint at the entry point"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks for the missing modules in `/proc/PID/maps` and sets the breakpoints not set
+    /// yet. `last`: nothing more will be mapped, so a module still missing is an error and
+    /// an entry point not mapped is given up (said in a note).
+    fn resolve(&mut self, pid: Pid, last: bool) -> Result<(), Error> {
+        let Some(scope) = &mut self.scope else {
+            return Ok(());
+        };
+        if last {
+            scope.resolve_at = None;
+        }
+        let missing = core::mem::take(&mut scope.missing);
+        let mut entries = core::mem::take(&mut scope.unplanted);
+        let mut still = Vec::new();
+        if !missing.is_empty() {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+                .map_err(|e| Error::Unexpected(format!("cannot read /proc/{pid}/maps: {e}")))?;
+            let maps = scope::parse_maps(&text);
+            for name in missing {
+                match scope::find_module(&name, &maps, |p| std::fs::read(p).ok()) {
+                    Some(m) => {
+                        let spans: Vec<String> = m
+                            .ranges
+                            .iter()
+                            .map(|(a, b)| format!("{a:#x}:{b:#x}"))
+                            .collect();
+                        (self.notes)(&format!(
+                            "tracekit record: --module {name}: {} {} ({} entry points)",
+                            m.path,
+                            spans.join(" "),
+                            m.entries.len()
+                        ));
+                        scope.ranges.extend(m.ranges);
+                        entries.extend(m.entries);
+                    }
+                    None if last => {
+                        let mut mapped: Vec<&str> = maps
+                            .iter()
+                            .filter(|m| !m.path.is_empty())
+                            .map(|m| {
+                                std::path::Path::new(&m.path)
+                                    .file_name()
+                                    .and_then(|n| n.to_str())
+                                    .unwrap_or(&m.path)
+                            })
+                            .collect();
+                        mapped.dedup();
+                        return Err(Error::ModuleNotFound {
+                            name,
+                            mapped: mapped.join(", "),
+                        });
+                    }
+                    None => still.push(name),
+                }
+            }
+        }
+        scope.missing = still;
+        let mut unplanted = Vec::new();
+        for at in entries {
+            if self.plant(pid, at).is_err() {
+                unplanted.push(at);
+            }
+        }
+        if last && !unplanted.is_empty() {
+            (self.notes)(&format!(
+                "tracekit record: {} entry points not mapped at the program's entry point (first {:#x}): entries there are not caught",
+                unplanted.len(),
+                unplanted.first().copied().unwrap_or(0)
+            ));
+            unplanted.clear();
+        }
+        if let Some(scope) = &mut self.scope {
+            scope.unplanted = unplanted;
+        }
+        Ok(())
+    }
+
+    /// The thread is stopped at `regs.rip` before an instruction: records it if in a range,
+    /// else lets the thread run free, with a breakpoint where it may come back.
+    fn prepare(&mut self, pid: Pid, regs: &UserRegs, left: Left) -> Result<(), Error> {
+        if self
+            .scope
+            .as_ref()
+            .is_some_and(|s| s.resolve_at == Some(regs.rip))
+        {
+            self.resolve(pid, true)?;
+            // The resolution point's breakpoint has done its work: a thread running free
+            // from here must not hit it again.
+            if !self.in_range(regs.rip)
+                && let Some(byte) = self.breakpoints.remove(&regs.rip)
+            {
+                poke_byte(pid, regs.rip, byte).map_err(ptrace_err("PTRACE_POKEDATA"))?;
+            }
+        }
+        if self.in_range(regs.rip) {
+            self.capture(pid, regs);
+            return Ok(());
+        }
+        let back = match left {
+            Left::Step(Flow::Call(next)) => Some(next),
+            Left::Step(Flow::Other) => self.return_address(pid, regs.rsp),
+            Left::Signal(at) => at,
+            Left::Step(Flow::Return) | Left::Breakpoint => None,
+        };
+        if let Some(at) = back.filter(|&a| self.in_range(a)) {
+            // Not fatal: the return is then missed.
+            let _ = self.plant(pid, at);
+        }
+        if left != Left::Breakpoint {
+            self.summary.gaps = self.summary.gaps.saturating_add(1);
+        }
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.free = true;
+            t.pending = None;
+            t.xstate_stale = true;
+        }
+        self.arm(pid, true);
+        Ok(())
+    }
+
+    /// Arms (a thread about to run free) or disarms (about to be stepped or detached) the
+    /// hardware breakpoints of `pid`: DR7's local enable bits, execution, one byte.
+    fn arm(&mut self, pid: Pid, on: bool) {
+        if self.hw_entries.is_empty() {
+            return;
+        }
+        let dr7: u64 = if on {
+            (0..self.hw_entries.len()).map(|k| 1u64 << (2 * k)).sum()
+        } else {
+            0
+        };
+        let offset = DEBUG_REGS_OFFSET.saturating_add(8 * 7);
+        // A thread that died meanwhile: its exit comes.
+        let _ = ptrace::write_user(pid, offset as ptrace::AddressType, dr7 as nix::libc::c_long);
+    }
+
+    /// After a jump out of the ranges (a PLT stub, a tail call): the first of the three
+    /// words at `rsp` that is a return address into a range (the lazy-binding PLT pushes
+    /// two words over it before jumping to the loader).
+    fn return_address(&self, pid: Pid, rsp: u64) -> Option<u64> {
+        let mut words = [0u8; 24];
+        let got = read_bytes(pid, rsp, &mut words);
+        words
+            .get(..got)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
+            .find(|&at| self.is_return_address(pid, at))
+    }
+
+    /// Whether `at` is in a range and a call instruction ends just before it (a breakpoint
+    /// must only ever replace the first byte of an instruction).
+    fn is_return_address(&self, pid: Pid, at: u64) -> bool {
+        if !self.in_range(at) || at < 7 {
+            return false;
+        }
+        let mut before = [0u8; 7];
+        if read_bytes(pid, at - 7, &mut before) != 7 {
+            return false;
+        }
+        for (&at_, &byte) in self.breakpoints.range(at - 7..at) {
+            if let Some(b) = before.get_mut((at_ - (at - 7)) as usize) {
+                *b = byte;
+            }
+        }
+        // call rel32 (5), call [rip+d32] (6), call reg (2, 3 with REX), call [reg+d8] (3).
+        [5usize, 6, 2, 3, 7].into_iter().any(|len| {
+            let i = operands::decode(at - len as u64, before.get(7 - len..).unwrap_or_default());
+            let call = matches!(
+                i.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            );
+            call && i.len() == len
+        })
+    }
+
+    /// Sets a breakpoint at `at` (through stopped `pid`: the memory is the process's).
+    fn plant(&mut self, pid: Pid, at: u64) -> Result<(), Errno> {
+        if self.breakpoints.contains_key(&at) {
+            return Ok(());
+        }
+        let byte = poke_byte(pid, at, INT3)?;
+        self.breakpoints.insert(at, byte);
+        self.ever_planted.insert(at);
+        Ok(())
+    }
+
+    /// Puts the byte of the breakpoint at `at` back for one step of `pid`.
+    fn begin_over(&mut self, pid: Pid, at: u64) {
+        let n = self.over_count.entry(at).or_insert(0);
+        if *n == 0
+            && let Some(&byte) = self.breakpoints.get(&at)
+        {
+            let _ = poke_byte(pid, at, byte);
+        }
+        *n = n.saturating_add(1);
+        if let Some(t) = self.threads.get_mut(&pid) {
+            t.over = Some(at);
+        }
+    }
+
+    /// The step over `at` is done: the breakpoint goes back once no thread steps over it.
+    fn end_over(&mut self, pid: Pid, at: u64) {
+        let Some(n) = self.over_count.get_mut(&at) else {
+            return;
+        };
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.over_count.remove(&at);
+            if !self.stopping && self.breakpoints.contains_key(&at) {
+                let _ = poke_byte(pid, at, INT3);
+            }
+        }
+    }
+
+    /// Removes every breakpoint (recording is over).
+    fn unplant_all(&mut self, pid: Pid) {
+        for (at, byte) in core::mem::take(&mut self.breakpoints) {
+            let _ = poke_byte(pid, at, byte);
+        }
+        self.over_count.clear();
+    }
+}
+
+/// Writes `byte` at `at` in stopped `pid` (`PTRACE_POKEDATA` writes read-only code too);
+/// returns the byte it replaced.
+fn poke_byte(pid: Pid, at: u64, byte: u8) -> Result<u8, Errno> {
+    let word_at = at & !7;
+    let shift = (at - word_at) * 8;
+    let word = ptrace::read(pid, word_at as ptrace::AddressType)? as u64;
+    let old = (word >> shift) as u8;
+    let new = word & !(0xff << shift) | u64::from(byte) << shift;
+    ptrace::write(
+        pid,
+        word_at as ptrace::AddressType,
+        new as nix::libc::c_long,
+    )?;
+    Ok(old)
+}
+
+/// `AT_ENTRY` of the auxiliary vector: the program's entry point.
+const AT_ENTRY: u64 = 9;
+
+/// The value of `key` in the auxiliary vector of `pid`.
+fn auxv_value(pid: Pid, key: u64) -> Result<Option<u64>, Error> {
+    let auxv = std::fs::read(format!("/proc/{pid}/auxv"))
+        .map_err(|e| Error::Unexpected(format!("cannot read /proc/{pid}/auxv: {e}")))?;
+    Ok(auxv.chunks_exact(16).find_map(|pair| {
+        let (t, v) = pair.split_at(8);
+        let t = u64::from_le_bytes(t.try_into().ok()?);
+        let v = u64::from_le_bytes(v.try_into().ok()?);
+        (t == key).then_some(v)
+    }))
 }
 
 /// `AT_RANDOM` of the auxiliary vector: the address of 16 random bytes.
@@ -624,15 +1135,7 @@ const AT_RANDOM: u64 = 25;
 /// with zeros, so that the stack-protector canary and pointer guard glibc derives from
 /// them are the same in every run.
 fn fix_at_random(pid: Pid) -> Result<(), Error> {
-    let auxv = std::fs::read(format!("/proc/{pid}/auxv"))
-        .map_err(|e| Error::Unexpected(format!("cannot read /proc/{pid}/auxv: {e}")))?;
-    let at = auxv.chunks_exact(16).find_map(|pair| {
-        let (t, v) = pair.split_at(8);
-        let t = u64::from_le_bytes(t.try_into().ok()?);
-        let v = u64::from_le_bytes(v.try_into().ok()?);
-        (t == AT_RANDOM).then_some(v)
-    });
-    let Some(at) = at else {
+    let Some(at) = auxv_value(pid, AT_RANDOM)? else {
         return Ok(());
     };
     for k in 0..2u64 {

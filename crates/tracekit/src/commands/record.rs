@@ -1,4 +1,5 @@
-//! `tracekit record [-o OUT] [--format x64dbg|tenet] [--max N] -- PROG ARGS…`: runs PROG
+//! `tracekit record [-o OUT] [--format x64dbg|tenet] [--range A:B]… [--module NAME]…
+//! [--max N] -- PROG ARGS…`: runs PROG
 //! under ptrace and writes its trace (`tracekit_record`), then exits with PROG's exit
 //! status (128 + the signal that killed it). The program starts through this binary
 //! itself, re-executed as `tracekit __traceme -- PROG ARGS…` ([`traceme`]). The trace is
@@ -29,9 +30,22 @@ pub struct RecordArgs {
     /// `PREFIX.<thread>.log` file per thread).
     #[arg(long, value_name = "FORMAT", value_parser = ["x64dbg", "tenet"], default_value = "x64dbg")]
     pub format: String,
-    /// Stop recording after N instructions (the program then runs on untraced).
+    /// Stop recording after N recorded instructions (the program then runs on untraced).
     #[arg(long, value_name = "N", value_parser = args::number)]
     pub max: Option<u64>,
+    /// Record only instructions at addresses A (inclusive) to B (exclusive), decimal or hex
+    /// (0x…); repeatable; A must be an instruction's address. Outside the ranges the
+    /// program runs at full speed; a thread comes back into the recording at a range's
+    /// start A, or where a call out of a range returns.
+    #[arg(long = "range", value_name = "A:B", value_parser = range)]
+    pub ranges: Vec<(u64, u64)>,
+    /// Record only the code of an image mapped in the process: a path or file name as
+    /// /proc/PID/maps shows it (the program's, `libc.so.6`, `[vdso]`); repeatable. Found
+    /// when the program reaches its entry point (after the loader mapped its libraries); a
+    /// thread comes back into the recording at any of its function symbols or where a call
+    /// out of it returns.
+    #[arg(long = "module", value_name = "NAME")]
+    pub modules: Vec<String>,
     /// Zero the program's AT_RANDOM bytes and what getrandom returns (the seeds of glibc's
     /// stack canary, pointer guard and malloc), so that two runs differ less (`diff`).
     #[arg(long)]
@@ -63,6 +77,21 @@ pub fn traceme(args: &TracemeArgs) -> Result<(), CliError> {
     Err(CliError::Failed(
         tracekit_record::exec_traced(program, rest).to_string(),
     ))
+}
+
+/// `A:B`: two [`args::number`]s, A below B.
+fn range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not a range A:B"))?;
+    let (a, b) = (args::number(a)?, args::number(b)?);
+    if a < b {
+        Ok((a, b))
+    } else {
+        Err(format!(
+            "{s:?}: the end must be above the start (B is exclusive)"
+        ))
+    }
 }
 
 fn record_error(e: Error) -> CliError {
@@ -102,6 +131,8 @@ pub fn run(
         max: args.max,
         fixed_random: args.fixed_random,
         path: program.to_string_lossy().into_owned(),
+        ranges: args.ranges.clone(),
+        modules: args.modules.clone(),
     };
     let trace_path = match (&args.output, tenet) {
         (Some(o), false) => o.clone(),
@@ -185,6 +216,14 @@ fn print_summary(
         writeln!(
             err,
             "tracekit record: stopped at --max; the program ran on untraced"
+        )?;
+    }
+    if !s.ranges.is_empty() {
+        writeln!(
+            err,
+            "tracekit record: {} range(s); left them {} time(s), running at full speed outside",
+            s.ranges.len(),
+            s.gaps
         )?;
     }
     if s.cut_words > 0 {

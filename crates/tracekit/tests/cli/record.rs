@@ -1,7 +1,8 @@
 //! `tracekit record` end to end: a small static C program built with gcc here, recorded
 //! twice (the binary is its own ptrace helper), then the recordings read by the other
 //! commands: `validate`, `diff` (equal), `mem` after the program's `read` (the bytes given
-//! on stdin), `state`, `export`, and `--format tenet`. Where gcc or ptrace is missing the
+//! on stdin), `state`, `export`, `serve` (its answers against `state`, `dump`, `mem`), and
+//! `--format tenet`; `--range` and `--module`. Where gcc or ptrace is missing the
 //! tests print "skipped: …" and pass, unless `TRACEKIT_REQUIRE_PTRACE=1` (set by CI).
 
 use std::path::{Path, PathBuf};
@@ -33,12 +34,16 @@ void _start(void) {
 
 const INPUT: &[u8] = b"bytes from stdin\n";
 
-struct Fixture {
-    dir: PathBuf,
-    exe: PathBuf,
+/// The program built, in its scratch folder.
+pub struct Fixture {
+    /// The scratch folder.
+    pub dir: PathBuf,
+    /// The program.
+    pub exe: PathBuf,
 }
 
-fn fixture() -> Option<&'static Fixture> {
+/// The program built and recorded once (`None`, with a note, where it cannot be).
+pub fn fixture() -> Option<&'static Fixture> {
     static F: OnceLock<Option<Fixture>> = OnceLock::new();
     let f = F.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("tk-record-{}", std::process::id()));
@@ -73,14 +78,15 @@ fn fixture() -> Option<&'static Fixture> {
 }
 
 impl Fixture {
-    fn path(&self, name: &str) -> String {
+    /// A path in the scratch folder.
+    pub fn path(&self, name: &str) -> String {
         self.dir.join(name).display().to_string()
     }
 }
 
 /// `tracekit record ARGS -- prog` with `stdin`, in an empty environment (so that two
 /// runs see the same stack).
-fn record(f: &Fixture, args: &[&str], stdin: &[u8]) -> Output {
+pub fn record(f: &Fixture, args: &[&str], stdin: &[u8]) -> Output {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let input = f.dir.join(format!("stdin-{n}.bin"));
@@ -98,7 +104,8 @@ fn record(f: &Fixture, args: &[&str], stdin: &[u8]) -> Output {
         .unwrap()
 }
 
-fn symbol(exe: &Path, name: &str) -> u64 {
+/// The address of `name` in `exe` (nm).
+pub fn symbol(exe: &Path, name: &str) -> u64 {
     let out = Command::new("nm").arg(exe).output().expect("nm");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let line = text
@@ -106,6 +113,16 @@ fn symbol(exe: &Path, name: &str) -> u64 {
         .find(|l| l.split_whitespace().nth(2) == Some(name))
         .unwrap();
     u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+}
+
+/// The pcs of a trace (`dump`).
+fn pcs(trace: &str) -> Vec<u64> {
+    let o = tracekit(["dump", "-q", trace]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| hex(&serde_json::from_str::<serde_json::Value>(l).unwrap()["pc"]))
+        .collect()
 }
 
 fn hex(v: &serde_json::Value) -> u64 {
@@ -242,4 +259,58 @@ fn record_refuses_other_formats_and_reports_a_missing_program() {
         !Path::new(&out).exists(),
         "no trace for a program that did not start"
     );
+}
+
+#[test]
+fn record_range_and_module() {
+    let Some(f) = fixture() else {
+        return;
+    };
+    let status = Some(16 + INPUT.len() as i32);
+    let full = f.path("full.trace64");
+    let o = record(f, &["-o", &full, "--force"], INPUT);
+    assert_eq!(o.status.code(), status, "{}", stderr(&o));
+    let all = pcs(&full);
+    // The first 12 bytes of _start (hex start, decimal end: both accepted).
+    let start = symbol(&f.exe, "_start");
+    let end = start + 12;
+    let ranged = f.path("range.trace64");
+    let range = format!("{start:#x}:{end}");
+    let o = record(f, &["-o", &ranged, "--force", "--range", &range], INPUT);
+    assert_eq!(o.status.code(), status, "{}", stderr(&o));
+    assert_eq!(o.stdout, INPUT, "the program's output is unchanged");
+    assert!(
+        stderr(&o).contains("1 range(s); left them 1 time(s)"),
+        "{}",
+        stderr(&o)
+    );
+    let inside: Vec<u64> = all
+        .iter()
+        .copied()
+        .filter(|p| (start..end).contains(p))
+        .collect();
+    assert!(!inside.is_empty() && inside.len() < all.len());
+    assert_eq!(pcs(&ranged), inside);
+    // The whole (static) executable as a module: everything the full recording has.
+    let module = f.path("module.trace64");
+    let o = record(f, &["-o", &module, "--force", "--module", "prog"], INPUT);
+    assert_eq!(o.status.code(), status, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--module prog: "), "{}", stderr(&o));
+    assert_eq!(pcs(&module), all);
+    // A module the program never maps: exit 1, said, and no trace.
+    let none = f.path("nomodule.trace64");
+    let o = record(f, &["-o", &none, "--module", "libnothere.so"], INPUT);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("module \"libnothere.so\" is not mapped"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty(), "the program did not run");
+    assert!(!Path::new(&none).exists());
+    // Malformed ranges: usage errors.
+    for bad in ["5:5", "9:2", "0x10", "a:b"] {
+        let o = tracekit(["record", "--range", bad, "--", "/bin/true"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+    }
 }

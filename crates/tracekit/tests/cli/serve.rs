@@ -1057,3 +1057,71 @@ fn connections_past_the_per_peer_limit_get_503() {
     }
     assert_eq!(s.ok("state?i=7")["i"], 7);
 }
+
+/// A recording of a real program (`tracekit record`, where ptrace is allowed): the API's
+/// answers equal the CLI's on the same file.
+#[test]
+fn serve_on_a_recording() {
+    let Some(f) = crate::record::fixture() else {
+        return;
+    };
+    let input = b"served bytes\n";
+    let trace = f.path("served.trace64");
+    let o = crate::record::record(f, &["-o", &trace, "--force"], input);
+    assert_eq!(
+        o.status.code(),
+        Some(16 + input.len() as i32),
+        "{}",
+        stderr(&o)
+    );
+    let dump = cli_lines(&["dump", "--disasm", &trace]);
+    let s = start(Path::new(&trace), &[]);
+    let status = s.wait_ready();
+    assert_eq!(status["steps"], dump.len());
+    assert_eq!(status["isa"], "x64");
+    assert_eq!(s.ok("info"), cli_lines(&["info", "--json", &trace])[0]);
+    assert_eq!(
+        s.ok("rows?from=0&count=20")["rows"].as_array().unwrap(),
+        &dump[..20]
+    );
+    let last = dump.len() - 1;
+    for i in [0, 1, last / 2, last] {
+        assert_eq!(
+            s.ok(&format!("state?i={i}")),
+            cli_lines(&["state", "--json", "--at", &i.to_string(), &trace])[0],
+            "state at {i}"
+        );
+    }
+    // The read's bytes, after its step, and the xref of the buffer.
+    let buf = crate::record::symbol(&f.exe, "buf");
+    let read = dump
+        .iter()
+        .find(|r| {
+            r["opcode"] == "0f05"
+                && r["mem"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| hex(&m["addr"]) == buf)
+        })
+        .expect("the read's step");
+    let at = read["i"].as_u64().unwrap() + 1;
+    let addr = format!("{buf:#x}");
+    let mem = s.ok(&format!("mem?i={at}&addr={addr}&len={}", input.len()));
+    let cli = cli_lines(&[
+        "mem",
+        &trace,
+        "--json",
+        "--at",
+        &at.to_string(),
+        &addr,
+        &input.len().to_string(),
+    ]);
+    assert_eq!(mem, cli[0]);
+    assert_eq!(mem["bytes"], serde_json::json!(input));
+    let xref = s.ok(&format!("xref?addr={addr}&len=8"));
+    assert_eq!(
+        xref["hits"].as_array().unwrap(),
+        &cli_lines(&["xref", &trace, &format!("{addr}:8")])
+    );
+}
