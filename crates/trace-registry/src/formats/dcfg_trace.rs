@@ -20,7 +20,7 @@ use dcfg_trace::join::{EdgeInfo, JoinProcess};
 use dcfg_trace::read::{Chunk, Event, ReadOptions, Reader, Trace};
 
 use crate::formats::dcfg::looks_like_dcfg;
-use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::schema::{Field, Json, Row, Run, Schema, Type, Visitor};
 use crate::{Confidence, Ctx, Error, Handler, Info, Input, Record, Records, Source, contains};
 
 /// The dcfg-trace handler.
@@ -541,7 +541,7 @@ impl Row for ChunkRecords<'_> {
                 }
             } else {
                 // The common case: the whole chunk in one call.
-                v.numbered_rows(0, &self.edges);
+                v.rows(&[Run::Counting(0), Run::UInts(&self.edges)]);
             }
         } else {
             // Checked by `prepare`: decoding again gives the same edges.
