@@ -485,7 +485,7 @@ fn find(
 /// What [`read_lean`]'s scan stops with once the answer is complete.
 const LEAN_DONE: &str = "mem: every byte known";
 
-/// [`read`] through [`Steps::scan`]: only the steps with an access in the range, and for
+/// [`read`] through [`Raw::scan`](crate::steps::Raw::scan): only the steps with an access in the range, and for
 /// x64dbg its lean walk (no register replay), so a few times faster. `at` must be in the
 /// trace. Returns `false` when the scan met damage, which the caller then locates with
 /// [`read`] (from the start again).

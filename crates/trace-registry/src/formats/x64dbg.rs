@@ -28,8 +28,8 @@ use trac_x64dbg::{
 use crate::disasm::Disassembler;
 use crate::schema::{ColumnSink, Row, Schema, Visitor};
 use crate::steps::{
-    self, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, RegsWanted,
-    ScanQuery, SeekIndex, Step, Steps,
+    self, Indexing, Isa, NamedReg, OnStep, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
+    Registers, RegsWanted, ScanQuery, SeekIndex, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
@@ -68,7 +68,7 @@ struct Summary {
 }
 
 /// Blocks with the register state before each: the full cursor over bytes or a stream
-/// reader, or the cursor of the general registers over bytes ([`Steps::want_regs`]).
+/// reader, or the cursor of the general registers over bytes ([`Registers::want_regs`](crate::steps::Registers::want_regs)).
 enum Blocks<'a> {
     Slice(Box<Cursor<'a>>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
@@ -435,22 +435,22 @@ struct X64Steps<'a> {
     done: bool,
     /// The blocks the last seek replayed after the index (its work past the binary search).
     replayed: u64,
-    /// Where [`Steps::pass_equal`] or [`Steps::pass_records`] left the stream, ahead of
+    /// Where [`Raw::pass_equal`](crate::steps::Raw::pass_equal) or [`Raw::pass_records`](crate::steps::Raw::pass_records) left the stream, ahead of
     /// the replay, which the next read catches up to.
     ahead: Ahead<'a>,
-    /// The `REGDUMP` words changed since the last [`Steps::update_regs`], one bit each
+    /// The `REGDUMP` words changed since the last [`Registers::update_regs`](crate::steps::Registers::update_regs), one bit each
     /// (216 words at most).
     dirty: [u64; 4],
     /// Every word may have changed (a full dump, or the stream moved other than by
     /// `next_step`: a seek or a pass).
     all_dirty: bool,
-    /// [`Steps::update_regs`] has been called: `dirty` is kept (`all_dirty` covers the
+    /// [`Registers::update_regs`](crate::steps::Registers::update_regs) has been called: `dirty` is kept (`all_dirty` covers the
     /// steps before).
     tracking: bool,
     /// [`RegsWanted::General`]: the general cursor when the trace is in memory.
     lean: bool,
     /// The general words the last block set under the general cursor
-    /// ([`Steps::regs_changed`]; every bit after a seek).
+    /// ([`Registers::regs_changed`](crate::steps::Registers::regs_changed); every bit after a seek).
     changed: u64,
 }
 
@@ -459,17 +459,17 @@ struct X64Steps<'a> {
 enum Ahead<'a> {
     /// Not ahead.
     No,
-    /// [`Steps::pass_equal`] walked the blocks to here: their iterator, with its decoder
+    /// [`Raw::pass_equal`](crate::steps::Raw::pass_equal) walked the blocks to here: their iterator, with its decoder
     /// state.
     Walked(trac_x64dbg::Blocks<'a>),
-    /// [`Steps::pass_records`] was told of the records to here (not even walked): the
+    /// [`Raw::pass_records`](crate::steps::Raw::pass_records) was told of the records to here (not even walked): the
     /// offset, the steps since the replay's position and the key there.
     Told { to: u64, steps: u64, key: u64 },
 }
 
 impl<'a> X64Steps<'a> {
-    /// Catches the replay up to the blocks [`Steps::pass_equal`] or
-    /// [`Steps::pass_records`] passed over: replays them, or, for a long stretch, seeks
+    /// Catches the replay up to the blocks [`Raw::pass_equal`](crate::steps::Raw::pass_equal) or
+    /// [`Raw::pass_records`](crate::steps::Raw::pass_records) passed over: replays them, or, for a long stretch, seeks
     /// to its last instruction through the index (one index pass, then at most one
     /// full-dump interval of replay).
     fn caught_up(&mut self) -> Result<(), Error> {
@@ -633,15 +633,6 @@ impl Steps for X64Steps<'_> {
         words.get(..self.names.len()).unwrap_or(words)
     }
 
-    /// The words the last block set under the general cursor (every word after a seek, and
-    /// under the full cursor).
-    fn regs_changed(&self) -> u64 {
-        match &self.blocks {
-            Blocks::General(_) => self.changed,
-            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
-        }
-    }
-
     fn named_regs(&self, out: &mut Vec<NamedReg>) {
         let regs = self.blocks.regs();
         out.extend(self.fields.iter().map(|f| {
@@ -711,108 +702,31 @@ impl Steps for X64Steps<'_> {
         }
     }
 
-    /// In memory (not pending a seek's step): the blocks from the position passed to, or
-    /// the replay's.
-    fn records(&self) -> Option<steps::Records<'_>> {
-        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
-            return None;
-        };
-        if self.pending || self.done {
-            return None;
-        }
-        let (at, key) = match &self.ahead {
-            Ahead::Walked(w) => (w.offset().0, w.key()),
-            Ahead::Told { to, key, .. } => (*to, *key),
-            Ahead::No => (r.offset().0, r.blocks().key()),
-        };
-        let bytes = trace.data().get(usize::try_from(at).ok()?..)?;
-        Some(steps::Records { bytes, key })
+    fn registers(&mut self) -> Option<&mut dyn Registers> {
+        Some(self)
     }
 
-    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
-    /// to before; nothing after [`Steps::pass_records`] (no walk to go on from there:
-    /// `diff` never asks that), nor when the keys differ.
-    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
-        let none = Passed::default();
-        if self.records().is_none_or(|own| own.key != other.key) {
-            return none;
-        }
-        self.all_dirty = true;
-        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
-            Ahead::Walked(w) => w,
-            Ahead::No => match &self.blocks {
-                Blocks::Slice(r) => r.blocks(),
-                Blocks::Stream(_) | Blocks::General(_) => return none,
-            },
-            told @ Ahead::Told { .. } => {
-                self.ahead = told;
-                return none;
-            }
-        };
-        let from = w.offset().0;
-        let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
-        let passed = Passed {
-            steps,
-            bytes: usize::try_from(w.offset().0.saturating_sub(from)).unwrap_or(0),
-            key: w.key(),
-        };
-        self.ahead = Ahead::Walked(w);
-        passed
+    fn raw(&mut self) -> Option<&mut dyn Raw> {
+        Some(self)
     }
 
-    /// Notes the offset and the steps passed, without reading the blocks (the replay
-    /// catches up when a step is read next).
-    fn pass_records(&mut self, passed: Passed) {
-        self.all_dirty = true;
-        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
-            return;
-        };
-        let bytes = passed.bytes as u64;
-        let (to, steps) = match &self.ahead {
-            Ahead::No => (r.offset().0, 0),
-            Ahead::Told { to, steps, .. } => (*to, *steps),
-            Ahead::Walked(w) => (
-                w.offset().0,
-                w.instructions().saturating_sub(r.instructions()),
-            ),
-        };
-        self.ahead = Ahead::Told {
-            to: to.saturating_add(bytes),
-            steps: steps.saturating_add(passed.steps),
-            key: passed.key,
-        };
+    fn indexing(&mut self) -> Option<&mut dyn Indexing> {
+        Some(self)
     }
+}
 
-    /// The [`Pc`] cursor for a trace in memory without `--disasm` (the pc from the `cip`
-    /// changes, the addresses read in place, a step filled only for a match); the replay
-    /// otherwise.
-    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
-        let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
-            return steps::scan_by_steps(self, query, on_step);
-        };
-        let mut scan = Cursor::clone(replay).into_mode::<Pc>();
-        if std::mem::take(&mut self.pending) && query.matches(&self.step) {
-            on_step(&self.step)?;
+impl Registers for X64Steps<'_> {
+    /// The words the last block set under the general cursor (every word after a seek, and
+    /// under the full cursor).
+    fn regs_changed(&self) -> u64 {
+        match &self.blocks {
+            Blocks::General(_) => self.changed,
+            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
         }
-        if self.done {
-            return Ok(());
-        }
-        // The stream is at its end after the scan, whatever happens.
-        self.done = true;
-        let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
-        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
-            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
-        };
-        while let Some(ins) = scan.next_instruction_where(wanted) {
-            let ins = ins.map_err(err)?;
-            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
-            on_step(&self.step)?;
-        }
-        Ok(())
     }
 
     /// [`RegsWanted::General`] switches a cursor in memory to the [`General`] mode (not
-    /// while [`Steps::pass_equal`] is ahead of it); [`RegsWanted::All`] takes effect at
+    /// while [`Raw::pass_equal`](crate::steps::Raw::pass_equal) is ahead of it); [`RegsWanted::All`] takes effect at
     /// the next seek.
     fn want_regs(&mut self, wanted: RegsWanted) {
         self.lean = wanted == RegsWanted::General;
@@ -820,52 +734,6 @@ impl Steps for X64Steps<'_> {
             self.changed = u64::MAX;
             self.blocks = Blocks::General(Box::new(Cursor::clone(r).into_mode()));
         }
-    }
-
-    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
-        self.seek_index_reaching(u64::MAX, &mut |_, _| {})
-    }
-
-    fn seek_index_reaching(
-        &mut self,
-        every: u64,
-        reached: &mut dyn FnMut(u64, SeekIndex),
-    ) -> Result<Option<Vec<u8>>, Error> {
-        let Some(trace) = &self.trace else {
-            return Ok(None);
-        };
-        if let Some(index) = &self.index {
-            return Ok(Some(index.to_bytes()));
-        }
-        let mut builder = trace.index_builder();
-        let mut n = every.max(1);
-        // Past step n: the index then holds every full dump up to it.
-        while builder.build_until(n.saturating_add(1)) > n {
-            reached(n, SeekIndex::new(builder.reaching().to_bytes()));
-            n = n.saturating_add(every.max(1));
-        }
-        let index = match builder.finish() {
-            (_, Some(e)) => return Err(err(e)),
-            (index, None) => self.index.insert(Arc::new(index)),
-        };
-        Ok(Some(index.to_bytes()))
-    }
-
-    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
-        if self.trace.is_none() {
-            return false;
-        }
-        match index.parsed(Index::from_bytes) {
-            Some(index) => {
-                self.index = Some(index);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn count_known(&self) -> Option<u64> {
-        self.index.as_deref().map(Index::instructions)
     }
 
     /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
@@ -1001,8 +869,158 @@ impl Steps for X64Steps<'_> {
     }
 }
 
+impl Raw for X64Steps<'_> {
+    /// In memory (not pending a seek's step): the blocks from the position passed to, or
+    /// the replay's.
+    fn records(&self) -> Option<steps::Records<'_>> {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        let (at, key) = match &self.ahead {
+            Ahead::Walked(w) => (w.offset().0, w.key()),
+            Ahead::Told { to, key, .. } => (*to, *key),
+            Ahead::No => (r.offset().0, r.blocks().key()),
+        };
+        let bytes = trace.data().get(usize::try_from(at).ok()?..)?;
+        Some(steps::Records { bytes, key })
+    }
+
+    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
+    /// to before; nothing after [`Raw::pass_records`](crate::steps::Raw::pass_records) (no walk to go on from there:
+    /// `diff` never asks that), nor when the keys differ.
+    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
+        let none = Passed::default();
+        if self.records().is_none_or(|own| own.key != other.key) {
+            return none;
+        }
+        self.all_dirty = true;
+        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
+            Ahead::Walked(w) => w,
+            Ahead::No => match &self.blocks {
+                Blocks::Slice(r) => r.blocks(),
+                Blocks::Stream(_) | Blocks::General(_) => return none,
+            },
+            told @ Ahead::Told { .. } => {
+                self.ahead = told;
+                return none;
+            }
+        };
+        let from = w.offset().0;
+        let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
+        let passed = Passed {
+            steps,
+            bytes: usize::try_from(w.offset().0.saturating_sub(from)).unwrap_or(0),
+            key: w.key(),
+        };
+        self.ahead = Ahead::Walked(w);
+        passed
+    }
+
+    /// Notes the offset and the steps passed, without reading the blocks (the replay
+    /// catches up when a step is read next).
+    fn pass_records(&mut self, passed: Passed) {
+        self.all_dirty = true;
+        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return;
+        };
+        let bytes = passed.bytes as u64;
+        let (to, steps) = match &self.ahead {
+            Ahead::No => (r.offset().0, 0),
+            Ahead::Told { to, steps, .. } => (*to, *steps),
+            Ahead::Walked(w) => (
+                w.offset().0,
+                w.instructions().saturating_sub(r.instructions()),
+            ),
+        };
+        self.ahead = Ahead::Told {
+            to: to.saturating_add(bytes),
+            steps: steps.saturating_add(passed.steps),
+            key: passed.key,
+        };
+    }
+
+    /// The [`Pc`] cursor for a trace in memory without `--disasm` (the pc from the `cip`
+    /// changes, the addresses read in place, a step filled only for a match); the replay
+    /// otherwise.
+    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
+        let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
+            return steps::scan_by_steps(self, query, on_step);
+        };
+        let mut scan = Cursor::clone(replay).into_mode::<Pc>();
+        if std::mem::take(&mut self.pending) && query.matches(&self.step) {
+            on_step(&self.step)?;
+        }
+        if self.done {
+            return Ok(());
+        }
+        // The stream is at its end after the scan, whatever happens.
+        self.done = true;
+        let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
+        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
+            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+        };
+        while let Some(ins) = scan.next_instruction_where(wanted) {
+            let ins = ins.map_err(err)?;
+            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
+            on_step(&self.step)?;
+        }
+        Ok(())
+    }
+}
+
+impl Indexing for X64Steps<'_> {
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        self.seek_index_reaching(u64::MAX, &mut |_, _| {})
+    }
+
+    fn seek_index_reaching(
+        &mut self,
+        every: u64,
+        reached: &mut dyn FnMut(u64, SeekIndex),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let Some(trace) = &self.trace else {
+            return Ok(None);
+        };
+        if let Some(index) = &self.index {
+            return Ok(Some(index.to_bytes()));
+        }
+        let mut builder = trace.index_builder();
+        let mut n = every.max(1);
+        // Past step n: the index then holds every full dump up to it.
+        while builder.build_until(n.saturating_add(1)) > n {
+            reached(n, SeekIndex::new(builder.reaching().to_bytes()));
+            n = n.saturating_add(every.max(1));
+        }
+        let index = match builder.finish() {
+            (_, Some(e)) => return Err(err(e)),
+            (index, None) => self.index.insert(Arc::new(index)),
+        };
+        Ok(Some(index.to_bytes()))
+    }
+
+    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
+        if self.trace.is_none() {
+            return false;
+        }
+        match index.parsed(Index::from_bytes) {
+            Some(index) => {
+                self.index = Some(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn count_known(&self) -> Option<u64> {
+        self.index.as_deref().map(Index::instructions)
+    }
+}
+
 impl X64Steps<'_> {
-    /// Notes that a reader keeps a register image with `plan` ([`Steps::update_regs`]):
+    /// Notes that a reader keeps a register image with `plan` ([`Registers::update_regs`](crate::steps::Registers::update_regs)):
     /// from now on the words the blocks change are marked; the plan is indexed by
     /// `REGDUMP` word on first use (and the image then copied whole).
     fn track(&mut self, plan: &mut RegPlan) {

@@ -12,7 +12,7 @@
 //! whose memory blocks are snapshots rather than accesses (GDB tracepoint frames) give
 //! fetches only.
 //!
-//! The steps are read with [`Steps::scan`] (x64dbg in memory: the lean walk, without
+//! The steps are read with [`Raw::scan`](crate::steps::Raw::scan) (x64dbg in memory: the lean walk, without
 //! replaying registers), and the lines go out through one reused buffer: constant memory.
 
 use std::io::Write;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use gdb_tfile::{Block, Endian, Frame, FrameIndex, TargetDescription, TraceFile};
 
 use super::{Frames, NAME, err};
-use crate::steps::{self, Isa, NamedReg, RegValue, Step, Steps};
+use crate::steps::{self, Indexing, Isa, NamedReg, RegValue, Step, Steps};
 use crate::{Ctx, Error, Input};
 
 /// The most opcode bytes a step carries (the longest x86 instruction is 15).
@@ -502,6 +502,16 @@ impl<'a> Steps for TfileSteps<'a> {
         Ok(())
     }
 
+    fn position(&self) -> u64 {
+        self.current.offset
+    }
+
+    fn indexing(&mut self) -> Option<&mut dyn Indexing> {
+        Some(self)
+    }
+}
+
+impl<'a> Indexing for TfileSteps<'a> {
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
         let Frames::Slice(slice) = &self.frames else {
             return Ok(None);
@@ -533,10 +543,6 @@ impl<'a> Steps for TfileSteps<'a> {
             (Some(index), _) => Some(index.len() as u64),
             (None, saved) => saved.as_ref().map(|s| s.frames),
         }
-    }
-
-    fn position(&self) -> u64 {
-        self.current.offset
     }
 }
 
