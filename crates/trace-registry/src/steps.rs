@@ -383,6 +383,36 @@ pub enum RegsWanted {
     General,
 }
 
+/// What the steps of a stream are ([`Steps::kind`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StepKind {
+    /// An executed instruction, with the memory it read and wrote.
+    #[default]
+    Instruction,
+    /// A tracepoint frame (GDB tfiles): what was collected when a tracepoint was hit, the
+    /// memory a snapshot taken before the instruction ran.
+    Frame,
+}
+
+impl StepKind {
+    /// What a step is called in messages and text output: "instruction" or "frame".
+    #[must_use]
+    pub fn noun(self) -> &'static str {
+        match self {
+            StepKind::Instruction => "instruction",
+            StepKind::Frame => "frame",
+        }
+    }
+
+    /// Whether a step's memory accesses are snapshots taken before the instruction ran
+    /// (frames), rather than what the instruction itself read and wrote.
+    #[must_use]
+    pub fn memory_is_snapshot(self) -> bool {
+        self == StepKind::Frame
+    }
+}
+
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
 /// the last step returned.
 ///
@@ -443,16 +473,10 @@ pub trait Steps {
         None
     }
 
-    /// Whether a step's memory accesses are snapshots taken before the instruction ran
-    /// (tfile frames), rather than what the instruction itself read and wrote.
-    fn memory_is_snapshot(&self) -> bool {
-        false
-    }
-
-    /// What a step is called in messages and text output: "instruction", or "frame" for
-    /// a tfile (whose steps are tracepoint frames).
-    fn step_noun(&self) -> &'static str {
-        "instruction"
+    /// What a step is: an instruction (the default), or a tracepoint frame (tfile), which
+    /// decides what its memory accesses mean and what messages call it.
+    fn kind(&self) -> StepKind {
+        StepKind::Instruction
     }
 
     /// The byte offset reached, for progress.
@@ -896,7 +920,7 @@ pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Erro
             Some(Ok(_)) if count == n => return Ok(()),
             Some(Ok(_)) => count = count.saturating_add(1),
             Some(Err(e)) => return Err(e),
-            None => return Err(past_end_of(steps.step_noun(), n, count)),
+            None => return Err(past_end_of(steps.kind().noun(), n, count)),
         }
     }
 }
@@ -907,7 +931,7 @@ pub fn past_end(n: u64, count: u64) -> Error {
     past_end_of("instruction", n, count)
 }
 
-/// [`past_end`] for steps called `noun` ([`Steps::step_noun`]).
+/// [`past_end`] for steps called `noun` ([`StepKind::noun`]).
 #[must_use]
 pub fn past_end_of(noun: &str, n: u64, count: u64) -> Error {
     Error::Unsupported(format!(

@@ -270,7 +270,7 @@ pub fn xref_of(
     let emit = Emit {
         query: &scan,
         isa,
-        snapshot: steps.memory_is_snapshot(),
+        snapshot: steps.kind().memory_is_snapshot(),
         disasm,
     };
     if let Some(sidecar) = sidecar {
