@@ -3,8 +3,8 @@
 //! fields in order, and everything about a table follows those lists: its schema
 //! ([`schema`]), the visit of a row ([`InstructionRow`]) and the typed fast path's binding
 //! of the sink's columns ([`InstructionColumns::of`], child tables found by name), which
-//! [`fill_instructions`] fills. A field added to a list is a compile error in each of the
-//! three until it is handled there.
+//! [`fill_instructions`] fills. Each list entry names its field and the variant that says
+//! what it holds; a new variant does not compile until each of the three handles it.
 
 use std::sync::{Arc, OnceLock};
 
@@ -693,5 +693,146 @@ impl<'b> Run<'b> {
             self.value,
         );
         self.from = row;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+mod tests {
+    use std::borrow::Cow;
+
+    use crate::Handler;
+    use crate::schema::testing::{Val, records, testdata};
+    use crate::schema::{BytesBuf, Col, ColumnSink, Columns, IntBuf, Visitor};
+
+    /// The names a `Col::Other` column is handed.
+    #[derive(Default)]
+    struct Names(Vec<String>);
+
+    impl Visitor for Names {
+        fn uint(&mut self, _: u64) {}
+        fn int(&mut self, _: i64) {}
+        fn bool(&mut self, _: bool) {}
+        fn bytes(&mut self, _: &[u8]) {}
+        fn str(&mut self, v: &str) {
+            self.0.push(v.to_owned());
+        }
+        fn null(&mut self) {}
+        fn begin_list(&mut self) {}
+        fn end_list(&mut self) {}
+        fn begin_row(&mut self) {}
+        fn end_row(&mut self) {}
+    }
+
+    /// A sink with the columns of `instructions` without `--disasm` (`i`, `offset`,
+    /// `thread`, `pc`, `opcode`, 18 state words), its child tables under the names given.
+    struct Sink {
+        record: Vec<IntBuf>,
+        opcode: BytesBuf,
+        regs: (IntBuf, Names, IntBuf),
+        mem: [IntBuf; 4],
+        children: [&'static str; 2],
+    }
+
+    impl Sink {
+        fn new(children: [&'static str; 2]) -> Sink {
+            Sink {
+                record: (0..4 + 18).map(|_| IntBuf::default()).collect(),
+                opcode: BytesBuf::default(),
+                regs: Default::default(),
+                mem: Default::default(),
+                children,
+            }
+        }
+    }
+
+    impl ColumnSink for Sink {
+        fn columns(&mut self, _: usize) -> Option<Columns<'_>> {
+            let (head, state) = self.record.split_at_mut(4);
+            let mut record: Vec<Col<'_>> = head.iter_mut().map(Col::Ints).collect();
+            record.push(Col::Bytes(&mut self.opcode));
+            record.extend(state.iter_mut().map(Col::Ints));
+            let (ri, names, value) = &mut self.regs;
+            let regs = vec![Col::Ints(ri), Col::Other(names), Col::Ints(value)];
+            let mem = self.mem.iter_mut().map(Col::Ints).collect();
+            let [a, b] = self.children;
+            let mut children = vec![(Cow::Borrowed(a), regs), (Cow::Borrowed(b), mem)];
+            if a == "mem" {
+                // The `memory` columns under `mem`, wherever the sink lists them.
+                let (first, second) = children.split_at_mut(1);
+                std::mem::swap(&mut first[0].1, &mut second[0].1);
+            }
+            Some(Columns { record, children })
+        }
+    }
+
+    /// The typed fast path binds a sink's columns by the names of the child tables (in
+    /// either order) and fills the values the rows visit; a child table of another name
+    /// leaves it to the visiting path.
+    #[test]
+    fn the_fast_path_binds_by_name_and_fills_what_rows_visit() {
+        let bytes = testdata("x64dbg/basic.trace64");
+        let handler = &crate::formats::x64dbg::X64dbg;
+        let (_, rows) = records(handler, "basic.trace64", &bytes, false);
+        for children in [["regs", "mem"], ["mem", "regs"]] {
+            let mut sink = Sink::new(children);
+            let options = crate::Options::default();
+            let mut ctx = crate::Ctx::new(&options);
+            let mut input = crate::Input::from_bytes("basic.trace64", bytes.clone()).unwrap();
+            let mut reader = handler.records(&mut input, &mut ctx).unwrap();
+            let n = reader.fill_columns(&mut sink, 1 << 20).unwrap().unwrap();
+            assert_eq!(n, rows.len());
+            let (mut regs, mut mem) = (Vec::new(), Vec::new());
+            for (k, (_, row)) in rows.iter().enumerate() {
+                for (c, v) in sink.record[..4].iter().zip(&row[..4]) {
+                    assert_eq!(c.values[k], v.u());
+                }
+                let (from, to) = (sink.opcode.offsets[k], sink.opcode.offsets[k + 1]);
+                let opcode = &sink.opcode.data[from as usize..to as usize];
+                assert_eq!(Val::Bytes(opcode.to_vec()), row[4]);
+                let state = row[7].items();
+                assert_eq!(state.len(), 18);
+                for (c, v) in sink.record[4..].iter().zip(state) {
+                    assert_eq!(c.values[k], v.u());
+                }
+                for r in row[5].items() {
+                    let r = r.items();
+                    regs.push((row[0].u(), r[0].clone(), r[1].u()));
+                }
+                for m in row[6].items() {
+                    let m = m.items();
+                    mem.push((row[0].u(), m[0].u(), m[1].u(), m[2].clone()));
+                }
+            }
+            let (ri, names, value) = &sink.regs;
+            let filled: Vec<_> = (0..ri.values.len())
+                .map(|k| (ri.values[k], Val::S(names.0[k].clone()), value.values[k]))
+                .collect();
+            assert!(!regs.is_empty());
+            assert_eq!(filled, regs);
+            let [mi, addr, old, new] = &sink.mem;
+            let filled: Vec<_> = (0..mi.values.len())
+                .map(|k| {
+                    let n = if new.null_rows().contains(&k) {
+                        Val::Null
+                    } else {
+                        Val::U(new.values[k])
+                    };
+                    (mi.values[k], addr.values[k], old.values[k], n)
+                })
+                .collect();
+            assert!(!mem.is_empty());
+            assert_eq!(filled, mem);
+        }
+        let mut input = crate::Input::from_bytes("basic.trace64", bytes.clone()).unwrap();
+        let options = crate::Options::default();
+        let mut reader = handler
+            .records(&mut input, &mut crate::Ctx::new(&options))
+            .unwrap();
+        assert!(
+            reader
+                .fill_columns(&mut Sink::new(["regs", "memory"]), 10)
+                .is_none()
+        );
     }
 }
