@@ -236,7 +236,7 @@ pub trait Records {
 
     /// Passes over the first `n` records (of every table): the next [`Records::next_record`]
     /// gives record `n`, or none when the input has `n` or fewer. `index` is the format's
-    /// random-access index as [`steps::Steps::seek_index`] gives it, when the caller has
+    /// random-access index as [`steps::Indexing::seek_index`] gives it, when the caller has
     /// one: a format that can use it jumps there (x64dbg in memory: a binary search and at
     /// most one full-dump interval); the default reads and drops the records before `n`.
     ///
@@ -340,6 +340,12 @@ pub trait Handler: Send + Sync {
         )))
     }
 
+    /// What the format offers beyond records, info and validate, for the commands that
+    /// work on some formats only (none by default). Callers ask this, never the name.
+    fn offers(&self) -> Offers {
+        Offers::default()
+    }
+
     /// The basic-block executions (what `bbv` reads). The default derives dynamic blocks
     /// from [`Handler::steps`] ([`blocks::StepBlocks`]); DCFG-Trace gives its DCFG's blocks.
     ///
@@ -353,6 +359,30 @@ pub trait Handler: Send + Sync {
     ) -> Result<Box<dyn blocks::Blocks + 'a>, Error> {
         Ok(Box::new(blocks::StepBlocks::new(self.steps(input, ctx)?)))
     }
+}
+
+/// What a format offers beyond records, info and validate ([`Handler::offers`]): what
+/// the commands that work on some formats only ask, instead of a format's name. The
+/// instruction-stream accelerators are capabilities of the stream itself
+/// ([`steps::Steps::registers`], [`steps::Steps::raw`], [`steps::Steps::indexing`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Offers {
+    /// A control-flow graph (DCFG): `dot`, `loops` and the Python package's `graph`.
+    pub graph: bool,
+    /// Tracepoint frames to search by tracepoint and collected memory (GDB tfiles): `find`.
+    pub frames: bool,
+    /// Basic blocks bounded by the loops of a DCFG given with `--dcfg` (DCFG-Trace):
+    /// `bbv --loop-bounded`.
+    pub loop_bounded_blocks: bool,
+    /// A directory of per-thread files read as one stream (amber tt6 and tt6e): `merge`.
+    pub thread_files: bool,
+}
+
+/// The handlers whose [`Handler::offers`] has `wanted`, in [`HANDLERS`] order (for the
+/// messages that say which formats a command takes).
+pub fn offering(wanted: fn(Offers) -> bool) -> impl Iterator<Item = &'static dyn Handler> {
+    HANDLERS.iter().copied().filter(move |h| wanted(h.offers()))
 }
 
 /// Every format, in the order they are listed to users and tried by detection.

@@ -253,50 +253,116 @@ pub trait Visitor {
     fn begin_row(&mut self);
     /// Ends the nested record started last.
     fn end_row(&mut self);
-    /// A whole nested record ([`Type::Struct`]) whose fields are all unsigned integers
-    /// ([`Type::UInt`]), in one call: the same as [`Visitor::begin_row`], [`Visitor::uint`]
-    /// for each value and [`Visitor::end_row`] (which the default does), for rows that
-    /// carry many such values (the register state of an x64dbg instruction), so that a
-    /// sink may take them at once or drop a struct it does not show (JSON Lines,
-    /// [`Json::Skip`]) without a call per value.
-    fn uint_row(&mut self, values: &[u64]) {
-        self.begin_row();
-        for &x in values {
-            self.uint(x);
-        }
-        self.end_row();
+    /// One whole nested record (an element of [`Type::Rows`], or a [`Type::Struct`] value)
+    /// in one call: the same as [`Visitor::begin_row`], the value call of each cell in order
+    /// and [`Visitor::end_row`] (which the default does, through [`row_one_by_one`]). For
+    /// records a reader has at hand as a few values or a slice of them (an x64dbg
+    /// instruction's register state, a changed register's name and value), so that a sink
+    /// may take them at once, or drop a record it does not show (JSON Lines, [`Json::Skip`])
+    /// without a call per value.
+    fn row(&mut self, cells: &[Cell<'_>]) {
+        row_one_by_one(self, cells);
     }
 
-    /// A run of elements of a [`Type::Rows`] child table whose rows are two unsigned
-    /// integers, a position counting up from `first` and a value from `values`: the same as
-    /// [`Visitor::begin_row`], [`Visitor::uint`] of `first + k`, [`Visitor::uint`] of
-    /// `values[k]`, [`Visitor::end_row`] for each `k` (which the default does). For child
-    /// tables of millions of rows (a DCFG-Trace chunk's `seq` and `edge_id`), so that a
-    /// sink may take the run in one loop.
-    fn numbered_rows(&mut self, first: u64, values: &[u64]) {
-        numbered_rows_one_by_one(self, first, values);
-    }
-
-    /// One element of a [`Type::Rows`] child table whose rows are a name and an unsigned
-    /// integer, in one call: the same as [`Visitor::begin_row`], [`Visitor::str`] of `name`,
-    /// [`Visitor::uint`] of `value` and [`Visitor::end_row`] (which the default does). For
-    /// the changed registers of an x64dbg instruction, so that a sink may write the pair
-    /// without a call per part (JSON Lines: `"name":"0x…"` in an object).
-    fn name_value_row(&mut self, name: &str, value: u64) {
-        self.begin_row();
-        self.str(name);
-        self.uint(value);
-        self.end_row();
+    /// A run of elements of a [`Type::Rows`] child table whose fields are all unsigned
+    /// integers, column by column: as many rows as the shortest [`Run::UInts`] (none
+    /// without one), row `k` holding, for each run in order, its `k`-th value. The same as
+    /// [`Visitor::begin_row`], [`Visitor::uint`] of each value and [`Visitor::end_row`] for
+    /// each row (which the default does, through [`rows_one_by_one`]). For child tables of
+    /// millions of rows (a DCFG-Trace chunk's `seq` and `edge_id`), so that a sink may take
+    /// the run in one loop.
+    fn rows(&mut self, runs: &[Run<'_>]) {
+        rows_one_by_one(self, runs);
     }
 }
 
-/// [`Visitor::numbered_rows`] as the per-row calls it stands for: its default, and the
-/// fallback of sinks that take only some runs at once.
-pub fn numbered_rows_one_by_one<V: Visitor + ?Sized>(v: &mut V, first: u64, values: &[u64]) {
-    for (k, &x) in (0u64..).zip(values) {
+/// One value of a record handed over whole ([`Visitor::row`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cell<'a> {
+    /// An unsigned integer ([`Visitor::uint`]).
+    UInt(u64),
+    /// Unsigned integers, one field each, in order ([`Visitor::uint`] of each).
+    UInts(&'a [u64]),
+    /// A string or name ([`Visitor::str`]).
+    Str(&'a str),
+    /// A missing value ([`Visitor::null`]).
+    Null,
+}
+
+impl Cell<'_> {
+    /// The number of fields the cell fills.
+    #[must_use]
+    pub fn width(&self) -> usize {
+        match self {
+            Cell::UInts(v) => v.len(),
+            Cell::UInt(_) | Cell::Str(_) | Cell::Null => 1,
+        }
+    }
+
+    /// Hands the cell's values to `v`, one value call each.
+    pub fn visit<V: Visitor + ?Sized>(&self, v: &mut V) {
+        match *self {
+            Cell::UInt(x) => v.uint(x),
+            Cell::UInts(xs) => xs.iter().for_each(|&x| v.uint(x)),
+            Cell::Str(s) => v.str(s),
+            Cell::Null => v.null(),
+        }
+    }
+}
+
+/// One column of a run of child rows handed over at once ([`Visitor::rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Run<'a> {
+    /// A position counting up: `first`, `first + 1`, … (wrapping).
+    Counting(u64),
+    /// One value per row.
+    UInts(&'a [u64]),
+}
+
+impl Run<'_> {
+    /// The value of row `k`.
+    #[must_use]
+    pub fn get(&self, k: usize) -> Option<u64> {
+        match self {
+            Run::Counting(first) => Some(first.wrapping_add(k as u64)),
+            Run::UInts(v) => v.get(k).copied(),
+        }
+    }
+}
+
+/// The number of rows of a [`Visitor::rows`] call: the length of its shortest
+/// [`Run::UInts`], 0 without one.
+#[must_use]
+pub fn run_len(runs: &[Run<'_>]) -> usize {
+    runs.iter()
+        .filter_map(|r| match r {
+            Run::UInts(v) => Some(v.len()),
+            Run::Counting(_) => None,
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+/// [`Visitor::row`] as the calls it stands for: its default, and the fallback of sinks
+/// that take only some records at once.
+pub fn row_one_by_one<V: Visitor + ?Sized>(v: &mut V, cells: &[Cell<'_>]) {
+    v.begin_row();
+    for c in cells {
+        c.visit(v);
+    }
+    v.end_row();
+}
+
+/// [`Visitor::rows`] as the per-row calls it stands for: its default, and the fallback of
+/// sinks that take only some runs at once.
+pub fn rows_one_by_one<V: Visitor + ?Sized>(v: &mut V, runs: &[Run<'_>]) {
+    for k in 0..run_len(runs) {
         v.begin_row();
-        v.uint(first.wrapping_add(k));
-        v.uint(x);
+        for r in runs {
+            v.uint(r.get(k).unwrap_or(0));
+        }
         v.end_row();
     }
 }
@@ -450,10 +516,10 @@ pub struct Columns<'a> {
     /// ([`Type::Struct`]) flattened, child tables not counted.
     pub record: Vec<Col<'a>>,
     /// For each field of the record's schema that is a child table ([`Type::Rows`]) whose
-    /// rows are wanted: its index among the schema's fields, and the child table's
+    /// rows are wanted, in the schema's order: the field's name, and the child table's
     /// columns, which start with the key columns ([`Field::key`]) of the parent, which the
     /// reader fills too.
-    pub children: Vec<(usize, Vec<Col<'a>>)>,
+    pub children: Vec<(Cow<'static, str>, Vec<Col<'a>>)>,
 }
 
 /// The typed fast path of the columnar sinks (Parquet export, Arrow batches): a record

@@ -235,8 +235,8 @@ pub struct NamedReg {
     pub value: RegValue,
 }
 
-/// Where a stream finds a named register, for [`Steps::update_regs`]: found once by
-/// [`Steps::reg_source`], then read at every step without a lookup by name. The stream's
+/// Where a stream finds a named register, for [`Registers::update_regs`]: found once by
+/// [`Registers::reg_source`], then read at every step without a lookup by name. The stream's
 /// registers are seen as one little-endian byte string (x64dbg: the `REGDUMP`; by default:
 /// the values of [`Steps::named_regs`] one after the other, a word as 8 bytes), `at` is the
 /// register's offset in it and `len` its size, so registers next to each other there can
@@ -262,7 +262,7 @@ pub struct RegCopy {
     pub len: usize,
 }
 
-/// The copies [`Steps::update_regs`] makes into a register buffer, with the index a stream
+/// The copies [`Registers::update_regs`] makes into a register buffer, with the index a stream
 /// may build on first use to find the copies a changed register feeds (x64dbg: per
 /// `REGDUMP` word). Made once per buffer layout; its copies cannot change afterwards.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -370,12 +370,12 @@ fn value_len(value: &RegValue) -> usize {
     }
 }
 
-/// Which registers the reader of a stream reads: see [`Steps::want_regs`].
+/// Which registers the reader of a stream reads: see [`Registers::want_regs`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RegsWanted {
     /// Every register, through [`Steps::regs`], [`Steps::named_regs`] and
-    /// [`Steps::update_regs`] (the default).
+    /// [`Registers::update_regs`] (the default).
     #[default]
     All,
     /// Only [`Steps::regs`]: the general registers, the pc and the flags (what the Tenet
@@ -383,8 +383,54 @@ pub enum RegsWanted {
     General,
 }
 
+/// What the steps of a stream are ([`Steps::kind`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StepKind {
+    /// An executed instruction, with the memory it read and wrote.
+    #[default]
+    Instruction,
+    /// A tracepoint frame (GDB tfiles): what was collected when a tracepoint was hit, the
+    /// memory a snapshot taken before the instruction ran.
+    Frame,
+}
+
+impl StepKind {
+    /// What a step is called in messages and text output: "instruction" or "frame".
+    #[must_use]
+    pub fn noun(self) -> &'static str {
+        match self {
+            StepKind::Instruction => "instruction",
+            StepKind::Frame => "frame",
+        }
+    }
+
+    /// Whether a step's memory accesses are snapshots taken before the instruction ran
+    /// (frames), rather than what the instruction itself read and wrote.
+    #[must_use]
+    pub fn memory_is_snapshot(self) -> bool {
+        self == StepKind::Frame
+    }
+}
+
 /// An instruction stream: a lending iterator of [`Step`]s with the register state before
 /// the last step returned.
+///
+/// Every format implements the core: the six required methods and, where its steps are
+/// special, the provided ones that describe them. What a format can do faster than by
+/// reading steps it offers as a capability, in the manner of `object`'s format-neutral
+/// `Object` trait, which leaves the extras to the concrete types:
+///
+/// - [`Steps::registers`] ([`Registers`]): keeping a register image up to date from the
+///   changes only, and replaying only the general registers;
+/// - [`Steps::raw`] ([`Raw`]): the encoded records, for `diff` to pass over equal stretches
+///   without decoding them and for lean scans;
+/// - [`Steps::indexing`] ([`Indexing`]): a random-access index to keep in a sidecar file.
+///
+/// Callers do not ask for the capabilities themselves: the operations are methods of
+/// `dyn Steps` (such as [`scan`](#method.scan), [`update_regs`](#method.update_regs),
+/// [`seek_index`](#method.seek_index)), each of which goes through the capability when the
+/// stream offers it and otherwise reads steps, so a caller writes each once.
 pub trait Steps {
     /// The instruction set.
     fn isa(&self) -> Isa;
@@ -402,117 +448,13 @@ pub trait Steps {
     /// Every named register before the last step returned, for `state`.
     fn named_regs(&self, out: &mut Vec<NamedReg>);
 
-    /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
-    /// [`Steps::update_regs`], or `None` where the stream has no such register. Call it after
-    /// a step has been read. The default finds the name in [`Steps::named_regs`] (whose
-    /// registers and their sizes must then not change from step to step).
-    fn reg_source(&self, name: &str) -> Option<RegSource> {
-        let mut regs = Vec::new();
-        self.named_regs(&mut regs);
-        let mut at = 0usize;
-        for r in &regs {
-            let len = value_len(&r.value);
-            if r.name == name {
-                return Some(RegSource { at, len });
-            }
-            at = at.saturating_add(len);
-        }
-        None
-    }
-
-    /// Brings `out` up to date with the registers before the last step returned, as `plan`
-    /// says (sources from [`Steps::reg_source`]; copies outside `out` are skipped; the
-    /// stream may index the plan on first use): what a
-    /// sink that writes the whole register state at every step uses (the tfile writer).
-    /// The first call copies every register of the plan; later ones may copy only those
-    /// changed since the previous call, so `out` must hold what the previous call (with
-    /// the same plan) left there. The default copies them all, from
-    /// [`Steps::named_regs`]; x64dbg copies only the `REGDUMP` words the blocks changed.
-    fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
-        if plan.copies().is_empty() {
-            return;
-        }
-        let mut regs = Vec::new();
-        self.named_regs(&mut regs);
-        let mut bytes: Vec<u8> = Vec::new();
-        for r in &regs {
-            match &r.value {
-                RegValue::Word(w) => bytes.extend_from_slice(&w.to_le_bytes()),
-                RegValue::Wide(b) => bytes.extend_from_slice(b),
-            }
-        }
-        for c in plan.copies() {
-            let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
-                continue;
-            };
-            let end = c.src.at.saturating_add(c.src.len).min(bytes.len());
-            let src = bytes.get(c.src.at..end).unwrap_or_default();
-            let n = src.len().min(dst.len());
-            let (head, tail) = dst.split_at_mut(n);
-            head.copy_from_slice(src.get(..n).unwrap_or_default());
-            tail.fill(0);
-        }
-    }
-
-    /// The walk of a writer of the whole register state at every step of one thread (the
-    /// tfile conversion): for each step from here on of thread `thread`, brings `out` up to
-    /// date as [`Steps::update_regs`] with `plan` does and calls `on_step` with the step
-    /// and `out`, until the end, a read error (returned, the stream fused) or `on_step`
-    /// returning `false` (the stream may then have read steps past that one). Steps of
-    /// other threads are passed over. The default reads
-    /// [`Steps::next_step`] and calls [`Steps::update_regs`]; x64dbg in memory writes each
-    /// `REGDUMP` word a block sets straight into `out` as the replay applies it.
+    /// Positions the stream so that the next step is step `n`. Formats without an index
+    /// read and drop steps up to `n` ([`seek_by_scan`]); formats with one seek in it.
     ///
     /// # Errors
     ///
-    /// A read error of the stream.
-    fn walk_regs(
-        &mut self,
-        thread: u64,
-        plan: &mut RegPlan,
-        out: &mut [u8],
-        on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
-    ) -> Result<(), Error> {
-        walk_regs_by_steps(self, thread, plan, out, on_step)
-    }
-
-    /// The walk of a writer of every step with its general registers (the Tenet
-    /// conversion): calls `on_step` with each step from here on, the values of
-    /// [`Steps::regs`] before it and [`Steps::regs_changed`], until the end, a read error
-    /// (returned, the stream fused) or `on_step` returning `false` (the stream may then
-    /// have read steps past that one). The default reads
-    /// [`Steps::next_step`]; x64dbg in memory under [`RegsWanted::General`] takes its
-    /// usual blocks in the lean walk.
-    ///
-    /// # Errors
-    ///
-    /// A read error of the stream.
-    fn walk_steps(
-        &mut self,
-        on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
-    ) -> Result<(), Error> {
-        walk_steps_by_steps(self, on_step)
-    }
-
-    /// Tells the stream which registers its reader reads from the next step on, so that a
-    /// format can replay less: after [`RegsWanted::General`] only [`Steps::regs`] is
-    /// kept up, and [`Steps::named_regs`] and [`Steps::update_regs`] give unspecified
-    /// values (x64dbg then applies only the changes to the words of [`Steps::regs`],
-    /// passing over the x87, vector, debug and segment registers). A stream may stay lean
-    /// until its next [`Steps::seek`] after [`RegsWanted::All`]. The default does nothing
-    /// (every register is kept up).
-    fn want_regs(&mut self, wanted: RegsWanted) {
-        let _ = wanted;
-    }
-
-    /// Which words of [`Steps::regs`] may differ from what they were before the step
-    /// returned before the last one: bit `k` for word `k` (words from 64 on always count
-    /// as changed). A superset: a reader that keeps the previous step's registers need
-    /// compare only these (the Tenet conversion). The default, every word; x64dbg under
-    /// [`RegsWanted::General`] gives the words its block set.
-    fn regs_changed(&self) -> u64 {
-        u64::MAX
-    }
+    /// [`Error::Unsupported`] when `n` is past the last step; a read error on the way.
+    fn seek(&mut self, n: u64) -> Result<(), Error>;
 
     /// Which words of [`Steps::regs`] the stream has a recorded value for before the last
     /// step returned (bit `k` for word `k`; words from 64 on always count as known). The
@@ -531,95 +473,168 @@ pub trait Steps {
         None
     }
 
-    /// Whether a step's memory accesses are snapshots taken before the instruction ran
-    /// (tfile frames), rather than what the instruction itself read and wrote.
-    fn memory_is_snapshot(&self) -> bool {
-        false
+    /// What a step is: an instruction (the default), or a tracepoint frame (tfile), which
+    /// decides what its memory accesses mean and what messages call it.
+    fn kind(&self) -> StepKind {
+        StepKind::Instruction
     }
-
-    /// What a step is called in messages and text output: "instruction", or "frame" for
-    /// a tfile (whose steps are tracepoint frames).
-    fn step_noun(&self) -> &'static str {
-        "instruction"
-    }
-
-    /// Positions the stream so that the next step is step `n`. The default reads and drops
-    /// steps up to `n` (a scan); formats with an index seek in it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] when `n` is past the last step; a read error on the way.
-    fn seek(&mut self, n: u64) -> Result<(), Error>;
 
     /// The byte offset reached, for progress.
     fn position(&self) -> u64 {
         0
     }
 
-    /// The encoded records of the steps not read yet, when the stream holds them in
-    /// memory and a step is determined by its record, the state before it and
-    /// [`Records::key`] (x64dbg traces in memory: the blocks to come); `None` by default.
-    /// With [`Steps::pass_equal`] and [`Steps::pass_records`], `diff` goes over the equal
-    /// stretches of two traces at memory speed without decoding them: equal records read
-    /// from equal register states give equal steps and equal states.
-    fn records(&self) -> Option<Records<'_>> {
+    /// The register accelerators, where the stream has them (x64dbg); `None` by default.
+    fn registers(&mut self) -> Option<&mut dyn Registers> {
         None
     }
 
-    /// Passes over the steps whose records equal those at the start of `other` (another
-    /// stream's [`Steps::records`], of the same format), without decoding them, and says
-    /// what it passed: nothing when the keys differ or the stream has no records (the
-    /// default). Calls `on_thread` with the thread of the first step passed and with
-    /// each thread switched to after it. The steps passed are read lazily: until the
-    /// next step is read, [`Steps::regs`] and [`Steps::named_regs`] still describe the
-    /// last step read.
-    fn pass_equal(&mut self, other: Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
-        let _ = (other, on_thread);
-        Passed::default()
+    /// The encoded records, where the stream holds them in memory (x64dbg); `None` by
+    /// default.
+    fn raw(&mut self) -> Option<&mut dyn Raw> {
+        None
     }
 
-    /// Passes over the records another stream passed over with [`Steps::pass_equal`]
-    /// against this one's: `passed.bytes` bytes of [`Steps::records`] holding
-    /// `passed.steps` steps, lazily (the next read catches up, through the index when the
-    /// stretch is long). The default (no records) does nothing.
-    fn pass_records(&mut self, passed: Passed) {
-        let _ = passed;
+    /// The random-access index, where the format has one worth keeping (x64dbg, tfile);
+    /// `None` by default.
+    fn indexing(&mut self) -> Option<&mut dyn Indexing> {
+        None
     }
+}
+
+/// The register accelerators of a stream ([`Steps::registers`]): a register image kept up
+/// to date from the changes alone (the tfile writer), and a replay of only the general
+/// registers (the Tenet writer). Without them, the methods of the same names on
+/// `dyn Steps` read [`Steps::named_regs`] and [`Steps::next_step`].
+pub trait Registers {
+    /// Tells the stream which registers its reader reads from the next step on, so that it
+    /// can replay less: after [`RegsWanted::General`] only [`Steps::regs`] is kept up, and
+    /// [`Steps::named_regs`] and [`Registers::update_regs`] give unspecified values
+    /// (x64dbg then applies only the changes to the words of [`Steps::regs`], passing over
+    /// the x87, vector, debug and segment registers). A stream may stay lean until its
+    /// next [`Steps::seek`] after [`RegsWanted::All`]. Without the capability, nothing
+    /// (every register is kept up).
+    fn want_regs(&mut self, wanted: RegsWanted);
+
+    /// Which words of [`Steps::regs`] may differ from what they were before the step
+    /// returned before the last one: bit `k` for word `k` (words from 64 on always count
+    /// as changed). A superset: a reader that keeps the previous step's registers need
+    /// compare only these (the Tenet conversion). Without the capability, every word;
+    /// x64dbg under [`RegsWanted::General`] gives the words its block set.
+    fn regs_changed(&self) -> u64;
+
+    /// Locates the register `name` (a name [`Steps::named_regs`] gives) for
+    /// [`Registers::update_regs`], or `None` where the stream has no such register. Call it
+    /// after a step has been read. Without the capability, the name is found in
+    /// [`Steps::named_regs`] (whose registers and their sizes must then not change from
+    /// step to step).
+    fn reg_source(&self, name: &str) -> Option<RegSource>;
+
+    /// Brings `out` up to date with the registers before the last step returned, as `plan`
+    /// says (sources from [`Registers::reg_source`]; copies outside `out` are skipped; the
+    /// stream may index the plan on first use): what a sink that writes the whole register
+    /// state at every step uses (the tfile writer). The first call copies every register
+    /// of the plan; later ones may copy only those changed since the previous call, so
+    /// `out` must hold what the previous call (with the same plan) left there. Without the
+    /// capability every register is copied, from [`Steps::named_regs`]; x64dbg copies
+    /// only the `REGDUMP` words the blocks changed.
+    fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]);
+
+    /// The walk of a writer of the whole register state at every step of one thread (the
+    /// tfile conversion): for each step from here on of thread `thread`, brings `out` up to
+    /// date as [`Registers::update_regs`] with `plan` does and calls `on_step` with the
+    /// step and `out`, until the end, a read error (returned, the stream fused) or
+    /// `on_step` returning `false` (the stream may then have read steps past that one).
+    /// Steps of other threads are passed over. Without the capability,
+    /// [`walk_regs_by_steps`]; x64dbg in memory writes each `REGDUMP` word a block sets
+    /// straight into `out` as the replay applies it.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    fn walk_regs(
+        &mut self,
+        thread: u64,
+        plan: &mut RegPlan,
+        out: &mut [u8],
+        on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
+    ) -> Result<(), Error>;
+
+    /// The walk of a writer of every step with its general registers (the Tenet
+    /// conversion): calls `on_step` with each step from here on, the values of
+    /// [`Steps::regs`] before it and [`Registers::regs_changed`], until the end, a read
+    /// error (returned, the stream fused) or `on_step` returning `false` (the stream may
+    /// then have read steps past that one). Without the capability,
+    /// [`walk_steps_by_steps`]; x64dbg in memory under [`RegsWanted::General`] takes its
+    /// usual blocks in the lean walk.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    fn walk_steps(
+        &mut self,
+        on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
+    ) -> Result<(), Error>;
+}
+
+/// The encoded records of a stream held in memory ([`Steps::raw`]), where a step is
+/// determined by its record, the state before it and [`Records::key`] (x64dbg traces in
+/// memory: the blocks to come). With them `diff` goes over the equal stretches of two
+/// traces at memory speed without decoding them (equal records read from equal register
+/// states give equal steps and equal states), and a scan reads only what it looks for.
+pub trait Raw {
+    /// The records of the steps not read yet, or `None` where the stream cannot hand them
+    /// out now (x64dbg: a seek's step pending).
+    fn records(&self) -> Option<Records<'_>>;
+
+    /// Passes over the steps whose records equal those at the start of `other` (another
+    /// stream's [`Raw::records`], of the same format), without decoding them, and says
+    /// what it passed: nothing when the keys differ. Calls `on_thread` with the thread of
+    /// the first step passed and with each thread switched to after it. The steps passed
+    /// are read lazily: until the next step is read, [`Steps::regs`] and
+    /// [`Steps::named_regs`] still describe the last step read.
+    fn pass_equal(&mut self, other: Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed;
+
+    /// Passes over the records another stream passed over with [`Raw::pass_equal`]
+    /// against this one's: `passed.bytes` bytes of [`Raw::records`] holding
+    /// `passed.steps` steps, lazily (the next read catches up, through the index when the
+    /// stretch is long).
+    fn pass_records(&mut self, passed: Passed);
 
     /// Calls `on_step` with every step from here to the end that `query` matches, in
-    /// order (what `xref` and the sidecar index read). The default reads every step
-    /// ([`scan_by_steps`]); a format may walk its records more leanly, as long as the
+    /// order (what `xref` and the sidecar index read), walking the records more leanly
+    /// than [`scan_by_steps`] (what a stream without the capability does), as long as the
     /// steps it hands out have the same `i`, `thread`, `pc`, opcode and accesses (the
     /// register state is not kept up: [`Steps::regs`] is unspecified after a scan).
     ///
     /// # Errors
     ///
     /// The first read error, after every step found before it; `on_step`'s error.
-    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
-        scan_by_steps(self, query, on_step)
-    }
+    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error>;
+}
 
-    /// The format's own random-access index as bytes, to keep in a sidecar index file
-    /// (x64dbg: its full dumps and decoder states), or `None` where the format has none
-    /// worth keeping. Building it may read the whole trace.
+/// A format's own random-access index ([`Steps::indexing`]), kept in a sidecar index file
+/// so that a later [`Steps::seek`] need not build it.
+pub trait Indexing {
+    /// The index as bytes (x64dbg: its full dumps and decoder states; tfile: its frame
+    /// offsets), or `None` where this stream has none worth keeping (x64dbg streamed).
+    /// Building it may read the whole trace.
     ///
     /// # Errors
     ///
     /// A read error while building it.
-    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
-        Ok(None)
-    }
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error>;
 
-    /// [`Steps::seek_index`], calling `reached(n, index)` on the way each time its pass has
-    /// gone past step `n` (`n` = `every`, 2·`every`, …) with an index through which
-    /// [`Records::seek`](crate::Records::seek) reaches step `n` (x64dbg: a few dozen bytes):
-    /// so that a caller can start there before the pass ends, such as threads that each
-    /// build a stretch of rows. The default makes the whole index first and calls no
+    /// [`Indexing::seek_index`], calling `reached(n, index)` on the way each time its pass
+    /// has gone past step `n` (`n` = `every`, 2·`every`, …) with an index through which
+    /// [`Records::seek`](crate::Records::seek) reaches step `n` (x64dbg: a few dozen
+    /// bytes): so that a caller can start there before the pass ends, such as threads that
+    /// each build a stretch of rows. The default makes the whole index first and calls no
     /// `reached` (the whole index reaches every step).
     ///
     /// # Errors
     ///
-    /// As [`Steps::seek_index`].
+    /// As [`Indexing::seek_index`].
     fn seek_index_reaching(
         &mut self,
         every: u64,
@@ -629,25 +644,197 @@ pub trait Steps {
         self.seek_index()
     }
 
-    /// Takes a seek index that [`Steps::seek_index`] gave for the same trace (kept by a
+    /// Takes a seek index that [`Indexing::seek_index`] gave for the same trace (kept by a
     /// caller that seeks again, such as the Python package's `Trace.state`), so that the
-    /// next [`Steps::seek`] need not build one. Returns whether it was taken; the default
-    /// takes none. A format reads the bytes through [`SeekIndex::parsed`], so a caller
-    /// that keeps one `SeekIndex` has it parsed once.
-    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
-        let _ = index;
-        false
-    }
+    /// next [`Steps::seek`] need not build one. Returns whether it was taken. A format
+    /// reads the bytes through [`SeekIndex::parsed`], so a caller that keeps one
+    /// `SeekIndex` has it parsed once.
+    fn use_seek_index(&mut self, index: &SeekIndex) -> bool;
 
     /// The number of steps in the trace when it is known without reading them (x64dbg
-    /// in memory: from its seek index, once [`Steps::seek_index`] built it or
-    /// [`Steps::use_seek_index`] took it), for progress reports; `None` by default.
-    fn count_known(&self) -> Option<u64> {
-        None
+    /// in memory: from its seek index, once built or taken), for progress reports.
+    fn count_known(&self) -> Option<u64>;
+}
+
+/// The operations the capabilities speed up, on any stream: each goes through the
+/// capability when the stream offers it and otherwise does what a stream without it
+/// does (reads steps, or nothing), as the capability's method of the same name says.
+impl<'s> dyn Steps + 's {
+    /// [`Registers::want_regs`]; nothing without the capability.
+    pub fn want_regs(&mut self, wanted: RegsWanted) {
+        if let Some(r) = self.registers() {
+            r.want_regs(wanted);
+        }
+    }
+
+    /// [`Registers::regs_changed`]; every word without the capability.
+    pub fn regs_changed(&mut self) -> u64 {
+        self.registers().map_or(u64::MAX, |r| r.regs_changed())
+    }
+
+    /// [`Registers::reg_source`]; from [`Steps::named_regs`] without the capability.
+    pub fn reg_source(&mut self, name: &str) -> Option<RegSource> {
+        match self.registers() {
+            Some(r) => r.reg_source(name),
+            None => reg_source_by_names(self, name),
+        }
+    }
+
+    /// [`Registers::update_regs`]; from [`Steps::named_regs`] without the capability.
+    pub fn update_regs(&mut self, plan: &mut RegPlan, out: &mut [u8]) {
+        match self.registers() {
+            Some(r) => r.update_regs(plan, out),
+            None => update_regs_by_names(self, plan, out),
+        }
+    }
+
+    /// [`Registers::walk_regs`]; [`walk_regs_by_steps`] without the capability.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    pub fn walk_regs(
+        &mut self,
+        thread: u64,
+        plan: &mut RegPlan,
+        out: &mut [u8],
+        on_step: &mut dyn FnMut(&Step, &[u8]) -> bool,
+    ) -> Result<(), Error> {
+        match self.registers() {
+            Some(r) => r.walk_regs(thread, plan, out, on_step),
+            None => walk_regs_by_steps(self, thread, plan, out, on_step),
+        }
+    }
+
+    /// [`Registers::walk_steps`]; [`walk_steps_by_steps`] without the capability.
+    ///
+    /// # Errors
+    ///
+    /// A read error of the stream.
+    pub fn walk_steps(
+        &mut self,
+        on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
+    ) -> Result<(), Error> {
+        match self.registers() {
+            Some(r) => r.walk_steps(on_step),
+            None => walk_steps_by_steps(self, on_step),
+        }
+    }
+
+    /// [`Raw::records`]; `None` without the capability.
+    pub fn records(&mut self) -> Option<Records<'_>> {
+        self.raw()?.records()
+    }
+
+    /// [`Raw::pass_equal`]; nothing passed without the capability.
+    pub fn pass_equal(&mut self, other: Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
+        self.raw()
+            .map_or_else(Passed::default, |r| r.pass_equal(other, on_thread))
+    }
+
+    /// [`Raw::pass_records`]; nothing without the capability.
+    pub fn pass_records(&mut self, passed: Passed) {
+        if let Some(r) = self.raw() {
+            r.pass_records(passed);
+        }
+    }
+
+    /// [`Raw::scan`]; [`scan_by_steps`] without the capability.
+    ///
+    /// # Errors
+    ///
+    /// The first read error, after every step found before it; `on_step`'s error.
+    pub fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
+        match self.raw() {
+            Some(r) => r.scan(query, on_step),
+            None => scan_by_steps(self, query, on_step),
+        }
+    }
+
+    /// [`Indexing::seek_index`]; `None` without the capability.
+    ///
+    /// # Errors
+    ///
+    /// A read error while building it.
+    pub fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        match self.indexing() {
+            Some(i) => i.seek_index(),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Indexing::seek_index_reaching`]; `None` without the capability.
+    ///
+    /// # Errors
+    ///
+    /// A read error while building it.
+    pub fn seek_index_reaching(
+        &mut self,
+        every: u64,
+        reached: &mut dyn FnMut(u64, SeekIndex),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        match self.indexing() {
+            Some(i) => i.seek_index_reaching(every, reached),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Indexing::use_seek_index`]; not taken without the capability.
+    pub fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
+        self.indexing().is_some_and(|i| i.use_seek_index(index))
+    }
+
+    /// [`Indexing::count_known`]; `None` without the capability.
+    pub fn count_known(&mut self) -> Option<u64> {
+        self.indexing()?.count_known()
     }
 }
 
-/// A format's seek index ([`Steps::seek_index`]'s bytes, or a sidecar's) together with the
+/// [`Registers::reg_source`] of a stream without the capability: the register's place
+/// in the values of [`Steps::named_regs`] one after the other (see [`RegSource`]).
+pub fn reg_source_by_names<S: Steps + ?Sized>(steps: &S, name: &str) -> Option<RegSource> {
+    let mut regs = Vec::new();
+    steps.named_regs(&mut regs);
+    let mut at = 0usize;
+    for r in &regs {
+        let len = value_len(&r.value);
+        if r.name == name {
+            return Some(RegSource { at, len });
+        }
+        at = at.saturating_add(len);
+    }
+    None
+}
+
+/// [`Registers::update_regs`] of a stream without the capability: copies every register
+/// of the plan from [`Steps::named_regs`].
+pub fn update_regs_by_names<S: Steps + ?Sized>(steps: &S, plan: &RegPlan, out: &mut [u8]) {
+    if plan.copies().is_empty() {
+        return;
+    }
+    let mut regs = Vec::new();
+    steps.named_regs(&mut regs);
+    let mut bytes: Vec<u8> = Vec::new();
+    for r in &regs {
+        match &r.value {
+            RegValue::Word(w) => bytes.extend_from_slice(&w.to_le_bytes()),
+            RegValue::Wide(b) => bytes.extend_from_slice(b),
+        }
+    }
+    for c in plan.copies() {
+        let Some(dst) = out.get_mut(c.dst..c.dst.saturating_add(c.len)) else {
+            continue;
+        };
+        let end = c.src.at.saturating_add(c.src.len).min(bytes.len());
+        let src = bytes.get(c.src.at..end).unwrap_or_default();
+        let n = src.len().min(dst.len());
+        let (head, tail) = dst.split_at_mut(n);
+        head.copy_from_slice(src.get(..n).unwrap_or_default());
+        tail.fill(0);
+    }
+}
+
+/// A format's seek index ([`Indexing::seek_index`]'s bytes, or a sidecar's) together with the
 /// form the format reads it into, made on first use and kept: a caller that seeks again
 /// and again (each request of `tracekit serve`, each `Trace.state` in Python) parses it
 /// once, where parsing a 1 GiB x64dbg trace's index takes milliseconds and 2 MiB of fresh
@@ -697,7 +884,7 @@ impl fmt::Debug for SeekIndex {
     }
 }
 
-/// The encoded records of a stream's steps not read yet: see [`Steps::records`].
+/// The encoded records of a stream's steps not read yet: see [`Raw::records`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Records<'r> {
     /// The records, from the next step's on.
@@ -708,7 +895,7 @@ pub struct Records<'r> {
     pub key: u64,
 }
 
-/// What [`Steps::pass_equal`] passed over.
+/// What [`Raw::pass_equal`] passed over.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Passed {
     /// The steps passed.
@@ -733,7 +920,7 @@ pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Erro
             Some(Ok(_)) if count == n => return Ok(()),
             Some(Ok(_)) => count = count.saturating_add(1),
             Some(Err(e)) => return Err(e),
-            None => return Err(past_end_of(steps.step_noun(), n, count)),
+            None => return Err(past_end_of(steps.kind().noun(), n, count)),
         }
     }
 }
@@ -744,7 +931,7 @@ pub fn past_end(n: u64, count: u64) -> Error {
     past_end_of("instruction", n, count)
 }
 
-/// [`past_end`] for steps called `noun` ([`Steps::step_noun`]).
+/// [`past_end`] for steps called `noun` ([`StepKind::noun`]).
 #[must_use]
 pub fn past_end_of(noun: &str, n: u64, count: u64) -> Error {
     Error::Unsupported(format!(
@@ -752,7 +939,7 @@ pub fn past_end_of(noun: &str, n: u64, count: u64) -> Error {
     ))
 }
 
-/// What [`Steps::scan`] looks for: steps that executed at `pc`, or whose memory accesses
+/// What a scan ([`Raw::scan`]) looks for: steps that executed at `pc`, or whose memory accesses
 /// cover a byte of `mem` (either, when both are given), or every step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ScanQuery {
@@ -780,10 +967,11 @@ impl ScanQuery {
     }
 }
 
-/// What [`Steps::scan`] calls with each step found.
+/// What a scan ([`Raw::scan`]) calls with each step found.
 pub type OnStep<'f> = dyn FnMut(&Step) -> Result<(), Error> + 'f;
 
-/// [`Steps::scan`] by reading every step: the default, and what formats fall back to.
+/// [`Raw::scan`] by reading every step: what a stream without the capability does, and
+/// what formats fall back to.
 ///
 /// # Errors
 ///
@@ -802,35 +990,37 @@ pub fn scan_by_steps<S: Steps + ?Sized>(
     Ok(())
 }
 
-/// [`Steps::walk_steps`] by reading every step: the default, and what formats fall back
-/// to.
+/// [`Registers::walk_steps`] by reading every step: what a stream without the capability
+/// does, and what formats fall back to.
 ///
 /// # Errors
 ///
 /// The first read error.
-pub fn walk_steps_by_steps<S: Steps + ?Sized>(
-    steps: &mut S,
+pub fn walk_steps_by_steps(
+    steps: &mut dyn Steps,
     on_step: &mut dyn FnMut(&Step, &[u64], u64) -> bool,
 ) -> Result<(), Error> {
     // A copy of the step: the registers are the stream's again.
     let mut step = Step::default();
     while let Some(next) = steps.next_step() {
         step.clone_from(next?);
-        if !on_step(&step, steps.regs(), steps.regs_changed()) {
+        let changed = steps.regs_changed();
+        if !on_step(&step, steps.regs(), changed) {
             break;
         }
     }
     Ok(())
 }
 
-/// [`Steps::walk_regs`] by reading every step and calling [`Steps::update_regs`] for
-/// those of `thread`: the default, and what formats fall back to.
+/// [`Registers::walk_regs`] by reading every step and bringing `out` up to date
+/// ([`update_regs`](trait.Steps.html#method.update_regs)) for those of `thread`: what a
+/// stream without the capability does, and what formats fall back to.
 ///
 /// # Errors
 ///
 /// The first read error.
-pub fn walk_regs_by_steps<S: Steps + ?Sized>(
-    steps: &mut S,
+pub fn walk_regs_by_steps(
+    steps: &mut dyn Steps,
     thread: u64,
     plan: &mut RegPlan,
     out: &mut [u8],

@@ -359,7 +359,7 @@ impl Kept {
         Ok(self.input.insert(input))
     }
 
-    /// The format's seek index of the trace ([`trace_registry::steps::Steps::seek_index`]:
+    /// The format's seek index of the trace ([`trace_registry::steps::Indexing::seek_index`]:
     /// the sidecar's, else built in one pass), made on first use. A trace without
     /// steps, or whose index cannot be built (damage), has none.
     fn index(&mut self, opened: &Opened) -> Result<Option<SeekIndex>, Error> {
@@ -800,7 +800,7 @@ impl Trace {
     /// edges, as lightweight objects (see `tracekit.Graph`).
     #[getter]
     fn graph(&self, py: Python<'_>) -> PyResult<graph::Graph> {
-        if self.opened.handler.name() != "dcfg" {
+        if !self.opened.handler.offers().graph {
             return Err(PyValueError::new_err(format!(
                 "graph is for dcfg traces, not {}",
                 self.opened.handler.name()
@@ -928,7 +928,7 @@ struct Claims {
     /// `None` while the seek index is being made; then the index (`None`: there is none).
     index: Option<Option<SeekIndex>>,
     /// While it is being made, the indexes that reach the stretches its pass has gone past
-    /// ([`trace_registry::steps::Steps::seek_index_reaching`]), by stretch, until claimed.
+    /// ([`trace_registry::steps::Indexing::seek_index_reaching`]), by stretch, until claimed.
     starts: HashMap<u64, SeekIndex>,
     /// Set when the coordinator is done (the end, an error, or Python stopped reading).
     stop: bool,

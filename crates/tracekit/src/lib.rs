@@ -732,16 +732,89 @@ pub fn open(file: &OsStr, forced: Option<&str>) -> Result<(Input, &'static dyn H
     Ok(trace_registry::open(file, forced)?)
 }
 
-/// Fails with a usage error (exit 2) naming the formats `cmd` accepts, unless `got` is one.
-fn expect_format(got: &dyn Handler, allowed: &[&str], cmd: &str) -> Result<(), CliError> {
-    if allowed.contains(&got.name()) {
-        Ok(())
-    } else {
-        Err(CliError::Usage(format!(
-            "`tracekit {cmd}` works on {} files, not {}",
-            allowed.join("/"),
-            got.name()
-        )))
+/// Fails with a usage error (exit 2) naming the formats that offer what `cmd` needs
+/// (`wanted` of their [`Handler::offers`]), unless `got` is one.
+fn expect_offer(
+    got: &dyn Handler,
+    wanted: fn(trace_registry::Offers) -> bool,
+    cmd: &str,
+) -> Result<(), CliError> {
+    if wanted(got.offers()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = trace_registry::offering(wanted).map(|h| h.name()).collect();
+    Err(CliError::Usage(format!(
+        "`tracekit {cmd}` works on {} files, not {}",
+        names.join("/"),
+        got.name()
+    )))
+}
+
+/// What `convert --to` writes, one row per sink: the one list the checks of `-o` and
+/// `--thread` and the "supported" message come from.
+const TARGETS: &[Target] = &[
+    Target {
+        name: "din",
+        sink: Sink::Din,
+        output: Output::Optional,
+        thread: false,
+    },
+    Target {
+        name: "tenet",
+        sink: Sink::Tenet,
+        output: Output::Prefix("convert --to tenet writes one file per thread: give -o PREFIX"),
+        thread: false,
+    },
+    Target {
+        name: "tfile",
+        sink: Sink::Tfile,
+        output: Output::File("convert --to tfile writes a file: give -o OUT.tf"),
+        thread: true,
+    },
+];
+
+/// One target of `convert --to`.
+struct Target {
+    /// The name `--to` takes.
+    name: &'static str,
+    /// The sink that writes it.
+    sink: Sink,
+    /// What `-o` names.
+    output: Output,
+    /// Whether it takes `--thread` (one thread of the trace).
+    thread: bool,
+}
+
+/// The sinks of `convert`.
+#[derive(Clone, Copy)]
+enum Sink {
+    /// Dinero IV lines (`trace_registry::sink::din`).
+    Din,
+    /// Tenet traces, one per thread (`trace_registry::sink::tenet`).
+    Tenet,
+    /// One thread as a GDB tracepoint file (`trace_registry::sink::tfile`).
+    Tfile,
+}
+
+/// What `-o` names for a target.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// A file, or stdout without `-o`.
+    Optional,
+    /// A file, which must be given (the message when it is not).
+    File(&'static str),
+    /// The prefix of one file per thread, which must be given (the message when it is
+    /// not); each file is refused or replaced as it is created.
+    Prefix(&'static str),
+}
+
+impl Output {
+    /// The message when `-o` is missing (empty where it may be).
+    fn needed(self) -> &'static str {
+        match self {
+            Output::Optional => "",
+            Output::File(m) | Output::Prefix(m) => m,
+        }
     }
 }
 
@@ -775,7 +848,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                     opened.name()
                 )));
             }
-            expect_format(h, &["tt6", "tt6e"], "merge")?;
+            expect_offer(h, |o| o.thread_files, "merge")?;
             let o = r.options();
             commands::dump(h, opened, &o, Progress::hidden(), out, err)
         }
@@ -785,12 +858,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Dot { args, .. } => {
             let (opened, h) = open(&args.file, r.input.format.as_deref())?;
-            expect_format(h, &["dcfg"], "dot")?;
+            expect_offer(h, |o| o.graph, "dot")?;
             commands::dot(opened, &r.options(), args, out)
         }
         Cmd::Loops { file, .. } => {
             let (opened, h) = open(file, r.input.format.as_deref())?;
-            expect_format(h, &["dcfg"], "loops")?;
+            expect_offer(h, |o| o.graph, "loops")?;
             commands::loops(opened, &r.options(), out)
         }
         Cmd::Convert {
@@ -803,66 +876,61 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         } => {
             let o = r.options();
             let (opened, h) = open(file, r.input.format.as_deref())?;
+            let target = TARGETS.iter().find(|t| t.name == to.as_str());
             if let Some(path) = output
-                && to != "tenet"
+                && !target.is_some_and(|t| matches!(t.output, Output::Prefix(_)))
             {
                 commands::refuse_existing(path, force.force)?;
             }
-            if to == "tfile" {
-                let Some(path) = output else {
-                    return Err(CliError::Usage(
-                        "convert --to tfile writes a file: give -o OUT.tf".into(),
-                    ));
-                };
-                return commands::to_tfile::convert(
-                    h,
-                    opened,
-                    &o,
-                    *thread,
-                    path,
-                    summary(err, &mut sink, r.input.quiet),
-                );
-            }
-            if thread.is_some() {
-                return Err(CliError::Usage("--thread goes with --to tfile".into()));
-            }
-            if to == "tenet" {
-                let Some(prefix) = output else {
-                    return Err(CliError::Usage(
-                        "convert --to tenet writes one file per thread: give -o PREFIX".into(),
-                    ));
-                };
-                let force = force.force;
-                return commands::to_tenet::convert(
-                    h,
-                    opened,
-                    &o,
-                    prefix,
-                    force,
-                    summary(err, &mut sink, r.input.quiet),
-                );
-            }
-            if to != "din" {
+            if thread.is_some() && !target.is_some_and(|t| t.thread) {
+                let with: Vec<&str> = TARGETS
+                    .iter()
+                    .filter(|t| t.thread)
+                    .map(|t| t.name)
+                    .collect();
                 return Err(CliError::Usage(format!(
-                    "cannot convert {} to {to:?}; supported: din, tenet, tfile",
-                    h.name()
+                    "--thread goes with --to {}",
+                    with.join("/")
                 )));
             }
-            let mut lines = 0u64;
-            with_output(output.as_ref(), out, |w| {
-                let mut counted = CountLines::new(w);
-                commands::convert_din(h, opened, &o, &mut counted, err)?;
-                lines = counted.lines;
-                Ok(())
-            })?;
-            if let Some(path) = output {
-                writeln!(
-                    summary(err, &mut sink, r.input.quiet),
-                    "{}: {lines} din lines",
-                    path.display()
-                )?;
+            let Some(target) = target else {
+                let names: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+                return Err(CliError::Usage(format!(
+                    "cannot convert {} to {to:?}; supported: {}",
+                    h.name(),
+                    names.join(", ")
+                )));
+            };
+            match (target.sink, output) {
+                (Sink::Tfile, Some(path)) => {
+                    let summary = summary(err, &mut sink, r.input.quiet);
+                    commands::to_tfile::convert(h, opened, &o, *thread, path, summary)
+                }
+                (Sink::Tenet, Some(prefix)) => {
+                    let summary = summary(err, &mut sink, r.input.quiet);
+                    commands::to_tenet::convert(h, opened, &o, prefix, force.force, summary)
+                }
+                (Sink::Tfile | Sink::Tenet, None) => {
+                    Err(CliError::Usage(target.output.needed().into()))
+                }
+                (Sink::Din, output) => {
+                    let mut lines = 0u64;
+                    with_output(output.as_ref(), out, |w| {
+                        let mut counted = CountLines::new(w);
+                        commands::convert_din(h, opened, &o, &mut counted, err)?;
+                        lines = counted.lines;
+                        Ok(())
+                    })?;
+                    if let Some(path) = output {
+                        writeln!(
+                            summary(err, &mut sink, r.input.quiet),
+                            "{}: {lines} din lines",
+                            path.display()
+                        )?;
+                    }
+                    Ok(())
+                }
             }
-            Ok(())
         }
         Cmd::Encode { args, force, .. } => {
             if let Some(path) = &args.output {

@@ -621,7 +621,7 @@ struct Differ<'s, 'o> {
     last_equal: bool,
     /// Pairs to read decoded before comparing records again (after a rewind for context).
     slow_for: u64,
-    /// The threads [`Steps::pass_equal`] met (kept for its buffer).
+    /// The threads [`Raw::pass_equal`](crate::steps::Raw::pass_equal) met (kept for its buffer).
     met: Vec<u64>,
 }
 
@@ -764,7 +764,7 @@ impl<'s, 'o> Differ<'s, 'o> {
 
     /// Whether the next pair may be compared by records: nothing held or open, the last
     /// pair equal, the threads paired as the same ids.
-    fn fast_ok(&self) -> bool {
+    fn fast_ok(&mut self) -> bool {
         self.records
             && self.last_equal
             && self.slow_for == 0
@@ -776,7 +776,7 @@ impl<'s, 'o> Differ<'s, 'o> {
     }
 
     /// Passes the records both sides have equal, decoding neither side there:
-    /// [`Steps::pass_equal`] on A against B's records, [`Steps::pass_records`] on B. Then
+    /// [`Raw::pass_equal`](crate::steps::Raw::pass_equal) on A against B's records, [`Raw::pass_records`](crate::steps::Raw::pass_records) on B. Then
     /// reads the pair where they part decoded and compares it as usual; before the first
     /// divergence, both sides first rewind a few instructions (an index seek) to read
     /// them decoded, as context.

@@ -109,7 +109,8 @@ impl FindQuery {
 ///
 /// # Errors
 ///
-/// [`Error::Unsupported`] when `handler` is not the gdb-tfile one; the input's read error
+/// [`Error::Unsupported`] when `handler` has no frames to search
+/// ([`Offers::frames`](crate::Offers::frames): the gdb-tfile one); the input's read error
 /// (after the matches before it were handed out); what `on_match` returns.
 pub fn find(
     handler: &dyn Handler,
@@ -118,7 +119,7 @@ pub fn find(
     query: &FindQuery,
     mut on_match: impl FnMut(&FrameMatch) -> Result<(), Error>,
 ) -> Result<u64, Error> {
-    if handler.name() != "gdb-tfile" {
+    if !handler.offers().frames {
         return Err(Error::Unsupported(format!(
             "find searches the frames of GDB tracepoint files (gdb-tfile), not {} traces",
             handler.name()

@@ -14,7 +14,7 @@
 //!   number of steps, the longest access, and three sections (seek index, pcs, memory),
 //!   each as offset, length and hash; then a hash of the header itself;
 //! - the seek index: the format's bytes
-//!   ([`Steps::seek_index`]), possibly empty;
+//!   ([`Indexing::seek_index`](crate::steps::Indexing::seek_index)), possibly empty;
 //! - each list section: entries sorted by key (pc, or address / 8), each entry
 //!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
 //!   numbers as varint deltas (the first absolute); a key with many instructions takes
@@ -1130,9 +1130,9 @@ pub struct BuildOptions {
     /// `(key, instruction)` pairs kept in memory per list before a sorted run is written
     /// to disk (16 bytes each).
     pub run_pairs: usize,
-    /// The seek index that [`Steps::seek_index`] gave for this trace (a caller that made
+    /// The seek index that [`Indexing::seek_index`](crate::steps::Indexing::seek_index) gave for this trace (a caller that made
     /// it first, to seek early, as `tracekit serve` does): kept as it is, instead of a
-    /// second index pass. Bytes the format does not take ([`Steps::use_seek_index`]) are
+    /// second index pass. Bytes the format does not take ([`Indexing::use_seek_index`](crate::steps::Indexing::use_seek_index)) are
     /// ignored and the index is built.
     pub seek_index: Option<SeekIndex>,
     /// Called with the number of steps indexed so far, every [`PROGRESS_STEPS`] steps and

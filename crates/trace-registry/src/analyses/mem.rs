@@ -93,7 +93,7 @@ pub struct Memory {
     /// than from frame `i` itself. In the JSON only for snapshots.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub earlier: Option<Vec<Option<bool>>>,
-    /// What the text calls a step ([`Steps::step_noun`]: "instruction", or "frame" for a
+    /// What the text calls a step ([`StepKind::noun`](crate::steps::StepKind::noun): "instruction", or "frame" for a
     /// tfile); not in the JSON.
     #[serde(skip)]
     pub noun: &'static str,
@@ -421,7 +421,7 @@ pub fn mem_of(
     query: &MemQuery,
 ) -> Result<(Memory, Option<Error>), Error> {
     let (mut memory, damage) = find(steps, sidecar, ctx, query)?;
-    if steps.memory_is_snapshot() {
+    if steps.kind().memory_is_snapshot() {
         memory.mark_earlier();
     }
     Ok((memory, damage))
@@ -449,7 +449,7 @@ fn find(
         )));
     }
     let n = usize::try_from(len).unwrap_or(0);
-    let noun = steps.step_noun();
+    let noun = steps.kind().noun();
     let mut memory = Memory {
         noun,
         ..Memory::unknown(query.at, query.addr, n)
@@ -485,12 +485,12 @@ fn find(
 /// What [`read_lean`]'s scan stops with once the answer is complete.
 const LEAN_DONE: &str = "mem: every byte known";
 
-/// [`read`] through [`Steps::scan`]: only the steps with an access in the range, and for
+/// [`read`] through [`Raw::scan`](crate::steps::Raw::scan): only the steps with an access in the range, and for
 /// x64dbg its lean walk (no register replay), so a few times faster. `at` must be in the
 /// trace. Returns `false` when the scan met damage, which the caller then locates with
 /// [`read`] (from the start again).
 fn read_lean(steps: &mut dyn Steps, at: u64, memory: &mut Memory) -> bool {
-    let snapshot = steps.memory_is_snapshot();
+    let snapshot = steps.kind().memory_is_snapshot();
     let query = ScanQuery {
         all: false,
         pc: None,
@@ -550,9 +550,9 @@ fn from_masks(
 ) -> Result<Option<Error>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(crate::steps::past_end_of(steps.step_noun(), at, count));
+        return Err(crate::steps::past_end_of(steps.kind().noun(), at, count));
     }
-    let snapshot = steps.memory_is_snapshot();
+    let snapshot = steps.kind().memory_is_snapshot();
     let limit = if snapshot { at.saturating_add(1) } else { at };
     let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
     let n = memory.bytes.len();
@@ -638,9 +638,9 @@ fn from_sidecar(
 ) -> Result<Option<Option<Error>>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(crate::steps::past_end_of(steps.step_noun(), at, count));
+        return Err(crate::steps::past_end_of(steps.kind().noun(), at, count));
     }
-    let snapshot = steps.memory_is_snapshot();
+    let snapshot = steps.kind().memory_is_snapshot();
     let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
     let mut visit = Visit::new();
     let mut window = FIRST_WINDOW;
@@ -724,7 +724,7 @@ fn read(
     at: u64,
     memory: &mut Memory,
 ) -> Result<Option<Error>, Error> {
-    let snapshot = steps.memory_is_snapshot();
+    let snapshot = steps.kind().memory_is_snapshot();
     let mut seen = 0u64;
     let mut open = memory.bytes.len();
     loop {
@@ -754,7 +754,7 @@ fn read(
         }
     }
     if seen <= at {
-        return Err(crate::steps::past_end_of(steps.step_noun(), at, seen));
+        return Err(crate::steps::past_end_of(steps.kind().noun(), at, seen));
     }
     Ok(None)
 }
@@ -850,7 +850,7 @@ pub(crate) mod tests {
         while let Some(s) = steps.next_step() {
             out.push(s.unwrap().clone());
         }
-        (out, steps.memory_is_snapshot())
+        (out, steps.kind().memory_is_snapshot())
     }
 
     /// The answer worked out byte by byte from every step (the model the pass must

@@ -58,7 +58,7 @@ pub struct State {
     /// Every named register, in the format's order.
     #[serde(serialize_with = "regs_map")]
     pub regs: Vec<NamedReg>,
-    /// What the text calls a step ([`Steps::step_noun`](crate::steps::Steps::step_noun):
+    /// What the text calls a step ([`StepKind::noun`](crate::steps::StepKind::noun)(crate::steps::Steps::step_noun):
     /// "instruction", or "frame" for a tfile); not in the JSON.
     #[serde(skip)]
     pub noun: &'static str,
@@ -256,7 +256,7 @@ pub fn state_of(
     let (i, thread, pc, opcode) = match steps.next_step() {
         Some(Ok(step)) => (step.i, step.thread, step.pc, step.opcode.to_vec()),
         Some(Err(e)) => return Err(e),
-        None => return Err(crate::steps::past_end_of(steps.step_noun(), at, at)),
+        None => return Err(crate::steps::past_end_of(steps.kind().noun(), at, at)),
     };
     // Checked after the first step: a text format (Tenet) knows its registers only then.
     let mut regs = Vec::new();
@@ -276,7 +276,7 @@ pub fn state_of(
         opcode,
         isa: steps.isa(),
         regs,
-        noun: steps.step_noun(),
+        noun: steps.kind().noun(),
     })
 }
 

@@ -2,7 +2,7 @@
 //! in instruction order: what x64dbg's "what wrote to this" and its cross-reference
 //! index answer, for any trace with an instruction stream.
 //!
-//! Without a sidecar index it is one pass over the steps ([`Steps::scan`]: for x64dbg a
+//! Without a sidecar index it is one pass over the steps ([`Raw::scan`](crate::steps::Raw::scan): for x64dbg a
 //! lean walk that reads only block headers, the `cip` change and the addresses), in
 //! constant memory. With a usable sidecar (`tracekit index`, [`super::index`]) it looks the
 //! candidates up there and reads only their steps; both give the same lines.
@@ -270,7 +270,7 @@ pub fn xref_of(
     let emit = Emit {
         query: &scan,
         isa,
-        snapshot: steps.memory_is_snapshot(),
+        snapshot: steps.kind().memory_is_snapshot(),
         disasm,
     };
     if let Some(sidecar) = sidecar {

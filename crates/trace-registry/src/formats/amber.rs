@@ -27,7 +27,9 @@ use amber_tt6::{
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{Isa, Steps};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source, Value};
+use crate::{
+    Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, Source, Value,
+};
 
 mod blocks;
 mod steps;
@@ -204,6 +206,14 @@ fn class_counts(counts: impl Fn(Class) -> u64) -> Info {
 }
 
 impl Handler for Amber {
+    /// tt6 and tt6e threads directories (`thread_NNN.tt6`), merged into one stream.
+    fn offers(&self) -> Offers {
+        Offers {
+            thread_files: self.0 != Kind::Full,
+            ..Offers::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self.0 {
             Kind::Tt6 => "tt6",

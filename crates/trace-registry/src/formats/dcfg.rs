@@ -12,7 +12,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, contains};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, contains};
 
 /// The dcfg handler.
 #[derive(Debug)]
@@ -196,6 +196,13 @@ fn counts(p: &dcfg::Process) -> Counts {
 }
 
 impl Handler for Dcfg {
+    fn offers(&self) -> Offers {
+        Offers {
+            graph: true,
+            ..Offers::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -20,8 +20,10 @@ use dcfg_trace::join::{EdgeInfo, JoinProcess};
 use dcfg_trace::read::{Chunk, Event, ReadOptions, Reader, Trace};
 
 use crate::formats::dcfg::looks_like_dcfg;
-use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
-use crate::{Confidence, Ctx, Error, Handler, Info, Input, Record, Records, Source, contains};
+use crate::schema::{Field, Json, Row, Run, Schema, Type, Visitor};
+use crate::{
+    Confidence, Ctx, Error, Handler, Info, Input, Offers, Record, Records, Source, contains,
+};
 
 /// The dcfg-trace handler.
 #[derive(Debug)]
@@ -105,6 +107,15 @@ struct ThreadSummary {
 }
 
 impl Handler for DcfgTrace {
+    /// `bbv --loop-bounded`: the blocks between the loop boundaries of the DCFG given with
+    /// `--dcfg` ([`Options::dcfg`](crate::Options::dcfg)).
+    fn offers(&self) -> Offers {
+        Offers {
+            loop_bounded_blocks: true,
+            ..Offers::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }
@@ -541,7 +552,7 @@ impl Row for ChunkRecords<'_> {
                 }
             } else {
                 // The common case: the whole chunk in one call.
-                v.numbered_rows(0, &self.edges);
+                v.rows(&[Run::Counting(0), Run::UInts(&self.edges)]);
             }
         } else {
             // Checked by `prepare`: decoding again gives the same edges.

@@ -37,7 +37,7 @@ use gdb_tfile::{
 use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{Isa, Steps};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, Source};
 
 mod steps;
 
@@ -136,6 +136,13 @@ fn check_blocks(f: &Frame<'_>) -> Result<(), Error> {
 }
 
 impl Handler for GdbTfile {
+    fn offers(&self) -> Offers {
+        Offers {
+            frames: true,
+            ..Offers::default()
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -14,7 +14,7 @@
 //! `unknown`), as [`crate::disasm`] matches them; the steps' accesses are sized the same way.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use std::borrow::Cow;
 
@@ -26,16 +26,17 @@ use trac_x64dbg::{
 };
 
 use crate::disasm::Disassembler;
-use crate::schema::{
-    BytesBuf, Col, ColumnSink, Columns, Field, IntBuf, Json, Row, Schema, Type, Visitor,
-};
+use crate::schema::{ColumnSink, Row, Schema, Visitor};
 use crate::steps::{
-    self, Access, Isa, NamedReg, OnStep, Passed, RegCopy, RegPlan, RegSource, RegValue, RegsWanted,
-    ScanQuery, SeekIndex, Step, Steps,
+    self, Indexing, Isa, NamedReg, OnStep, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
+    Registers, RegsWanted, ScanQuery, SeekIndex, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
 mod blocks;
+mod table;
+
+use table::{DisasmRow, InstructionColumns, InstructionRow, StateStage};
 
 /// The x64dbg handler.
 #[derive(Debug)]
@@ -50,60 +51,6 @@ fn err(e: trac_x64dbg::Error) -> Error {
 /// How many words of the `REGDUMP` are general registers, the instruction pointer and the
 /// flags: they lead it (rax…r15, rip, rflags; eax…edi, eip, eflags).
 use trac_x64dbg::general_words as state_words;
-
-/// The schema of `instructions`: `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`
-/// in JSON, plus the `state` struct (not shown in JSON; flattened into one column per
-/// general register by columnar sinks): the register state *before* the instruction, as
-/// the replay gives it (x64dbg stores the values before the instruction executes).
-/// `disasm` adds `asm`, and `size` and `access` to the memory rows.
-fn instructions(arch: Arch, disasm: bool) -> Arc<Schema> {
-    static CELLS: [OnceLock<Arc<Schema>>; 4] = [const { OnceLock::new() }; 4];
-    let at = usize::from(arch == Arch::X86) << 1 | usize::from(disasm);
-    let Some(cell) = CELLS.get(at) else {
-        return Arc::new(Schema::new("instructions", Vec::new()));
-    };
-    cell.get_or_init(|| {
-        let regs = Schema::new(
-            "registers",
-            vec![Field::new("name", Type::Name), Field::hex("value", 64)],
-        );
-        let mut mem = vec![
-            Field::hex("addr", 64),
-            Field::hex("old", 64),
-            Field::hex("new", 64).optional(),
-        ];
-        if disasm {
-            mem.push(Field::new("size", Type::UInt(32)).nullable());
-            mem.push(Field::new("access", Type::Name));
-        }
-        let mem = Schema::new("memory", mem);
-        let state = Schema::new(
-            "state",
-            word_names(arch)
-                .into_iter()
-                .take(state_words(arch))
-                .map(|n| Field::new(n, Type::UInt(64)))
-                .collect(),
-        );
-        let mut fields = vec![
-            Field::new("i", Type::UInt(64)).key(),
-            Field::new("offset", Type::UInt(64)),
-            Field::new("thread", Type::UInt(32)),
-            Field::hex("pc", 64),
-            Field::new("opcode", Type::Bytes),
-        ];
-        if disasm {
-            fields.push(Field::new("asm", Type::Str).nullable());
-        }
-        fields.extend([
-            Field::new("regs", Type::Rows(Arc::new(regs))).json(Json::Object),
-            Field::new("mem", Type::Rows(Arc::new(mem))),
-            Field::new("state", Type::Struct(Arc::new(state))).json(Json::Skip),
-        ]);
-        Arc::new(Schema::new("instructions", fields))
-    })
-    .clone()
-}
 
 /// What one pass over the blocks learns, for `info` and `validate`.
 #[derive(Default)]
@@ -121,7 +68,7 @@ struct Summary {
 }
 
 /// Blocks with the register state before each: the full cursor over bytes or a stream
-/// reader, or the cursor of the general registers over bytes ([`Steps::want_regs`]).
+/// reader, or the cursor of the general registers over bytes ([`Registers::want_regs`](crate::steps::Registers::want_regs)).
 enum Blocks<'a> {
     Slice(Box<Cursor<'a>>),
     Stream(Box<StreamReader<Box<dyn std::io::Read + Send>>>),
@@ -369,7 +316,7 @@ impl Handler for X64dbg {
         let (h, _, blocks, trace) = open_trace(input)?;
         let disasm = ctx.options.disasm.then(|| DisasmRow::new(h.arch));
         Ok(Box::new(X64Records {
-            tables: [instructions(h.arch, disasm.is_some())],
+            tables: [table::schema(h.arch, disasm.is_some())],
             names: word_names(h.arch),
             state_words: state_words(h.arch),
             blocks,
@@ -488,22 +435,22 @@ struct X64Steps<'a> {
     done: bool,
     /// The blocks the last seek replayed after the index (its work past the binary search).
     replayed: u64,
-    /// Where [`Steps::pass_equal`] or [`Steps::pass_records`] left the stream, ahead of
+    /// Where [`Raw::pass_equal`](crate::steps::Raw::pass_equal) or [`Raw::pass_records`](crate::steps::Raw::pass_records) left the stream, ahead of
     /// the replay, which the next read catches up to.
     ahead: Ahead<'a>,
-    /// The `REGDUMP` words changed since the last [`Steps::update_regs`], one bit each
+    /// The `REGDUMP` words changed since the last [`Registers::update_regs`](crate::steps::Registers::update_regs), one bit each
     /// (216 words at most).
     dirty: [u64; 4],
     /// Every word may have changed (a full dump, or the stream moved other than by
     /// `next_step`: a seek or a pass).
     all_dirty: bool,
-    /// [`Steps::update_regs`] has been called: `dirty` is kept (`all_dirty` covers the
+    /// [`Registers::update_regs`](crate::steps::Registers::update_regs) has been called: `dirty` is kept (`all_dirty` covers the
     /// steps before).
     tracking: bool,
     /// [`RegsWanted::General`]: the general cursor when the trace is in memory.
     lean: bool,
     /// The general words the last block set under the general cursor
-    /// ([`Steps::regs_changed`]; every bit after a seek).
+    /// ([`Registers::regs_changed`](crate::steps::Registers::regs_changed); every bit after a seek).
     changed: u64,
 }
 
@@ -512,17 +459,17 @@ struct X64Steps<'a> {
 enum Ahead<'a> {
     /// Not ahead.
     No,
-    /// [`Steps::pass_equal`] walked the blocks to here: their iterator, with its decoder
+    /// [`Raw::pass_equal`](crate::steps::Raw::pass_equal) walked the blocks to here: their iterator, with its decoder
     /// state.
     Walked(trac_x64dbg::Blocks<'a>),
-    /// [`Steps::pass_records`] was told of the records to here (not even walked): the
+    /// [`Raw::pass_records`](crate::steps::Raw::pass_records) was told of the records to here (not even walked): the
     /// offset, the steps since the replay's position and the key there.
     Told { to: u64, steps: u64, key: u64 },
 }
 
 impl<'a> X64Steps<'a> {
-    /// Catches the replay up to the blocks [`Steps::pass_equal`] or
-    /// [`Steps::pass_records`] passed over: replays them, or, for a long stretch, seeks
+    /// Catches the replay up to the blocks [`Raw::pass_equal`](crate::steps::Raw::pass_equal) or
+    /// [`Raw::pass_records`](crate::steps::Raw::pass_records) passed over: replays them, or, for a long stretch, seeks
     /// to its last instruction through the index (one index pass, then at most one
     /// full-dump interval of replay).
     fn caught_up(&mut self) -> Result<(), Error> {
@@ -686,15 +633,6 @@ impl Steps for X64Steps<'_> {
         words.get(..self.names.len()).unwrap_or(words)
     }
 
-    /// The words the last block set under the general cursor (every word after a seek, and
-    /// under the full cursor).
-    fn regs_changed(&self) -> u64 {
-        match &self.blocks {
-            Blocks::General(_) => self.changed,
-            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
-        }
-    }
-
     fn named_regs(&self, out: &mut Vec<NamedReg>) {
         let regs = self.blocks.regs();
         out.extend(self.fields.iter().map(|f| {
@@ -764,108 +702,31 @@ impl Steps for X64Steps<'_> {
         }
     }
 
-    /// In memory (not pending a seek's step): the blocks from the position passed to, or
-    /// the replay's.
-    fn records(&self) -> Option<steps::Records<'_>> {
-        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
-            return None;
-        };
-        if self.pending || self.done {
-            return None;
-        }
-        let (at, key) = match &self.ahead {
-            Ahead::Walked(w) => (w.offset().0, w.key()),
-            Ahead::Told { to, key, .. } => (*to, *key),
-            Ahead::No => (r.offset().0, r.blocks().key()),
-        };
-        let bytes = trace.data().get(usize::try_from(at).ok()?..)?;
-        Some(steps::Records { bytes, key })
+    fn registers(&mut self) -> Option<&mut dyn Registers> {
+        Some(self)
     }
 
-    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
-    /// to before; nothing after [`Steps::pass_records`] (no walk to go on from there:
-    /// `diff` never asks that), nor when the keys differ.
-    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
-        let none = Passed::default();
-        if self.records().is_none_or(|own| own.key != other.key) {
-            return none;
-        }
-        self.all_dirty = true;
-        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
-            Ahead::Walked(w) => w,
-            Ahead::No => match &self.blocks {
-                Blocks::Slice(r) => r.blocks(),
-                Blocks::Stream(_) | Blocks::General(_) => return none,
-            },
-            told @ Ahead::Told { .. } => {
-                self.ahead = told;
-                return none;
-            }
-        };
-        let from = w.offset().0;
-        let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
-        let passed = Passed {
-            steps,
-            bytes: usize::try_from(w.offset().0.saturating_sub(from)).unwrap_or(0),
-            key: w.key(),
-        };
-        self.ahead = Ahead::Walked(w);
-        passed
+    fn raw(&mut self) -> Option<&mut dyn Raw> {
+        Some(self)
     }
 
-    /// Notes the offset and the steps passed, without reading the blocks (the replay
-    /// catches up when a step is read next).
-    fn pass_records(&mut self, passed: Passed) {
-        self.all_dirty = true;
-        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
-            return;
-        };
-        let bytes = passed.bytes as u64;
-        let (to, steps) = match &self.ahead {
-            Ahead::No => (r.offset().0, 0),
-            Ahead::Told { to, steps, .. } => (*to, *steps),
-            Ahead::Walked(w) => (
-                w.offset().0,
-                w.instructions().saturating_sub(r.instructions()),
-            ),
-        };
-        self.ahead = Ahead::Told {
-            to: to.saturating_add(bytes),
-            steps: steps.saturating_add(passed.steps),
-            key: passed.key,
-        };
+    fn indexing(&mut self) -> Option<&mut dyn Indexing> {
+        Some(self)
     }
+}
 
-    /// The [`Pc`] cursor for a trace in memory without `--disasm` (the pc from the `cip`
-    /// changes, the addresses read in place, a step filled only for a match); the replay
-    /// otherwise.
-    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
-        let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
-            return steps::scan_by_steps(self, query, on_step);
-        };
-        let mut scan = Cursor::clone(replay).into_mode::<Pc>();
-        if std::mem::take(&mut self.pending) && query.matches(&self.step) {
-            on_step(&self.step)?;
+impl Registers for X64Steps<'_> {
+    /// The words the last block set under the general cursor (every word after a seek, and
+    /// under the full cursor).
+    fn regs_changed(&self) -> u64 {
+        match &self.blocks {
+            Blocks::General(_) => self.changed,
+            Blocks::Slice(_) | Blocks::Stream(_) => u64::MAX,
         }
-        if self.done {
-            return Ok(());
-        }
-        // The stream is at its end after the scan, whatever happens.
-        self.done = true;
-        let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
-        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
-            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
-        };
-        while let Some(ins) = scan.next_instruction_where(wanted) {
-            let ins = ins.map_err(err)?;
-            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
-            on_step(&self.step)?;
-        }
-        Ok(())
     }
 
     /// [`RegsWanted::General`] switches a cursor in memory to the [`General`] mode (not
-    /// while [`Steps::pass_equal`] is ahead of it); [`RegsWanted::All`] takes effect at
+    /// while [`Raw::pass_equal`](crate::steps::Raw::pass_equal) is ahead of it); [`RegsWanted::All`] takes effect at
     /// the next seek.
     fn want_regs(&mut self, wanted: RegsWanted) {
         self.lean = wanted == RegsWanted::General;
@@ -873,52 +734,6 @@ impl Steps for X64Steps<'_> {
             self.changed = u64::MAX;
             self.blocks = Blocks::General(Box::new(Cursor::clone(r).into_mode()));
         }
-    }
-
-    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
-        self.seek_index_reaching(u64::MAX, &mut |_, _| {})
-    }
-
-    fn seek_index_reaching(
-        &mut self,
-        every: u64,
-        reached: &mut dyn FnMut(u64, SeekIndex),
-    ) -> Result<Option<Vec<u8>>, Error> {
-        let Some(trace) = &self.trace else {
-            return Ok(None);
-        };
-        if let Some(index) = &self.index {
-            return Ok(Some(index.to_bytes()));
-        }
-        let mut builder = trace.index_builder();
-        let mut n = every.max(1);
-        // Past step n: the index then holds every full dump up to it.
-        while builder.build_until(n.saturating_add(1)) > n {
-            reached(n, SeekIndex::new(builder.reaching().to_bytes()));
-            n = n.saturating_add(every.max(1));
-        }
-        let index = match builder.finish() {
-            (_, Some(e)) => return Err(err(e)),
-            (index, None) => self.index.insert(Arc::new(index)),
-        };
-        Ok(Some(index.to_bytes()))
-    }
-
-    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
-        if self.trace.is_none() {
-            return false;
-        }
-        match index.parsed(Index::from_bytes) {
-            Some(index) => {
-                self.index = Some(index);
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn count_known(&self) -> Option<u64> {
-        self.index.as_deref().map(Index::instructions)
     }
 
     /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
@@ -1054,8 +869,158 @@ impl Steps for X64Steps<'_> {
     }
 }
 
+impl Raw for X64Steps<'_> {
+    /// In memory (not pending a seek's step): the blocks from the position passed to, or
+    /// the replay's.
+    fn records(&self) -> Option<steps::Records<'_>> {
+        let (Some(trace), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return None;
+        };
+        if self.pending || self.done {
+            return None;
+        }
+        let (at, key) = match &self.ahead {
+            Ahead::Walked(w) => (w.offset().0, w.key()),
+            Ahead::Told { to, key, .. } => (*to, *key),
+            Ahead::No => (r.offset().0, r.blocks().key()),
+        };
+        let bytes = trace.data().get(usize::try_from(at).ok()?..)?;
+        Some(steps::Records { bytes, key })
+    }
+
+    /// [`trac_x64dbg::Blocks::pass_equal`] from the replay's position or the one walked
+    /// to before; nothing after [`Raw::pass_records`](crate::steps::Raw::pass_records) (no walk to go on from there:
+    /// `diff` never asks that), nor when the keys differ.
+    fn pass_equal(&mut self, other: steps::Records<'_>, on_thread: &mut dyn FnMut(u64)) -> Passed {
+        let none = Passed::default();
+        if self.records().is_none_or(|own| own.key != other.key) {
+            return none;
+        }
+        self.all_dirty = true;
+        let mut w = match std::mem::replace(&mut self.ahead, Ahead::No) {
+            Ahead::Walked(w) => w,
+            Ahead::No => match &self.blocks {
+                Blocks::Slice(r) => r.blocks(),
+                Blocks::Stream(_) | Blocks::General(_) => return none,
+            },
+            told @ Ahead::Told { .. } => {
+                self.ahead = told;
+                return none;
+            }
+        };
+        let from = w.offset().0;
+        let steps = w.pass_equal(other.bytes, |t| on_thread(u64::from(t)));
+        let passed = Passed {
+            steps,
+            bytes: usize::try_from(w.offset().0.saturating_sub(from)).unwrap_or(0),
+            key: w.key(),
+        };
+        self.ahead = Ahead::Walked(w);
+        passed
+    }
+
+    /// Notes the offset and the steps passed, without reading the blocks (the replay
+    /// catches up when a step is read next).
+    fn pass_records(&mut self, passed: Passed) {
+        self.all_dirty = true;
+        let (Some(_), Blocks::Slice(r)) = (&self.trace, &self.blocks) else {
+            return;
+        };
+        let bytes = passed.bytes as u64;
+        let (to, steps) = match &self.ahead {
+            Ahead::No => (r.offset().0, 0),
+            Ahead::Told { to, steps, .. } => (*to, *steps),
+            Ahead::Walked(w) => (
+                w.offset().0,
+                w.instructions().saturating_sub(r.instructions()),
+            ),
+        };
+        self.ahead = Ahead::Told {
+            to: to.saturating_add(bytes),
+            steps: steps.saturating_add(passed.steps),
+            key: passed.key,
+        };
+    }
+
+    /// The [`Pc`] cursor for a trace in memory without `--disasm` (the pc from the `cip`
+    /// changes, the addresses read in place, a step filled only for a match); the replay
+    /// otherwise.
+    fn scan(&mut self, query: &ScanQuery, on_step: &mut OnStep<'_>) -> Result<(), Error> {
+        let (Blocks::Slice(replay), None) = (&self.blocks, &self.disasm) else {
+            return steps::scan_by_steps(self, query, on_step);
+        };
+        let mut scan = Cursor::clone(replay).into_mode::<Pc>();
+        if std::mem::take(&mut self.pending) && query.matches(&self.step) {
+            on_step(&self.step)?;
+        }
+        if self.done {
+            return Ok(());
+        }
+        // The stream is at its end after the scan, whatever happens.
+        self.done = true;
+        let (lo, hi) = query.mem.as_ref().map_or((1, 0), |r| (r.start, r.end));
+        let wanted = |ins: &Instruction<'_>, regs: &RegDump| {
+            query.all || query.pc == Some(regs.ip()) || (lo < hi && ins.touches(lo, hi))
+        };
+        while let Some(ins) = scan.next_instruction_where(wanted) {
+            let ins = ins.map_err(err)?;
+            Self::fill_lean(&mut self.step, self.word, &ins, scan.regs().ip());
+            on_step(&self.step)?;
+        }
+        Ok(())
+    }
+}
+
+impl Indexing for X64Steps<'_> {
+    fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        self.seek_index_reaching(u64::MAX, &mut |_, _| {})
+    }
+
+    fn seek_index_reaching(
+        &mut self,
+        every: u64,
+        reached: &mut dyn FnMut(u64, SeekIndex),
+    ) -> Result<Option<Vec<u8>>, Error> {
+        let Some(trace) = &self.trace else {
+            return Ok(None);
+        };
+        if let Some(index) = &self.index {
+            return Ok(Some(index.to_bytes()));
+        }
+        let mut builder = trace.index_builder();
+        let mut n = every.max(1);
+        // Past step n: the index then holds every full dump up to it.
+        while builder.build_until(n.saturating_add(1)) > n {
+            reached(n, SeekIndex::new(builder.reaching().to_bytes()));
+            n = n.saturating_add(every.max(1));
+        }
+        let index = match builder.finish() {
+            (_, Some(e)) => return Err(err(e)),
+            (index, None) => self.index.insert(Arc::new(index)),
+        };
+        Ok(Some(index.to_bytes()))
+    }
+
+    fn use_seek_index(&mut self, index: &SeekIndex) -> bool {
+        if self.trace.is_none() {
+            return false;
+        }
+        match index.parsed(Index::from_bytes) {
+            Some(index) => {
+                self.index = Some(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn count_known(&self) -> Option<u64> {
+        self.index.as_deref().map(Index::instructions)
+    }
+}
+
 impl X64Steps<'_> {
-    /// Notes that a reader keeps a register image with `plan` ([`Steps::update_regs`]):
+    /// Notes that a reader keeps a register image with `plan` ([`Registers::update_regs`](crate::steps::Registers::update_regs)):
     /// from now on the words the blocks change are marked; the plan is indexed by
     /// `REGDUMP` word on first use (and the image then copied whole).
     fn track(&mut self, plan: &mut RegPlan) {
@@ -1342,41 +1307,6 @@ impl Row for X64Records<'_> {
     }
 }
 
-/// What `--disasm` adds to an instruction row, worked out before the row is handed out
-/// (rows are visited through `&self`; the decode cache needs `&mut`).
-struct DisasmRow {
-    /// The disassembler; its [`Disassembler::last_asm`] is the current instruction's text
-    /// (read in place from its cache, not copied).
-    disassembler: Disassembler,
-    /// The current instruction's memory entries, sized and classified, in recorded order.
-    accesses: Vec<Access>,
-}
-
-impl DisasmRow {
-    fn new(arch: Arch) -> DisasmRow {
-        DisasmRow {
-            disassembler: Disassembler::new(isa(arch)),
-            accesses: Vec::new(),
-        }
-    }
-
-    /// Disassembles `ins` and matches its memory entries, with `regs` the state before it.
-    fn prepare(&mut self, ins: &Instruction<'_>, regs: &RegDump, state_words: usize) {
-        let pc = regs.ip();
-        let word = u32::try_from(regs.arch().word_size()).unwrap_or(8);
-        self.accesses.clear();
-        self.accesses.extend(ins.mem().map(|m| Access {
-            addr: m.address,
-            len: word,
-            ..Access::default()
-        }));
-        let words = regs.words();
-        let state = words.get(..state_words).unwrap_or(words);
-        self.disassembler
-            .annotate_asm(pc, ins.opcode(), state, &mut self.accesses);
-    }
-}
-
 /// A reader's step, with `done` set at its end or first error.
 fn fuse<T>(
     done: &mut bool,
@@ -1393,17 +1323,6 @@ fn fuse<T>(
             None
         }
     }
-}
-
-/// One instruction as a row: the block, the register state before it, register names.
-struct InstructionRow<'r> {
-    ins: Instruction<'r>,
-    regs: &'r RegDump,
-    names: &'r [String],
-    /// How many leading words of `regs` the `state` struct holds.
-    state_words: usize,
-    /// With `--disasm`: the text and sized accesses of this instruction.
-    disasm: Option<&'r DisasmRow>,
 }
 
 impl Records for X64Records<'_> {
@@ -1486,10 +1405,8 @@ impl Records for X64Records<'_> {
         let Blocks::Slice(r) = &mut self.blocks else {
             return None;
         };
-        let stage = self
-            .stage
-            .get_or_insert_with(|| Box::new([[0; STATE_STRIDE]; MAX_STATE]));
-        let n = fill_instructions(
+        let stage = self.stage.get_or_insert_with(table::new_stage);
+        let n = table::fill_instructions(
             r,
             cols,
             stage,
@@ -1543,402 +1460,6 @@ impl Records for X64Records<'_> {
     }
 }
 
-/// The columns of `instructions` (and of `registers` and `memory` when they are wanted) as
-/// the typed fast path fills them: the layout of [`instructions`] without `--disasm`.
-struct InstructionColumns<'c> {
-    /// `i`, `offset`, `thread`, `pc`.
-    head: [&'c mut IntBuf; 4],
-    opcode: &'c mut BytesBuf,
-    /// The `state` words.
-    state: Vec<&'c mut IntBuf>,
-    /// `registers`: `i`, `name`, `value`.
-    regs: Option<(&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf)>,
-    /// `memory`: `i`, `addr`, `old`, `new`.
-    mem: Option<[&'c mut IntBuf; 4]>,
-}
-
-impl<'c> InstructionColumns<'c> {
-    /// The columns, when the sink's layout is the expected one (`None`: visit instead).
-    fn of(cols: Columns<'c>, state_words: usize) -> Option<InstructionColumns<'c>> {
-        let ints = |c: Col<'c>| match c {
-            Col::Ints(b) => Some(b),
-            _ => None,
-        };
-        let mut record = cols.record.into_iter();
-        let head = [
-            ints(record.next()?)?,
-            ints(record.next()?)?,
-            ints(record.next()?)?,
-            ints(record.next()?)?,
-        ];
-        let Col::Bytes(opcode) = record.next()? else {
-            return None;
-        };
-        let state = record.map(ints).collect::<Option<Vec<_>>>()?;
-        if state.len() != state_words {
-            return None;
-        }
-        let (mut regs, mut mem) = (None, None);
-        for (field, child) in cols.children {
-            let mut c = child.into_iter();
-            match field {
-                // The `regs` and `mem` fields of the schema.
-                5 => {
-                    let (i, name, value) = (c.next()?, c.next()?, c.next()?);
-                    let Col::Other(name) = name else {
-                        return None;
-                    };
-                    regs = Some((ints(i)?, name, ints(value)?));
-                }
-                6 => {
-                    mem = Some([
-                        ints(c.next()?)?,
-                        ints(c.next()?)?,
-                        ints(c.next()?)?,
-                        ints(c.next()?)?,
-                    ])
-                }
-                _ => return None,
-            }
-            if c.next().is_some() {
-                return None;
-            }
-        }
-        Some(InstructionColumns {
-            head,
-            opcode,
-            state,
-            regs,
-            mem,
-        })
-    }
-}
-
-/// Up to `max` instructions of `r` into `cols` (the same values as [`InstructionRow`]
-/// visits): how many. The end sets `done`; an error sets `done` and `failed` (reported
-/// by the next call).
-///
-/// One loop over the cursor, whose fast path (the usual block) is inlined into it and
-/// decodes each block's register changes once, as it applies them (and reports them for
-/// the `registers` table). Each row's `state` words are copied into a small
-/// buffer by column ([`StateRows`]) and appended to the columns a stretch at a time; the
-/// thread is filled in runs, the pc from the state and `i` as a count.
-fn fill_instructions(
-    r: &mut Cursor<'_>,
-    cols: InstructionColumns<'_>,
-    stage: &mut StateStage,
-    names: &[String],
-    max: usize,
-    done: &mut bool,
-    failed: &mut Option<Error>,
-) -> usize {
-    let InstructionColumns {
-        head: [ci, co, ct, cp],
-        opcode,
-        mut state,
-        regs,
-        mem,
-    } = cols;
-    // Room for every row up front: the pushes below then never grow a column.
-    co.values.reserve(max);
-    opcode.offsets.reserve(max);
-    opcode.data.reserve(max.saturating_mul(OPCODE_RESERVE));
-    for col in &mut state {
-        col.values.reserve(max);
-    }
-    let mut row = FillRow {
-        offsets: co,
-        opcode,
-        state: StateRows::new(&mut state, stage),
-        // The thread before the first row is unknown: its first row opens its run.
-        thread: Run::new(ct, 0),
-        regs,
-        mem,
-        names,
-        first: None,
-        next: 0,
-    };
-    // The `registers` table decided once: the fill's loop without it reports no change.
-    if row.regs.is_some() {
-        fill_rows::<true>(r, &mut row, max, done, failed);
-    } else {
-        fill_rows::<false>(r, &mut row, max, done, failed);
-    }
-    let (n, first) = (row.next, row.first.unwrap_or(0));
-    row.thread.close(n);
-    row.state.flush();
-    // The instructions of a fill are numbered one after the other.
-    ci.values
-        .extend((0..n as u64).map(|k| first.wrapping_add(k)));
-    // The pc is the instruction-pointer word of the state (`RegDump::ip`), which comes
-    // right after the general registers: the second-last state word.
-    let state = row.state.cols;
-    if let Some(ip) = state.len().checked_sub(2).and_then(|w| state.get(w)) {
-        let filled = &ip.values;
-        cp.values
-            .extend_from_slice(filled.get(filled.len().saturating_sub(n)..).unwrap_or(&[]));
-    }
-    n
-}
-
-/// The instructions of `r` into `row`, up to `max` rows. `CHILD`: whether the `registers`
-/// table is wanted (else the changes matter only through the state they leave).
-#[inline(always)]
-fn fill_rows<const CHILD: bool>(
-    r: &mut Cursor<'_>,
-    row: &mut FillRow<'_, '_>,
-    max: usize,
-    done: &mut bool,
-    failed: &mut Option<Error>,
-) {
-    row.first.get_or_insert(r.instructions());
-    while row.next < max {
-        let next = if CHILD {
-            let index = r.instructions();
-            r.next_instruction_with(|change| row.change(index, change))
-        } else {
-            r.next_instruction()
-        };
-        match next {
-            Some(Ok(ins)) => row.instruction(&ins, r.regs().words()),
-            Some(Err(e)) => {
-                *done = true;
-                *failed = Some(err(e));
-                break;
-            }
-            None => {
-                *done = true;
-                break;
-            }
-        }
-    }
-}
-
-/// The `registers` child table's columns: `i`, `name`, `value`.
-type RegCols<'c> = (&'c mut IntBuf, &'c mut dyn Visitor, &'c mut IntBuf);
-
-/// What [`fill_instructions`] fills, row by row, as the instructions and their register
-/// changes come.
-struct FillRow<'s, 'c> {
-    offsets: &'c mut IntBuf,
-    opcode: &'c mut BytesBuf,
-    state: StateRows<'s, 'c>,
-    thread: Run<'c>,
-    regs: Option<RegCols<'c>>,
-    mem: Option<[&'c mut IntBuf; 4]>,
-    names: &'s [String],
-    /// The number of the fill's first instruction.
-    first: Option<u64>,
-    /// The rows filled.
-    next: usize,
-}
-
-impl FillRow<'_, '_> {
-    /// The next instruction's own columns (and its `memory` rows, when wanted), with the
-    /// REGDUMP words before it.
-    #[inline(always)]
-    fn instruction(&mut self, ins: &Instruction<'_>, regs: &[u64]) {
-        self.thread.set(self.next, u64::from(ins.thread()));
-        // At most the fill's `max` rows.
-        self.next = self.next.wrapping_add(1);
-        self.offsets.push(ins.offset().0);
-        push_opcode(self.opcode, ins);
-        self.state.push(regs);
-        if let Some([mi, addr, old, new]) = &mut self.mem {
-            for m in ins.mem() {
-                mi.push(ins.index());
-                addr.push(m.address);
-                old.push(m.old);
-                match m.new {
-                    Some(v) => new.push(v),
-                    None => new.push_null(),
-                }
-            }
-        }
-    }
-
-    /// The `registers` row of one register change of instruction `index`.
-    #[inline(always)]
-    fn change(&mut self, index: u64, change: RegChange) {
-        if let Some((ri, name, value)) = &mut self.regs {
-            ri.push(index);
-            name.str(
-                self.names
-                    .get(usize::from(change.index))
-                    .map_or("?", String::as_str),
-            );
-            value.push(change.value);
-        }
-    }
-}
-
-/// Appends the opcode of `ins` to `opcode`.
-#[inline(always)]
-fn push_opcode(opcode: &mut BytesBuf, ins: &Instruction<'_>) {
-    match ins.opcode_window() {
-        Some(window) => opcode.push_prefix(window, ins.opcode().len()),
-        None => opcode.push(ins.opcode()),
-    }
-}
-
-/// Opcode bytes reserved per row (an x86 instruction is 1 to 15 bytes, a few on average).
-const OPCODE_RESERVE: usize = 8;
-
-/// The `state` columns of [`fill_instructions`]: each row's state words are copied into
-/// a small buffer of columns, which is appended to the columns a stretch of rows at a
-/// time. Copying every word of every row costs less than following the register changes
-/// into the columns one by one, and the buffer stays in the nearest cache.
-struct StateRows<'s, 'b> {
-    cols: &'s mut [&'b mut IntBuf],
-    /// By word, its values in the rows not yet in `cols`, the first `len`.
-    stage: &'s mut StateStage,
-    len: usize,
-}
-
-/// [`StateRows`]'s buffer: by state word, its values in a stretch of rows. The columns
-/// are a little longer than the stretch: at a stride of a power of two, a row's words
-/// would all fall in the same few sets of the cache and evict each other.
-type StateStage = [[u64; STATE_STRIDE]; MAX_STATE];
-
-/// The most `state` words of any architecture ([`state_words`]).
-const MAX_STATE: usize = 18;
-
-/// The rows [`StateRows`] keeps before it appends them to the columns. A power of two.
-const STATE_STRETCH: usize = 256;
-
-/// The words between one column of [`StateStage`] and the next: one cache line more than
-/// the stretch.
-const STATE_STRIDE: usize = STATE_STRETCH + 8;
-
-impl<'s, 'b> StateRows<'s, 'b> {
-    fn new(cols: &'s mut [&'b mut IntBuf], stage: &'s mut StateStage) -> StateRows<'s, 'b> {
-        StateRows {
-            cols,
-            stage,
-            len: 0,
-        }
-    }
-
-    /// A row whose state is the first words of `regs`.
-    #[inline(always)]
-    fn push(&mut self, regs: &[u64]) {
-        // A REGDUMP has well over MAX_STATE words.
-        let Some(words) = regs.first_chunk::<MAX_STATE>() else {
-            return;
-        };
-        let k = self.len % STATE_STRETCH;
-        for (column, word) in self.stage.iter_mut().zip(words) {
-            if let Some(slot) = column.get_mut(k) {
-                *slot = *word;
-            }
-        }
-        self.len = k.wrapping_add(1);
-        if self.len == STATE_STRETCH {
-            self.flush();
-        }
-    }
-
-    /// Appends the rows kept to the columns.
-    #[inline(never)]
-    fn flush(&mut self) {
-        let n = self.len.min(STATE_STRETCH);
-        for (col, column) in self.cols.iter_mut().zip(self.stage.iter()) {
-            col.values
-                .extend_from_slice(column.get(..n).unwrap_or_default());
-        }
-        self.len = 0;
-    }
-}
-
-/// A column of [`fill_instructions`] filled in runs of equal values.
-struct Run<'b> {
-    buf: &'b mut IntBuf,
-    /// The value of the open run.
-    value: u64,
-    /// The rows (of this fill) written so far: the open run starts there.
-    from: usize,
-}
-
-impl<'b> Run<'b> {
-    fn new(buf: &'b mut IntBuf, value: u64) -> Run<'b> {
-        Run {
-            buf,
-            value,
-            from: 0,
-        }
-    }
-
-    /// The value is `value` from row `row` of this fill on.
-    #[inline]
-    fn set(&mut self, row: usize, value: u64) {
-        if value != self.value {
-            self.close(row);
-            self.value = value;
-        }
-    }
-
-    /// Writes the open run up to row `row` (not included).
-    #[inline]
-    fn close(&mut self, row: usize) {
-        let values = &mut self.buf.values;
-        values.resize(
-            values.len().saturating_add(row.saturating_sub(self.from)),
-            self.value,
-        );
-        self.from = row;
-    }
-}
-
-impl Row for InstructionRow<'_> {
-    fn visit(&self, v: &mut dyn Visitor) {
-        let ins = &self.ins;
-        v.uint(ins.index());
-        v.uint(ins.offset().0);
-        v.uint(u64::from(ins.thread()));
-        v.uint(self.regs.ip());
-        v.bytes(ins.opcode());
-        if let Some(d) = self.disasm {
-            match d.disassembler.last_asm() {
-                Some(asm) => v.str(asm),
-                None => v.null(),
-            }
-        }
-        v.begin_list();
-        for r in ins.regs() {
-            let name = self
-                .names
-                .get(usize::from(r.index))
-                .map_or("?", String::as_str);
-            v.name_value_row(name, r.value);
-        }
-        v.end_list();
-        v.begin_list();
-        for (k, m) in ins.mem().enumerate() {
-            v.begin_row();
-            v.uint(m.address);
-            v.uint(m.old);
-            match m.new {
-                Some(n) => v.uint(n),
-                None => v.null(),
-            }
-            if let Some(d) = self.disasm {
-                let a = d.accesses.get(k).copied().unwrap_or_default();
-                if a.sized {
-                    v.uint(u64::from(a.len));
-                } else {
-                    v.null();
-                }
-                v.str(a.kind.name());
-            }
-            v.end_row();
-        }
-        v.end_list();
-        // The state before the instruction: the leading words of the dump, in one call.
-        let words = self.regs.words();
-        v.uint_row(words.get(..self.state_words).unwrap_or(words));
-    }
-}
-
 #[cfg(test)]
 #[allow(
     clippy::indexing_slicing,
@@ -1948,6 +1469,7 @@ impl Row for InstructionRow<'_> {
 mod tests {
     use super::*;
     use crate::schema::testing::{Val, records, testdata};
+    use crate::schema::{Field, Json, Type};
 
     /// The `state` columns of every instruction are the registers before it as
     /// `trac_x64dbg`'s own replay gives them, and agree with the values the block records
@@ -2275,7 +1797,7 @@ mod tests {
         }
         let (tables, _) = records(&X64dbg, "hand.trace64", &bytes, false);
         assert!(tables[0].field("asm").is_none());
-        assert_eq!(tables[0], instructions(Arch::X64, false));
+        assert_eq!(tables[0], table::schema(Arch::X64, false));
     }
 
     /// With `disasm`, the steps' accesses are sized and classified the same way, after a

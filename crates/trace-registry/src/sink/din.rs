@@ -12,7 +12,7 @@
 //! whose memory blocks are snapshots rather than accesses (GDB tracepoint frames) give
 //! fetches only.
 //!
-//! The steps are read with [`Steps::scan`] (x64dbg in memory: the lean walk, without
+//! The steps are read with [`Raw::scan`](crate::steps::Raw::scan) (x64dbg in memory: the lean walk, without
 //! replaying registers), and the lines go out through one reused buffer: constant memory.
 
 use std::io::Write;
@@ -142,7 +142,7 @@ fn push_accesses(buf: &mut Vec<u8>, step: &Step, counts: &mut DinCounts) {
 /// A read error of the stream, after the lines of every step before it have been written
 /// to `out`; an output that fails ([`Error::Io`]).
 pub fn convert(steps: &mut dyn Steps, out: &mut dyn Write) -> Result<DinCounts, Error> {
-    let accesses = !steps.memory_is_snapshot();
+    let accesses = !steps.kind().memory_is_snapshot();
     let mut counts = DinCounts::default();
     let mut buf: Vec<u8> = Vec::with_capacity(FLUSH_AT.saturating_add(1024));
     let write_err = |e| Error::io("cannot write the din lines", e);

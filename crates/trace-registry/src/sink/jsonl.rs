@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use trace_core::hex;
 
-use crate::schema::{Field, Json, Row, Schema, Visitor, tree_layout};
+use crate::schema::{
+    Cell, Field, Json, Row, Run, Schema, Visitor, row_one_by_one, rows_one_by_one, run_len,
+    tree_layout,
+};
 
 /// Past this many buffered bytes the buffer is written out (mid-line too, so that a record
 /// with a huge list, a DCFG-Trace chunk of a billion edges, needs no huge buffer). As large
@@ -307,16 +310,17 @@ fn key_bytes(f: &Field) -> Key {
 }
 
 impl<W: Write> Visitor for JsonLines<W> {
-    fn numbered_rows(&mut self, first: u64, values: &[u64]) {
-        // Shown as values: each row's second field (a DCFG-Trace chunk's edge ids), in one
+    fn rows(&mut self, runs: &[Run<'_>]) {
+        // Shown as values: one field of each row (a DCFG-Trace chunk's edge ids), in one
         // loop.
         if let Frame::Values {
             mut count,
-            shown: 1,
+            shown,
             json,
         } = self.top
+            && let Some(Run::UInts(values)) = runs.get(shown)
         {
-            for &x in values {
+            for &x in values.get(..run_len(runs)).unwrap_or_default() {
                 if count > 0 {
                     self.buf.push(b',');
                 }
@@ -326,14 +330,10 @@ impl<W: Write> Visitor for JsonLines<W> {
                     self.maybe_flush();
                 }
             }
-            self.top = Frame::Values {
-                count,
-                shown: 1,
-                json,
-            };
+            self.top = Frame::Values { count, shown, json };
             return;
         }
-        crate::schema::numbered_rows_one_by_one(self, first, values);
+        rows_one_by_one(self, runs);
     }
 
     fn uint(&mut self, v: u64) {
@@ -361,28 +361,6 @@ impl<W: Write> Visitor for JsonLines<W> {
             json
         };
         push_uint(&mut self.buf, v, json);
-    }
-
-    fn name_value_row(&mut self, name: &str, value: u64) {
-        // An entry of a table shown as an object (an x64dbg instruction's registers), as
-        // `begin_row`, `str`, `uint`, `end_row` would write it, without the entry's frame.
-        if let Frame::Object { base, count } = &mut self.top
-            && let Some(f) = self.fields.get(base.saturating_add(1))
-        {
-            if *count > 0 {
-                self.buf.push(b',');
-            }
-            *count = count.saturating_add(1);
-            self.buf.push(b'"');
-            push_str_body(&mut self.buf, name);
-            self.buf.extend_from_slice(b"\":");
-            push_uint(&mut self.buf, value, f.json);
-            return;
-        }
-        self.begin_row();
-        self.str(name);
-        self.uint(value);
-        self.end_row();
     }
 
     fn int(&mut self, v: i64) {
@@ -557,9 +535,11 @@ impl<W: Write> Visitor for JsonLines<W> {
         }
     }
 
-    /// A struct of integers: dropped whole when JSON does not show it (the field is
-    /// [`Json::Skip`], or the record is being skipped), else written value by value.
-    fn uint_row(&mut self, values: &[u64]) {
+    /// A whole record: a struct JSON does not show (the field is [`Json::Skip`], or the
+    /// record is being skipped) dropped at once; an entry of a table shown as an object
+    /// (an x64dbg instruction's registers) written as `begin_row`, `str`, `uint`,
+    /// `end_row` would write it, without the entry's frame; else value by value.
+    fn row(&mut self, cells: &[Cell<'_>]) {
         match &mut self.top {
             Frame::Skip { .. } => return,
             Frame::Row { base, next, .. }
@@ -571,13 +551,24 @@ impl<W: Write> Visitor for JsonLines<W> {
                 *next = next.saturating_add(1);
                 return;
             }
+            Frame::Object { base, count } => {
+                if let [Cell::Str(name), Cell::UInt(value)] = cells
+                    && let Some(f) = self.fields.get(base.saturating_add(1))
+                {
+                    if *count > 0 {
+                        self.buf.push(b',');
+                    }
+                    *count = count.saturating_add(1);
+                    self.buf.push(b'"');
+                    push_str_body(&mut self.buf, name);
+                    self.buf.extend_from_slice(b"\":");
+                    push_uint(&mut self.buf, *value, f.json);
+                    return;
+                }
+            }
             _ => {}
         }
-        self.begin_row();
-        for &x in values {
-            self.uint(x);
-        }
-        self.end_row();
+        row_one_by_one(self, cells);
     }
 
     fn end_row(&mut self) {
@@ -1007,7 +998,7 @@ mod tests {
             v.uint(1);
             for values in [[2, 3], [4, 5]] {
                 if self.whole {
-                    v.uint_row(&values);
+                    v.row(&[Cell::UInts(&values)]);
                 } else {
                     v.begin_row();
                     for x in values {
@@ -1020,10 +1011,10 @@ mod tests {
         }
     }
 
-    /// `uint_row` writes a shown struct as `begin_row`, `uint`… `end_row` would, and drops
+    /// `row` writes a shown struct as `begin_row`, `uint`… `end_row` would, and drops
     /// a skipped one.
     #[test]
-    fn uint_rows_shown_and_skipped() {
+    fn integer_rows_shown_and_skipped() {
         let pair = |a: &'static str, b: &'static str| {
             Arc::new(Schema::new(
                 "pair",
@@ -1067,7 +1058,7 @@ mod tests {
                 v.begin_list();
                 for (name, value) in [("rax", 0x10), ("a\"b", 7), ("xmm0[0..8]", 0)] {
                     if self.whole {
-                        v.name_value_row(name, value);
+                        v.row(&[Cell::Str(name), Cell::UInt(value)]);
                     } else {
                         v.begin_row();
                         v.str(name);
@@ -1080,7 +1071,7 @@ mod tests {
         }
     }
 
-    /// `name_value_row` writes what `begin_row`, `str`, `uint`, `end_row` write, in a table
+    /// `row` of a name and a value writes what `begin_row`, `str`, `uint`, `end_row` write, in a table
     /// shown as an object, as an array of rows, or not at all.
     #[test]
     fn name_value_rows_as_parts() {

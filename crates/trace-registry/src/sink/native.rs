@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use crate::schema::{Json, Row, Schema, Visitor, tree_layout};
+use crate::schema::{Cell, Json, Row, Schema, Visitor, row_one_by_one, tree_layout};
 
 /// One value of a record, as `tracekit dump` shows it but native.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -449,7 +449,7 @@ impl Visitor for Native {
         self.stack.push(frame);
     }
 
-    fn uint_row(&mut self, values: &[u64]) {
+    fn row(&mut self, cells: &[Cell<'_>]) {
         // A struct JSON does not show (x64dbg's register state) is dropped at once.
         if let Some(Frame::Row { base, next, .. }) = self.stack.last_mut()
             && self
@@ -463,11 +463,7 @@ impl Visitor for Native {
         if matches!(self.stack.last(), Some(Frame::Skip { .. })) {
             return;
         }
-        self.begin_row();
-        for &x in values {
-            self.uint(x);
-        }
-        self.end_row();
+        row_one_by_one(self, cells);
     }
 
     fn end_row(&mut self) {

@@ -86,7 +86,8 @@ pub fn convert<W: Write>(
         take_accesses(before, &mut lines.before);
     }
     let known = steps.regs_known();
-    lines.step(&first, steps.regs(), steps.regs_changed(), known)?;
+    let changed = steps.regs_changed();
+    lines.step(&first, steps.regs(), changed, known)?;
     if known == u64::MAX {
         let mut failed = None;
         steps.walk_steps(
@@ -107,12 +108,8 @@ pub fn convert<W: Write>(
         let mut step = Step::default();
         while let Some(next) = steps.next_step() {
             step.clone_from(next?);
-            lines.step(
-                &step,
-                steps.regs(),
-                steps.regs_changed(),
-                steps.regs_known(),
-            )?;
+            let changed = steps.regs_changed();
+            lines.step(&step, steps.regs(), changed, steps.regs_known())?;
         }
     }
     let mut threads = lines.threads;

@@ -23,9 +23,9 @@
 //! and `st0`–`st7` are x87 `RegisterArea` in stack order; from Tenet, only the general
 //! registers and the pc (the rest zero, and writes without their old value left out).
 //!
-//! Registers are found by name once ([`Steps::reg_source`], else a word of
+//! Registers are found by name once ([`Registers::reg_source`](crate::steps::Registers::reg_source), else a word of
 //! [`Steps::regs`] named in [`Steps::reg_names`]); every frame then brings one reused block
-//! up to date ([`Steps::walk_regs`]: x64dbg writes each register word its blocks change
+//! up to date ([`Registers::walk_regs`](crate::steps::Registers::walk_regs): x64dbg writes each register word its blocks change
 //! into the block as it replays them). Memory use is bounded by one frame and a 256 KiB
 //! buffer.
 
@@ -113,7 +113,7 @@ struct Setup {
     first_pc: u64,
 }
 
-/// Where a register of the description comes from: a [`Steps::update_regs`] copy, or
+/// Where a register of the description comes from: a [`Registers::update_regs`](crate::steps::Registers::update_regs) copy, or
 /// else a word of [`Steps::regs`].
 #[derive(Default)]
 struct Plan {
@@ -175,8 +175,8 @@ fn sources(gdb: &str) -> Vec<(String, usize, Option<usize>)> {
 }
 
 /// Builds the plan for the registers of `td` from what `steps` names.
-fn plan(steps: &dyn Steps, td: &TargetDescription) -> Plan {
-    let names = steps.reg_names();
+fn plan(steps: &mut dyn Steps, td: &TargetDescription) -> Plan {
+    let names = steps.reg_names().to_vec();
     let mut copies: Vec<RegCopy> = Vec::new();
     let mut words = Vec::new();
     for r in &td.registers {
@@ -370,7 +370,12 @@ pub fn convert<W: Write + Seek>(
 /// The writing state for thread `thread` whose first instruction is at `pc`: the plan of
 /// the registers of the x86 description of the stream, and the description written to
 /// `buf`.
-fn set_up(steps: &dyn Steps, thread: u64, pc: u64, buf: &mut Vec<u8>) -> Result<Setup, TfileError> {
+fn set_up(
+    steps: &mut dyn Steps,
+    thread: u64,
+    pc: u64,
+    buf: &mut Vec<u8>,
+) -> Result<Setup, TfileError> {
     let target = match steps.isa() {
         Isa::X64 => X86Target::Amd64,
         Isa::X86 => X86Target::I386,
@@ -836,7 +841,8 @@ mod tests {
                     }
                 }
                 let first = first.unwrap();
-                let mut setup = set_up(&*steps, first.thread, first.pc, &mut Vec::new()).unwrap();
+                let mut setup =
+                    set_up(&mut *steps, first.thread, first.pc, &mut Vec::new()).unwrap();
                 setup.plan.fill(&mut *steps, &mut setup.block);
                 let mut seen = vec![(first.clone(), setup.block.clone())];
                 let mut on_step = |step: &Step, regs: &[u8]| {

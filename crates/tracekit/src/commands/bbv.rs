@@ -83,7 +83,7 @@ pub fn run(
     if let Some(map) = &args.map {
         super::refuse_existing(map, force)?;
     }
-    if args.loop_bounded && (handler.name() != "dcfg-trace" || options.dcfg.is_none()) {
+    if args.loop_bounded && (!handler.offers().loop_bounded_blocks || options.dcfg.is_none()) {
         return Err(CliError::Usage(
             "--loop-bounded needs a DCFG-Trace and its DCFG (--dcfg F.dcfg.json[.bz2]): the loops are in the DCFG"
                 .into(),

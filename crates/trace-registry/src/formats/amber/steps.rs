@@ -290,7 +290,7 @@ mod tests {
                 let mut inp = input(base, &bytes, gzip);
                 let mut steps = open_steps(handler, &mut inp);
                 assert_eq!(steps.isa(), Isa::Ppc32);
-                assert!(steps.reg_names().is_empty() && !steps.memory_is_snapshot());
+                assert!(steps.reg_names().is_empty() && !steps.kind().memory_is_snapshot());
                 let got = all(steps.as_mut());
                 let rows: Vec<_> = rows.iter().filter(|(t, _)| *t == 0).collect();
                 assert_eq!(got.len(), rows.len(), "{name}");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use gdb_tfile::{Block, Endian, Frame, FrameIndex, TargetDescription, TraceFile};
 
 use super::{Frames, NAME, err};
-use crate::steps::{self, Isa, NamedReg, RegValue, Step, Steps};
+use crate::steps::{self, Indexing, Isa, NamedReg, RegValue, Step, StepKind, Steps};
 use crate::{Ctx, Error, Input};
 
 /// The most opcode bytes a step carries (the longest x86 instruction is 15).
@@ -449,12 +449,8 @@ impl<'a> Steps for TfileSteps<'a> {
         }
     }
 
-    fn memory_is_snapshot(&self) -> bool {
-        true
-    }
-
-    fn step_noun(&self) -> &'static str {
-        "frame"
+    fn kind(&self) -> StepKind {
+        StepKind::Frame
     }
 
     fn seek(&mut self, n: u64) -> Result<(), Error> {
@@ -502,6 +498,16 @@ impl<'a> Steps for TfileSteps<'a> {
         Ok(())
     }
 
+    fn position(&self) -> u64 {
+        self.current.offset
+    }
+
+    fn indexing(&mut self) -> Option<&mut dyn Indexing> {
+        Some(self)
+    }
+}
+
+impl<'a> Indexing for TfileSteps<'a> {
     fn seek_index(&mut self) -> Result<Option<Vec<u8>>, Error> {
         let Frames::Slice(slice) = &self.frames else {
             return Ok(None);
@@ -533,10 +539,6 @@ impl<'a> Steps for TfileSteps<'a> {
             (Some(index), _) => Some(index.len() as u64),
             (None, saved) => saved.as_ref().map(|s| s.frames),
         }
-    }
-
-    fn position(&self) -> u64 {
-        self.current.offset
     }
 }
 
@@ -590,7 +592,7 @@ mod tests {
     fn all_steps(name: &str, bytes: &[u8], gzip: bool, options: &Options) -> Vec<Seen> {
         let mut inp = input(name, bytes, gzip);
         let mut steps = GdbTfile.steps(&mut inp, &mut Ctx::new(options)).unwrap();
-        assert!(steps.memory_is_snapshot());
+        assert!(steps.kind().memory_is_snapshot());
         let mut out = Vec::new();
         while let Some(step) = steps.next_step() {
             let step = step.unwrap().clone();

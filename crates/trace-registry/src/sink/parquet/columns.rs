@@ -2,6 +2,7 @@
 //! its field, flattens nested records, and sends child tables' rows (with their parent's key
 //! values in front) to their own builders.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_array::builder::{ArrayBuilder, BooleanBuilder, StringBuilder};
@@ -15,7 +16,10 @@ use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
 use super::writer::{Batch, Writer};
 use crate::Error;
-use crate::schema::{BytesBuf, Col, Columns, Field, IntBuf, Json, Schema, Type, Visitor};
+use crate::schema::{
+    BytesBuf, Cell, Col, Columns, Field, IntBuf, Json, Run, Schema, Type, Visitor, row_one_by_one,
+    rows_one_by_one, run_len,
+};
 
 /// The Arrow type of a plain value type (`None` for nested records and child tables).
 pub(crate) fn arrow_type(ty: &Type) -> Option<DataType> {
@@ -906,13 +910,21 @@ impl Tables {
     }
 }
 
+/// The column a value slot fills.
+fn value_column<'c>(columns: &'c mut [Column], slot: &Slot) -> Option<&'c mut Column> {
+    match slot {
+        Slot::Value { col, .. } => columns.get_mut(*col),
+        _ => None,
+    }
+}
+
 impl crate::schema::ColumnSink for Tables {
     fn columns(&mut self, table: usize) -> Option<Columns<'_>> {
         let rec = self.top(table)?;
         let t = self.tables.get(rec)?;
-        // The child tables of the record's own fields (field index, table); one inside a
-        // nested record, or a table two fields share, is left to the visiting path.
-        let mut children: Vec<(usize, usize)> = Vec::new();
+        // The child tables of the record's own fields (field index, table, field name); one
+        // inside a nested record, or a table two fields share, is left to the visiting path.
+        let mut children: Vec<(usize, usize, Cow<'static, str>)> = Vec::new();
         let mut slot = 0usize;
         for (field, f) in t.source.fields.iter().enumerate() {
             match t.slots.get(slot) {
@@ -927,7 +939,7 @@ impl crate::schema::ColumnSink for Tables {
                 }
                 Some(Slot::Child { table }) => {
                     if !self.skip.get(*table).copied().unwrap_or(false) {
-                        children.push((field, *table));
+                        children.push((field, *table, f.name.clone()));
                     }
                     slot = slot.saturating_add(1);
                 }
@@ -936,18 +948,18 @@ impl crate::schema::ColumnSink for Tables {
                 None => {}
             }
         }
-        if children.iter().any(|(_, c)| *c == rec)
-            || children.iter().enumerate().any(|(k, (_, c))| {
+        if children.iter().any(|(_, c, _)| *c == rec)
+            || children.iter().enumerate().any(|(k, (_, c, _))| {
                 children
                     .iter()
                     .skip(k.saturating_add(1))
-                    .any(|(_, d)| d == c)
+                    .any(|(_, d, _)| d == c)
             })
         {
             return None;
         }
         let mut record = Vec::new();
-        let mut child_cols: Vec<(usize, Vec<Col<'_>>)> = Vec::new();
+        let mut child_cols: Vec<(usize, Cow<'static, str>, Vec<Col<'_>>)> = Vec::new();
         // A batch's integer columns at their size from its start: growing them as rows
         // come moves each several times (a tenth of the fast path's time).
         let reserve = self.batch_rows.min(RESERVE_ROWS);
@@ -974,14 +986,18 @@ impl crate::schema::ColumnSink for Tables {
                     }
                 }
                 record = t.columns.iter_mut().map(Column::as_col).collect();
-            } else if let Some((field, _)) = children.iter().find(|(_, c)| *c == index) {
-                child_cols.push((*field, t.columns.iter_mut().map(Column::as_col).collect()));
+            } else if let Some((field, _, name)) = children.iter().find(|(_, c, _)| *c == index) {
+                let cols = t.columns.iter_mut().map(Column::as_col).collect();
+                child_cols.push((*field, name.clone(), cols));
             }
         }
-        child_cols.sort_by_key(|(field, _)| *field);
+        child_cols.sort_by_key(|(field, _, _)| *field);
         Some(Columns {
             record,
-            children: child_cols,
+            children: child_cols
+                .into_iter()
+                .map(|(_, name, cols)| (name, cols))
+                .collect(),
         })
     }
 }
@@ -1143,27 +1159,29 @@ impl Visitor for Tables {
         });
     }
 
-    fn numbered_rows(&mut self, first: u64, values: &[u64]) {
-        // The common case in one loop: a child table of keys and two integer columns.
+    fn rows(&mut self, runs: &[Run<'_>]) {
+        // The common case in one loop: a child table of keys and integer columns, one per
+        // run.
         if let [.., Frame::Row { keys, .. }, Frame::Child { table }] = self.stack.as_slice()
             && let Some(t) = self.tables.get_mut(*table)
-            && let [Slot::Value { col: a, .. }, Slot::Value { col: b, .. }] = t.slots.as_slice()
             && t.keys == keys.len()
-            && *a == t.keys
-            && *b == a.saturating_add(1)
+            && t.slots.len() == runs.len()
+            && t.slots.iter().enumerate().all(
+                |(k, s)| matches!(s, Slot::Value { col, .. } if *col == t.keys.saturating_add(k)),
+            )
             && t.columns.iter().all(|c| matches!(c, Column::Int(_)))
             && keys.iter().all(|k| matches!(k, KeyValue::UInt(_)))
         {
             let table = *table;
+            let len = run_len(runs);
             let mut done = 0usize;
-            while done < values.len() {
+            while done < len {
                 let Some(t) = self.tables.get_mut(table) else {
                     return;
                 };
                 // Up to a batch's worth, then hand it on (a chunk of millions of edges).
                 let room = self.batch_rows.saturating_sub(t.rows).max(1);
-                let run = values.get(done..).unwrap_or_default();
-                let run = run.get(..room.min(run.len())).unwrap_or_default();
+                let n = room.min(len.saturating_sub(done));
                 let mut cols = t.columns.iter_mut();
                 let keys = match self.stack.iter().rev().nth(1) {
                     Some(Frame::Row { keys, .. }) => keys.as_slice(),
@@ -1172,52 +1190,68 @@ impl Visitor for Tables {
                 for k in keys {
                     if let (Some(Column::Int(c)), KeyValue::UInt(v)) = (cols.next(), k) {
                         let values = &mut c.buf.values;
-                        values.resize(values.len().saturating_add(run.len()), *v);
+                        values.resize(values.len().saturating_add(n), *v);
                     }
                 }
-                if let Some(Column::Int(c)) = cols.next() {
-                    let start = first.wrapping_add(done as u64);
-                    c.buf
-                        .values
-                        .extend((0u64..run.len() as u64).map(|k| start.wrapping_add(k)));
+                for run in runs {
+                    let Some(Column::Int(c)) = cols.next() else {
+                        continue;
+                    };
+                    match run {
+                        Run::Counting(first) => {
+                            let start = first.wrapping_add(done as u64);
+                            c.buf
+                                .values
+                                .extend((0u64..n as u64).map(|k| start.wrapping_add(k)));
+                        }
+                        Run::UInts(values) => {
+                            let end = done.saturating_add(n);
+                            c.buf
+                                .values
+                                .extend_from_slice(values.get(done..end).unwrap_or_default());
+                        }
+                    }
                 }
-                if let Some(Column::Int(c)) = cols.next() {
-                    c.buf.values.extend_from_slice(run);
-                }
-                t.rows = t.rows.saturating_add(run.len());
-                done = done.saturating_add(run.len());
+                t.rows = t.rows.saturating_add(n);
+                done = done.saturating_add(n);
                 if t.rows >= self.batch_rows {
                     self.flush(table);
                 }
             }
             return;
         }
-        crate::schema::numbered_rows_one_by_one(self, first, values);
+        rows_one_by_one(self, runs);
     }
 
-    fn uint_row(&mut self, values: &[u64]) {
+    fn row(&mut self, cells: &[Cell<'_>]) {
         // The common case at once: a struct of plain columns filled in order.
         if let Some(Frame::Row { table, slot, .. }) = self.stack.last_mut()
             && let Some(t) = self.tables.get_mut(*table)
             && let Some(Slot::Struct { span }) = t.slots.get(*slot).copied()
-            && span == values.len()
+            && span == cells.iter().map(Cell::width).sum::<usize>()
         {
             let first = slot.saturating_add(1);
-            for (s, v) in t.slots.iter().skip(first).zip(values) {
-                if let Slot::Value { col, .. } = s
-                    && let Some(c) = t.columns.get_mut(*col)
-                {
-                    c.uint(*v);
+            let mut slots = t.slots.iter().skip(first);
+            let columns = &mut t.columns;
+            for cell in cells {
+                if let Cell::UInts(values) = *cell {
+                    for (&v, s) in values.iter().zip(slots.by_ref()) {
+                        if let Some(c) = value_column(columns, s) {
+                            c.uint(v);
+                        }
+                    }
+                } else if let Some(c) = slots.next().and_then(|s| value_column(columns, s)) {
+                    match *cell {
+                        Cell::UInt(v) => c.uint(v),
+                        Cell::Str(v) => c.str(v),
+                        Cell::Null | Cell::UInts(_) => c.null(),
+                    }
                 }
             }
             *slot = first.saturating_add(span);
             return;
         }
-        self.begin_row();
-        for &v in values {
-            self.uint(v);
-        }
-        self.end_row();
+        row_one_by_one(self, cells);
     }
 
     fn end_row(&mut self) {

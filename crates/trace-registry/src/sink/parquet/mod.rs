@@ -646,7 +646,7 @@ fn manifest<'a>(
 )]
 mod tests {
     use super::*;
-    use crate::schema::{Field, Type, Visitor};
+    use crate::schema::{Field, Run, Type, Visitor};
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
     use arrow_array::{Array, RecordBatch};
@@ -729,7 +729,7 @@ mod tests {
             }
             v.end_list();
             v.begin_list();
-            v.numbered_rows(0, &self.nums);
+            v.rows(&[Run::Counting(0), Run::UInts(&self.nums)]);
             v.end_list();
         }
     }

@@ -191,7 +191,7 @@ impl Api {
             Meta {
                 isa: isa_name(steps.isa()),
                 word_size: steps.isa().word_size(),
-                noun: steps.step_noun(),
+                noun: steps.kind().noun(),
                 reg_names: steps.reg_names().iter().map(|n| n.to_string()).collect(),
             }
         };
