@@ -139,12 +139,16 @@ pub fn fuzz_expand(data: &[u8]) {
 #[doc(hidden)]
 pub fn fuzz_bits(data: &[u8]) {
     let (head, bits) = data.split_at(data.len().min(48));
-    // Rows: (current, code of up to 8 bits with its length, 1–3 next edges), 3 bytes each.
+    // Rows: (current, code of up to 12 bits with its length, 1–3 next edges), 4 bytes each.
+    // Codes longer than the lookup's first level (8 bits) reach its sub-tables.
     let mut rows = Vec::new();
-    for r in head.chunks_exact(3) {
-        let [a, b, c] = [r.first(), r.get(1), r.get(2)].map(|x| x.copied().unwrap_or(0));
-        let len = b >> 5;
-        let code = table::Code::from_right(u32::from(b & 0x1f), len);
+    for r in head.chunks_exact(4) {
+        let [a, b, v, c] =
+            [r.first(), r.get(1), r.get(2), r.get(3)].map(|x| x.copied().unwrap_or(0));
+        let len = (b & 0x0f).min(12);
+        let mask = 1u32.wrapping_shl(u32::from(len)).wrapping_sub(1);
+        let value = (u32::from(b >> 4).wrapping_shl(8) | u32::from(v)) & mask;
+        let code = table::Code::from_right(value, len);
         let next: Vec<u64> = (0..=(c >> 6))
             .map(|k| u64::from((c.wrapping_add(k)) & 7))
             .collect();
