@@ -488,17 +488,7 @@ fn threads_are_followed() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 2, "two thread ids in the trace");
-    for (name, base) in [("a", 0x1000u64), ("b", 0x1100)] {
-        let at = symbol(&exe, name);
-        let stores: Vec<(u64, u64)> = r
-            .writes
-            .iter()
-            .copied()
-            .filter(|(a, _)| (at..at + 64).contains(a))
-            .collect();
-        let expected: Vec<(u64, u64)> = (0..8).map(|i| (at + 8 * i, base + i)).collect();
-        assert_eq!(stores, expected, "stores into {name}");
-    }
+    assert_each_thread_stored(&r, &exe);
 }
 
 #[test]
@@ -729,17 +719,7 @@ fn two_threads_share_the_breakpoints_of_a_range() {
     ids.dedup();
     assert_eq!(ids.len(), 2, "both threads ran fill");
     assert_eq!(r.pcs.iter().filter(|&&p| p == a).count(), 2);
-    for (name, base) in [("a", 0x1000u64), ("b", 0x1100)] {
-        let at = symbol(&exe, name);
-        let stores: Vec<(u64, u64)> = r
-            .writes
-            .iter()
-            .copied()
-            .filter(|(a, _)| (at..at + 64).contains(a))
-            .collect();
-        let expected: Vec<(u64, u64)> = (0..8).map(|i| (at + 8 * i, base + i)).collect();
-        assert_eq!(stores, expected, "stores into {name}");
-    }
+    assert_each_thread_stored(&r, &exe);
 }
 
 #[test]
@@ -794,5 +774,21 @@ fn max_counts_recorded_instructions_and_removes_the_breakpoints() {
         assert_eq!(read(&bytes).pcs.len(), 30);
         assert_eq!(Some(summary.exit), code.map(Exit::Code), "{opts:?}");
         assert_eq!(out, plain_out, "{opts:?}");
+    }
+}
+
+/// The two threads of the THREADS program each filled their array: `a` with 0x1000 + i,
+/// `b` with 0x1100 + i, eight words each, all recorded.
+fn assert_each_thread_stored(r: &Read, exe: &Path) {
+    for (name, base) in [("a", 0x1000u64), ("b", 0x1100)] {
+        let at = symbol(exe, name);
+        let stores: Vec<(u64, u64)> = r
+            .writes
+            .iter()
+            .copied()
+            .filter(|(a, _)| (at..at + 64).contains(a))
+            .collect();
+        let expected: Vec<(u64, u64)> = (0..8).map(|i| (at + 8 * i, base + i)).collect();
+        assert_eq!(stores, expected, "stores into {name}");
     }
 }

@@ -482,14 +482,7 @@ impl<W: Write> Tracer<W> {
         if free && sig == Signal::SIGTRAP && self.hw_entries.contains(&regs.rip) {
             // A hardware breakpoint at a range's start (it stops before the instruction).
             self.arm(pid, false);
-            if !self.stopping {
-                if let Some(t) = self.threads.get_mut(&pid) {
-                    t.free = false;
-                    t.xstate_stale = true;
-                }
-                self.prepare(pid, &regs, Left::Breakpoint)?;
-            }
-            return self.resume(pid, None);
+            return self.come_back(pid, &regs);
         }
         if free {
             let at = regs.rip.wrapping_sub(1);
@@ -502,14 +495,7 @@ impl<W: Write> Tracer<W> {
             raw.rip = at;
             regs.rip = at;
             ptrace::setregs(pid, raw).map_err(ptrace_err("PTRACE_SETREGS"))?;
-            if !self.stopping {
-                if let Some(t) = self.threads.get_mut(&pid) {
-                    t.free = false;
-                    t.xstate_stale = true;
-                }
-                self.prepare(pid, &regs, Left::Breakpoint)?;
-            }
-            return self.resume(pid, None);
+            return self.come_back(pid, &regs);
         }
         let (injected, interrupted) = match self.threads.get_mut(&pid) {
             Some(t) => (t.injected.take(), t.interrupted.take()),
@@ -948,6 +934,19 @@ impl<W: Write> Tracer<W> {
             scope.unplanted = unplanted;
         }
         Ok(())
+    }
+
+    /// A free thread stopped at one of our breakpoints, before the instruction at
+    /// `regs.rip`: it steps again (its extended registers re-read) and goes on.
+    fn come_back(&mut self, pid: Pid, regs: &UserRegs) -> Result<(), Error> {
+        if !self.stopping {
+            if let Some(t) = self.threads.get_mut(&pid) {
+                t.free = false;
+                t.xstate_stale = true;
+            }
+            self.prepare(pid, regs, Left::Breakpoint)?;
+        }
+        self.resume(pid, None)
     }
 
     /// The thread is stopped at `regs.rip` before an instruction: records it if in a range,
