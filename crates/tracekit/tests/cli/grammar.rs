@@ -128,53 +128,36 @@ fn every_writer_refuses_an_existing_output_unless_forced_and_says_what_it_wrote(
     let bb_file = dir.join("run.bb");
     std::fs::write(&bb_file, bb(12, |_| 10)).unwrap();
     let out = |name: &str| s(&dir.join(name)).to_owned();
+    let args = |a: &[&str]| a.iter().map(|x| (*x).to_owned()).collect::<Vec<String>>();
     // (arguments, the file that must exist before the second run, the summary's start)
     let cases: Vec<(Vec<String>, String, String)> = vec![
         (
-            vec!["bbv", &trace, "--slice", "100", "-o", &out("b.bb")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["bbv", &trace, "--slice", "100", "-o", &out("b.bb")]),
             out("b.T4728.bb"),
             out("b.T"),
         ),
         (
-            vec!["convert", &trace, "--to", "din", "-o", &out("c.din")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["convert", &trace, "--to", "din", "-o", &out("c.din")]),
             out("c.din"),
             format!("{}: ", out("c.din")),
         ),
         (
-            vec!["convert", &trace, "--to", "tenet", "-o", &out("t")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["convert", &trace, "--to", "tenet", "-o", &out("t")]),
             out("t.4728.log"),
             out("t."),
         ),
         (
-            vec!["convert", &trace, "--to", "tfile", "-o", &out("f.tf")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["convert", &trace, "--to", "tfile", "-o", &out("f.tf")]),
             out("f.tf"),
             format!("{}: thread ", out("f.tf")),
         ),
         (
-            vec!["index", &trace, "-o", &out("i.tkidx")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["index", &trace, "-o", &out("i.tkidx")]),
             out("i.tkidx"),
             format!("{}: 1100 steps", out("i.tkidx")),
         ),
         (
-            vec!["encode", s(&edges), "-o", &out("e.trace.json")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["encode", s(&edges), "-o", &out("e.trace.json")]),
             out("e.trace.json"),
             format!(
                 "{}: 1 process(es), 1 thread(s), 3 edges",
@@ -182,18 +165,12 @@ fn every_writer_refuses_an_existing_output_unless_forced_and_says_what_it_wrote(
             ),
         ),
         (
-            vec!["simpoint", s(&bb_file), "--max-k", "2", "-o", &out("sp")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["simpoint", s(&bb_file), "--max-k", "2", "-o", &out("sp")]),
             out("sp.weights"),
             String::new(),
         ),
         (
-            vec!["export", &trace, "-o", &out("x")]
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            args(&["export", &trace, "-o", &out("x")]),
             out("x"),
             "instructions".into(),
         ),
