@@ -313,7 +313,7 @@ fn arrow_cases(format: &str, cases: &[BenchCase]) -> Vec<BenchCase> {
                 &dump.input,
                 "rows",
                 move |bytes| {
-                    trace_registry::testgen::arrow_rows(handler, bytes, "instructions", typed)
+                    trace_sinks::testgen::arrow_rows(handler, bytes, "instructions", typed)
                 },
             )
         })
@@ -386,7 +386,7 @@ fn dump_case(format: &str, cases: &[BenchCase], disasm: bool) -> Option<BenchCas
             // The copy into an owned input is part of the cost (a memcpy: about 1% of it).
             let mut input = trace_registry::Input::from_bytes(file_name, bytes.to_vec()).unwrap();
             let mut records = handler.records(&mut input, &mut ctx).unwrap();
-            let mut sink = trace_registry::sink::JsonLines::new(std::io::sink(), records.tables());
+            let mut sink = trace_sinks::JsonLines::new(std::io::sink(), records.tables());
             let mut n = 0u64;
             while let Some(r) = records.next_record() {
                 let r = r.unwrap();
@@ -405,7 +405,7 @@ fn dump_case(format: &str, cases: &[BenchCase], disasm: bool) -> Option<BenchCas
 /// 512 instructions: the same time at any N), with the registers read.
 fn state_rows(cases: &[BenchCase], runs: u64) {
     use std::cell::RefCell;
-    use trace_registry::analyses::state::state;
+    use trace_analyses::state::state;
     let Some(case) = cases.first() else { return };
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let options = trace_registry::Options::default();
@@ -464,7 +464,8 @@ fn state_rows(cases: &[BenchCase], runs: u64) {
 /// trace is the x64dbg input's blocks repeated after its header (each copy a recording
 /// session appended, as x64dbg appends them) in a temporary file.
 fn state_sidecar_row(cases: &[BenchCase], runs: u64, gib: u64) {
-    use trace_registry::analyses::{index, state::state};
+    use trace_analyses::state::state;
+    use trace_index as index;
     let Some(case) = cases.first() else { return };
     if gib == 0 {
         return;
@@ -631,8 +632,8 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
 /// before N and then with the sidecar index beside the trace (its nearest candidates, each
 /// a seek of at most 512 instructions); latency of each, as the command runs it.
 fn mem_rows(cases: &[BenchCase], runs: u64) {
-    use trace_registry::analyses::index;
-    use trace_registry::analyses::mem::{MemQuery, mem};
+    use trace_index as index;
+    use trace_analyses::mem::{MemQuery, mem};
     let Some(case) = cases.first() else { return };
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let options = trace_registry::Options::default();
@@ -724,7 +725,7 @@ fn diff_case(cases: &[BenchCase]) -> Option<BenchCase> {
         input: case.input.clone(),
         unit: "instrs",
         run: Box::new(move |_| {
-            use trace_registry::analyses::diff::{DiffOptions, diff};
+            use trace_analyses::diff::{DiffOptions, diff};
             let handler = trace_registry::by_name("x64dbg").unwrap();
             let options = trace_registry::Options::default();
             let mut inputs = inputs.borrow_mut();
@@ -827,7 +828,7 @@ pub fn run_bbv(
     dcfg: Option<&std::path::Path>,
     workers: Option<usize>,
 ) -> u64 {
-    use trace_registry::analyses::bbv::{BbvOptions, bbv};
+    use trace_analyses::bbv::{BbvOptions, bbv};
     let options = trace_registry::Options {
         dcfg: dcfg.map(std::path::Path::to_path_buf),
         ..trace_registry::Options::default()

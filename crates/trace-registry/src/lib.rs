@@ -10,16 +10,21 @@
 //! - **info**: a summary as one [`Info`] value, shown as text or JSON from the same tree;
 //! - **validate**: the whole file checked, with diagnostics;
 //! - **records**: the records as typed rows ([`Row`]) described by a [`Schema`] per record
-//!   kind, handed to any sink ([`sink::JsonLines`] is `tracekit dump`; `sink::parquet`,
-//!   behind the `parquet` feature, is `tracekit export`).
+//!   kind, handed to any sink (`trace-sinks`: JSON Lines is `tracekit dump`, Parquet is
+//!   `tracekit export`);
+//! - **steps** and **blocks**: the instruction stream and the basic-block executions of
+//!   the formats that have them, what the analyses (`trace-analyses`) read.
 //!
-//! An output written once over rows and schemas works for every format; a format added as
-//! one handler module and one line in [`HANDLERS`] gets every output.
+//! The model these are written in (the [`Handler`] trait, [`Input`], [`Schema`],
+//! [`steps::Steps`], …) is `trace-model`'s, re-exported here: a program that reads traces
+//! needs this crate only. An output or an analysis written once over the model works for
+//! every format; a format added as one handler module and one line in [`HANDLERS`] gets
+//! every output.
 //!
 //! # Example
 //!
 //! ```
-//! use trace_registry::{Ctx, Input, Options, sink::JsonLines};
+//! use trace_registry::{Ctx, Input, Options};
 //!
 //! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
 //! let handler = trace_registry::detect(&input).expect("an x64dbg trace");
@@ -31,353 +36,19 @@
 //!
 //! let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
 //! let mut records = handler.records(&mut input, &mut ctx)?;
-//! let mut out = JsonLines::new(Vec::new(), records.tables());
+//! assert_eq!(records.tables()[0].name, "instructions");
+//! let mut per_table = vec![0; records.tables().len()];
 //! while let Some(record) = records.next_record() {
-//!     let record = record?;
-//!     out.write(record.table, record.row())?;
+//!     per_table[record?.table] += 1;
 //! }
-//! out.flush()?;
-//! assert!(out.into_inner().starts_with(b"{\"i\":0,"));
+//! assert_eq!(per_table[0], 1100);
 //! # Ok::<(), trace_registry::Error>(())
 //! ```
 
-pub mod analyses;
-pub mod blocks;
 pub mod disasm;
-mod error;
 pub mod formats;
-pub mod info;
-mod input;
-mod mapped;
-pub mod output;
-pub mod schema;
-pub mod sink;
-pub mod steps;
-#[cfg(feature = "testgen")]
-pub mod testgen;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-pub use error::Error;
-pub use info::{Hex, Info, Value};
-pub use input::{Compression, Cut, FileAt, HEAD_LEN, Input, SPOOL_AT, Source};
-pub use mapped::{check_unchanged, first_change};
-pub use schema::{Field, Json, Row, Schema, Type, Visitor};
-
-/// Options that only some formats use; the others ignore them.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    /// dcfg-trace: the DCFG of the traced run, to map edges to blocks and check counts.
-    pub dcfg: Option<PathBuf>,
-    /// gdb-tfile: the target is big-endian (the file does not say).
-    pub big_endian: bool,
-    /// amber FULL: the record size (1004 or 1008) instead of detecting it.
-    pub record_size: Option<u32>,
-    /// dcfg-trace: lenient decoding instead of strict errors.
-    pub lenient: bool,
-    /// tenet: the architecture (`amd64` or `x86`) instead of detecting it from the register
-    /// names.
-    pub arch: Option<String>,
-    /// Disassemble (`--disasm`): x64dbg, tfile and amber rows get `asm`, x64dbg memory
-    /// rows `size` and `access`, and x64dbg steps sized, classified accesses ([`disasm`]).
-    pub disasm: bool,
-    /// The sidecar index to use (`--index`) instead of the one beside the trace
-    /// (`FILE.tkidx`; see [`analyses::index`]).
-    pub index: Option<PathBuf>,
-}
-
-/// What a handler gets besides its input: options, and where progress and diagnostics go.
-pub struct Ctx<'a> {
-    /// The options.
-    pub options: &'a Options,
-    progress: Box<dyn FnMut(u64) + 'a>,
-    diagnostics: Box<dyn FnMut(&str) + 'a>,
-}
-
-impl std::fmt::Debug for Ctx<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx")
-            .field("options", &self.options)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a> Ctx<'a> {
-    /// A context that drops progress and diagnostics.
-    #[must_use]
-    pub fn new(options: &'a Options) -> Ctx<'a> {
-        Ctx {
-            options,
-            progress: Box::new(|_| {}),
-            diagnostics: Box::new(|_| {}),
-        }
-    }
-
-    /// Progress goes to `f`, as the byte position reached in the input.
-    #[must_use]
-    pub fn on_progress(mut self, f: impl FnMut(u64) + 'a) -> Ctx<'a> {
-        self.progress = Box::new(f);
-        self
-    }
-
-    /// Diagnostics (warnings and notes, one line each, e.g. `warning: …`) go to `f`.
-    #[must_use]
-    pub fn on_diagnostic(mut self, f: impl FnMut(&str) + 'a) -> Ctx<'a> {
-        self.diagnostics = Box::new(f);
-        self
-    }
-
-    /// Reports progress.
-    pub fn progress(&mut self, position: u64) {
-        (self.progress)(position);
-    }
-
-    /// Reports one diagnostic line.
-    pub fn diagnostic(&mut self, line: &str) {
-        (self.diagnostics)(line);
-    }
-}
-
-/// How sure a handler is that an input is its format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Confidence {
-    /// Only the file name says so (formats without magic).
-    Name,
-    /// The content looks right (JSON keys).
-    Content,
-    /// The magic bytes match.
-    Magic,
-}
-
-/// One record handed out by [`Records::next_record`]: its table (an index into
-/// [`Records::tables`]) and its values.
-pub struct Record<'a> {
-    /// The table (record kind) the record belongs to.
-    pub table: usize,
-    row: RowRef<'a>,
-}
-
-/// A record's values: in the reader (most formats), or, where the record borrows a stream
-/// reader's buffer, in a small box of its own.
-enum RowRef<'a> {
-    Borrowed(&'a dyn Row),
-    Boxed(Box<dyn Row + 'a>),
-}
-
-impl<'a> Record<'a> {
-    /// A record whose values the reader holds.
-    #[must_use]
-    pub fn new(table: usize, row: &'a dyn Row) -> Record<'a> {
-        Record {
-            table,
-            row: RowRef::Borrowed(row),
-        }
-    }
-
-    /// A record whose values borrow what only lives as long as the record.
-    #[must_use]
-    pub fn boxed(table: usize, row: Box<dyn Row + 'a>) -> Record<'a> {
-        Record {
-            table,
-            row: RowRef::Boxed(row),
-        }
-    }
-
-    /// The record's values.
-    #[must_use]
-    pub fn row(&self) -> &dyn Row {
-        match &self.row {
-            RowRef::Borrowed(r) => *r,
-            RowRef::Boxed(r) => r.as_ref(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Record<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Record")
-            .field("table", &self.table)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The records of one input, as typed rows: a lending iterator (each record borrows the
-/// reader until the next call), fused after the first error.
-pub trait Records {
-    /// The schema of every table (record kind) this reader hands out.
-    fn tables(&self) -> &[Arc<Schema>];
-
-    /// The next record, or the error that ends the input (after every complete record).
-    fn next_record(&mut self) -> Option<Result<Record<'_>, Error>>;
-
-    /// How far into the input the reader is, in bytes (for progress; 0 where unknown).
-    fn position(&self) -> u64 {
-        0
-    }
-
-    /// Notes about the whole input, known once every record is read (one line each).
-    fn finish(&mut self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// The typed fast path of the columnar sinks: appends up to `max` records straight into
-    /// `out`'s columns ([`schema::ColumnSink`]) and returns how many (0 at the end), or
-    /// the error that ends the input. `None` (the default) when the reader has no such
-    /// path for what `out` asks: the caller then visits the records one by one
-    /// ([`Records::next_record`]). Either way gives the same rows.
-    fn fill_columns(
-        &mut self,
-        _out: &mut dyn schema::ColumnSink,
-        _max: usize,
-    ) -> Option<Result<usize, Error>> {
-        None
-    }
-
-    /// Passes over the first `n` records (of every table): the next [`Records::next_record`]
-    /// gives record `n`, or none when the input has `n` or fewer. `index` is the format's
-    /// random-access index as [`steps::Indexing::seek_index`] gives it, when the caller has
-    /// one: a format that can use it jumps there (x64dbg in memory: a binary search and at
-    /// most one full-dump interval); the default reads and drops the records before `n`.
-    ///
-    /// # Errors
-    ///
-    /// The error that ends the input before record `n`.
-    fn seek(&mut self, n: u64, index: Option<&steps::SeekIndex>) -> Result<(), Error> {
-        let _ = index;
-        skip_records(self, n)
-    }
-}
-
-/// Reads and drops the next `n` records of `records` (fewer at the end): the default
-/// [`Records::seek`], and the rest of a format's own seek.
-///
-/// # Errors
-///
-/// The error that ends the input before `n` records.
-pub fn skip_records<R: Records + ?Sized>(records: &mut R, n: u64) -> Result<(), Error> {
-    for _ in 0..n {
-        match records.next_record() {
-            None => break,
-            Some(Err(e)) => return Err(e),
-            Some(Ok(_)) => {}
-        }
-    }
-    Ok(())
-}
-
-/// A format: how to recognise it, summarise it, check it and read its records.
-pub trait Handler: Send + Sync {
-    /// The name used by `--format` and in `info` (`x64dbg`, `gdb-tfile`, …).
-    fn name(&self) -> &'static str;
-
-    /// Other names `--format` accepts.
-    fn aliases(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// How the format is recognised, for messages (`magic "TRAC"`).
-    fn recognised_by(&self) -> &'static str;
-
-    /// The output table (as a Parquet export names its folders) most users mean by the
-    /// records: the Python package's `to_arrow()` default. Empty (the default): the first
-    /// record table.
-    fn main_table(&self) -> &'static str {
-        ""
-    }
-
-    /// Whether `head` (the first bytes, decompressed) and `file_name` (without a compression
-    /// extension) look like this format.
-    fn detect(&self, head: &[u8], file_name: &str) -> Option<Confidence>;
-
-    /// Whether a directory holding files of these names is an input of this format (amber's
-    /// per-thread directories). Most formats are single files.
-    fn detect_dir(&self, _names: &[String]) -> Option<Confidence> {
-        None
-    }
-
-    /// The summary of the input.
-    ///
-    /// # Errors
-    ///
-    /// The input cannot be read or is not valid for the format.
-    fn info(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error>;
-
-    /// Checks the whole input: `Ok` with a short summary (record counts), diagnostics
-    /// through `ctx`, or the first error.
-    ///
-    /// # Errors
-    ///
-    /// The first problem found.
-    fn validate(&self, input: &mut Input, ctx: &mut Ctx<'_>) -> Result<Info, Error>;
-
-    /// The records of the input as typed rows.
-    ///
-    /// # Errors
-    ///
-    /// The input cannot be opened as this format.
-    fn records<'a>(
-        &self,
-        input: &'a mut Input,
-        ctx: &mut Ctx<'_>,
-    ) -> Result<Box<dyn Records + 'a>, Error>;
-
-    /// The instruction stream, for formats that have one (what `state`, `mem`, `xref` and
-    /// `diff` read). The default: [`Error::Unsupported`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] for formats without an instruction stream; as
-    /// [`Handler::records`] when the input cannot be opened.
-    fn steps<'a>(
-        &self,
-        _input: &'a mut Input,
-        _ctx: &mut Ctx<'_>,
-    ) -> Result<Box<dyn steps::Steps + 'a>, Error> {
-        Err(Error::Unsupported(format!(
-            "{} traces have no instruction stream",
-            self.name()
-        )))
-    }
-
-    /// What the format offers beyond records, info and validate, for the commands that
-    /// work on some formats only (none by default). Callers ask this, never the name.
-    fn offers(&self) -> Offers {
-        Offers::default()
-    }
-
-    /// The basic-block executions (what `bbv` reads). The default derives dynamic blocks
-    /// from [`Handler::steps`] ([`blocks::StepBlocks`]); DCFG-Trace gives its DCFG's blocks.
-    ///
-    /// # Errors
-    ///
-    /// As [`Handler::steps`]: [`Error::Unsupported`] for formats without blocks.
-    fn blocks<'a>(
-        &self,
-        input: &'a mut Input,
-        ctx: &mut Ctx<'_>,
-    ) -> Result<Box<dyn blocks::Blocks + 'a>, Error> {
-        Ok(Box::new(blocks::StepBlocks::new(self.steps(input, ctx)?)))
-    }
-}
-
-/// What a format offers beyond records, info and validate ([`Handler::offers`]): what
-/// the commands that work on some formats only ask, instead of a format's name. The
-/// instruction-stream accelerators are capabilities of the stream itself
-/// ([`steps::Steps::registers`], [`steps::Steps::raw`], [`steps::Steps::indexing`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Offers {
-    /// A control-flow graph (DCFG): `dot`, `loops` and the Python package's `graph`.
-    pub graph: bool,
-    /// Tracepoint frames to search by tracepoint and collected memory (GDB tfiles): `find`.
-    pub frames: bool,
-    /// Basic blocks bounded by the loops of a DCFG given with `--dcfg` (DCFG-Trace):
-    /// `bbv --loop-bounded`.
-    pub loop_bounded_blocks: bool,
-    /// A directory of per-thread files read as one stream (amber tt6 and tt6e): `merge`.
-    pub thread_files: bool,
-}
+pub use trace_model::*;
 
 /// The handlers whose [`Handler::offers`] has `wanted`, in [`HANDLERS`] order (for the
 /// messages that say which formats a command takes).

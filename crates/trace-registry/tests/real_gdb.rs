@@ -18,7 +18,7 @@ mod gdb;
 
 use std::collections::BTreeMap;
 
-use trace_registry::analyses::find::{FindQuery, MemQuery, find};
+use trace_registry::formats::gdb_tfile::find::{FindQuery, MemQuery, find};
 use trace_registry::steps::{NamedReg, RegValue, Step};
 use trace_registry::{Ctx, Options};
 
@@ -231,8 +231,8 @@ fn steps_and_find_agree_with_gdb() {
 /// collected it.
 #[test]
 fn state_and_mem_agree_with_gdb() {
-    use trace_registry::analyses::mem::{MemQuery, mem};
-    use trace_registry::analyses::state::state;
+    use trace_analyses::mem::{MemQuery, mem};
+    use trace_analyses::state::state;
 
     if !gdb::available("state_and_mem_agree_with_gdb") {
         return;
@@ -385,7 +385,7 @@ fn gdb_replays_x64dbg_traces_converted_to_tfiles() {
         let mut steps = handler.steps(&mut input, &mut Ctx::new(&options)).unwrap();
         let path = dir.join(format!("{name}.tf"));
         let file = std::fs::File::create(&path).unwrap();
-        let (done, _) = trace_registry::sink::tfile::convert(&mut *steps, None, file).unwrap();
+        let (done, _) = trace_sinks::tfile::convert(&mut *steps, None, file).unwrap();
         assert_eq!(done.frames as usize, want.len());
         let n = want.len();
         let sample: Vec<usize> = [0, 1, 2, 7, n / 3, n / 2, n - 2, n - 1]

@@ -2,9 +2,9 @@
 //!
 //! A thin layer over `trace-registry`: `open` detects the format ([`trace_registry::detect`])
 //! and checks that its records open; iterating a `Trace` walks the records as trees of
-//! native values in `tracekit dump`'s shape ([`trace_registry::sink::native`]), turned into
+//! native values in `tracekit dump`'s shape ([`trace_sinks::native`]), turned into
 //! `dict`s; `Trace.to_arrow` streams the record batches of one Parquet-export table
-//! ([`trace_registry::sink::parquet::Batches`], filled through the readers' typed column
+//! ([`trace_sinks::parquet::Batches`], filled through the readers' typed column
 //! fast path where they have one) to pyarrow through the Arrow C data interface. No code
 //! here knows a format.
 //!
@@ -30,8 +30,8 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
-use trace_registry::sink::native::{Native, Node};
-use trace_registry::sink::parquet::{
+use trace_sinks::native::{Native, Node};
+use trace_sinks::parquet::{
     Batches, Compression, Dataset, Origin, ParquetOptions, Pulled, TableSummary,
 };
 use trace_registry::steps::SeekIndex;
@@ -567,7 +567,7 @@ impl Trace {
                 if let Some(index) = &index {
                     steps.use_seek_index(index);
                 }
-                let s = trace_registry::analyses::state::state_of(
+                let s = trace_analyses::state::state_of(
                     steps.as_mut(),
                     opened.handler.name(),
                     i,
@@ -611,7 +611,7 @@ impl Trace {
     /// [bool or None] (collected at an earlier frame than `i`). IndexError past the end.
     #[pyo3(signature = (i, addr, len=None))]
     fn mem(&self, py: Python<'_>, i: u64, addr: u64, len: Option<u64>) -> PyResult<Py<PyAny>> {
-        use trace_registry::analyses::mem::{MemQuery, mem};
+        use trace_analyses::mem::{MemQuery, mem};
         let query = MemQuery { at: i, addr, len };
         let opened = self.opened.clone();
         let (m, damage) = py
@@ -646,7 +646,7 @@ impl Trace {
         len: Option<u64>,
         pc: Option<u64>,
     ) -> PyResult<Py<PyAny>> {
-        use trace_registry::analyses::xref::{XrefQuery, xref};
+        use trace_analyses::xref::{XrefQuery, xref};
         if len.is_some() && addr.is_none() {
             return Err(PyValueError::new_err("len= goes with an address"));
         }
@@ -695,7 +695,7 @@ impl Trace {
         merged: bool,
         loop_bounded: bool,
     ) -> PyResult<Py<PyAny>> {
-        use trace_registry::analyses::bbv::{BbvOptions, bbv};
+        use trace_analyses::bbv::{BbvOptions, bbv};
         let options = BbvOptions {
             slice,
             global: merged,
@@ -751,7 +751,7 @@ impl Trace {
         outside: Option<(u64, u64)>,
         mem: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        use trace_registry::analyses::find::{FindQuery, MemQuery, find};
+        use trace_registry::formats::gdb_tfile::find::{FindQuery, MemQuery, find};
         let mem = match mem {
             None => None,
             Some(m) => Some(match m.extract::<(u64, u64)>() {
@@ -1456,7 +1456,7 @@ fn diff(
     context: usize,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
-    use trace_registry::analyses::diff::{self as d, DiffError, DiffOptions};
+    use trace_analyses::diff::{self as d, DiffError, DiffOptions};
     let (a, b) = (
         opened_of(py, a, format, options)?,
         opened_of(py, b, format, options)?,

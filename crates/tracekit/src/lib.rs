@@ -788,11 +788,11 @@ struct Target {
 /// The sinks of `convert`.
 #[derive(Clone, Copy)]
 enum Sink {
-    /// Dinero IV lines (`trace_registry::sink::din`).
+    /// Dinero IV lines (`trace_sinks::din`).
     Din,
-    /// Tenet traces, one per thread (`trace_registry::sink::tenet`).
+    /// Tenet traces, one per thread (`trace_sinks::tenet`).
     Tenet,
-    /// One thread as a GDB tracepoint file (`trace_registry::sink::tfile`).
+    /// One thread as a GDB tracepoint file (`trace_sinks::tfile`).
     Tfile,
 }
 
@@ -1211,14 +1211,14 @@ pub fn fuzz_cli(data: &[u8]) {
 
 /// Fuzzing and property-test entry point for the sidecar index reader: `data` as an index
 /// file, read and looked up every way `xref` and the steps do; then the same with its
-/// hashes made to match ([`index::rehash`](trace_registry::analyses::index::rehash)), so
+/// hashes made to match ([`index::rehash`](trace_index::rehash)), so
 /// that changed bytes reach the decoding of the directories and lists (a random change
 /// otherwise stops at the first hash check). No trace is matched against (its identity
-/// is not checked by [`Sidecar::read`](trace_registry::analyses::index::Sidecar::read)).
+/// is not checked by [`Sidecar::read`](trace_index::Sidecar::read)).
 /// Must never panic.
 #[cfg(feature = "fuzzing")]
 pub fn fuzz_sidecar(data: &[u8]) {
-    use trace_registry::analyses::index::{Sidecar, rehash};
+    use trace_index::{Sidecar, rehash};
     let mut fixed = data.to_vec();
     rehash(&mut fixed);
     for bytes in [data, &fixed] {

@@ -26,7 +26,8 @@ fn at_repo_root() {
 #[test]
 fn readme_library_use() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
-    use trace_registry::{Ctx, Input, Options, sink::JsonLines};
+    use trace_registry::{Ctx, Input, Options};
+    use trace_sinks::JsonLines;
 
     let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?; // or "-", .gz, .bz2
     let handler = trace_registry::detect(&input).ok_or("unknown format")?;
@@ -218,7 +219,8 @@ fn readme_trace_core_api() -> Result<(), Box<dyn std::error::Error>> {
 #[test]
 fn readme_trace_registry_api() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
-    use trace_registry::{Ctx, Input, Options, sink::JsonLines};
+    use trace_registry::{Ctx, Input, Options};
+    use trace_sinks::JsonLines;
 
     let mut input = Input::open("testdata/gdb-tfile/amd64.tf".as_ref())?; // or "-", .gz, .bz2
     let handler = trace_registry::detect(&input).ok_or("unknown format")?;
@@ -240,7 +242,7 @@ fn readme_trace_registry_api() -> Result<(), Box<dyn std::error::Error>> {
 #[test]
 fn readme_trace_registry_api_2() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
-    use trace_registry::sink::parquet::{Dataset, Origin, ParquetOptions};
+    use trace_sinks::parquet::{Dataset, Origin, ParquetOptions};
     use trace_registry::{Ctx, Input, Options};
 
     let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?;

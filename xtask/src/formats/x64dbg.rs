@@ -307,7 +307,7 @@ fn on_disk(bytes: &[u8]) -> std::path::PathBuf {
 
 /// `tracekit index`: the sidecar index built and written (beside the trace).
 fn run_sidecar_build(bytes: &[u8]) -> u64 {
-    use trace_registry::analyses::index;
+    use trace_index as index;
     let path = on_disk(bytes);
     let options = trace_registry::Options::default();
     let mut input = trace_registry::Input::open(path.as_os_str()).unwrap();
@@ -334,15 +334,15 @@ fn run_sidecar_build(bytes: &[u8]) -> u64 {
 /// the trace, so units/s is seeks per second (the latency is its inverse).
 fn run_state_with_sidecar(bytes: &[u8]) -> u64 {
     let path = on_disk(bytes);
-    let sidecar = trace_registry::analyses::index::default_path(&path);
+    let sidecar = trace_index::default_path(&path);
     if !sidecar.exists() {
         run_sidecar_build(bytes);
     }
     let options = trace_registry::Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
-    let total = trace_registry::analyses::index::Sidecar::open(
+    let total = trace_index::Sidecar::open(
         &sidecar,
-        &trace_registry::analyses::index::Identity::of(&path).unwrap(),
+        &trace_index::Identity::of(&path).unwrap(),
         "x64dbg",
     )
     .unwrap()

@@ -39,6 +39,7 @@ use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{Isa, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, Source};
 
+pub mod find;
 mod steps;
 
 pub(crate) use steps::TfileSteps;

@@ -362,7 +362,7 @@ impl<'a> X64Steps<'a> {
     /// The steps of an x64dbg input: in place (seekable) or streamed.
     fn open(input: &'a mut Input, ctx: &mut Ctx<'_>) -> Result<X64Steps<'a>, Error> {
         // The seek index kept in a sidecar index file, when there is a usable one.
-        let saved = crate::analyses::index::load_seek_index(input, ctx, NAME);
+        let saved = trace_index::load_seek_index(input, ctx, NAME);
         let (trace, blocks) = match input.source() {
             Source::Bytes(b) => {
                 let trace = Trace::parse(b).map_err(err)?;

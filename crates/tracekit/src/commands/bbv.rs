@@ -2,7 +2,7 @@
 //! basic-block vectors in SimPoint's `.bb` format, one file per thread (`OUT.T<thread>.bb`,
 //! `OUT.P<pid>.T<thread>.bb` when a DCFG-Trace's DCFG has several processes) or one over
 //! the merged timeline (`--global`: `OUT.bb`). The analysis is
-//! `trace_registry::analyses::bbv`; every file is written under a temporary name and renamed
+//! `trace_analyses::bbv`; every file is written under a temporary name and renamed
 //! once the whole input has been read, so a failure leaves no partial output.
 
 use std::ffi::OsString;
@@ -10,7 +10,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use trace_registry::analyses::bbv::{BbvOptions, StreamKey, bbv, write_map_csv};
+use trace_analyses::bbv::{BbvOptions, StreamKey, bbv, write_map_csv};
 use trace_registry::output::AtomicFile;
 use trace_registry::{Ctx, Handler, Input, Options};
 

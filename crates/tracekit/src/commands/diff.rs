@@ -2,13 +2,13 @@
 //! summary (instructions compared, equal, the divergent regions, the first divergence with
 //! context), or with `--json` one line per divergent region and a `{"summary":{…}}` line.
 //! Exit 0 when equal, 1 when different, 2 on any error, as `diff` does. The comparison
-//! itself is `trace_registry::analyses::diff`.
+//! itself is `trace_analyses::diff`.
 
 use std::ffi::OsString;
 use std::io::Write;
 
 use clap::Args;
-use trace_registry::analyses::diff::{
+use trace_analyses::diff::{
     self, DEFAULT_REBASE_SIZE, DiffError, DiffOptions, Line, Rebase, Region, Summary,
 };
 use trace_registry::steps::Isa;

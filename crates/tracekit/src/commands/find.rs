@@ -1,14 +1,14 @@
 //! `tracekit find`: the frames of a GDB tracepoint file that match `--pc`, `--tracepoint`,
 //! `--range`, `--outside` and `--mem` (all given must hold; none: every frame), as frame
 //! numbers one per line, or JSON Lines with `--json`. The search itself is
-//! `trace_registry::analyses::find`.
+//! `trace_registry::formats::gdb_tfile::find`.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::ops::Range;
 
 use clap::Args;
-use trace_registry::analyses::find::{FindQuery, MemQuery, find};
+use trace_registry::formats::gdb_tfile::find::{FindQuery, MemQuery, find};
 use trace_registry::{Handler, Input, Options};
 
 use super::args::{self, AddrLen};

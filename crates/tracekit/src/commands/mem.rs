@@ -4,14 +4,14 @@
 //! answer adds `"earlier":[…]`: the bytes collected at an earlier frame, marked `~` in the
 //! text). The address may be a register's value before N plus an offset (`rsp`,
 //! `[rbp-8]`): `state`'s lookup, then the memory. The pass itself is
-//! `trace_registry::analyses::mem`.
+//! `trace_analyses::mem`.
 
 use std::ffi::OsString;
 use std::io::Write;
 
 use clap::Args;
-use trace_registry::analyses::mem::{MemQuery, mem};
-use trace_registry::analyses::state::state;
+use trace_analyses::mem::{MemQuery, mem};
+use trace_analyses::state::state;
 use trace_registry::steps::RegValue;
 use trace_registry::{Ctx, Handler, Input, Options};
 

@@ -8,8 +8,8 @@ use std::io::{BufRead, Write};
 use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
-use trace_registry::sink::JsonLines;
-use trace_registry::sink::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
+use trace_sinks::JsonLines;
+use trace_sinks::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
 use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
@@ -399,7 +399,7 @@ pub fn loops(mut input: Input, options: &Options, out: &mut dyn Write) -> Result
 /// `tracekit convert FILE --to din`: a trace as Dinero IV `din` lines (0 read, 1 write,
 /// 2 fetch). Amber traces by their own rules (`amber_tt6::din`: the opcode says which
 /// cache-block operations move data); every other format with an instruction stream
-/// through [`trace_registry::sink::din`].
+/// through [`trace_sinks::din`].
 ///
 /// # Errors
 ///
@@ -421,7 +421,7 @@ pub fn convert_din(
                 }
                 e => CliError::Trace(e),
             })?;
-        trace_registry::sink::din::convert(&mut *steps, out)?;
+        trace_sinks::din::convert(&mut *steps, out)?;
         return Ok(());
     };
     let format_err = |e: amber_tt6::Error| CliError::from(format.err(e));

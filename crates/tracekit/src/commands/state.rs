@@ -1,13 +1,13 @@
 //! `tracekit state`: every named register before instruction N (or those `--regs` names),
 //! as an aligned table or, with `--json`, `{"i":N,"thread":T,"regs":{"rax":"0x…",…}}`;
 //! with `--disasm`, the instruction at N too (`"asm"` in the JSON). The lookup itself is
-//! `trace_registry::analyses::state`.
+//! `trace_analyses::state`.
 
 use std::ffi::OsString;
 use std::io::Write;
 
 use clap::Args;
-use trace_registry::analyses::state::state;
+use trace_analyses::state::state;
 use trace_registry::{Handler, Input, Options};
 
 use super::args;

@@ -1,7 +1,7 @@
 //! `tracekit convert FILE --to tenet -o PREFIX`: an instruction stream (x64dbg, or any x86/x64
 //! stream) as Tenet traces, one per thread, `PREFIX.<thread>.log` (the thread id in
 //! decimal), as Tenet's reference Pin tracer names them. The line rules are those of
-//! [`trace_registry::sink::tenet`]. Each file is written under a temporary name and renamed
+//! [`trace_sinks::tenet`]. Each file is written under a temporary name and renamed
 //! once the whole input has been read, so a failed conversion leaves no partial trace.
 
 use std::io::Write;
@@ -35,7 +35,7 @@ pub fn convert(
         PathBuf::from(p)
     };
     let mut existing = None;
-    let threads = trace_registry::sink::tenet::convert(&mut *steps, |thread| {
+    let threads = trace_sinks::tenet::convert(&mut *steps, |thread| {
         let path = final_path(thread);
         super::create_output(&path, force, &mut existing)
     });

@@ -2,14 +2,14 @@
 //! stream (an x64dbg trace, or any x86/x64 stream: Tenet, a tfile) as a GDB tracepoint file
 //! that `target tfile` replays with no executable: a frame per instruction with the
 //! registers before it and the memory it accessed (the rules are those of
-//! [`trace_registry::sink::tfile`]). The file is written under a temporary name and renamed
+//! [`trace_sinks::tfile`]). The file is written under a temporary name and renamed
 //! once the whole input has been read, so a failed conversion leaves no file.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use trace_registry::output::AtomicFile;
-use trace_registry::sink::tfile::{self, TfileError};
+use trace_sinks::tfile::{self, TfileError};
 use trace_registry::{Ctx, Handler, Input, Options};
 
 use crate::CliError;

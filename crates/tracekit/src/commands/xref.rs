@@ -1,15 +1,15 @@
 //! `tracekit xref FILE ADDR[:LEN]` and `tracekit xref FILE --pc ADDR`: every access to an
 //! address range, or every execution of a pc, as JSON Lines; and `tracekit index FILE`,
 //! which writes the sidecar index `xref` (and `state`, `mem`) then answer from. The work
-//! is `trace_registry::analyses::xref` and `::index`.
+//! is `trace_analyses::xref` and `::index`.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use trace_registry::analyses::index::{self, BuildOptions};
-use trace_registry::analyses::xref::{XrefQuery, xref};
+use trace_index::{self as index, BuildOptions};
+use trace_analyses::xref::{XrefQuery, xref};
 use trace_registry::{Handler, Input, Options};
 
 use super::args::{self, AddrLen};

@@ -367,7 +367,7 @@ fn a_rerun_removes_what_a_killed_run_left() {
 /// header's fields and the directories' decoding (what `sidecar_read` fuzzes).
 #[test]
 fn rehashed_sidecars_get_past_the_hash_checks() {
-    use trace_registry::analyses::index::{Sidecar, rehash};
+    use trace_index::{Sidecar, rehash};
     let read = |b: &[u8]| {
         Sidecar::read(
             "s".as_ref(),

@@ -839,7 +839,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::{DcfgBlocks, PIECE};
-    use crate::analyses::bbv::{BbvOptions, bbv};
+    use trace_analyses::bbv::{BbvOptions, bbv};
     use crate::formats::dcfg_trace::events;
     use crate::{Ctx, Input, Options};
 

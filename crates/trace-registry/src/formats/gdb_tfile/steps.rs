@@ -160,7 +160,7 @@ impl<'a> TfileSteps<'a> {
     /// files).
     pub(crate) fn open(input: &'a mut Input, ctx: &mut Ctx<'_>) -> Result<Self, Error> {
         // The seek index kept in a sidecar index file, when there is a usable one.
-        let saved = crate::analyses::index::load_seek_index(input, ctx, NAME);
+        let saved = trace_index::load_seek_index(input, ctx, NAME);
         let frames = Frames::open(input, ctx)?;
         let saved = match &frames {
             Frames::Slice(slice) => {
@@ -845,7 +845,7 @@ mod tests {
     /// reads on from there alike, and says past the end as it does.
     #[test]
     fn seek_with_the_sidecar_reads_at_most_64_frames() {
-        use crate::analyses::index::{self, BuildOptions};
+        use trace_index::{self as index, BuildOptions};
         let dir = std::env::temp_dir().join(format!("tk-tfile-seek-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.tf");

@@ -1,0 +1,1105 @@
+//! Parquet datasets: every record kind of a trace as a folder of Parquet files that DuckDB,
+//! Spark, Trino or DataFusion read as one table.
+//!
+//! The layout is the same for every format:
+//!
+//! ```text
+//! DIR/_tracekit.json              schema version, source, tables, row counts, completeness
+//! DIR/<table>/part-00000.parquet  row groups of about a million rows, with statistics
+//! DIR/<table>/part-00001.parquet  (files cut at about 128 MiB, or every --rows-per-file rows)
+//! ```
+//!
+//! The tables are those of the record reader ([`trace_model::Records::tables`]) and every child
+//! table ([`trace_model::schema::Type::Rows`]) they hold: a child row starts with its parent's key
+//! columns ([`trace_model::schema::Field::key`]), so it joins back to its parent. Nested records
+//! ([`trace_model::schema::Type::Struct`]) are flattened into their parent's columns. Integers
+//! keep their width and sign (addresses are `UInt64`), byte strings are `Binary`, names are
+//! dictionary-encoded strings, lists of plain values are list columns. Every table is
+//! written, with an empty file when it has no rows, so engines never miss a folder.
+//!
+//! [`Dataset`] writes under a temporary name beside `DIR` and renames it when complete: a
+//! failed export leaves nothing that looks like a dataset, unless it is finished on purpose
+//! as partial (`"complete": false` in `_tracekit.json`).
+
+mod columns;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+
+use trace_model::schema::{Row, Schema};
+use trace_model::{Error, Records};
+use columns::Tables;
+use writer::{Files, Writer};
+
+/// The version of the dataset layout and table schemas, in `_tracekit.json`. It changes
+/// when a table or column is renamed, removed or retyped (added columns keep it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The name of the dataset's manifest file.
+pub const MANIFEST: &str = "_tracekit.json";
+
+/// How Parquet pages are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// zstd at its fastest level: small files, fast to write and read.
+    #[default]
+    Zstd,
+    /// Snappy: larger files, read by every engine however old.
+    Snappy,
+    /// No compression.
+    None,
+}
+
+/// How a dataset is laid out and written.
+#[derive(Clone, Debug)]
+pub struct ParquetOptions {
+    /// Page compression.
+    pub compression: Compression,
+    /// Start a new file after this many rows; `None` cuts files at about `bytes_per_file`.
+    pub rows_per_file: Option<u64>,
+    /// Start a new file once this many bytes are written (when `rows_per_file` is `None`).
+    pub bytes_per_file: u64,
+    /// Rows per row group (the unit engines skip by statistics).
+    pub row_group_rows: usize,
+    /// Rows handed from the reader to the encoder at a time (memory is a few batches).
+    pub batch_rows: usize,
+    /// Bytes of variable-length values (memory contents, strings) that also end a batch.
+    pub batch_bytes: usize,
+    /// Threads: 1 reads and encodes in turn; more read in one thread while the others
+    /// encode the columns of the previous batch.
+    pub threads: usize,
+}
+
+impl Default for ParquetOptions {
+    fn default() -> ParquetOptions {
+        ParquetOptions {
+            compression: Compression::Zstd,
+            rows_per_file: None,
+            bytes_per_file: 128 << 20,
+            row_group_rows: 1 << 20,
+            batch_rows: 1 << 16,
+            batch_bytes: 32 << 20,
+            threads: 1,
+        }
+    }
+}
+
+impl ParquetOptions {
+    fn properties(&self) -> WriterProperties {
+        let compression = match self.compression {
+            Compression::Zstd => ParquetCompression::ZSTD(ZstdLevel::default()),
+            Compression::Snappy => ParquetCompression::SNAPPY,
+            Compression::None => ParquetCompression::UNCOMPRESSED,
+        };
+        WriterProperties::builder()
+            .set_compression(compression)
+            .set_created_by(concat!("tracekit ", env!("CARGO_PKG_VERSION")).into())
+            .set_statistics_enabled(EnabledStatistics::Page)
+            .set_max_row_group_row_count(Some(self.row_group_rows))
+            .build()
+    }
+}
+
+/// Where a dataset's records came from, for its manifest.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Origin {
+    /// The input's file name as given, compression extension included (or `-` for
+    /// standard input).
+    pub file: String,
+    /// The input's size in bytes (on disk: compressed, for a compressed file), when known.
+    pub size: Option<u64>,
+    /// The size decompressed, for a compressed input read to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompressed_size: Option<u64>,
+    /// The format's name in the registry.
+    pub format: String,
+}
+
+impl Origin {
+    /// The origin of records of `format` read from `input`; call [`Origin::read`] once
+    /// they have been read, for the decompressed size.
+    #[must_use]
+    pub fn new(input: &trace_model::Input, format: &str) -> Origin {
+        Origin {
+            file: input.path().and_then(|p| p.file_name()).map_or_else(
+                || input.name().to_owned(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            size: input.file_len(),
+            decompressed_size: None,
+            format: format.to_owned(),
+        }
+    }
+
+    /// Takes in what reading `input` found out: its decompressed size.
+    pub fn read(&mut self, input: &trace_model::Input) {
+        self.decompressed_size = input.decompressed_len();
+    }
+}
+
+/// What was written of one table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// The table name (its folder).
+    pub name: String,
+    /// Rows written.
+    pub rows: u64,
+    /// Files written.
+    pub files: u32,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// What taking records from a reader did ([`Dataset::pull`], [`Batches::pull`]).
+#[derive(Debug)]
+pub enum Pulled {
+    /// This many records were taken.
+    Records(usize),
+    /// The input has no more records.
+    End,
+    /// The input is damaged: the error that ends it (the records before it were taken).
+    Failed(Error),
+}
+
+/// Takes the next records of `records` into `tables`: a run of them at once through the
+/// reader's typed fast path when it has one, else one record through `write`.
+fn pull(
+    tables: &mut Tables,
+    records: &mut dyn Records,
+    limit: usize,
+    write: impl FnOnce(&mut Tables, usize, &dyn Row),
+) -> Pulled {
+    match tables.fill(records, limit) {
+        Some(Ok(0)) => return Pulled::End,
+        Some(Ok(n)) => return Pulled::Records(n),
+        Some(Err(e)) => return Pulled::Failed(e),
+        None => {}
+    }
+    match records.next_record() {
+        None => Pulled::End,
+        Some(Err(e)) => Pulled::Failed(e),
+        Some(Ok(r)) => {
+            write(tables, r.table, r.row());
+            Pulled::Records(1)
+        }
+    }
+}
+
+/// A Parquet dataset being written.
+#[derive(Debug)]
+pub struct Dataset {
+    dir: PathBuf,
+    tmp: PathBuf,
+    tables: Option<Tables>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Tables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tables").finish_non_exhaustive()
+    }
+}
+
+impl Dataset {
+    /// Starts a dataset at `dir` (its missing parents are created) for records of these
+    /// tables (as the record reader indexes them). Nothing appears at `dir` until
+    /// [`Dataset::finish`]; an existing `dir` is an error unless `replace`.
+    ///
+    /// # Errors
+    ///
+    /// `dir` exists and `replace` is false, or the temporary folder cannot be made.
+    pub fn create(
+        dir: &Path,
+        schemas: &[Arc<Schema>],
+        options: &ParquetOptions,
+        replace: bool,
+    ) -> Result<Dataset, Error> {
+        if dir.exists() && !replace {
+            return Err(Error::io(
+                format!(
+                    "cannot write a dataset to {} (--force replaces it)",
+                    dir.display()
+                ),
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        let name = dir
+            .file_name()
+            .map_or_else(|| "dataset".into(), |n| n.to_string_lossy().into_owned());
+        trace_model::output::remove_leftovers(dir);
+        let tmp = dir.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        let create = |e| Error::io(format!("cannot create {}", tmp.display()), e);
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(create)?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(create)?;
+        let mut dataset = Dataset {
+            dir: dir.to_path_buf(),
+            tmp,
+            tables: None,
+            finished: false,
+        };
+        let mut tables = Tables::new(schemas, options.batch_rows, options.batch_bytes);
+        let layout: Vec<_> = tables
+            .tables
+            .iter()
+            .map(|t| writer::Layout {
+                name: t.name.clone(),
+                schema: Arc::clone(&t.schema),
+                delta: t.delta.clone(),
+                stats: t.stats.clone(),
+                written: !t.carrier,
+            })
+            .collect();
+        let files = Files::create(&dataset.tmp, &layout, options.properties(), options.clone())?;
+        tables.set_writer(Writer::new(files, options.threads));
+        dataset.tables = Some(tables);
+        Ok(dataset)
+    }
+
+    /// The output tables and their Arrow schemas, in folder order.
+    pub fn tables(&self) -> Vec<(String, Arc<arrow_schema::Schema>)> {
+        self.tables.as_ref().map_or_else(Vec::new, |t| {
+            t.tables
+                .iter()
+                .filter(|t| !t.carrier)
+                .map(|t| (t.name.clone(), Arc::clone(&t.schema)))
+                .collect()
+        })
+    }
+
+    /// Writes one record of the reader's table `table`.
+    ///
+    /// # Errors
+    ///
+    /// Writing a full batch failed.
+    #[inline]
+    pub fn write(&mut self, table: usize, row: &dyn Row) -> Result<(), Error> {
+        let Some(tables) = self.tables.as_mut() else {
+            return Ok(());
+        };
+        if let Some(t) = tables.top(table) {
+            tables.append(t, row);
+        }
+        tables.check()
+    }
+
+    /// Takes the next records of `records` (a run at once through the reader's typed fast
+    /// path, [`Records::fill_columns`], when it has one; else one): the same rows as
+    /// [`Dataset::write`] of each record. Call it until [`Pulled::End`] or
+    /// [`Pulled::Failed`].
+    ///
+    /// # Errors
+    ///
+    /// Writing a full batch failed.
+    pub fn pull(&mut self, records: &mut dyn Records) -> Result<Pulled, Error> {
+        let Some(tables) = self.tables.as_mut() else {
+            return Ok(Pulled::End);
+        };
+        let pulled = pull(tables, records, usize::MAX, |tables, table, row| {
+            if let Some(t) = tables.top(table) {
+                tables.append(t, row);
+            }
+        });
+        tables.check()?;
+        Ok(pulled)
+    }
+
+    /// Completes the dataset: writes what is buffered, closes every file, writes
+    /// `_tracekit.json` and renames the folder to its name (replacing an existing one).
+    /// With `failure`, the dataset is finished as partial: the manifest says
+    /// `"complete": false` with the error and where it is.
+    ///
+    /// # Errors
+    ///
+    /// Writing or renaming failed; the temporary folder is removed.
+    pub fn finish(
+        mut self,
+        origin: &Origin,
+        failure: Option<&Error>,
+        notes: &[String],
+    ) -> Result<Vec<TableSummary>, Error> {
+        let tables = self.tables.take();
+        let Some(tables) = tables else {
+            return Ok(Vec::new());
+        };
+        let planned: Vec<_> = tables
+            .tables
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    Arc::clone(&t.schema),
+                    t.shown.clone(),
+                    t.carrier,
+                )
+            })
+            .collect();
+        let written = match tables.into_writer()? {
+            Some(w) => w.finish()?,
+            None => Vec::new(),
+        };
+        // Carrier tables (see `columns::Table::carrier`) have no folder and no entry.
+        let (columns, summaries): (Vec<_>, Vec<_>) = planned
+            .into_iter()
+            .zip(&written)
+            .filter(|((.., carrier), _)| !carrier)
+            .map(|((name, schema, shown, _), w)| {
+                let summary = TableSummary {
+                    name: name.clone(),
+                    rows: w.rows,
+                    files: w.files,
+                    bytes: w.bytes,
+                };
+                ((name, schema, shown), summary)
+            })
+            .unzip();
+        // Bytes read after an input was cut short are not the file's: no dataset from them.
+        trace_model::check_unchanged()?;
+        let manifest = manifest(origin, failure, notes, &columns, &summaries);
+        let mut text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+        text.push(b'\n');
+        let path = self.tmp.join(MANIFEST);
+        std::fs::write(&path, text)
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))?;
+        let place = |e| {
+            Error::io(
+                format!("cannot move the dataset to {}", self.dir.display()),
+                e,
+            )
+        };
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir).map_err(place)?;
+        }
+        std::fs::rename(&self.tmp, &self.dir).map_err(place)?;
+        self.finished = true;
+        Ok(summaries)
+    }
+}
+
+impl Drop for Dataset {
+    /// An unfinished dataset (an error, a panic, an early return) leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.finished {
+            // Stop the writer thread before removing its files.
+            if let Some(t) = self.tables.take()
+                && let Ok(Some(w)) = t.into_writer()
+            {
+                let _ = w.finish();
+            }
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Rows into Arrow record batches of one output table: the same tables, columns and types
+/// as a [`Dataset`]'s files, handed to the caller instead of written (the Python package's
+/// `to_arrow`). Only the asked table's columns are filled: the rows of other child tables
+/// are dropped as they are visited. Memory is the batch being filled plus the batches not
+/// taken yet.
+///
+/// ```
+/// use trace_sinks::parquet::Batches;
+/// use trace_registry::{Ctx, Input, Options};
+///
+/// let mut input = Input::open("../../testdata/x64dbg/basic.trace64".as_ref())?;
+/// let handler = trace_registry::detect(&input).expect("an x64dbg trace");
+/// let options = Options::default();
+/// let mut records = handler.records(&mut input, &mut Ctx::new(&options))?;
+/// let mut batches = Batches::new(records.tables(), "memory", 1 << 16)?;
+/// let mut rows = 0;
+/// while let Some(record) = records.next_record() {
+///     let record = record?;
+///     batches.write(record.table, record.row());
+///     while let Some(b) = batches.take() {
+///         rows += b.num_rows();
+///     }
+/// }
+/// batches.finish();
+/// while let Some(b) = batches.take() {
+///     rows += b.num_rows();
+/// }
+/// assert_eq!(batches.schema().field(0).name(), "i"); // the key of the parent instruction
+/// assert!(rows > 0);
+/// # Ok::<(), trace_registry::Error>(())
+/// ```
+pub struct Batches {
+    tables: Tables,
+    table: usize,
+    /// Per record table: whether its rows reach the wanted table.
+    visit: Vec<bool>,
+}
+
+impl std::fmt::Debug for Batches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batches")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Batches {
+    /// The output table names of a record reader's schemas, in a [`Dataset`]'s folder order.
+    #[must_use]
+    pub fn table_names(schemas: &[Arc<Schema>]) -> Vec<String> {
+        Tables::new(schemas, 1, 0)
+            .tables
+            .iter()
+            .filter(|t| !t.carrier)
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// Batches of the output table `table` (one of [`Batches::table_names`]) of records of
+    /// these tables, cut every `batch_rows` rows (and at 32 MiB of variable-length values).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when the records have no such output table.
+    pub fn new(schemas: &[Arc<Schema>], table: &str, batch_rows: usize) -> Result<Batches, Error> {
+        let mut tables = Tables::new(schemas, batch_rows, ParquetOptions::default().batch_bytes);
+        let Some(wanted) = tables
+            .tables
+            .iter()
+            .position(|t| t.name == table && !t.carrier)
+        else {
+            return Err(Error::Unsupported(format!(
+                "no table {table:?}; the tables are: {}",
+                Batches::table_names(schemas).join(", ")
+            )));
+        };
+        let skip: Vec<bool> = (0..tables.tables.len())
+            .map(|t| !tables.reaches(t, wanted))
+            .collect();
+        let visit = (0..schemas.len())
+            .map(|t| {
+                tables
+                    .top(t)
+                    .is_some_and(|o| !skip.get(o).copied().unwrap_or(true))
+            })
+            .collect();
+        tables.skip = skip;
+        tables.queue = Some(std::collections::VecDeque::new());
+        Ok(Batches {
+            tables,
+            table: wanted,
+            visit,
+        })
+    }
+
+    /// The Arrow schema of the batches.
+    #[must_use]
+    pub fn schema(&self) -> Arc<arrow_schema::Schema> {
+        self.tables.tables.get(self.table).map_or_else(
+            || Arc::new(arrow_schema::Schema::empty()),
+            |t| Arc::clone(&t.schema),
+        )
+    }
+
+    /// Adds one record of the reader's table `table` (records of tables that do not lead to
+    /// the wanted one are ignored).
+    #[inline]
+    pub fn write(&mut self, table: usize, row: &dyn Row) {
+        if !self.visit.get(table).copied().unwrap_or(false) {
+            return;
+        }
+        if let Some(t) = self.tables.top(table) {
+            self.tables.append(t, row);
+        }
+    }
+
+    /// Takes the next records of `records` (a run at once through the reader's typed fast
+    /// path, [`Records::fill_columns`], when it has one; else one): the same rows as
+    /// [`Batches::write`] of each record. Call it until [`Pulled::End`] or
+    /// [`Pulled::Failed`], taking the batches ([`Batches::take`]) as they fill.
+    pub fn pull(&mut self, records: &mut dyn Records) -> Pulled {
+        self.pull_at_most(records, usize::MAX)
+    }
+
+    /// [`Batches::pull`], taking at most `limit` records (at least one): for a caller that
+    /// builds the batches of a stretch of records (such as one of several threads, each
+    /// from its own [`Records::seek`]).
+    pub fn pull_at_most(&mut self, records: &mut dyn Records, limit: usize) -> Pulled {
+        let visit = &self.visit;
+        pull(&mut self.tables, records, limit, |tables, table, row| {
+            if visit.get(table).copied().unwrap_or(false)
+                && let Some(t) = tables.top(table)
+            {
+                tables.append(t, row);
+            }
+        })
+    }
+
+    /// Ends the input: the rows buffered become a last batch.
+    pub fn finish(&mut self) {
+        self.tables.flush(self.table);
+    }
+
+    /// The next full batch, if one is ready.
+    pub fn take(&mut self) -> Option<arrow_array::RecordBatch> {
+        // A parent table of the wanted one fills (and is cut into batches) alongside it:
+        // its batches are passed over.
+        let table = self.table;
+        let queue = self.tables.queue.as_mut()?;
+        let batch = std::iter::from_fn(|| queue.pop_front()).find(|b| b.table == table)?;
+        let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.rows));
+        // The columns were built for this schema, so this does not fail; a batch that did
+        // would be dropped rather than handed out malformed.
+        arrow_array::RecordBatch::try_new_with_options(self.schema(), batch.columns, &options).ok()
+    }
+}
+
+/// `_tracekit.json`, fields in the order they are written.
+#[derive(serde::Serialize)]
+struct Manifest<'a> {
+    tracekit_schema: u32,
+    created_by: &'static str,
+    source: &'a Origin,
+    complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<u64>,
+    tables: Vec<ManifestTable<'a>>,
+    notes: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct ManifestTable<'a> {
+    name: &'a str,
+    rows: u64,
+    files: u32,
+    bytes: u64,
+    columns: Vec<ManifestColumn<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct ManifestColumn<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    ty: String,
+    nullable: bool,
+    /// Whether `tracekit dump` shows the column (false: Parquet only, such as x64dbg's
+    /// register state).
+    #[serde(skip_serializing_if = "is_true")]
+    in_dump: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn manifest<'a>(
+    origin: &'a Origin,
+    failure: Option<&Error>,
+    notes: &'a [String],
+    columns: &'a [(String, Arc<arrow_schema::Schema>, Vec<bool>)],
+    summaries: &'a [TableSummary],
+) -> Manifest<'a> {
+    use trace_core::Located;
+    Manifest {
+        tracekit_schema: SCHEMA_VERSION,
+        created_by: concat!("tracekit ", env!("CARGO_PKG_VERSION")),
+        source: origin,
+        complete: failure.is_none(),
+        error: failure.map(ToString::to_string),
+        offset: failure.and_then(|e| e.offset()).map(|o| o.0),
+        record: failure.and_then(Located::record),
+        tables: columns
+            .iter()
+            .zip(summaries)
+            .map(|((_, schema, shown), s)| ManifestTable {
+                name: &s.name,
+                rows: s.rows,
+                files: s.files,
+                bytes: s.bytes,
+                columns: schema
+                    .fields()
+                    .iter()
+                    .zip(shown)
+                    .map(|(f, shown)| ManifestColumn {
+                        name: f.name(),
+                        ty: f.data_type().to_string(),
+                        nullable: f.is_nullable(),
+                        in_dump: *shown,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        notes,
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
+mod tests {
+    use super::*;
+    use trace_model::schema::{Field, Run, Type, Visitor};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+    use arrow_array::{Array, RecordBatch};
+    use quickcheck::{Arbitrary, Gen, QuickCheck};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A record exercising every type of the model.
+    #[derive(Clone, Debug, PartialEq)]
+    struct TestRow {
+        i: u64,
+        a: u8,
+        b: Option<i32>,
+        flag: bool,
+        data: Vec<u8>,
+        name: String,
+        words: Option<Vec<u32>>,
+        nested: Option<(u64, u16)>,
+        kids: Vec<(u64, Option<String>)>,
+        /// A child table of (position, value) rows, visited as one run.
+        nums: Vec<u64>,
+    }
+
+    impl Arbitrary for TestRow {
+        fn arbitrary(g: &mut Gen) -> TestRow {
+            let names = ["add", "mov", "bl", "é\"x"];
+            TestRow {
+                i: 0,
+                a: u8::arbitrary(g),
+                b: Option::arbitrary(g),
+                flag: bool::arbitrary(g),
+                data: Vec::arbitrary(g),
+                name: (*g.choose(&names).unwrap()).to_owned(),
+                words: Option::arbitrary(g),
+                nested: Option::arbitrary(g),
+                kids: Vec::arbitrary(g),
+                nums: Vec::arbitrary(g),
+            }
+        }
+    }
+
+    impl Row for TestRow {
+        fn visit(&self, v: &mut dyn Visitor) {
+            v.uint(self.i);
+            v.uint(u64::from(self.a));
+            match self.b {
+                Some(b) => v.int(i64::from(b)),
+                None => v.null(),
+            }
+            v.bool(self.flag);
+            v.bytes(&self.data);
+            v.str(&self.name);
+            match &self.words {
+                Some(w) => {
+                    v.begin_list();
+                    for x in w {
+                        v.uint(u64::from(*x));
+                    }
+                    v.end_list();
+                }
+                None => v.null(),
+            }
+            match self.nested {
+                Some((x, y)) => {
+                    v.begin_row();
+                    v.uint(x);
+                    v.uint(u64::from(y));
+                    v.end_row();
+                }
+                None => v.null(),
+            }
+            v.begin_list();
+            for (k, s) in &self.kids {
+                v.begin_row();
+                v.uint(*k);
+                match s {
+                    Some(s) => v.str(s),
+                    None => v.null(),
+                }
+                v.end_row();
+            }
+            v.end_list();
+            v.begin_list();
+            v.rows(&[Run::Counting(0), Run::UInts(&self.nums)]);
+            v.end_list();
+        }
+    }
+
+    fn schema() -> Arc<Schema> {
+        let nested = Schema::new(
+            "nested",
+            vec![
+                Field::new("x", Type::UInt(64)),
+                Field::new("y", Type::UInt(16)),
+            ],
+        );
+        let kids = Schema::new(
+            "kids",
+            vec![
+                Field::new("v", Type::UInt(64)),
+                Field::new("s", Type::Str).nullable(),
+            ],
+        );
+        let nums = Schema::new(
+            "nums",
+            vec![
+                Field::new("seq", Type::UInt(64)),
+                Field::new("value", Type::UInt(64)),
+            ],
+        );
+        Arc::new(Schema::new(
+            "rows",
+            vec![
+                Field::new("i", Type::UInt(64)).key(),
+                Field::new("a", Type::UInt(8)),
+                Field::new("b", Type::Int(32)).nullable(),
+                Field::new("flag", Type::Bool),
+                Field::new("data", Type::Bytes),
+                Field::new("name", Type::Name),
+                Field::new("words", Type::List(Box::new(Type::UInt(32)))).nullable(),
+                Field::new("nested", Type::Struct(Arc::new(nested))).nullable(),
+                Field::new("kids", Type::Rows(Arc::new(kids))),
+                Field::new("nums", Type::Rows(Arc::new(nums))),
+            ],
+        ))
+    }
+
+    fn temp_dir() -> PathBuf {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        std::env::temp_dir().join(format!("tracekit-pq-{}-{n}", std::process::id()))
+    }
+
+    /// Every batch of every file of `dir/table`, in file order.
+    fn read_table(dir: &Path, table: &str) -> Vec<RecordBatch> {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(table))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let mut out = Vec::new();
+        for f in files {
+            let file = std::fs::File::open(f).unwrap();
+            let reader =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                    .unwrap()
+                    .build()
+                    .unwrap();
+            out.extend(reader.map(Result::unwrap));
+        }
+        out
+    }
+
+    /// Reads the dataset back into rows.
+    fn read_back(dir: &Path) -> Vec<TestRow> {
+        let mut rows = Vec::new();
+        for b in read_table(dir, "rows") {
+            let col = |n: &str| b.column_by_name(n).unwrap().clone();
+            let (i, a, bb) = (col("i"), col("a"), col("b"));
+            let (i, a, bb) = (
+                i.as_primitive::<UInt64Type>(),
+                a.as_primitive::<UInt8Type>(),
+                bb.as_primitive::<Int32Type>(),
+            );
+            let (flag, data, name) = (col("flag"), col("data"), col("name"));
+            let name = name.as_dictionary::<Int32Type>();
+            let names = name.values().as_string::<i32>();
+            let (words, x, y) = (col("words"), col("x"), col("y"));
+            let words = words.as_list::<i32>();
+            let (x, y) = (
+                x.as_primitive::<UInt64Type>(),
+                y.as_primitive::<UInt16Type>(),
+            );
+            for r in 0..b.num_rows() {
+                rows.push(TestRow {
+                    i: i.value(r),
+                    a: a.value(r),
+                    b: bb.is_valid(r).then(|| bb.value(r)),
+                    flag: flag.as_boolean().value(r),
+                    data: data.as_binary::<i32>().value(r).to_vec(),
+                    name: names.value(name.keys().value(r) as usize).to_owned(),
+                    words: words.is_valid(r).then(|| {
+                        words
+                            .value(r)
+                            .as_primitive::<UInt32Type>()
+                            .values()
+                            .to_vec()
+                    }),
+                    nested: x.is_valid(r).then(|| (x.value(r), y.value(r))),
+                    kids: Vec::new(),
+                    nums: Vec::new(),
+                });
+            }
+        }
+        for b in read_table(dir, "kids") {
+            let (i, v, s) = (b.column(0), b.column(1), b.column(2));
+            let (i, v, s) = (
+                i.as_primitive::<UInt64Type>(),
+                v.as_primitive::<UInt64Type>(),
+                s.as_string::<i32>(),
+            );
+            for r in 0..b.num_rows() {
+                let parent = &mut rows[i.value(r) as usize];
+                parent
+                    .kids
+                    .push((v.value(r), s.is_valid(r).then(|| s.value(r).to_owned())));
+            }
+        }
+        for b in read_table(dir, "nums") {
+            let (i, seq, v) = (b.column(0), b.column(1), b.column(2));
+            let (i, seq, v) = (
+                i.as_primitive::<UInt64Type>(),
+                seq.as_primitive::<UInt64Type>(),
+                v.as_primitive::<UInt64Type>(),
+            );
+            for r in 0..b.num_rows() {
+                let parent = &mut rows[i.value(r) as usize];
+                assert_eq!(
+                    seq.value(r),
+                    parent.nums.len() as u64,
+                    "seq counts the rows"
+                );
+                parent.nums.push(v.value(r));
+            }
+        }
+        rows
+    }
+
+    fn round_trip(mut rows: Vec<TestRow>, small: bool, threads: bool) -> bool {
+        for (n, r) in rows.iter_mut().enumerate() {
+            r.i = n as u64;
+        }
+        let options = ParquetOptions {
+            rows_per_file: small.then_some(7),
+            row_group_rows: if small { 5 } else { 1 << 20 },
+            batch_rows: if small { 3 } else { 1 << 16 },
+            threads: if threads { 2 } else { 1 },
+            ..ParquetOptions::default()
+        };
+        let dir = temp_dir();
+        let mut d = Dataset::create(&dir, &[schema()], &options, false).unwrap();
+        for r in &rows {
+            d.write(0, r).unwrap();
+        }
+        let summary = d.finish(&Origin::default(), None, &[]).unwrap();
+        let back = read_back(&dir);
+        let kids: usize = rows.iter().map(|r| r.kids.len()).sum();
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join(MANIFEST)).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(summary[0].rows, rows.len() as u64);
+        assert_eq!(summary[1].rows, kids as u64);
+        assert_eq!(manifest["tables"][1]["rows"], kids as u64);
+        assert_eq!(manifest["complete"], true);
+        back == rows
+    }
+
+    #[test]
+    fn export_reads_back_as_the_rows() {
+        QuickCheck::new()
+            .tests(20)
+            .quickcheck(round_trip as fn(Vec<TestRow>, bool, bool) -> bool);
+    }
+
+    /// Every table of x64dbg traces taken through the reader's typed fast path
+    /// (`Batches::pull`) equals the rows visited one by one (`Batches::write`), with the
+    /// same error at the end of a damaged trace; `instructions` also in the same batches.
+    #[test]
+    fn typed_fast_path_gives_the_visited_rows() {
+        use trace_model::schema::testing::testdata;
+        let opts = trac_x64dbg::testgen::Options {
+            arch: trac_x64dbg::Arch::X64,
+            threads: 3,
+            max_run: 50,
+            seed: 3,
+        };
+        let synth = trac_x64dbg::testgen::trace(
+            opts,
+            5000,
+            trac_x64dbg::RecorderOptions::default(),
+            "t.exe",
+        );
+        let mut inputs = vec![("t.trace64".to_owned(), synth)];
+        for name in [
+            "basic.trace64",
+            "basic.trace32",
+            "sessions.trace64",
+            "legacy-tid.trace64",
+            "legacy-tid.trace32",
+            "err-truncated-block.bin",
+            "err-too-many-registers.bin",
+        ] {
+            inputs.push((name.to_owned(), testdata(&format!("x64dbg/{name}"))));
+        }
+        for (name, bytes) in &inputs {
+            let run = |table: &str, batch_rows: usize, fast: bool| {
+                x64dbg_batches(name, bytes, table, batch_rows, fast)
+            };
+            for table in ["instructions", "registers", "memory"] {
+                let (fast, error, runs) = run(table, 1 << 30, true);
+                let (slow, slow_error, _) = run(table, 1 << 30, false);
+                assert_eq!(fast, slow, "{name} {table}");
+                assert_eq!(error, slow_error, "{name} {table}");
+                let rows: usize = fast.iter().map(RecordBatch::num_rows).sum();
+                assert!(
+                    runs > 0 || rows < 2,
+                    "{name} {table}: the fast path was not taken"
+                );
+            }
+            let (fast, _, _) = run("instructions", 1000, true);
+            let (slow, _, _) = run("instructions", 1000, false);
+            assert_eq!(fast, slow, "{name}: batches of 1000");
+        }
+    }
+
+    /// The batches of output table `table` of the x64dbg trace `bytes`, `batch_rows` rows
+    /// each, taken through the reader's typed fast path (`Batches::pull`, `fast`) or record
+    /// by record (`Batches::write`); the error that ends them; how many pulls took more
+    /// than one record.
+    fn x64dbg_batches(
+        name: &str,
+        bytes: &[u8],
+        table: &str,
+        batch_rows: usize,
+        fast: bool,
+    ) -> (Vec<RecordBatch>, Option<String>, usize) {
+        use trace_model::{Ctx, Input, Options};
+        let handler = trace_registry::by_name("x64dbg").unwrap();
+        let options = Options::default();
+        let mut input = Input::from_bytes(name.to_owned(), bytes.to_vec()).unwrap();
+        let mut records = handler
+            .records(&mut input, &mut Ctx::new(&options))
+            .unwrap();
+        assert_eq!(
+            Batches::table_names(records.tables()),
+            ["instructions", "registers", "memory"]
+        );
+        let mut b = Batches::new(records.tables(), table, batch_rows).unwrap();
+        let (mut error, mut runs) = (None, 0);
+        loop {
+            if fast {
+                match b.pull(records.as_mut()) {
+                    Pulled::Records(n) => runs += usize::from(n > 1),
+                    Pulled::End => break,
+                    Pulled::Failed(e) => {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
+            } else {
+                match records.next_record() {
+                    None => break,
+                    Some(Ok(r)) => b.write(r.table, r.row()),
+                    Some(Err(e)) => {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        b.finish();
+        let batches: Vec<RecordBatch> = std::iter::from_fn(|| b.take()).collect();
+        (batches, error, runs)
+    }
+
+    /// The typed fast path gives the visited rows (in the same batches, with the same
+    /// error) on random x64dbg traces: either architecture, threads switching often or
+    /// rarely, full dumps at random intervals, thread ids with or without the flag, cut
+    /// anywhere near the end, in batches of any size.
+    #[test]
+    fn typed_fast_path_gives_the_visited_rows_on_random_traces() {
+        fn prop(seed: u64, shape: (bool, u8, u8, bool), len: u16, cut: u8, batch: u16) -> bool {
+            let (x86, threads, run, legacy) = shape;
+            let opts = trac_x64dbg::testgen::Options {
+                arch: if x86 {
+                    trac_x64dbg::Arch::X86
+                } else {
+                    trac_x64dbg::Arch::X64
+                },
+                threads: 1 + u32::from(threads % 4),
+                max_run: 1 + u64::from(run % 64),
+                seed,
+            };
+            let rec = trac_x64dbg::RecorderOptions {
+                full_dump_interval: match run % 4 {
+                    0 => 0,
+                    1 => 512,
+                    _ => 1 + u32::from(run / 4),
+                },
+                legacy_thread_ids: legacy,
+            };
+            let mut bytes =
+                trac_x64dbg::testgen::trace(opts, 1 + u64::from(len % 800), rec, "q.exe");
+            bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 40)));
+            let batch_rows = 1 + usize::from(batch % 1200);
+            // The instructions in the same batches; a child table's rows the same, though
+            // the fast path cuts them where a fill ends (a batch may be longer).
+            let rows = |b: &[RecordBatch]| {
+                b.iter()
+                    .flat_map(|b| (0..b.num_rows()).map(|r| b.slice(r, 1)))
+                    .collect::<Vec<_>>()
+            };
+            ["instructions", "registers", "memory"].iter().all(|table| {
+                let (fast, error, _) = x64dbg_batches("q.trace64", &bytes, table, batch_rows, true);
+                let (slow, slow_error, _) =
+                    x64dbg_batches("q.trace64", &bytes, table, batch_rows, false);
+                let same = if *table == "instructions" {
+                    fast == slow
+                } else {
+                    rows(&fast) == rows(&slow)
+                };
+                same && error == slow_error
+            })
+        }
+        // 100 cases, or `QUICKCHECK_TESTS` (read by `QuickCheck::new`).
+        QuickCheck::new().quickcheck(prop as fn(u64, (bool, u8, u8, bool), u16, u8, u16) -> bool);
+    }
+
+    #[test]
+    fn columns_and_child_keys() {
+        let dir = temp_dir();
+        let d = Dataset::create(&dir, &[schema()], &ParquetOptions::default(), false).unwrap();
+        let names: Vec<Vec<String>> = d
+            .tables()
+            .iter()
+            .map(|(_, s)| s.fields().iter().map(|f| f.name().clone()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                vec!["i", "a", "b", "flag", "data", "name", "words", "x", "y"],
+                vec!["i", "v", "s"],
+                vec!["i", "seq", "value"],
+            ]
+        );
+        drop(d);
+        assert!(!dir.exists(), "an unfinished dataset leaves nothing");
+    }
+
+    #[test]
+    fn an_existing_folder_is_kept_unless_replaced() {
+        let dir = temp_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("mine"), b"x").unwrap();
+        let o = ParquetOptions::default();
+        let e = Dataset::create(&dir, &[schema()], &o, false).unwrap_err();
+        assert!(e.to_string().contains("--force replaces it"), "{e}");
+        assert!(dir.join("mine").exists());
+        let d = Dataset::create(&dir, &[schema()], &o, true).unwrap();
+        assert!(dir.join("mine").exists(), "replaced only when complete");
+        d.finish(&Origin::default(), None, &[]).unwrap();
+        assert!(!dir.join("mine").exists());
+        assert!(dir.join("rows/part-00000.parquet").exists());
+        assert!(dir.join("kids/part-00000.parquet").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,482 @@
+//! Arrow batches into Parquet files: one folder per table, files cut by size or row count,
+//! row groups closed every so many rows, the columns of a batch encoded in parallel.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::Schema as ArrowSchema;
+use parquet::arrow::ArrowSchemaConverter;
+use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
+
+use super::ParquetOptions;
+use trace_model::Error;
+
+/// A Parquet error as ours: the sink's failures are output failures.
+pub(crate) fn pq(e: parquet::errors::ParquetError) -> Error {
+    Error::io("writing Parquet", std::io::Error::other(e))
+}
+
+/// How one table's files are laid out and encoded.
+pub(crate) struct Layout {
+    /// The table (folder) name.
+    pub(crate) name: String,
+    /// Its columns.
+    pub(crate) schema: Arc<ArrowSchema>,
+    /// Per column: delta-encode it (see [`encodings`]).
+    pub(crate) delta: Vec<bool>,
+    /// Per column: write min/max statistics.
+    pub(crate) stats: Vec<bool>,
+    /// Whether the table has files at all (not for carrier tables).
+    pub(crate) written: bool,
+}
+
+/// One batch of a table's rows, as Arrow arrays in column order.
+pub(crate) struct Batch {
+    pub(crate) table: usize,
+    pub(crate) columns: Vec<ArrayRef>,
+    pub(crate) rows: usize,
+}
+
+/// What was written of one table.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Written {
+    pub(crate) rows: u64,
+    pub(crate) files: u32,
+    pub(crate) bytes: u64,
+}
+
+/// An open part file with its row group in progress.
+struct Part {
+    file: SerializedFileWriter<BufWriter<File>>,
+    factory: ArrowRowGroupWriterFactory,
+    /// The column writers of the row group in progress, and its rows.
+    group: Option<(Vec<ArrowColumnWriter>, usize)>,
+    groups: usize,
+    rows: u64,
+}
+
+/// One table's files.
+struct TableFiles {
+    dir: PathBuf,
+    schema: Arc<ArrowSchema>,
+    /// The properties every table starts from.
+    base: WriterProperties,
+    /// Per column: delta-encode it unless its first batch says otherwise.
+    delta: Vec<bool>,
+    /// Per column: write min/max statistics.
+    stats: Vec<bool>,
+    /// The writer properties, chosen when the first file opens (from the first batch),
+    /// with the Arrow schema in the files' metadata so that Arrow readers get the
+    /// dictionary-encoded and unsigned types back exactly.
+    props: Option<Arc<WriterProperties>>,
+    part: Option<Part>,
+    written: Written,
+    /// Batches are dropped, no file is made (a carrier table).
+    skip: bool,
+}
+
+/// Every table's files, written in the order batches arrive.
+pub(crate) struct Files {
+    tables: Vec<TableFiles>,
+    options: ParquetOptions,
+}
+
+impl Files {
+    /// Creates a folder per table under `root`.
+    pub(crate) fn create(
+        root: &Path,
+        tables: &[Layout],
+        props: WriterProperties,
+        options: ParquetOptions,
+    ) -> Result<Files, Error> {
+        let mut out = Vec::with_capacity(tables.len());
+        for Layout {
+            name,
+            schema,
+            delta,
+            stats,
+            written,
+        } in tables
+        {
+            let dir = root.join(name);
+            if *written && !dir.exists() {
+                std::fs::create_dir(&dir)
+                    .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+            }
+            out.push(TableFiles {
+                dir,
+                schema: Arc::clone(schema),
+                base: props.clone(),
+                delta: delta.clone(),
+                stats: stats.clone(),
+                props: None,
+                skip: !written,
+                part: None,
+                written: Written::default(),
+            });
+        }
+        Ok(Files {
+            tables: out,
+            options,
+        })
+    }
+
+    /// Writes a batch, cutting it where a row group or a file ends.
+    pub(crate) fn write(&mut self, batch: &Batch) -> Result<(), Error> {
+        if self.tables.get(batch.table).is_some_and(|t| t.skip) {
+            return Ok(());
+        }
+        let mut done = 0usize;
+        while done < batch.rows {
+            let t = self.tables.get_mut(batch.table).ok_or_else(|| {
+                Error::io(
+                    "writing Parquet",
+                    std::io::Error::other("batch of an unknown table"),
+                )
+            })?;
+            if t.part.is_none() {
+                t.part = Some(open_part(t, &batch.columns)?);
+            }
+            let Some(part) = t.part.as_mut() else {
+                break;
+            };
+            if part.group.is_none() {
+                part.group = Some((
+                    part.factory
+                        .create_column_writers(part.groups)
+                        .map_err(pq)?,
+                    0,
+                ));
+            }
+            let group_rows = part.group.as_ref().map_or(0, |g| g.1);
+            let mut take = batch.rows.saturating_sub(done);
+            take = take.min(
+                self.options
+                    .row_group_rows
+                    .saturating_sub(group_rows)
+                    .max(1),
+            );
+            if let Some(limit) = self.options.rows_per_file {
+                let left = limit.saturating_sub(part.rows).max(1);
+                take = take.min(usize::try_from(left).unwrap_or(usize::MAX));
+            }
+            let columns: Vec<ArrayRef> = if done == 0 && take == batch.rows {
+                batch.columns.clone()
+            } else {
+                batch.columns.iter().map(|c| c.slice(done, take)).collect()
+            };
+            if let Some((writers, rows)) = part.group.as_mut() {
+                encode(writers, &t.schema, &columns, self.options.threads)?;
+                *rows = rows.saturating_add(take);
+            }
+            part.rows = part.rows.saturating_add(take as u64);
+            t.written.rows = t.written.rows.saturating_add(take as u64);
+            done = done.saturating_add(take);
+            let group_full = part
+                .group
+                .as_ref()
+                .is_some_and(|g| g.1 >= self.options.row_group_rows);
+            let file_full = self.options.rows_per_file.is_some_and(|n| part.rows >= n);
+            if group_full || file_full {
+                close_group(part)?;
+            }
+            let file_full = file_full
+                || (self.options.rows_per_file.is_none()
+                    && part.file.bytes_written() as u64 >= self.options.bytes_per_file);
+            if file_full {
+                close_part(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every file; a table without rows gets one empty file, so that every table's
+    /// folder can be read.
+    pub(crate) fn finish(mut self) -> Result<Vec<Written>, Error> {
+        for t in &mut self.tables {
+            if t.part.is_none() && t.written.files == 0 && !t.skip {
+                t.part = Some(open_part(t, &[])?);
+            }
+            close_part(t)?;
+        }
+        Ok(self.tables.into_iter().map(|t| t.written).collect())
+    }
+}
+
+/// Whether a 64-bit column is better delta-encoded than dictionary-encoded, judged on a
+/// sample of its first batch. Delta encoding makes runs of equal or nearby values nearly
+/// free (indices, offsets, pcs, register state, positions) and costs no hash per value; a
+/// dictionary packs values that repeat out of order (the changes of different registers,
+/// memory addresses), so it is kept for columns of few distinct values and far jumps.
+fn prefers_delta(column: &ArrayRef) -> Option<bool> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt64Type};
+    const SAMPLE: usize = 1 << 16;
+    const FEW: usize = 4096;
+    let values: Vec<u64> = match column.data_type() {
+        arrow_schema::DataType::UInt64 => column
+            .as_primitive::<UInt64Type>()
+            .values()
+            .iter()
+            .take(SAMPLE)
+            .copied()
+            .collect(),
+        arrow_schema::DataType::Int64 => column
+            .as_primitive::<Int64Type>()
+            .values()
+            .iter()
+            .take(SAMPLE)
+            .map(|v| *v as u64)
+            .collect(),
+        _ => return None,
+    };
+    if values.len() < 2 {
+        return None;
+    }
+    let near = values
+        .windows(2)
+        .filter(|w| match w {
+            [a, b] => (b.wrapping_sub(*a) as i64).unsigned_abs() < 1 << 15,
+            _ => false,
+        })
+        .count();
+    let n = values.len().saturating_sub(1);
+    if near.saturating_mul(10) >= n.saturating_mul(9) {
+        return Some(true);
+    }
+    let mut distinct = std::collections::HashSet::with_capacity(FEW);
+    for v in &values {
+        distinct.insert(*v);
+        if distinct.len() > FEW {
+            break;
+        }
+    }
+    Some(distinct.len() > FEW && near.saturating_mul(2) >= n)
+}
+
+/// Per-column encodings: 64-bit integers delta-encoded where `delta` says (or where the
+/// first batch shows runs, see [`prefers_delta`]), dictionaries elsewhere; byte strings
+/// (opcodes, memory contents) plain, left to the page compression.
+fn encodings(
+    schema: &ArrowSchema,
+    delta: &[bool],
+    stats: &[bool],
+    props: WriterProperties,
+) -> WriterProperties {
+    use arrow_schema::DataType;
+    use parquet::basic::Encoding;
+    use parquet::schema::types::ColumnPath;
+    let mut b = props.into_builder();
+    for ((f, delta), stats) in schema.fields().iter().zip(delta).zip(stats) {
+        let path = ColumnPath::from(f.name().as_str());
+        if !stats {
+            b = b.set_column_statistics_enabled(path.clone(), EnabledStatistics::None);
+        }
+        match f.data_type() {
+            DataType::UInt64 | DataType::Int64 if *delta => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+            }
+            // Min/max of byte strings and names prune nothing useful and cost a comparison
+            // per value.
+            DataType::Binary => {
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_statistics_enabled(path, EnabledStatistics::None);
+            }
+            DataType::Dictionary(..) | DataType::Utf8 => {
+                b = b.set_column_statistics_enabled(path, EnabledStatistics::None);
+            }
+            _ => {}
+        }
+    }
+    b.build()
+}
+
+fn open_part(t: &mut TableFiles, first: &[ArrayRef]) -> Result<Part, Error> {
+    if t.props.is_none() {
+        let mut delta = t.delta.clone();
+        for (d, column) in delta.iter_mut().zip(first) {
+            if let Some(prefers) = prefers_delta(column) {
+                *d = prefers;
+            }
+        }
+        let mut props = encodings(&t.schema, &delta, &t.stats, t.base.clone());
+        parquet::arrow::add_encoded_arrow_schema_to_metadata(&t.schema, &mut props);
+        t.props = Some(Arc::new(props));
+    }
+    let props = t
+        .props
+        .get_or_insert_with(|| Arc::new(WriterProperties::default()));
+    let path = t.dir.join(format!("part-{:05}.parquet", t.written.files));
+    let file = File::create(&path)
+        .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+    let file = BufWriter::with_capacity(1 << 20, file);
+    let parquet_schema = ArrowSchemaConverter::new()
+        .with_coerce_types(props.coerce_types())
+        .convert(&t.schema)
+        .map_err(pq)?;
+    let file = SerializedFileWriter::new(file, parquet_schema.root_schema_ptr(), Arc::clone(props))
+        .map_err(pq)?;
+    let factory = ArrowRowGroupWriterFactory::new(&file, Arc::clone(&t.schema));
+    t.written.files = t.written.files.saturating_add(1);
+    Ok(Part {
+        file,
+        factory,
+        group: None,
+        groups: 0,
+        rows: 0,
+    })
+}
+
+fn close_group(part: &mut Part) -> Result<(), Error> {
+    let Some((writers, _)) = part.group.take() else {
+        return Ok(());
+    };
+    let mut group = part.file.next_row_group().map_err(pq)?;
+    for w in writers {
+        w.close()
+            .map_err(pq)?
+            .append_to_row_group(&mut group)
+            .map_err(pq)?;
+    }
+    group.close().map_err(pq)?;
+    part.groups = part.groups.saturating_add(1);
+    Ok(())
+}
+
+fn close_part(t: &mut TableFiles) -> Result<(), Error> {
+    let Some(mut part) = t.part.take() else {
+        return Ok(());
+    };
+    close_group(&mut part)?;
+    let inner = part.file.into_inner().map_err(pq)?;
+    let file = inner
+        .into_inner()
+        .map_err(|e| Error::io("writing Parquet", e.into_error()))?;
+    t.written.bytes = t
+        .written
+        .bytes
+        .saturating_add(file.metadata().map_or(0, |m| m.len()));
+    Ok(())
+}
+
+/// Encodes one slice of columns into their writers, on up to `threads` threads.
+fn encode(
+    writers: &mut [ArrowColumnWriter],
+    schema: &ArrowSchema,
+    columns: &[ArrayRef],
+    threads: usize,
+) -> Result<(), Error> {
+    // One leaf per column: the model has no nested columns but lists of plain values,
+    // which are one leaf each.
+    let mut jobs = Vec::with_capacity(writers.len());
+    let mut writers = writers.iter_mut();
+    for (field, array) in schema.fields().iter().zip(columns) {
+        for leaf in compute_leaves(field, array).map_err(pq)? {
+            let Some(w) = writers.next() else {
+                return Err(pq(parquet::errors::ParquetError::General(
+                    "more leaves than column writers".into(),
+                )));
+            };
+            jobs.push((w, leaf));
+        }
+    }
+    if threads <= 1 || jobs.len() <= 1 {
+        for (w, leaf) in jobs {
+            w.write(&leaf).map_err(pq)?;
+        }
+        return Ok(());
+    }
+    // Workers take columns from a shared queue; the costly ones (wide, many distinct
+    // values) thereby spread over the threads without planning.
+    let queue = std::sync::Mutex::new(jobs);
+    let work = || -> Result<(), Error> {
+        loop {
+            let job = queue.lock().map_err(|_| poisoned())?.pop();
+            let Some((w, leaf)) = job else {
+                return Ok(());
+            };
+            w.write(&leaf).map_err(pq)?;
+        }
+    };
+    std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut result = work();
+        for h in helpers {
+            let r = h.join().unwrap_or_else(|_| Err(poisoned()));
+            result = result.and(r);
+        }
+        result
+    })
+}
+
+fn poisoned() -> Error {
+    Error::io(
+        "writing Parquet",
+        std::io::Error::other("an encoding thread failed"),
+    )
+}
+
+/// Where batches go: encoded in the caller's thread, or handed to a writer thread so that
+/// reading the trace and encoding Parquet overlap.
+pub(crate) enum Writer {
+    /// One thread does everything.
+    Inline(Box<Files>),
+    /// A writer thread encodes; the channel is bounded, so at most a few batches wait.
+    Thread {
+        send: SyncSender<Batch>,
+        handle: JoinHandle<Result<Files, Error>>,
+    },
+}
+
+impl Writer {
+    /// A writer for `files`: threaded when more than one thread is allowed.
+    pub(crate) fn new(files: Files, threads: usize) -> Writer {
+        if threads <= 1 {
+            return Writer::Inline(Box::new(files));
+        }
+        let (send, recv) = sync_channel::<Batch>(2);
+        let handle = std::thread::spawn(move || write_all(files, &recv));
+        Writer::Thread { send, handle }
+    }
+
+    /// Writes a batch (or queues it). A writer thread's error shows here or at `finish`.
+    /// Written in this thread, the batch comes back, so that its buffers can be reused.
+    pub(crate) fn write(&mut self, batch: Batch) -> Result<Option<Batch>, Error> {
+        match self {
+            Writer::Inline(files) => files.write(&batch).map(|()| Some(batch)),
+            // A send fails only when the thread stopped on an error; `finish` reports it.
+            Writer::Thread { send, .. } => {
+                let _ = send.send(batch);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Waits for every batch to be written and closes the files.
+    pub(crate) fn finish(self) -> Result<Vec<Written>, Error> {
+        match self {
+            Writer::Inline(files) => files.finish(),
+            Writer::Thread { send, handle } => {
+                drop(send);
+                handle.join().unwrap_or_else(|_| Err(poisoned()))?.finish()
+            }
+        }
+    }
+}
+
+fn write_all(mut files: Files, recv: &Receiver<Batch>) -> Result<Files, Error> {
+    for batch in recv {
+        files.write(&batch)?;
+    }
+    Ok(files)
+}
