@@ -14,7 +14,7 @@
 //!
 //! The pass reads the steps up to N (a later write before N changes the answer), then on
 //! only while some byte is still unknown; memory is bounded by the length asked for, at
-//! most [`MAX_LEN`]. With a usable sidecar index (`tracekit index`, [`super::index`]) of a
+//! most [`MAX_LEN`]. With a usable sidecar index (`tracekit index`, `trace_index`) of a
 //! format that keeps its seek index there (x64dbg), `mem` reads instead only the
 //! instructions the sidecar lists as accessing the range, nearest N first (a seek of at
 //! most 512 instructions each), and gives the same answer.

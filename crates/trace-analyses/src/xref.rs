@@ -4,7 +4,7 @@
 //!
 //! Without a sidecar index it is one pass over the steps ([`Raw::scan`](trace_model::steps::Raw::scan): for x64dbg a
 //! lean walk that reads only block headers, the `cip` change and the addresses), in
-//! constant memory. With a usable sidecar (`tracekit index`, [`super::index`]) it looks the
+//! constant memory. With a usable sidecar (`tracekit index`, `trace_index`) it looks the
 //! candidates up there and reads only their steps; both give the same lines.
 //!
 //! ```

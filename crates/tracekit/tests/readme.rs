@@ -202,6 +202,26 @@ fn readme_trac_x64dbg_api() -> Result<(), Box<dyn std::error::Error>> {
 
 #[rustfmt::skip]
 #[test]
+fn readme_trace_analyses_api() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_analyses::mem::{MemQuery, mem};
+    use trace_analyses::state::state;
+    use trace_registry::{Ctx, Input, Options};
+
+    let path = "testdata/x64dbg/basic.trace64";
+    let handler = trace_registry::detect(&Input::open(path.as_ref())?).ok_or("unknown format")?;
+    let options = Options::default();
+    let at = state(handler, &mut Input::open(path.as_ref())?, &mut Ctx::new(&options), 700)?;
+    let rsp = at.get("rsp").ok_or("no rsp")?;
+    println!("rsp before 700: {rsp:?}");
+    let query = MemQuery { at: 700, addr: 0x13ff28, len: Some(8) };
+    let (bytes, _damage) = mem(handler, &mut Input::open(path.as_ref())?, &mut Ctx::new(&options), &query)?;
+    println!("{}", bytes.to_json());
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
 fn readme_trace_core_api() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
     use trace_core::{Cursor, Offset};
@@ -217,10 +237,64 @@ fn readme_trace_core_api() -> Result<(), Box<dyn std::error::Error>> {
 
 #[rustfmt::skip]
 #[test]
+fn readme_trace_index_api() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_index::{BuildOptions, build};
+    use trace_registry::{Ctx, Input, Options};
+
+    let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?;
+    let handler = trace_registry::detect(&input).ok_or("unknown format")?;
+    let out = std::env::temp_dir().join(format!("basic-{}.tkidx", std::process::id()));
+    let options = Options::default();
+    let built = build(handler, &mut input, &mut Ctx::new(&options), Some(&out), BuildOptions::default())?;
+    assert_eq!(built.steps, 1100);
+    std::fs::remove_file(&out)?;
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
+fn readme_trace_model_api() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_model::schema::{Row, Visitor};
+
+    struct Step { pc: u64, thread: u32 }
+
+    impl Row for Step {
+        fn visit(&self, v: &mut dyn Visitor) {
+            v.uint(self.pc);
+            v.uint(self.thread.into());
+        }
+    }
+
+    /// Counts the integers a row hands out.
+    #[derive(Default)]
+    struct Ints(u32);
+
+    impl Visitor for Ints {
+        fn uint(&mut self, _: u64) { self.0 += 1 }
+        fn int(&mut self, _: i64) { self.0 += 1 }
+        fn bool(&mut self, _: bool) {}
+        fn bytes(&mut self, _: &[u8]) {}
+        fn str(&mut self, _: &str) {}
+        fn null(&mut self) {}
+        fn begin_list(&mut self) {}
+        fn end_list(&mut self) {}
+        fn begin_row(&mut self) {}
+        fn end_row(&mut self) {}
+    }
+
+    let mut ints = Ints::default();
+    Step { pc: 0x401000, thread: 7 }.visit(&mut ints);
+    assert_eq!(ints.0, 2);
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
 fn readme_trace_registry_api() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
     use trace_registry::{Ctx, Input, Options};
-    use trace_sinks::JsonLines;
 
     let mut input = Input::open("testdata/gdb-tfile/amd64.tf".as_ref())?; // or "-", .gz, .bz2
     let handler = trace_registry::detect(&input).ok_or("unknown format")?;
@@ -230,11 +304,12 @@ fn readme_trace_registry_api() -> Result<(), Box<dyn std::error::Error>> {
         let names: Vec<_> = table.fields.iter().map(|f| f.name.as_ref()).collect();
         println!("{}: {}", table.name, names.join(", ")); // frames: i, offset, tracepoint, regs, …
     }
-    let mut sink = JsonLines::new(std::io::sink(), records.tables());
+    let mut n = 0;
     while let Some(record) = records.next_record() {
-        let record = record?;                              // errors carry offset, path, record
-        sink.write(record.table, record.row())?;
+        let _record = record?;                             // errors carry offset, path, record
+        n += 1;
     }
+    println!("{n} records");
     Ok(())
 }
 
@@ -242,8 +317,48 @@ fn readme_trace_registry_api() -> Result<(), Box<dyn std::error::Error>> {
 #[test]
 fn readme_trace_registry_api_2() -> Result<(), Box<dyn std::error::Error>> {
     at_repo_root();
-    use trace_sinks::parquet::{Dataset, Origin, ParquetOptions};
     use trace_registry::{Ctx, Input, Options};
+
+    let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?;
+    let handler = trace_registry::detect(&input).ok_or("unknown format")?;
+    let options = Options::default();
+    let mut steps = handler.steps(&mut input, &mut Ctx::new(&options))?;
+    let mut threads = std::collections::BTreeSet::new();
+    while let Some(step) = steps.next_step() {
+        let step = step?;
+        threads.insert(step.thread);
+    }
+    println!("threads {threads:?}");
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
+fn readme_trace_sinks_api() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_registry::{Ctx, Input, Options};
+    use trace_sinks::JsonLines;
+
+    let mut input = Input::open("testdata/gdb-tfile/amd64.tf".as_ref())?;
+    let handler = trace_registry::detect(&input).ok_or("unknown format")?;
+    let options = Options::default();
+    let mut records = handler.records(&mut input, &mut Ctx::new(&options))?;
+    let mut out = JsonLines::new(Vec::new(), records.tables());
+    while let Some(record) = records.next_record() {
+        let record = record?;
+        out.write(record.table, record.row())?;
+    }
+    out.flush()?;
+    assert!(out.into_inner().starts_with(b"{\"i\":0,"));
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[test]
+fn readme_trace_sinks_api_2() -> Result<(), Box<dyn std::error::Error>> {
+    at_repo_root();
+    use trace_registry::{Ctx, Input, Options};
+    use trace_sinks::parquet::{Dataset, Origin, ParquetOptions};
 
     let mut input = Input::open("testdata/x64dbg/basic.trace64".as_ref())?;
     let handler = trace_registry::detect(&input).ok_or("unknown format")?;
