@@ -632,8 +632,8 @@ fn serve_row(cases: &[BenchCase], runs: u64, gib: u64, tracekit: &std::path::Pat
 /// before N and then with the sidecar index beside the trace (its nearest candidates, each
 /// a seek of at most 512 instructions); latency of each, as the command runs it.
 fn mem_rows(cases: &[BenchCase], runs: u64) {
-    use trace_index as index;
     use trace_analyses::mem::{MemQuery, mem};
+    use trace_index as index;
     let Some(case) = cases.first() else { return };
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let options = trace_registry::Options::default();

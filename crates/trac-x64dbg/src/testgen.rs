@@ -405,3 +405,22 @@ pub fn trace(opts: Options, instructions: u64, rec: crate::RecorderOptions, path
     }
     recorder.finish().unwrap_or_default()
 }
+
+/// The synthetic input the benches share: a 64-bit trace of `instructions` steps of the
+/// test machine, with `threads` threads switching every `1..=max_run` instructions (seed
+/// 1, the default recorder).
+#[must_use]
+pub fn bench_trace(instructions: u64, threads: u32, max_run: u64) -> Vec<u8> {
+    let opts = Options {
+        arch: crate::Arch::X64,
+        threads,
+        max_run,
+        seed: 1,
+    };
+    trace(
+        opts,
+        instructions,
+        crate::RecorderOptions::default(),
+        "bench.exe",
+    )
+}

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
-mod common;
-
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -37,7 +35,7 @@ fn steps(input: &mut Input) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    let bytes = common::x64dbg_input(INSTRUCTIONS, 3, 300);
+    let bytes = trac_x64dbg::testgen::bench_trace(INSTRUCTIONS, 3, 300);
     let mut a = Input::from_bytes("a", bytes.clone()).unwrap();
     let mut b = Input::from_bytes("b", bytes).unwrap();
     let mut g = c.benchmark_group("x64dbg diff");
@@ -50,7 +48,7 @@ fn bench(c: &mut Criterion) {
         bench.iter(|| steps(black_box(&mut a)))
     });
     // The floor: comparing the two copies' bytes.
-    let x = common::x64dbg_input(INSTRUCTIONS, 3, 300);
+    let x = trac_x64dbg::testgen::bench_trace(INSTRUCTIONS, 3, 300);
     let y = x.clone();
     g.bench_function("memcmp of the copies", |bench| {
         bench.iter(|| black_box(&x[..]) == black_box(&y[..]))

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
-mod common;
-
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -18,7 +16,7 @@ use trace_registry::{Ctx, Input, Options};
 const INSTRUCTIONS: u64 = 200_000;
 
 fn bench(c: &mut Criterion) {
-    let bytes = common::x64dbg_input(INSTRUCTIONS, 3, 300);
+    let bytes = trac_x64dbg::testgen::bench_trace(INSTRUCTIONS, 3, 300);
     let options = Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
     let mut input = Input::from_bytes("bench", bytes.clone()).unwrap();

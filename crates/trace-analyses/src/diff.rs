@@ -1463,10 +1463,10 @@ fn word(bytes: &[u8], big_endian: bool) -> u64 {
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
-    use trace_model::{Ctx, Input as TraceInput, Options};
     use quickcheck::{QuickCheck, TestResult};
     use trac_x64dbg::testgen::{self, Machine};
     use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
+    use trace_model::{Ctx, Input as TraceInput, Options};
 
     /// x64dbg's word index of rbx, for the register-only divergence.
     const RBX: usize = 3;

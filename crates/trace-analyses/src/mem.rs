@@ -540,7 +540,11 @@ fn from_masks(
 ) -> Result<Option<Error>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(trace_model::steps::past_end_of(steps.kind().noun(), at, count));
+        return Err(trace_model::steps::past_end_of(
+            steps.kind().noun(),
+            at,
+            count,
+        ));
     }
     let snapshot = steps.kind().memory_is_snapshot();
     let limit = if snapshot { at.saturating_add(1) } else { at };
@@ -628,7 +632,11 @@ fn from_sidecar(
 ) -> Result<Option<Option<Error>>, Error> {
     let count = sidecar.header().steps;
     if at >= count {
-        return Err(trace_model::steps::past_end_of(steps.kind().noun(), at, count));
+        return Err(trace_model::steps::past_end_of(
+            steps.kind().noun(),
+            at,
+            count,
+        ));
     }
     let snapshot = steps.kind().memory_is_snapshot();
     let (lo, hi) = (memory.addr, memory.addr.saturating_add(memory.len));
@@ -744,7 +752,11 @@ fn read(
         }
     }
     if seen <= at {
-        return Err(trace_model::steps::past_end_of(steps.kind().noun(), at, seen));
+        return Err(trace_model::steps::past_end_of(
+            steps.kind().noun(),
+            at,
+            seen,
+        ));
     }
     Ok(None)
 }
@@ -758,11 +770,11 @@ fn read(
 )]
 pub(crate) mod tests {
     use super::*;
+    use quickcheck::{Arbitrary, Gen, QuickCheck};
+    use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
     use trace_model::schema::testing::{input, testdata};
     use trace_model::steps::Isa;
     use trace_model::{Handler, Options};
-    use quickcheck::{Arbitrary, Gen, QuickCheck};
-    use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
 
     /// One instruction of a hand-built x64dbg trace: bytes, registers set before it
     /// (word index, value), and the recorded memory words (address, old, new).
@@ -1169,11 +1181,7 @@ pub(crate) mod tests {
         dir: &std::path::Path,
         name: &str,
         bytes: &[u8],
-    ) -> (
-        std::path::PathBuf,
-        std::path::PathBuf,
-        trace_index::Built,
-    ) {
+    ) -> (std::path::PathBuf, std::path::PathBuf, trace_index::Built) {
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         let index = dir.join(format!("{name}.tkidx"));

@@ -359,11 +359,11 @@ mod tests {
 mod state_tests {
     use super::*;
     use crate::mem::tests::{Hand, hand_built};
-    use trace_model::schema::testing::{input, testdata};
-    use trace_model::Options;
-    use trace_registry::detect;
     use quickcheck::{Arbitrary, Gen, QuickCheck};
     use trac_x64dbg::{Arch, RecorderOptions, Trace, register_fields};
+    use trace_model::Options;
+    use trace_model::schema::testing::{input, testdata};
+    use trace_registry::detect;
 
     fn ask(name: &str, bytes: &[u8], gzip: bool, at: u64) -> Result<State, Error> {
         let mut input = input(name, bytes, gzip);

@@ -1421,4 +1421,3 @@ pub fn is_sidecar_note(line: &str) -> bool {
         || line.starts_with("note: ignoring the sidecar")
         || line.starts_with("note: there is no index")
 }
-

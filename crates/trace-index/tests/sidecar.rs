@@ -20,8 +20,8 @@ use trace_model::steps::SeekIndex;
 use trace_model::{Ctx, Handler, Input};
 
 use trace_analyses::xref::{XrefQuery, xref};
-use trace_registry::HANDLERS;
 use trace_model::Options;
+use trace_registry::HANDLERS;
 
 /// A fresh temporary directory for one test.
 fn temp_dir(name: &str) -> PathBuf {
@@ -110,8 +110,7 @@ fn sidecar_answers_as_the_scan_does() {
         );
         let mut queries = Vec::new();
         for (k, len) in pick.iter().take(3) {
-            let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()])
-            else {
+            let Some(line) = (!all.is_empty()).then(|| &all[usize::from(*k) % all.len()]) else {
                 break;
             };
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -331,8 +330,7 @@ fn progress_and_a_seek_index_given() {
             ..BuildOptions::default()
         },
     );
-    let mut sidecar =
-        Sidecar::open(&kept.path, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
+    let mut sidecar = Sidecar::open(&kept.path, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
     assert_eq!(sidecar.seek_index().unwrap(), prefix);
     let mut full = Sidecar::open(&plain.path, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
     assert_ne!(full.seek_index().unwrap(), prefix);

@@ -416,4 +416,3 @@ pub struct Offers {
     /// A directory of per-thread files read as one stream (amber tt6 and tt6e): `merge`.
     pub thread_files: bool,
 }
-

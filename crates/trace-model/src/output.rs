@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// # let dir = std::env::temp_dir().join(format!("atomic-doc-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// let dest = dir.join("out.txt");
-/// let mut f = trace_registry::output::AtomicFile::create(&dest)?;
+/// let mut f = trace_model::output::AtomicFile::create(&dest)?;
 /// writeln!(f, "hello")?;
 /// assert!(!dest.exists()); // nothing at the destination until the commit
 /// f.commit()?;

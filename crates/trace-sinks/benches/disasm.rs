@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
 
-mod common;
-
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use trace_sinks::JsonLines;
 use trace_registry::{Ctx, Input, Options};
+use trace_sinks::JsonLines;
 
 const INSTRUCTIONS: u64 = 200_000;
 
@@ -50,7 +48,7 @@ fn steps(bytes: &[u8], disasm: bool) -> u64 {
 }
 
 fn disasm(c: &mut Criterion) {
-    let x64 = common::x64dbg_input(INSTRUCTIONS, 3, 300);
+    let x64 = trac_x64dbg::testgen::bench_trace(INSTRUCTIONS, 3, 300);
     let mut g = c.benchmark_group("x64dbg disasm");
     g.throughput(Throughput::Elements(INSTRUCTIONS));
     g.sample_size(10);

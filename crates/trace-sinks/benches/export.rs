@@ -16,9 +16,9 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use trace_registry::{Ctx, Handler, Input, Options};
 use trace_sinks::JsonLines;
 use trace_sinks::parquet::{Dataset, Origin, ParquetOptions, Pulled};
-use trace_registry::{Ctx, Handler, Input, Options};
 
 fn x64dbg_input() -> Vec<u8> {
     use trac_x64dbg::testgen::{self, Options};
@@ -91,12 +91,7 @@ fn sinks(c: &mut Criterion) {
     for (how, typed) in [("typed", true), ("visited", false)] {
         g.bench_function(format!("Arrow batches of instructions ({how})"), |b| {
             b.iter(|| {
-                trace_sinks::testgen::arrow_rows(
-                    handler,
-                    black_box(&shared),
-                    "instructions",
-                    typed,
-                )
+                trace_sinks::testgen::arrow_rows(handler, black_box(&shared), "instructions", typed)
             });
         });
     }

@@ -187,8 +187,8 @@ mod tests {
     use trac_x64dbg::testgen;
 
     use super::*;
-    use trace_registry::formats::x64dbg::X64dbg;
     use trace_model::{Ctx, Handler, Input, Options};
+    use trace_registry::formats::x64dbg::X64dbg;
 
     fn x64dbg(x86: bool, threads: u32, n: u64, seed: u64) -> Input {
         let arch = if x86 {

@@ -477,8 +477,8 @@ impl Visitor for Native {
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
-    use trace_model::schema::testing;
     use serde_json::Value as J;
+    use trace_model::schema::testing;
 
     /// The JSON value a node stands for, with every integer as a number (as the Python
     /// tests compare): `dump`'s `"0x…"` strings are turned into numbers on the other side.

@@ -343,8 +343,8 @@ mod tests {
     use trac_x64dbg::testgen;
 
     use super::*;
-    use trace_registry::formats::x64dbg::X64dbg;
     use trace_model::{Ctx, Handler, Input, Options};
+    use trace_registry::formats::x64dbg::X64dbg;
 
     /// What the x64dbg replay says of one instruction of a thread: pc, the general
     /// registers by name, the accesses as (kind, addr, value after).

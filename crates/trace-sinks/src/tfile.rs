@@ -448,8 +448,8 @@ mod tests {
     use trace_core::rng::SplitMix64;
 
     use super::*;
-    use trace_registry::formats::x64dbg::X64dbg;
     use trace_model::{Ctx, Handler, Input, Options};
+    use trace_registry::formats::x64dbg::X64dbg;
 
     /// A synthetic trace: the generator's machine, and with `perturb` random REGDUMP words
     /// past the general registers (segments, x87, XMM, YMM, padding) changed between

@@ -30,12 +30,12 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
+use trace_registry::steps::SeekIndex;
+use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 use trace_sinks::native::{Native, Node};
 use trace_sinks::parquet::{
     Batches, Compression, Dataset, Origin, ParquetOptions, Pulled, TableSummary,
 };
-use trace_registry::steps::SeekIndex;
-use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 
 mod graph;
 
@@ -567,11 +567,7 @@ impl Trace {
                 if let Some(index) = &index {
                     steps.use_seek_index(index);
                 }
-                let s = trace_analyses::state::state_of(
-                    steps.as_mut(),
-                    opened.handler.name(),
-                    i,
-                )?;
+                let s = trace_analyses::state::state_of(steps.as_mut(), opened.handler.name(), i)?;
                 // The index the seek built (x64dbg in memory), for the next call.
                 if !known {
                     let built = steps.seek_index().ok().flatten().map(SeekIndex::new);

@@ -10,9 +10,6 @@
     missing_docs
 )]
 
-#[path = "../../trace-registry/benches/common/mod.rs"]
-mod common;
-
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -31,7 +28,11 @@ fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("tracekit-bench-serve-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.trace64");
-    std::fs::write(&path, common::x64dbg_input(INSTRUCTIONS, 3, 300)).unwrap();
+    std::fs::write(
+        &path,
+        trac_x64dbg::testgen::bench_trace(INSTRUCTIONS, 3, 300),
+    )
+    .unwrap();
     let options = trace_registry::Options::default();
     let api = Api::open(path.as_os_str(), None, &options).unwrap();
     api.build_index(&dir.join("tmp"));

@@ -30,9 +30,9 @@ use std::sync::Arc;
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
+use columns::Tables;
 use trace_model::schema::{Row, Schema};
 use trace_model::{Error, Records};
-use columns::Tables;
 use writer::{Files, Writer};
 
 /// The version of the dataset layout and table schemas, in `_tracekit.json`. It changes
@@ -646,12 +646,12 @@ fn manifest<'a>(
 )]
 mod tests {
     use super::*;
-    use trace_model::schema::{Field, Run, Type, Visitor};
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
     use arrow_array::{Array, RecordBatch};
     use quickcheck::{Arbitrary, Gen, QuickCheck};
     use std::sync::atomic::{AtomicU32, Ordering};
+    use trace_model::schema::{Field, Run, Type, Visitor};
 
     /// A record exercising every type of the model.
     #[derive(Clone, Debug, PartialEq)]

@@ -8,9 +8,9 @@ use std::io::{BufRead, Write};
 use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
+use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 use trace_sinks::JsonLines;
 use trace_sinks::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
-use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 

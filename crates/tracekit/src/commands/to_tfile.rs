@@ -9,8 +9,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use trace_registry::output::AtomicFile;
-use trace_sinks::tfile::{self, TfileError};
 use trace_registry::{Ctx, Handler, Input, Options};
+use trace_sinks::tfile::{self, TfileError};
 
 use crate::CliError;
 

@@ -8,8 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use trace_index::{self as index, BuildOptions};
 use trace_analyses::xref::{XrefQuery, xref};
+use trace_index::{self as index, BuildOptions};
 use trace_registry::{Handler, Input, Options};
 
 use super::args::{self, AddrLen};

@@ -839,9 +839,9 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::{DcfgBlocks, PIECE};
-    use trace_analyses::bbv::{BbvOptions, bbv};
     use crate::formats::dcfg_trace::events;
     use crate::{Ctx, Input, Options};
+    use trace_analyses::bbv::{BbvOptions, bbv};
 
     /// The outputs (streams and map) of `bbv` on `trace` with the DCFG at `dcfg`, decoded
     /// on `workers` threads, and its error.

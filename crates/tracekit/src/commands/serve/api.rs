@@ -8,14 +8,14 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde_json::{Map, Value, json};
-use trace_index::{self as index, BuildOptions, Identity, Sidecar};
 use trace_analyses::mem::{MemQuery, mem_of};
 use trace_analyses::state::state_of;
 use trace_analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
+use trace_index::{self as index, BuildOptions, Identity, Sidecar};
 use trace_registry::disasm::{Disassembler, ReadWatch};
-use trace_sinks::JsonLines;
 use trace_registry::steps::{Isa, RegCopy, RegPlan, SeekIndex, Steps};
 use trace_registry::{Ctx, Error, Handler, Input, Options};
+use trace_sinks::JsonLines;
 
 use super::http::Response;
 use crate::CliError;
