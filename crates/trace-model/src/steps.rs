@@ -436,7 +436,10 @@ pub trait Steps {
     fn isa(&self) -> Isa;
 
     /// The names of the registers [`Steps::regs`] gives, in order: the general registers, the
-    /// pc and the flags (what `diff` compares). Empty where the format records no registers.
+    /// pc and the flags (what `diff` compares, and what its `--ignore` names). Empty where
+    /// the format records no registers. Known before the first step (a stream that learns
+    /// them from its input, such as Tenet's from its first line, reads that far ahead), as
+    /// is [`Steps::isa`].
     fn reg_names(&self) -> &[Cow<'static, str>];
 
     /// The next step, or `None` at the end. After an error the stream is fused.

@@ -350,7 +350,6 @@ struct TenetSteps<'a> {
     next: Option<Registers>,
     /// The error met reading ahead, returned after the step that precedes it.
     error: Option<Error>,
-    started: bool,
     /// The index of the next step.
     index: u64,
     /// The step is already held (after a seek) and is what `next_step` returns.
@@ -359,8 +358,11 @@ struct TenetSteps<'a> {
 }
 
 impl<'a> TenetSteps<'a> {
+    /// The stream over `lines`, its first line read ahead (module docs): the register
+    /// names and the architecture are known before the first step, as [`Steps::reg_names`]
+    /// asks, so that `diff` names the registers and `--ignore` takes their names.
     fn new(lines: Lines<'a>) -> TenetSteps<'a> {
-        TenetSteps {
+        let mut steps = TenetSteps {
             lines,
             names: Vec::new(),
             order: Vec::new(),
@@ -371,10 +373,28 @@ impl<'a> TenetSteps<'a> {
             before: Step::default(),
             next: None,
             error: None,
-            started: false,
             index: 0,
             pending: false,
             done: false,
+        };
+        steps.read_first();
+        steps
+    }
+
+    /// Reads the first instruction line ahead: its memory items, made by an instruction
+    /// before the trace, into `before`; its architecture sets the register names; its
+    /// registers wait for the first step (an error, for the first `next_step`).
+    fn read_first(&mut self) {
+        let first = self.read();
+        std::mem::swap(&mut self.before, &mut self.step);
+        self.step.clear();
+        match first {
+            None => {}
+            Some(Ok(r)) => {
+                self.start(r.arch());
+                self.next = Some(r);
+            }
+            Some(Err(e)) => self.error = Some(e),
         }
     }
 
@@ -421,19 +441,7 @@ impl<'a> TenetSteps<'a> {
         if let Some(e) = self.error.take() {
             return Some(Err(e));
         }
-        let regs = if self.started {
-            self.next.take()?
-        } else {
-            self.started = true;
-            // The first line's memory items belong to an instruction before the trace.
-            let r = self.read()?;
-            std::mem::swap(&mut self.before, &mut self.step);
-            self.step.clear();
-            match r {
-                Ok(r) => r,
-                Err(e) => return Some(Err(e)),
-            }
-        };
+        let regs = self.next.take()?;
         if self.state.is_none() {
             self.start(regs.arch());
         }

@@ -378,3 +378,76 @@ fn real_pin_trace_converts_without_loss() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `diff` of two Tenet traces names the registers (`rax`, …, `rip`) as it does for
+/// x64dbg, and `--ignore` takes their names: on the hand-built trace with one register
+/// value changed, and on the real trace with `rax` changed at its eighth line (rax is set
+/// again six lines later).
+#[test]
+fn diff_names_tenet_registers() {
+    let dir = temp_dir("diff");
+    let cases = [
+        (
+            path("basic.log"),
+            "rax=0x55,",
+            "rax=0x56,",
+            3,
+            "0x55",
+            "0x56",
+        ),
+        (
+            realdata(REAL).map_or_else(String::new, |p| p.to_str().unwrap().to_owned()),
+            "rax=0xd6bdee99ed73,",
+            "rax=0xd6bdee99ed74,",
+            7,
+            "0xd6bdee99ed73",
+            "0xd6bdee99ed74",
+        ),
+    ];
+    for (k, (a, from, to, at, va, vb)) in cases.into_iter().enumerate() {
+        if a.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&a).unwrap();
+        assert!(text.contains(from), "{a}");
+        let b = dir.join(format!("b{k}.log"));
+        std::fs::write(&b, text.replacen(from, to, 1)).unwrap();
+        let b = b.to_str().unwrap();
+        let o = tracekit(["diff", "--json", "-q", &a, b]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let first: serde_json::Value =
+            serde_json::from_str(stdout(&o).lines().next().unwrap()).unwrap();
+        assert_eq!(first["kind"], "regs", "{first}");
+        assert_eq!(first["first"]["a_i"], at);
+        assert_eq!(
+            first["first"]["regs"],
+            serde_json::json!([{"name": "rax", "a": va, "b": vb}])
+        );
+        let o = tracekit(["diff", "-q", &a, b]);
+        assert!(
+            stdout(&o).contains(&format!("  rax: A {va}, B {vb}\n")),
+            "{}",
+            stdout(&o)
+        );
+        let o = tracekit(["diff", "--ignore", "rax", "-q", &a, b]);
+        assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).contains("the traces are equal"),
+            "{}",
+            stdout(&o)
+        );
+        // Any case, as for x64dbg; an unknown name lists the compared registers.
+        let o = tracekit(["diff", "--ignore", "RAX", "-q", &a, b]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let o = tracekit(["diff", "--ignore", "rflags", "-q", &a, b]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            stderr(&o).contains(
+                "--ignore rflags: no such register; the compared registers are rax, rcx,"
+            ),
+            "{}",
+            stderr(&o)
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
