@@ -22,7 +22,9 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::sync::Arc;
 
-use tenet_trace::{Arch, Instruction, Line, MemKind, ReadOptions, Reader, Registers, StreamReader};
+use tenet_trace::{
+    Arch, Instruction, Line, MemKind, MemOwned, ReadOptions, Reader, Registers, StreamReader,
+};
 
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{self, AccessKind, Isa, NamedReg, RegValue, Step, Steps};
@@ -218,11 +220,8 @@ impl Handler for Tenet {
         input: &'a mut Input,
         ctx: &mut Ctx<'_>,
     ) -> Result<Box<dyn Records + 'a>, Error> {
-        Ok(Box::new(LineRecords {
-            tables: [schema()],
-            lines: Lines::open(input, ctx)?,
-            done: false,
-        }))
+        let arch = read_options(ctx)?.arch;
+        Ok(Box::new(LineRecords::new(Lines::open(input, ctx)?, arch)))
     }
 
     /// One step per instruction line, with the memory of the next line (module docs).
@@ -235,64 +234,178 @@ impl Handler for Tenet {
     }
 }
 
-/// The schema of `instructions`.
-fn schema() -> Arc<Schema> {
+/// The schema of `instructions` on `arch`: the register state's fields are those of
+/// [`state_names`].
+fn schema(arch: Arch) -> Arc<Schema> {
     let regs = Schema::new(
         "registers",
         vec![Field::new("name", Type::Name), Field::hex("value", 64)],
     );
-    let mem = Schema::new(
-        "memory",
+    let mem_fields = || {
         vec![
             Field::new("access", Type::Name),
             Field::hex("addr", 64),
             Field::new("data", Type::Bytes),
-        ],
+        ]
+    };
+    let state = Schema::new(
+        "state",
+        state_names(arch)
+            .iter()
+            .map(|&n| {
+                let field = Field::new(n, Type::UInt(64));
+                // Every line names the pc; the others may not be named yet.
+                if n == arch.pc_name() {
+                    field
+                } else {
+                    field.nullable()
+                }
+            })
+            .collect(),
     );
     Arc::new(Schema::new(
         "instructions",
         vec![
             Field::new("i", Type::UInt(64)).key(),
-            Field::new("line", Type::UInt(64)).json(Json::Skip),
+            Field::new("line", Type::UInt(64)),
             Field::hex("pc", 64),
             Field::new("regs", Type::Rows(Arc::new(regs))).json(Json::Object),
-            Field::new("mem", Type::Rows(Arc::new(mem))),
+            Field::new(
+                "mem",
+                Type::Rows(Arc::new(Schema::new("memory", mem_fields()))),
+            ),
+            Field::new(
+                "mem_before",
+                Type::Rows(Arc::new(Schema::new("memory_before", mem_fields()))),
+            )
+            .optional(),
+            Field::new("state", Type::Struct(Arc::new(state))).json(Json::Skip),
         ],
     ))
 }
 
+/// What a row needs of its instruction line once the reader has gone on to the next one.
+#[derive(Clone, Copy)]
+struct Held {
+    index: u64,
+    line: u64,
+    /// The registers named on the line.
+    regs: Registers,
+    /// The register state before the instruction: every register named up to its line.
+    state: Registers,
+}
+
+/// The rows of a trace: instruction `i`'s row is written once line `i + 1` is read, since
+/// that line carries what instruction `i` accessed (module docs).
 struct LineRecords<'a> {
     tables: [Arc<Schema>; 1],
     lines: Lines<'a>,
+    /// The instruction whose row comes next.
+    held: Option<Held>,
+    /// The first line's memory items: made by an instruction before the trace, shown on
+    /// the first row as `mem_before`.
+    before: Vec<MemOwned>,
+    /// For each of [`state_names`], its index in [`Arch::registers`].
+    order: Vec<usize>,
+    /// The error met reading ahead, returned after the row that precedes it.
+    error: Option<Error>,
     done: bool,
 }
 
-/// One instruction line as a row.
-struct InstructionRow<'l>(Instruction<'l>);
+impl<'a> LineRecords<'a> {
+    /// The rows of `lines`, the first line read ahead (for the architecture, so the
+    /// schema's register state, and for its memory items).
+    fn new(mut lines: Lines<'a>, arch: Option<Arch>) -> LineRecords<'a> {
+        let (mut held, mut before, mut error) = (None, Vec::new(), None);
+        match lines.next_instruction() {
+            None => {}
+            Some(Ok(insn)) => {
+                before = insn
+                    .mem()
+                    .map(|m| MemOwned {
+                        kind: m.kind,
+                        addr: m.addr,
+                        data: m.data.to_vec(),
+                    })
+                    .collect();
+                held = Some(Held {
+                    index: insn.index,
+                    line: insn.line,
+                    regs: *insn.regs,
+                    state: *insn.regs,
+                });
+            }
+            Some(Err(e)) => error = Some(e),
+        }
+        let arch = held
+            .as_ref()
+            .map(|h| h.regs.arch())
+            .or(arch)
+            .unwrap_or(Arch::Amd64);
+        LineRecords {
+            tables: [schema(arch)],
+            lines,
+            held,
+            before,
+            order: state_order(arch),
+            error,
+            done: false,
+        }
+    }
+}
+
+/// One instruction as a row: its line's registers and the register state before it
+/// (`held`), the memory items of the next line (`next`: what it accessed).
+struct InstructionRow<'l> {
+    held: Held,
+    next: Option<Instruction<'l>>,
+    before: Vec<MemOwned>,
+    order: &'l [usize],
+}
 
 impl Row for InstructionRow<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let insn = &self.0;
-        v.uint(insn.index);
-        v.uint(insn.line);
-        v.uint(insn.pc());
+        let held = &self.held;
+        v.uint(held.index);
+        v.uint(held.line);
+        v.uint(held.regs.pc().unwrap_or(0));
         v.begin_list();
-        for (name, value) in insn.regs.iter() {
+        for (name, value) in held.regs.iter() {
             v.begin_row();
             v.str(name);
             v.uint(value);
             v.end_row();
         }
         v.end_list();
-        v.begin_list();
-        for m in insn.mem() {
+        let item = |v: &mut dyn Visitor, kind: MemKind, addr: u64, data: &[u8]| {
             v.begin_row();
-            v.str(m.kind.name());
-            v.uint(m.addr);
-            v.bytes(m.data);
+            v.str(kind.name());
+            v.uint(addr);
+            v.bytes(data);
             v.end_row();
+        };
+        v.begin_list();
+        for m in self.next.iter().flat_map(Instruction::mem) {
+            item(v, m.kind, m.addr, m.data);
         }
         v.end_list();
+        if self.before.is_empty() {
+            v.null();
+        } else {
+            v.begin_list();
+            for m in &self.before {
+                item(v, m.kind, m.addr, &m.data);
+            }
+            v.end_list();
+        }
+        v.begin_row();
+        for &k in self.order {
+            match held.state.get(k) {
+                Some(value) => v.uint(value),
+                None => v.null(),
+            }
+        }
+        v.end_row();
     }
 }
 
@@ -309,18 +422,54 @@ impl Records for LineRecords<'_> {
         if self.done {
             return None;
         }
-        match self.lines.next_instruction() {
-            None => {
-                self.done = true;
+        let Some(held) = self.held.take() else {
+            self.done = true;
+            return self.error.take().map(Err);
+        };
+        let before = std::mem::take(&mut self.before);
+        let next = match self.lines.next_instruction() {
+            None => None,
+            Some(Ok(insn)) => {
+                let mut state = held.state;
+                state.merge(insn.regs);
+                self.held = Some(Held {
+                    index: insn.index,
+                    line: insn.line,
+                    regs: *insn.regs,
+                    state,
+                });
+                Some(insn)
+            }
+            Some(Err(e)) => {
+                self.error = Some(e);
                 None
             }
-            Some(Ok(insn)) => Some(Ok(Record::boxed(0, Box::new(InstructionRow(insn))))),
-            Some(Err(e)) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        };
+        let row = InstructionRow {
+            held,
+            next,
+            before,
+            order: &self.order,
+        };
+        Some(Ok(Record::boxed(0, Box::new(row))))
     }
+}
+
+/// The register state's names on `arch` (the `state` columns of `instructions`, the
+/// order of [`Steps::reg_names`]).
+fn state_names(arch: Arch) -> &'static [&'static str] {
+    match arch {
+        Arch::Amd64 => &AMD64_STATE,
+        _ => &X86_STATE,
+    }
+}
+
+/// For each of [`state_names`], its index in [`Arch::registers`].
+fn state_order(arch: Arch) -> Vec<usize> {
+    state_names(arch)
+        .iter()
+        .filter_map(|n| arch.register(n.as_bytes()))
+        .collect()
 }
 
 /// The order of [`Steps::reg_names`]: x64dbg's (so that `diff` lines up), the pc last.
@@ -422,15 +571,11 @@ impl<'a> TenetSteps<'a> {
 
     /// Sets the register names from the architecture of the first line.
     fn start(&mut self, arch: Arch) {
-        let names: &[&'static str] = match arch {
-            Arch::Amd64 => &AMD64_STATE,
-            _ => &X86_STATE,
-        };
-        self.names = names.iter().map(|n| Cow::Borrowed(*n)).collect();
-        self.order = names
+        self.names = state_names(arch)
             .iter()
-            .filter_map(|n| arch.register(n.as_bytes()))
+            .map(|n| Cow::Borrowed(*n))
             .collect();
+        self.order = state_order(arch);
         self.values = vec![0; self.order.len()];
         self.state = Some(Registers::new(arch));
     }
@@ -660,20 +805,23 @@ mod tests {
         assert!(s.next_step().is_none());
     }
 
-    /// Rows: `i`, `line`, `pc`, the registers named on the line, the memory items.
+    /// Rows: `i`, `line`, `pc`, the registers named on the line, the memory items the
+    /// instruction made (carried by the next line), those of the first line (made before
+    /// the trace) on the first row only, the register state before the instruction.
     #[test]
-    fn records_are_the_lines() {
+    fn records_are_the_instructions() {
         let bytes = testdata("tenet/qemu-x86.log");
         for gzip in [false, true] {
             let (tables, rows) = records(&Tenet, "qemu-x86.log", &bytes, gzip);
             assert_eq!(tables[0].name, "instructions");
+            let state: Vec<&str> = match &tables[0].field("state").unwrap().ty {
+                Type::Struct(s) => s.fields.iter().map(|f| &*f.name).collect(),
+                _ => panic!("a struct"),
+            };
+            assert_eq!(state, X86_STATE);
             assert_eq!(rows.len(), 3);
-            let row = &rows[1].1;
-            assert_eq!(row[..3], [Val::U(1), Val::U(3), Val::U(0x401005)]);
-            assert_eq!(
-                row[3],
-                Val::List(vec![Val::Row(vec![Val::S("eip".into()), Val::U(0x401005)])])
-            );
+            let row = &rows[0].1;
+            assert_eq!(row[..3], [Val::U(0), Val::U(2), Val::U(0x401000)]);
             assert_eq!(
                 row[4],
                 Val::List(vec![Val::Row(vec![
@@ -682,7 +830,47 @@ mod tests {
                     Val::Bytes(vec![0x2b, 0x1a, 0, 0])
                 ])])
             );
+            assert_eq!(row[5], Val::Null);
+            let row = &rows[1].1;
+            assert_eq!(row[..3], [Val::U(1), Val::U(3), Val::U(0x401005)]);
+            assert_eq!(
+                row[3],
+                Val::List(vec![Val::Row(vec![Val::S("eip".into()), Val::U(0x401005)])])
+            );
+            assert_eq!(row[4], Val::List(vec![]));
+            // eax ecx edx ebx esp ebp esi edi eip before instruction 2.
+            let row = &rows[2].1;
+            let words = [0x1a2c, 0, 0, 0, 0x12ff70, 0x12ff80, 0, 0, 0x401006];
+            assert_eq!(row[6], Val::Row(words.iter().map(|&w| Val::U(w)).collect()));
         }
+        // A first line without memory items: no `mem_before`.
+        let bytes = testdata("tenet/basic.log");
+        let (_, rows) = records(&Tenet, "basic.log", &bytes, false);
+        assert_eq!(rows[0].1[5], Val::Null);
+        let text =
+            b"rsp=0x10,rip=0x1,mw=0x8:0100000000000000\nrip=0x2,mr=0x10:02\nrax=0x5,rip=0x3\n";
+        // A first line with one (made before the trace), registers not named yet null in
+        // the state.
+        let (_, rows) = records(&Tenet, "x.log", text, false);
+        let item = |access: &str, addr: u64, data: Vec<u8>| {
+            Val::List(vec![Val::Row(vec![
+                Val::S(access.into()),
+                Val::U(addr),
+                Val::Bytes(data),
+            ])])
+        };
+        assert_eq!(rows[0].1[4], item("read", 0x10, vec![2]));
+        assert_eq!(
+            rows[0].1[5],
+            item("write", 0x8, vec![1, 0, 0, 0, 0, 0, 0, 0])
+        );
+        assert_eq!(rows[1].1[4], Val::List(vec![]));
+        assert_eq!(rows[2].1[5], Val::Null);
+        let state = |k: usize| rows[k].1[6].items().to_vec();
+        assert_eq!(state(0)[0], Val::Null, "rax not named yet");
+        assert_eq!(state(0)[4], Val::U(0x10), "rsp");
+        assert_eq!(state(0)[16], Val::U(0x1), "rip");
+        assert_eq!(state(2)[0], Val::U(0x5), "rax named on line 3");
     }
 
     /// Detection reads the first line that is not a comment; a `.log` name says nothing.
