@@ -28,6 +28,18 @@
 //!   without instruction lines. Errors give the line and column ([`Error`]).
 //! - Lines end in LF or CRLF; lines starting with `#` (forks' headers) are comments, kept.
 //!
+//! # Step numbering
+//!
+//! Instruction `i` is the `i`-th instruction line ([`Instruction::index`], from 0; comment
+//! lines do not count; [`Instruction::line`] is its line in the file, from 1). An access
+//! belongs to the instruction that made it: the items line `k + 1` carries are numbered
+//! by instruction `k`, the one before it. The first line's items were made by an
+//! instruction before the trace; the last instruction's accesses are never written. This
+//! crate reads lines, so [`Instruction::mem`] gives a line's own items (the previous
+//! instruction's accesses); tracekit's commands (`dump`, `export`, `xref`, `mem`, `diff`)
+//! all number accesses by the instruction that made them, and `dump` and `export` keep
+//! the line as `line`.
+//!
 //! # The crate
 //!
 //! - [`Reader::parse`] over `&[u8]` and [`StreamReader::from_reader`] over `io::Read` (in

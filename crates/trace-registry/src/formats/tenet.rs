@@ -1,22 +1,33 @@
-//! Tenet text traces (`tenet`): one record per instruction line,
-//! `{"i","pc","regs":{…},"mem":[{"access","addr","data"}]}`.
+//! Tenet text traces (`tenet`): one record per instruction,
+//! `{"i","line","pc","regs":{…},"mem":[{"access","addr","data"}]}`.
 //!
-//! `regs` are the registers named on the line (lowercase, the pc among them: a Tenet line
-//! names only the registers that changed), `mem` its memory items in line order
-//! (`access` `read`, `write` or `readwrite` for `mr`, `mw`, `mrw`; the bytes as hex), which
-//! are what the **previous** instruction accessed. Comment lines (`#…`) are not records;
-//! `info` lists them.
+//! **Step numbering** (the same in every command, records and steps): instruction `i` is
+//! the `i`-th instruction line (from 0; comment lines do not count), and an access is
+//! numbered by the instruction that made it. A Tenet line carries the accesses of the
+//! **previous** instruction, so record `i` and step `i` hold the memory items of the next
+//! instruction line; the last instruction has none (the tracer never writes them), and
+//! the first line's items, made by an instruction before the trace, are record 0's
+//! `mem_before` (left out when there are none) and [`Steps::before_first`].
 //!
-//! Tables (for columnar sinks): `instructions` (`i` key, `line` (Parquet only: the line
-//! number, from 1), `pc`), `registers` (`i`, `name`, `value`) and `memory` (`i`, `access`,
-//! `addr`, `data`). Plain files are read in place; stdin and compressed files through the
-//! streaming reader, in memory bounded by the longest line.
+//! Record fields: `line` the instruction's line in the file (from 1), `regs` the registers
+//! named on it (lowercase, the pc among them: a Tenet line names only the registers that
+//! changed), `mem` the items in line order (`access` `read`, `write` or `readwrite` for
+//! `mr`, `mw`, `mrw`; the bytes as hex), and, for columnar sinks only, `state`: the
+//! register state before the instruction (every register the lines so far named; null
+//! before a register is named; the pc always), in [`Steps::reg_names`]' order. Comment
+//! lines (`#…`) are not records; `info` lists them.
 //!
-//! The instruction stream ([`Handler::steps`]) is the one an analysis wants: step `k` is
-//! line `k`, its registers the whole state (every register named so far, 0 before), and
-//! its memory accesses those that line `k + 1` carries (so a write is attributed to the
-//! instruction that made it), `Read` with the bytes as `old`, `Write`/`ReadWrite` with them
-//! as `new`; the last instruction has none (the tracer never writes them).
+//! Tables (for columnar sinks): `instructions` (`i` key, `line`, `pc`, the state columns
+//! `rax`…`r15`, `rip` or `eax`…`eip`), `registers` (`i`, `name`, `value`), `memory` and
+//! `memory_before` (`i`, `access`, `addr`, `data`). Plain files are read in place; stdin
+//! and compressed files through the streaming reader, in memory bounded by the longest
+//! line. Records and steps read one instruction line ahead (the first line when opened,
+//! for the architecture and so the register names and the state columns).
+//!
+//! The instruction stream ([`Handler::steps`]): step `k` is line `k`, its registers the
+//! whole state (every register named so far, 0 before: [`Steps::regs_known`] says which),
+//! its memory accesses `Read` with the bytes as `old`, `Write`/`ReadWrite` with them as
+//! `new`.
 
 use std::borrow::Cow;
 use std::io::Read;
