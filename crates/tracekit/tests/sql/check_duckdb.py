@@ -254,6 +254,9 @@ class Dataset:
                 return 3
             if field in t or t in field:
                 return 2
+            # `mem_before` → `memory_before`: the same qualifier after the first `_`.
+            if "_" in field and t.endswith(field[field.index("_"):]):
+                return 2
             if os.path.commonprefix([t, field]).__len__() >= 3:
                 return 1
             return 0
@@ -451,8 +454,10 @@ class Dataset:
         seen = set(keycols)
         for k, v in e.items():
             if composite(v) or (isinstance(v, list) and k not in cols):
-                if isinstance(v, dict) and v and set(v) <= set(cols) and (table, k) not in field_child:
-                    # A nested record flattened into this table's columns.
+                flat = set(cols) - self.hidden[table]
+                if isinstance(v, dict) and v and set(v) <= flat and (table, k) not in field_child:
+                    # A nested record flattened into this table's columns (shown ones: an
+                    # object of register names is not the Parquet-only register state).
                     for kk, vv in v.items():
                         seen.add(kk)
                         self.compare_value(at, kk, types[kk], vv, row[kk], f"{k}.{kk}")
