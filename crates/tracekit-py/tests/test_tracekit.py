@@ -117,6 +117,30 @@ def test_native_types():
     assert isinstance(frame["pc"], int)
 
 
+def test_tenet_rows_number_accesses_by_their_instruction():
+    """A Tenet row carries what its instruction accessed (the next line's items) and its
+    line; the Arrow `instructions` table has the register state before it, None until
+    the trace names a register."""
+    rows = list(tracekit.open(TESTDATA / "tenet/basic.log"))
+    call = rows[3]  # call: its line is 5, its write is on line 6
+    assert (call["i"], call["line"], call["pc"]) == (3, 5, 0x401009)
+    assert call["mem"] == [
+        {"access": "write", "addr": 0x7FFE0, "data": (0x40100E).to_bytes(8, "little")}
+    ]
+    assert rows[-1]["mem"] == [] and "mem_before" not in rows[0]
+    table = tracekit.open(TESTDATA / "tenet/basic.log").to_arrow("instructions").read_all()
+    assert table.column("rsp").to_pylist()[:3] == [0x7FFF0, 0x7FFE8, 0x7FFE8]
+    assert table.column("rip").to_pylist() == table.column("pc").to_pylist()
+    trace = "rsp=0x10,rip=0x1,mw=0x8:01\nrax=0x5,rip=0x2\n"
+    with tempfile.TemporaryDirectory() as d:
+        f = pathlib.Path(d) / "t.log"
+        f.write_text(trace)
+        first = next(iter(tracekit.open(f)))
+        assert first["mem_before"] == [{"access": "write", "addr": 8, "data": b"\x01"}]
+        table = tracekit.open(f).to_arrow("instructions").read_all()
+        assert table.column("rax").to_pylist() == [None, 5]
+
+
 @pytest.mark.parametrize("path,fmt", GOOD)
 def test_info_equals_info_json(path, fmt):
     t = tracekit.open(TESTDATA / path, format=fmt)
