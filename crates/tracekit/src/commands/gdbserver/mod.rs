@@ -1,0 +1,273 @@
+//! `tracekit gdbserver FILE [--port N] [--host H] [--stdio]`: a recorded x86/x86-64 trace
+//! served to GDB over its remote protocol, forwards and backwards.
+//!
+//! The position is a step N (the state before instruction N, as `tracekit state --at N`),
+//! starting at 0. GDB's `g` is the stopped thread's registers there (`state`), in the
+//! layout of an `i386:x86-64` or `i386` target description (general, segment and flags
+//! registers, x87 and SSE where the trace has them, `xx` for the rest); `m` is `tracekit
+//! mem --at N` (the known prefix of the range, `E0e` when the first byte is unknown, so
+//! GDB says "Cannot access memory at address …"). Writes are refused (`E1e`).
+//!
+//! Execution: `stepi` moves the thread to its next step, `reverse-stepi` to its previous
+//! one; `continue` and `reverse-continue` go to the next or previous execution of a
+//! breakpoint's address in any thread (state before it) or access to a watchpoint's range
+//! (forwards: after the accessing instruction; backwards: before it), found in the sidecar
+//! index (`FILE.tkidx`, built at the start when missing or stale); past either end of the
+//! trace GDB stops at the last or first step with "No more reverse-execution history.".
+//! Every thread of the trace is a GDB thread, named by its recorded id (plus 1 when a
+//! thread is 0, as GDB's ids are not). `monitor when` prints `step N thread T`; `monitor
+//! goto N` jumps (GDB's caches are not flushed by a monitor command: `maintenance flush
+//! register-cache` after it).
+//!
+//! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
+//! register layout ([`regs`]) and the timeline of threads ([`timeline`]).
+
+pub mod regs;
+pub mod target;
+pub mod timeline;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Args;
+use gdbstub::conn::{Connection, ConnectionExt};
+use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
+use gdbstub::stub::{DisconnectReason, GdbStub};
+use gdbstub::target::Target;
+use trace_index::{self as index, BuildOptions, Identity, Sidecar};
+use trace_registry::{Ctx, Handler, Input, Options};
+
+use self::target::{Replay, ReplayError, Stop};
+use self::timeline::Timeline;
+use crate::CliError;
+
+/// Arguments of `tracekit gdbserver`.
+#[derive(Debug, Clone, Args)]
+pub struct GdbserverArgs {
+    /// The trace file (x86/x86-64 with an instruction stream: x64dbg, Tenet, gdb-tfile).
+    pub file: OsString,
+    /// The TCP port; 0 (the default) picks a free one (`listening on 127.0.0.1:PORT` says
+    /// which).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Listen on this address instead of 127.0.0.1 (anyone who reaches it can read the
+    /// trace).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Speak the protocol on stdin and stdout instead (`target remote | tracekit gdbserver
+    /// --stdio FILE`).
+    #[arg(long)]
+    pub stdio: bool,
+}
+
+/// The protocol on stdin and stdout (under `target remote |`, one socket).
+struct Stdio {
+    input: std::io::Stdin,
+    output: std::io::BufWriter<std::io::Stdout>,
+}
+
+impl Connection for Stdio {
+    type Error = std::io::Error;
+
+    fn write(&mut self, byte: u8) -> Result<(), Self::Error> {
+        self.output.write_all(&[byte])
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> Result<(), Self::Error> {
+        self.output.write_all(buf)
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        self.output.flush()
+    }
+}
+
+impl ConnectionExt for Stdio {
+    fn read(&mut self) -> Result<u8, Self::Error> {
+        let mut b = [0u8];
+        self.input.lock().read_exact(&mut b)?;
+        Ok(b[0])
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, Self::Error> {
+        // Only a running target peeks for Ctrl-C; a replay stops at once.
+        Ok(None)
+    }
+}
+
+/// The connection: stdio or one accepted TCP stream.
+type Conn = Box<dyn ConnectionExt<Error = std::io::Error>>;
+
+/// The event loop: every resume has stopped by the time it returns.
+struct Loop<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'a> BlockingEventLoop for Loop<'a> {
+    type Target = Replay<'a>;
+    type Connection = Conn;
+    type StopReason = Stop;
+
+    #[allow(clippy::type_complexity)]
+    fn wait_for_stop_reason(
+        target: &mut Replay<'a>,
+        _conn: &mut Conn,
+    ) -> Result<Event<Stop>, WaitForStopReasonError<<Replay<'a> as Target>::Error, std::io::Error>>
+    {
+        Ok(Event::TargetStopped(target.take_stop()))
+    }
+
+    fn on_interrupt(target: &mut Replay<'a>) -> Result<Option<Stop>, ReplayError> {
+        Ok(Some(Stop::SignalWithThread {
+            tid: target.current_tid(),
+            signal: gdbstub::common::Signal::SIGINT,
+        }))
+    }
+}
+
+/// Runs `tracekit gdbserver`: opens the trace, its sidecar index (building it when
+/// needed, with a note on stderr), then serves one GDB session.
+///
+/// # Errors
+///
+/// The trace cannot be opened, has no instruction stream or is not x86/x86-64 (usage); the
+/// index cannot be built; the port cannot be listened on; the session ends on a
+/// connection or trace read error.
+pub fn run(
+    args: &GdbserverArgs,
+    forced: Option<&str>,
+    options: &Options,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    if args.file == "-" {
+        return Err(CliError::Usage(
+            "`tracekit gdbserver` reads a file, not stdin".into(),
+        ));
+    }
+    let (mut input, handler) = trace_registry::open(&args.file, forced)?;
+    input.bytes()?;
+    let sidecar = sidecar(handler, &mut input, options, err)?;
+    let summary = summary(handler, &mut input, options);
+    let mut steps = index::steps_without_notes(handler, &mut input, &mut Ctx::new(options))
+        .map_err(CliError::usage_if_unsupported)?;
+    let timeline = Timeline::scan(steps.as_mut())?;
+    let replay = Replay::new(steps, sidecar, options.clone(), timeline, summary)
+        .map_err(CliError::usage_if_unsupported)?;
+    let conn: Conn = if args.stdio {
+        Box::new(Stdio {
+            input: std::io::stdin(),
+            output: std::io::BufWriter::new(std::io::stdout()),
+        })
+    } else {
+        let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
+        let listener = TcpListener::bind((host.as_str(), args.port))
+            .map_err(|e| CliError::io(format!("cannot listen on {host}:{}", args.port), e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| CliError::io("cannot read the port listened on", e))?;
+        writeln!(out, "listening on {addr}")?;
+        out.flush()?;
+        let (stream, _) = listener
+            .accept()
+            .map_err(|e| CliError::io("cannot accept a connection", e))?;
+        Box::new(stream)
+    };
+    serve(replay, conn, err)
+}
+
+/// Serves one session over `conn`.
+fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), CliError> {
+    let stub = GdbStub::new(conn);
+    match stub.run_blocking::<Loop<'_>>(&mut replay) {
+        Ok(DisconnectReason::Disconnect | DisconnectReason::Kill) => Ok(()),
+        Ok(other) => {
+            writeln!(err, "the session ended: {other:?}")?;
+            Ok(())
+        }
+        Err(e) => {
+            if e.is_target_error() {
+                if let Some(ReplayError(e)) = e.into_target_error() {
+                    return Err(CliError::Trace(e));
+                }
+                return Err(CliError::Failed("the trace could not be read".into()));
+            }
+            Err(CliError::Failed(format!("GDB session: {e}")))
+        }
+    }
+}
+
+/// `tracekit info`'s text, for `monitor info`.
+fn summary(handler: &dyn Handler, input: &mut Input, options: &Options) -> String {
+    match handler.info(input, &mut Ctx::new(options)) {
+        Ok(info) => info.to_text(),
+        Err(e) => format!("(no summary: {e})"),
+    }
+}
+
+/// The trace's usable sidecar index: the one beside it (or at `--index`), else one built
+/// now, beside it or, where that cannot be written, in a temporary directory.
+fn sidecar(
+    handler: &dyn Handler,
+    input: &mut Input,
+    options: &Options,
+    err: &mut dyn Write,
+) -> Result<Sidecar, CliError> {
+    let explicit = options.index.clone();
+    let why = match index::open_for(input, explicit.as_deref(), handler.name()) {
+        Ok(s) => return Ok(s),
+        Err(why) => why,
+    };
+    let trace = input
+        .path()
+        .map(Path::to_owned)
+        .ok_or_else(|| CliError::Usage("`tracekit gdbserver` reads a file".into()))?;
+    let out = explicit.unwrap_or_else(|| index::default_path(&trace));
+    if let Some(note) = why.note(&out, options.index.is_some()) {
+        writeln!(err, "{note}")?;
+    }
+    writeln!(
+        err,
+        "indexing {} (once: kept as {})…",
+        trace.display(),
+        out.display()
+    )?;
+    let progress: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(|n| {
+        if n.is_multiple_of(1 << 20) {
+            eprintln!("indexed {n} steps");
+        }
+    });
+    let build = |input: &mut Input, out: &Path| {
+        let opts = BuildOptions {
+            progress: Some(Arc::clone(&progress)),
+            ..BuildOptions::default()
+        };
+        index::build(handler, input, &mut Ctx::new(options), Some(out), opts)
+    };
+    let built = match build(input, &out) {
+        Ok(b) => b,
+        Err(trace_registry::Error::Io { .. }) => {
+            let name = out
+                .file_name()
+                .map_or_else(|| OsString::from("trace.tkidx"), ToOwned::to_owned);
+            let temp =
+                std::env::temp_dir().join(format!("tracekit-gdbserver-{}", std::process::id()));
+            std::fs::create_dir_all(&temp)
+                .map_err(|e| CliError::io(format!("cannot create {}", temp.display()), e))?;
+            let t = temp.join(name);
+            writeln!(
+                err,
+                "note: {} is not writable: indexing into {}",
+                out.display(),
+                t.display()
+            )?;
+            build(input, &t)?
+        }
+        Err(e) => return Err(CliError::usage_if_unsupported(e)),
+    };
+    writeln!(err, "indexed {} steps", built.steps)?;
+    let identity = Identity::of_input(input)?;
+    Sidecar::open(&built.path, &identity, handler.name())
+        .map_err(|why| CliError::Failed(format!("the index just built cannot be read: {why:?}")))
+}

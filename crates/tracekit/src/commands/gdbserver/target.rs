@@ -1,0 +1,775 @@
+//! The trace as a `gdbstub` target: a position (step N, the state before instruction N),
+//! registers from `state`, memory from `mem`, and execution both ways from the timeline
+//! (threads) and the sidecar index (breakpoints, watchpoints).
+
+use std::collections::{BTreeSet, HashMap};
+use std::num::NonZeroUsize;
+
+use gdbstub::arch::Arch;
+use gdbstub::common::{Signal, Tid};
+use gdbstub::outputln;
+use gdbstub::stub::MultiThreadStopReason;
+use gdbstub::target::ext::base::BaseOps;
+use gdbstub::target::ext::base::multithread::{
+    MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
+    MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::base::reverse_exec::{
+    ReplayLogPosition, ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps,
+};
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, HwWatchpoint, HwWatchpointOps, SwBreakpoint, SwBreakpointOps,
+    WatchKind,
+};
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
+use gdbstub::target::ext::target_description_xml_override::{
+    TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
+};
+use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOps};
+use gdbstub::target::{Target, TargetError, TargetResult};
+use trace_analyses::mem::{MemQuery, mem_of};
+use trace_analyses::state::state_of;
+use trace_index::Sidecar;
+use trace_registry::steps::{AccessKind, Step, Steps};
+use trace_registry::{Ctx, Error, Options};
+
+use super::regs::Layout;
+use super::timeline::Timeline;
+
+/// The `Arch` of every trace served: addresses as `u64` (an i386 trace's too), registers
+/// as the bytes of the layout the target description gives (`tracekit gdbserver` sends
+/// its own description for amd64 or i386).
+#[derive(Debug)]
+pub enum TraceArch {}
+
+impl Arch for TraceArch {
+    type Usize = u64;
+    type Registers = RegBlock;
+    type BreakpointKind = usize;
+    type RegId = NoRegId;
+}
+
+/// No single-register access (`p`): GDB reads every register with `g`.
+#[derive(Debug)]
+pub enum NoRegId {}
+
+impl gdbstub::arch::RegId for NoRegId {
+    fn from_raw_id(_id: usize) -> Option<(Self, Option<NonZeroUsize>)> {
+        None
+    }
+}
+
+/// The register block of a `g` reply: each byte, `None` where the trace does not have it
+/// (`xx` on the wire).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegBlock {
+    /// The bytes in wire order.
+    pub bytes: Vec<Option<u8>>,
+    /// The pc.
+    pub pc: u64,
+}
+
+impl gdbstub::arch::Registers for RegBlock {
+    type ProgramCounter = u64;
+
+    fn pc(&self) -> u64 {
+        self.pc
+    }
+
+    fn gdb_serialize(&self, mut write_byte: impl FnMut(Option<u8>)) {
+        for &b in &self.bytes {
+            write_byte(b);
+        }
+    }
+
+    fn gdb_deserialize(&mut self, _bytes: &[u8]) -> Result<(), ()> {
+        // The trace is read-only: `G` is refused.
+        Err(())
+    }
+}
+
+/// What stops a session: the trace could not be read where a command needed it.
+#[derive(Debug)]
+pub struct ReplayError(pub Error);
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// The stop reasons this target reports.
+pub type Stop = MultiThreadStopReason<u64>;
+
+/// One watchpoint (`Z2`/`Z3`/`Z4`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Watch {
+    addr: u64,
+    len: u64,
+    kind: WatchKind,
+}
+
+/// The most watchpoints at once (GDB falls back to software watchpoints past them).
+pub const MAX_WATCHPOINTS: usize = 8;
+
+/// How many register blocks are kept (per step visited); the cache is emptied past that.
+const CACHED_BLOCKS: usize = 256;
+
+/// `EFAULT`: GDB's "Cannot access memory at address …".
+const EFAULT: u8 = 14;
+
+/// `EROFS`: writes to a trace.
+const EROFS: u8 = 30;
+
+/// A recorded trace replayed for GDB.
+pub struct Replay<'a> {
+    steps: Box<dyn Steps + 'a>,
+    sidecar: Sidecar,
+    options: Options,
+    timeline: Timeline,
+    layout: Layout,
+    xml: String,
+    /// The summary `monitor info` prints.
+    summary: String,
+    /// The current step: the state before it.
+    pos: u64,
+    /// Added to a recorded thread id to make GDB's (non-zero) one: 1 when some thread is 0.
+    tid_offset: u64,
+    blocks: HashMap<u64, RegBlock>,
+    breakpoints: BTreeSet<u64>,
+    watchpoints: Vec<Watch>,
+    /// The thread the next resume steps, if it steps one.
+    stepping: Option<u64>,
+    /// What the last resume stopped with, for the event loop.
+    stop: Option<Stop>,
+    /// `monitor unknown-memory zero`: unknown bytes read as 0.
+    unknown_zero: bool,
+}
+
+impl std::fmt::Debug for Replay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("pos", &self.pos)
+            .field("steps", &self.timeline.count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Replay<'a> {
+    /// A replay of `steps` (at any position), whose timeline is `timeline` and whose sidecar
+    /// index is `sidecar`, starting at step 0.
+    ///
+    /// # Errors
+    ///
+    /// The trace is empty, or not x86/x86-64.
+    pub fn new(
+        steps: Box<dyn Steps + 'a>,
+        sidecar: Sidecar,
+        options: Options,
+        timeline: Timeline,
+        summary: String,
+    ) -> Result<Replay<'a>, Error> {
+        let layout = Layout::of(steps.isa()).ok_or_else(|| {
+            Error::Unsupported(
+                "`tracekit gdbserver` serves x86 and x86-64 traces; this one is of another instruction set".into(),
+            )
+        })?;
+        if timeline.count() == 0 {
+            return Err(Error::Unsupported("the trace has no steps".into()));
+        }
+        let tid_offset = u64::from(timeline.threads().contains(&0));
+        Ok(Replay {
+            steps,
+            sidecar,
+            options,
+            xml: layout.xml(),
+            layout,
+            timeline,
+            summary,
+            pos: 0,
+            tid_offset,
+            blocks: HashMap::new(),
+            breakpoints: BTreeSet::new(),
+            watchpoints: Vec::new(),
+            stepping: None,
+            stop: None,
+            unknown_zero: false,
+        })
+    }
+
+    /// The current step.
+    #[must_use]
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// GDB's id of a recorded thread.
+    fn tid(&self, thread: u64) -> Tid {
+        thread
+            .checked_add(self.tid_offset)
+            .and_then(|t| usize::try_from(t).ok())
+            .and_then(NonZeroUsize::new)
+            .unwrap_or(NonZeroUsize::MIN)
+    }
+
+    /// The recorded thread of GDB's id.
+    fn thread(&self, tid: Tid) -> u64 {
+        (tid.get() as u64).saturating_sub(self.tid_offset)
+    }
+
+    /// The thread of the current step.
+    fn current_thread(&self) -> u64 {
+        self.timeline.thread_at(self.pos).unwrap_or(0)
+    }
+
+    /// GDB's id of the thread of the current step.
+    pub fn current_tid(&self) -> Tid {
+        self.tid(self.current_thread())
+    }
+
+    /// Moves to step `n` (which must be in the trace).
+    fn goto(&mut self, n: u64) {
+        self.pos = n.min(self.timeline.count().saturating_sub(1));
+    }
+
+    /// A stop of the current thread with SIGTRAP (a step done).
+    fn trap(&self) -> Stop {
+        Stop::SignalWithThread {
+            tid: self.current_tid(),
+            signal: Signal::SIGTRAP,
+        }
+    }
+
+    /// The end of the history in one direction: the first or the last step.
+    fn history_end(&mut self, pos: ReplayLogPosition) -> Stop {
+        match pos {
+            ReplayLogPosition::Begin => self.goto(0),
+            ReplayLogPosition::End => self.goto(self.timeline.count().saturating_sub(1)),
+        }
+        Stop::ReplayLog {
+            tid: Some(self.current_tid()),
+            pos,
+        }
+    }
+
+    /// The step whose state is `thread`'s at the current position: the current step if
+    /// the thread runs it, else the thread's next step, else its last.
+    fn step_of(&self, thread: u64) -> Option<u64> {
+        self.timeline
+            .first_from(thread, self.pos)
+            .or_else(|| self.timeline.last_before(thread, self.pos))
+    }
+
+    /// The register block before step `at`.
+    fn block(&mut self, at: u64) -> Result<RegBlock, Error> {
+        if let Some(b) = self.blocks.get(&at) {
+            return Ok(b.clone());
+        }
+        let s = state_of(self.steps.as_mut(), "trace", at)?;
+        let block = RegBlock {
+            bytes: self.layout.block(&s.regs),
+            pc: s.pc,
+        };
+        if self.blocks.len() >= CACHED_BLOCKS {
+            self.blocks.clear();
+        }
+        self.blocks.insert(at, block.clone());
+        Ok(block)
+    }
+
+    /// The step `at`, read (for its accesses).
+    fn read_step(&mut self, at: u64) -> Result<Step, Error> {
+        self.steps.seek(at)?;
+        match self.steps.next_step() {
+            Some(Ok(step)) => Ok(step.clone()),
+            Some(Err(e)) => Err(e),
+            None => Err(trace_registry::steps::past_end(at, self.timeline.count())),
+        }
+    }
+
+    /// Whether step `at` makes an access of `w.kind` to `w`'s range (x64dbg records the
+    /// new value of a write only when it changed the memory, and no read/write kind
+    /// without `--disasm`: a recorded new value counts as a write, none as a read).
+    fn hits(&mut self, at: u64, w: &Watch) -> Result<bool, Error> {
+        let step = self.read_step(at)?;
+        let end = w.addr.saturating_add(w.len);
+        Ok(step.mem.iter().any(|a| {
+            let a_end = a.addr.saturating_add(u64::from(a.len.max(1)));
+            if a.addr >= end || a_end <= w.addr {
+                return false;
+            }
+            let writes = matches!(a.kind, AccessKind::Write | AccessKind::ReadWrite)
+                || (a.kind == AccessKind::Unknown && a.new.is_some());
+            let reads = matches!(a.kind, AccessKind::Read | AccessKind::ReadWrite)
+                || (a.kind == AccessKind::Unknown && a.new.is_none());
+            match w.kind {
+                WatchKind::Write => writes,
+                WatchKind::Read => reads,
+                WatchKind::ReadWrite => true,
+            }
+        }))
+    }
+
+    /// The next breakpoint hit after the current step: the step whose state to stop at.
+    fn next_break(&mut self) -> Result<Option<u64>, Error> {
+        let mut best: Option<u64> = None;
+        for &pc in &self.breakpoints {
+            let runs = self.sidecar.executions(pc)?;
+            let k = runs.partition_point(|&i| i <= self.pos);
+            if let Some(&i) = runs.get(k) {
+                best = Some(best.map_or(i, |b| b.min(i)));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The previous breakpoint hit before the current step.
+    fn prev_break(&mut self) -> Result<Option<u64>, Error> {
+        let mut best: Option<u64> = None;
+        for &pc in &self.breakpoints {
+            let runs = self.sidecar.executions(pc)?;
+            let k = runs.partition_point(|&i| i < self.pos);
+            if let Some(&i) = k.checked_sub(1).and_then(|k| runs.get(k)) {
+                best = Some(best.map_or(i, |b| b.max(i)));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The first access at or after the current step that a watchpoint sees: the step and
+    /// the watchpoint.
+    fn next_watch(&mut self) -> Result<Option<(u64, Watch)>, Error> {
+        let mut best: Option<(u64, Watch)> = None;
+        for w in self.watchpoints.clone() {
+            let list = self
+                .sidecar
+                .accesses(w.addr, w.addr.saturating_add(w.len))?;
+            let from = list.partition_point(|&i| i < self.pos);
+            for &i in list.get(from..).unwrap_or_default() {
+                if best.is_some_and(|(b, _)| b <= i) {
+                    break;
+                }
+                if self.hits(i, &w)? {
+                    best = Some((i, w));
+                    break;
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// The last access before the current step that a watchpoint sees.
+    fn prev_watch(&mut self) -> Result<Option<(u64, Watch)>, Error> {
+        let mut best: Option<(u64, Watch)> = None;
+        for w in self.watchpoints.clone() {
+            let list = self
+                .sidecar
+                .accesses(w.addr, w.addr.saturating_add(w.len))?;
+            let to = list.partition_point(|&i| i < self.pos);
+            for &i in list.get(..to).unwrap_or_default().iter().rev() {
+                if best.is_some_and(|(b, _)| b >= i) {
+                    break;
+                }
+                if self.hits(i, &w)? {
+                    best = Some((i, w));
+                    break;
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// `stepi` of `thread`: to its next step.
+    fn step_forward(&mut self, thread: u64) -> Stop {
+        let next = self
+            .timeline
+            .first_from(thread, self.pos)
+            .and_then(|at| self.timeline.first_from(thread, at.saturating_add(1)));
+        match next {
+            Some(j) => {
+                self.goto(j);
+                self.trap()
+            }
+            None => self.history_end(ReplayLogPosition::End),
+        }
+    }
+
+    /// `continue`: to the next breakpoint or watchpoint, or the end.
+    fn continue_forward(&mut self) -> Result<Stop, Error> {
+        let brk = self.next_break()?;
+        let watch = self.next_watch()?;
+        // A watchpoint stops after the accessing instruction: at the next step.
+        let watch_at = watch.map(|(i, w)| (i.saturating_add(1), i, w));
+        match (brk, watch_at) {
+            (Some(b), w) if w.is_none_or(|(at, _, _)| b <= at) => {
+                self.goto(b);
+                Ok(Stop::SwBreak(self.current_tid()))
+            }
+            (_, Some((at, i, w))) if at < self.timeline.count() => {
+                let thread = self.timeline.thread_at(i).unwrap_or(0);
+                self.goto(at);
+                Ok(Stop::Watch {
+                    tid: self.tid(thread),
+                    kind: w.kind,
+                    addr: w.addr,
+                })
+            }
+            _ => Ok(self.history_end(ReplayLogPosition::End)),
+        }
+    }
+
+    /// `reverse-continue`: to the previous breakpoint or watchpoint, or the start.
+    fn continue_backward(&mut self) -> Result<Stop, Error> {
+        let brk = self.prev_break()?;
+        // Backwards a watchpoint stops at the accessing instruction, the state before it.
+        let watch = self.prev_watch()?;
+        match (brk, watch) {
+            (Some(b), w) if w.is_none_or(|(i, _)| b > i) => {
+                self.goto(b);
+                Ok(Stop::SwBreak(self.current_tid()))
+            }
+            (_, Some((i, w))) => {
+                self.goto(i);
+                Ok(Stop::Watch {
+                    tid: self.current_tid(),
+                    kind: w.kind,
+                    addr: w.addr,
+                })
+            }
+            _ => Ok(self.history_end(ReplayLogPosition::Begin)),
+        }
+    }
+
+    /// The stop of the last resume, taken by the event loop.
+    pub fn take_stop(&mut self) -> Stop {
+        self.stop.take().unwrap_or_else(|| self.trap())
+    }
+
+    /// A monitor command's answer (lines), or the error to show.
+    fn monitor(&mut self, cmd: &str) -> String {
+        let mut words = cmd.split_whitespace();
+        let when = |r: &Replay<'_>| format!("step {} thread {}", r.pos, r.current_thread());
+        match (words.next(), words.next(), words.next()) {
+            (Some("when"), None, _) => when(self),
+            (Some("goto"), Some(n), None) => match super::super::args::number(n) {
+                Ok(n) if n < self.timeline.count() => {
+                    self.goto(n);
+                    when(self)
+                }
+                Ok(n) => format!(
+                    "step {n} is past the end: the trace has {} steps",
+                    self.timeline.count()
+                ),
+                Err(e) => format!("goto takes a step number: {e}"),
+            },
+            (Some("unknown-memory"), Some(mode @ ("zero" | "error")), None) => {
+                self.unknown_zero = mode == "zero";
+                format!(
+                    "unknown memory reads as {}",
+                    if self.unknown_zero {
+                        "zeros"
+                    } else {
+                        "an error"
+                    }
+                )
+            }
+            (Some("info"), None, _) => self.summary.clone(),
+            (Some("help") | None, _, _) => MONITOR_HELP.to_owned(),
+            _ => format!("unknown monitor command {cmd:?}\n{MONITOR_HELP}"),
+        }
+    }
+}
+
+/// What `monitor help` prints.
+pub const MONITOR_HELP: &str =
+    "monitor when                 the current step and its thread: step N thread T
+monitor goto N               jump to step N (then: maintenance flush register-cache, frame)
+monitor unknown-memory zero|error   unknown bytes read as 0, or fail (the default)
+monitor info                 the trace summary
+monitor help                 this list";
+
+impl Target for Replay<'_> {
+    type Arch = TraceArch;
+    type Error = ReplayError;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::MultiThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_monitor_cmd(&mut self) -> Option<MonitorCmdOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_target_description_xml_override(
+        &mut self,
+    ) -> Option<TargetDescriptionXmlOverrideOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn guard_rail_implicit_sw_breakpoints(&self) -> bool {
+        true
+    }
+}
+
+impl MultiThreadBase for Replay<'_> {
+    fn read_registers(&mut self, regs: &mut RegBlock, tid: Tid) -> TargetResult<(), Self> {
+        let at = self
+            .step_of(self.thread(tid))
+            .ok_or(TargetError::Errno(EFAULT))?;
+        *regs = self
+            .block(at)
+            .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
+        Ok(())
+    }
+
+    fn write_registers(&mut self, _regs: &RegBlock, _tid: Tid) -> TargetResult<(), Self> {
+        Err(TargetError::Errno(EROFS))
+    }
+
+    fn read_addrs(&mut self, start: u64, data: &mut [u8], _tid: Tid) -> TargetResult<usize, Self> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let query = MemQuery {
+            at: self.pos,
+            addr: start,
+            len: Some(data.len() as u64),
+        };
+        self.steps
+            .seek(0)
+            .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
+        let found = mem_of(
+            self.steps.as_mut(),
+            Some(&mut self.sidecar),
+            &mut Ctx::new(&self.options),
+            &query,
+        );
+        let Ok((memory, _)) = found else {
+            return Err(TargetError::Errno(EFAULT));
+        };
+        let mut n = 0;
+        for (out, b) in data.iter_mut().zip(&memory.bytes) {
+            match (b, self.unknown_zero) {
+                (Some(b), _) => *out = *b,
+                (None, true) => *out = 0,
+                (None, false) => break,
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return Err(TargetError::Errno(EFAULT));
+        }
+        Ok(n)
+    }
+
+    fn write_addrs(&mut self, _start: u64, _data: &[u8], _tid: Tid) -> TargetResult<(), Self> {
+        Err(TargetError::Errno(EROFS))
+    }
+
+    fn list_active_threads(&mut self, visit: &mut dyn FnMut(Tid)) -> Result<(), Self::Error> {
+        // The current thread first: `Hc0` (any thread) picks the first listed.
+        let current = self.current_thread();
+        visit(self.tid(current));
+        for &t in self.timeline.threads() {
+            if t != current {
+                visit(self.tid(t));
+            }
+        }
+        Ok(())
+    }
+
+    fn support_resume(&mut self) -> Option<MultiThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_thread_extra_info(&mut self) -> Option<ThreadExtraInfoOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl ThreadExtraInfo for Replay<'_> {
+    fn thread_extra_info(&self, tid: Tid, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let text = format!("thread {}", self.thread(tid));
+        let n = text.len().min(buf.len());
+        if let (Some(out), Some(src)) = (buf.get_mut(..n), text.as_bytes().get(..n)) {
+            out.copy_from_slice(src);
+        }
+        Ok(n)
+    }
+}
+
+impl MultiThreadResume for Replay<'_> {
+    fn resume(&mut self) -> Result<(), Self::Error> {
+        let stop = match self.stepping.take() {
+            Some(thread) => self.step_forward(thread),
+            None => self.continue_forward().map_err(ReplayError)?,
+        };
+        self.stop = Some(stop);
+        Ok(())
+    }
+
+    fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
+        self.stepping = None;
+        Ok(())
+    }
+
+    fn set_resume_action_continue(
+        &mut self,
+        _tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<MultiThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_reverse_step(&mut self) -> Option<ReverseStepOps<'_, Tid, Self>> {
+        Some(self)
+    }
+
+    fn support_reverse_cont(&mut self) -> Option<ReverseContOps<'_, Tid, Self>> {
+        Some(self)
+    }
+
+    fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadSingleStep for Replay<'_> {
+    fn set_resume_action_step(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        self.stepping = Some(self.thread(tid));
+        Ok(())
+    }
+}
+
+impl MultiThreadSchedulerLocking for Replay<'_> {
+    fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        // One timeline: the other threads' steps are passed over either way.
+        Ok(())
+    }
+}
+
+impl ReverseStep<Tid> for Replay<'_> {
+    fn reverse_step(&mut self, tid: Tid) -> Result<(), Self::Error> {
+        let thread = self.thread(tid);
+        let stop = match self.timeline.last_before(thread, self.pos) {
+            Some(j) => {
+                self.goto(j);
+                self.trap()
+            }
+            None => self.history_end(ReplayLogPosition::Begin),
+        };
+        self.stop = Some(stop);
+        Ok(())
+    }
+}
+
+impl ReverseCont<Tid> for Replay<'_> {
+    fn reverse_cont(&mut self) -> Result<(), Self::Error> {
+        let stop = self.continue_backward().map_err(ReplayError)?;
+        self.stop = Some(stop);
+        Ok(())
+    }
+}
+
+impl Breakpoints for Replay<'_> {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SwBreakpoint for Replay<'_> {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.breakpoints.insert(addr);
+        Ok(true)
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.breakpoints.remove(&addr))
+    }
+}
+
+impl HwWatchpoint for Replay<'_> {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        if self.watchpoints.len() >= MAX_WATCHPOINTS || len == 0 {
+            return Ok(false);
+        }
+        self.watchpoints.push(Watch { addr, len, kind });
+        Ok(true)
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let w = Watch { addr, len, kind };
+        match self.watchpoints.iter().position(|x| *x == w) {
+            Some(k) => {
+                self.watchpoints.remove(k);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+impl MonitorCmd for Replay<'_> {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), Self::Error> {
+        // Never an error: that would end the session.
+        let answer = self.monitor(&String::from_utf8_lossy(cmd));
+        for line in answer.lines() {
+            outputln!(out, "{line}");
+        }
+        Ok(())
+    }
+}
+
+impl TargetDescriptionXmlOverride for Replay<'_> {
+    fn target_description_xml(
+        &self,
+        annex: &[u8],
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        if annex != b"target.xml" {
+            return Err(TargetError::Errno(2));
+        }
+        let xml = self.xml.as_bytes();
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(xml.len());
+        let rest = xml.get(start..).unwrap_or_default();
+        let n = rest.len().min(length).min(buf.len());
+        if let (Some(out), Some(src)) = (buf.get_mut(..n), rest.get(..n)) {
+            out.copy_from_slice(src);
+        }
+        Ok(n)
+    }
+}
