@@ -553,14 +553,14 @@ impl MultiThreadBase for Replay<'_> {
         let Ok((memory, _)) = found else {
             return Err(TargetError::Errno(EFAULT));
         };
-        let mut n = 0;
+        let mut n: usize = 0;
         for (out, b) in data.iter_mut().zip(&memory.bytes) {
             match (b, self.unknown_zero) {
                 (Some(b), _) => *out = *b,
                 (None, true) => *out = 0,
                 (None, false) => break,
             }
-            n += 1;
+            n = n.saturating_add(1);
         }
         if n == 0 {
             return Err(TargetError::Errno(EFAULT));

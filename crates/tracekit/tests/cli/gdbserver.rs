@@ -1,0 +1,416 @@
+//! `tracekit gdbserver` driven by real GDB (batch sessions over `--stdio` and TCP): the
+//! registers at the steps reached by `stepi`, `reverse-stepi` and `monitor goto` equal
+//! `tracekit state`, `x/16xb` equals `tracekit mem`, breakpoints stop at the steps `xref
+//! --pc` lists and watchpoints at those `xref` lists, both ways, and the history ends both
+//! ways. Without GDB the tests print "skipped: …" and pass, unless `TRACEKIT_REQUIRE_GDB=1`
+//! (set by CI), which makes that a failure.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::common::{stdout, testdata, tracekit};
+
+/// Whether GDB runs here (else the test is skipped, or fails under `TRACEKIT_REQUIRE_GDB=1`).
+fn have_gdb() -> bool {
+    let ok = Command::new("gdb")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var_os("TRACEKIT_REQUIRE_GDB").is_some_and(|v| v == "1") {
+            panic!("gdb is not available, and TRACEKIT_REQUIRE_GDB=1");
+        }
+        eprintln!("skipped: gdb is not available (set TRACEKIT_REQUIRE_GDB=1 to fail instead)");
+    }
+    ok
+}
+
+/// A copy of the fixture `rel` in a directory of its own (its index is built there).
+fn fixture(rel: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tk-gdbserver-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = testdata(rel);
+    let dst = dir.join(src.file_name().unwrap());
+    std::fs::copy(&src, &dst).unwrap();
+    dst
+}
+
+/// The output of `gdb -batch` running `target` and then `commands`.
+fn gdb(target: &str, commands: &[&str]) -> String {
+    let mut cmd = Command::new("gdb");
+    cmd.args([
+        "-batch",
+        "-nx",
+        "-ex",
+        "set remotetimeout 60",
+        "-ex",
+        target,
+    ]);
+    for c in commands {
+        cmd.args(["-ex", c]);
+    }
+    // One file for stdout and stderr, so that the monitor's lines (stderr) stay in order
+    // with the registers (stdout).
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "tk-gdbserver-{}-{}.out",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let log = std::fs::File::create(&path).unwrap();
+    // (Its exit status is that of the last command, which may fail on purpose.)
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .status()
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(!text.contains("Remote connection closed"), "{text}");
+    text
+}
+
+/// `target remote | tracekit gdbserver --stdio FILE`.
+fn stdio_target(file: &Path) -> String {
+    format!(
+        "target remote | {} gdbserver --stdio {}",
+        env!("CARGO_BIN_EXE_tracekit"),
+        file.display()
+    )
+}
+
+/// Every `step N thread T` line `monitor when` printed, in order.
+fn whens(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            match (w.next(), w.next(), w.next(), w.next(), w.next()) {
+                (Some("step"), Some(n), Some("thread"), Some(t), None) => {
+                    Some((n.parse().ok()?, t.parse().ok()?))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The registers `info registers` printed in one block: name → value.
+fn gdb_regs(block: &str) -> Vec<(String, u64)> {
+    block
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?;
+            let v = w.next()?.strip_prefix("0x")?;
+            Some((name.to_owned(), u64::from_str_radix(v, 16).ok()?))
+        })
+        .collect()
+}
+
+/// `tracekit state --at N --json`'s registers.
+fn state(file: &Path, n: u64) -> serde_json::Value {
+    let o = tracekit([
+        "state".as_ref(),
+        "--json".as_ref(),
+        "--at".as_ref(),
+        n.to_string().as_ref(),
+        file.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["regs"].clone()
+}
+
+fn hex(v: &serde_json::Value) -> Option<u64> {
+    u64::from_str_radix(v.as_str()?.strip_prefix("0x")?, 16).ok()
+}
+
+/// Checks each probe of `text` (a block ending in `==`: `monitor when` then `info
+/// registers`) against `tracekit state`; returns the steps probed.
+fn check_probes(file: &Path, text: &str, general: &[&str]) -> Vec<u64> {
+    let mut steps = Vec::new();
+    for block in text.split("==\n") {
+        let Some(&(n, thread)) = whens(block).last() else {
+            continue;
+        };
+        let regs = gdb_regs(block);
+        let want = state(file, n);
+        for name in general {
+            let got = regs
+                .iter()
+                .find(|(r, _)| r == name)
+                .map(|&(_, v)| v)
+                .unwrap_or_else(|| panic!("no {name} in {block}"));
+            let key = match *name {
+                "eflags" if want.get("rflags").is_some() => "rflags",
+                n => n,
+            };
+            assert_eq!(
+                Some(got),
+                hex(&want[key]),
+                "{name} at step {n} (thread {thread}):\n{block}"
+            );
+        }
+        steps.push(n);
+    }
+    steps
+}
+
+const AMD64_GENERAL: &[&str] = &[
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", "rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs",
+];
+
+const PROBE: [&str; 3] = ["monitor when", "info registers", "echo ==\\n"];
+
+#[test]
+fn registers_after_stepi_reverse_stepi_and_goto_equal_state() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let mut cmds: Vec<&str> = Vec::new();
+    cmds.extend(PROBE);
+    for _ in 0..3 {
+        cmds.push("stepi");
+        cmds.extend(PROBE);
+    }
+    cmds.push("reverse-stepi");
+    cmds.extend(PROBE);
+    // Step 100 is thread 4660's, GDB's current thread: goto keeps GDB's thread.
+    cmds.extend(["monitor goto 100", "maintenance flush register-cache"]);
+    cmds.extend(PROBE);
+    cmds.push("stepi");
+    cmds.extend(PROBE);
+    let text = gdb(&stdio_target(&file), &cmds);
+    let steps = check_probes(&file, &text, AMD64_GENERAL);
+    assert_eq!(steps, [0, 1, 2, 3, 2, 100, 101], "{text}");
+}
+
+#[test]
+fn memory_equals_mem() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let text = gdb(
+        &stdio_target(&file),
+        &[
+            "monitor goto 700",
+            "maintenance flush dcache",
+            "x/16xb 0x24fe00",
+            "x/8xb 0x10",
+        ],
+    );
+    let o = tracekit([
+        "mem".as_ref(),
+        "--json".as_ref(),
+        "--at".as_ref(),
+        "700".as_ref(),
+        file.as_os_str(),
+        "0x24fe00".as_ref(),
+        "16".as_ref(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let want: Vec<u64> = v["bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    let got: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with("0x24fe0"))
+        .flat_map(|l| l.split_whitespace().skip(1))
+        .map(|b| u64::from_str_radix(b.trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert_eq!(got, want, "{text}");
+    // Nothing recorded there: GDB's own message.
+    assert!(
+        text.contains("Cannot access memory at address 0x10"),
+        "{text}"
+    );
+}
+
+/// The steps `tracekit xref` prints (`i` of each line), with `args` after the file.
+fn xref(file: &Path, args: &[&str]) -> Vec<(u64, Option<String>)> {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["xref".as_ref(), file.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    let o = tracekit(all);
+    assert!(o.status.success(), "{o:?}");
+    stdout(&o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["i"].as_u64().unwrap(),
+                v["new"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn breakpoints_stop_at_xref_pc_steps_both_ways_and_history_ends() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let pc = "0x7ff6a1b21011";
+    let hits: Vec<u64> = xref(&file, &["--pc", pc])
+        .into_iter()
+        .map(|h| h.0)
+        .collect();
+    assert!(hits.len() >= 4);
+    let brk = format!("break *{pc}");
+    let mut cmds = vec![brk.as_str()];
+    for _ in 0..4 {
+        cmds.extend(["continue", "monitor when"]);
+    }
+    for _ in 0..2 {
+        cmds.extend(["reverse-continue", "monitor when"]);
+    }
+    cmds.extend([
+        "delete",
+        "continue",
+        "monitor when",
+        "stepi",
+        "monitor when",
+    ]);
+    cmds.extend([
+        "reverse-continue",
+        "monitor when",
+        "reverse-stepi",
+        "monitor when",
+    ]);
+    let text = gdb(&stdio_target(&file), &cmds);
+    let steps: Vec<u64> = whens(&text).into_iter().map(|w| w.0).collect();
+    let last = 1099;
+    assert_eq!(
+        steps,
+        [
+            hits[0], hits[1], hits[2], hits[3], hits[2], hits[1], last, last, 0, 0
+        ],
+        "{text}"
+    );
+    assert_eq!(text.matches("hit Breakpoint 1").count(), 6, "{text}");
+    assert_eq!(
+        text.matches("No more reverse-execution history.").count(),
+        4,
+        "{text}"
+    );
+    // Each stop names the thread of its step.
+    for (n, t) in whens(&text) {
+        let o = tracekit([
+            "state".as_ref(),
+            "--json".as_ref(),
+            "--at".as_ref(),
+            n.to_string().as_ref(),
+            file.as_os_str(),
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["thread"].as_u64(), Some(t), "step {n}");
+    }
+}
+
+#[test]
+fn watchpoints_stop_after_writes_forwards_and_before_them_backwards() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    // The writes that changed the word (x64dbg records `new` only then).
+    let writes: Vec<u64> = xref(&file, &["0x24fe00:8"])
+        .into_iter()
+        .filter(|h| h.1.is_some())
+        .map(|h| h.0)
+        .collect();
+    assert!(writes.len() >= 3);
+    let mut cmds = vec!["watch *(long *)0x24fe00"];
+    for _ in 0..3 {
+        cmds.extend(["continue", "monitor when"]);
+    }
+    cmds.extend(["reverse-continue", "monitor when"]);
+    let text = gdb(&stdio_target(&file), &cmds);
+    let steps: Vec<u64> = whens(&text).into_iter().map(|w| w.0).collect();
+    assert_eq!(
+        steps,
+        [writes[0] + 1, writes[1] + 1, writes[2] + 1, writes[2]],
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("Hardware watchpoint 1: *(long *)0x24fe00")
+            .count(),
+        5,
+        "{text}"
+    );
+}
+
+#[test]
+fn tcp_session_and_threads() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tracekit"))
+        .args(["gdbserver".as_ref(), file.as_os_str()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line:?}"))
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let text = gdb(
+        &format!("target remote {addr}"),
+        &[
+            "info threads",
+            "stepi",
+            "monitor when",
+            "info registers rip",
+        ],
+    );
+    for t in ["1.4660", "1.4728", "1.4796"] {
+        assert!(text.contains(&format!("Thread {t}")), "{text}");
+    }
+    assert_eq!(whens(&text), [(1, 4660)], "{text}");
+    assert!(text.contains("0x7ff6a1b21001"), "{text}");
+    // The session ended with GDB's detach: the server exits by itself.
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn i386_registers_equal_state() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace32");
+    let mut cmds: Vec<&str> = Vec::new();
+    cmds.extend(PROBE);
+    cmds.push("stepi");
+    cmds.extend(PROBE);
+    let text = gdb(&stdio_target(&file), &cmds);
+    let steps = check_probes(
+        &file,
+        &text,
+        &[
+            "eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi", "eip", "eflags", "cs", "ss",
+            "ds", "es", "fs", "gs",
+        ],
+    );
+    assert_eq!(steps, [0, 1], "{text}");
+}
