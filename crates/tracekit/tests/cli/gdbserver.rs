@@ -414,3 +414,29 @@ fn i386_registers_equal_state() {
     );
     assert_eq!(steps, [0, 1], "{text}");
 }
+
+#[test]
+fn tenet_trace_steps_to_its_end() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("tenet/basic.log");
+    let mut cmds: Vec<&str> = Vec::new();
+    cmds.extend(PROBE);
+    for _ in 0..7 {
+        cmds.push("stepi");
+        cmds.extend(PROBE);
+    }
+    let text = gdb(&stdio_target(&file), &cmds);
+    let general = &AMD64_GENERAL[..17];
+    let steps = check_probes(&file, &text, general);
+    // Seven instructions: the seventh stepi finds no more history and stays at step 6.
+    assert_eq!(steps, [0, 1, 2, 3, 4, 5, 6, 6], "{text}");
+    assert_eq!(
+        text.matches("No more reverse-execution history.").count(),
+        1,
+        "{text}"
+    );
+    // Thread 0 of the trace is GDB's thread 1 (GDB's ids are not 0); no flags recorded.
+    assert!(text.contains("eflags         <unavailable>"), "{text}");
+}

@@ -40,7 +40,7 @@ use gdbstub::target::Target;
 use trace_index::{self as index, BuildOptions, Identity, Sidecar};
 use trace_registry::{Ctx, Handler, Input, Options};
 
-use self::target::{Replay, ReplayError, Stop};
+use self::target::{Replay, ReplayError, Source, Stop};
 use self::timeline::Timeline;
 use crate::CliError;
 
@@ -150,10 +150,22 @@ pub fn run(
     input.bytes()?;
     let sidecar = sidecar(handler, &mut input, options, err)?;
     let summary = summary(handler, &mut input, options);
+    // For a format whose steps only read on, a second input to open them again from.
+    let spare = input.share();
     let mut steps = index::steps_without_notes(handler, &mut input, &mut Ctx::new(options))
         .map_err(CliError::usage_if_unsupported)?;
     let timeline = Timeline::scan(steps.as_mut())?;
-    let replay = Replay::new(steps, sidecar, options.clone(), timeline, summary)
+    let isa = steps.isa();
+    // Steps that seek back to 0 after the scan seek anywhere.
+    let seeks = steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
+    let source = match spare {
+        Some(input) if !seeks => {
+            drop(steps);
+            Source::Reopened { input, handler }
+        }
+        _ => Source::Seekable(steps),
+    };
+    let replay = Replay::new(source, isa, sidecar, options.clone(), timeline, summary)
         .map_err(CliError::usage_if_unsupported)?;
     let conn: Conn = if args.stdio {
         Box::new(Stdio {

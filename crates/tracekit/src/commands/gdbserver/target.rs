@@ -30,8 +30,8 @@ use gdbstub::target::{Target, TargetError, TargetResult};
 use trace_analyses::mem::{MemQuery, mem_of};
 use trace_analyses::state::state_of;
 use trace_index::Sidecar;
-use trace_registry::steps::{AccessKind, Step, Steps};
-use trace_registry::{Ctx, Error, Options};
+use trace_registry::steps::{AccessKind, Isa, Step, Steps};
+use trace_registry::{Ctx, Error, Handler, Input, Options};
 
 use super::regs::Layout;
 use super::timeline::Timeline;
@@ -123,9 +123,51 @@ const EFAULT: u8 = 14;
 /// `EROFS`: writes to a trace.
 const EROFS: u8 = 30;
 
+/// Where the steps are read from.
+pub enum Source<'a> {
+    /// Steps that seek to any step, backwards too (x64dbg and tfile files in memory): kept
+    /// open for the session.
+    Seekable(Box<dyn Steps + 'a>),
+    /// A format whose steps only read on (Tenet, amber): opened again from the start for
+    /// every lookup.
+    Reopened {
+        /// The trace.
+        input: Input,
+        /// Its format.
+        handler: &'static dyn Handler,
+    },
+}
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Source::Seekable(_) => "Seekable",
+            Source::Reopened { .. } => "Reopened",
+        })
+    }
+}
+
+impl Source<'_> {
+    /// Runs `f` over steps that can seek to any step (fresh ones, for a stream).
+    fn with<R>(
+        &mut self,
+        options: &Options,
+        f: impl FnOnce(&mut dyn Steps) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        match self {
+            Source::Seekable(steps) => f(steps.as_mut()),
+            Source::Reopened { input, handler } => {
+                let mut steps =
+                    trace_index::steps_without_notes(*handler, input, &mut Ctx::new(options))?;
+                f(steps.as_mut())
+            }
+        }
+    }
+}
+
 /// A recorded trace replayed for GDB.
 pub struct Replay<'a> {
-    steps: Box<dyn Steps + 'a>,
+    source: Source<'a>,
     sidecar: Sidecar,
     options: Options,
     timeline: Timeline,
@@ -165,13 +207,14 @@ impl<'a> Replay<'a> {
     ///
     /// The trace is empty, or not x86/x86-64.
     pub fn new(
-        steps: Box<dyn Steps + 'a>,
+        source: Source<'a>,
+        isa: Isa,
         sidecar: Sidecar,
         options: Options,
         timeline: Timeline,
         summary: String,
     ) -> Result<Replay<'a>, Error> {
-        let layout = Layout::of(steps.isa()).ok_or_else(|| {
+        let layout = Layout::of(isa).ok_or_else(|| {
             Error::Unsupported(
                 "`tracekit gdbserver` serves x86 and x86-64 traces; this one is of another instruction set".into(),
             )
@@ -181,7 +224,7 @@ impl<'a> Replay<'a> {
         }
         let tid_offset = u64::from(timeline.threads().contains(&0));
         Ok(Replay {
-            steps,
+            source,
             sidecar,
             options,
             xml: layout.xml(),
@@ -267,7 +310,9 @@ impl<'a> Replay<'a> {
         if let Some(b) = self.blocks.get(&at) {
             return Ok(b.clone());
         }
-        let s = state_of(self.steps.as_mut(), "trace", at)?;
+        let s = self
+            .source
+            .with(&self.options, |steps| state_of(steps, "trace", at))?;
         let block = RegBlock {
             bytes: self.layout.block(&s.regs),
             pc: s.pc,
@@ -281,12 +326,15 @@ impl<'a> Replay<'a> {
 
     /// The step `at`, read (for its accesses).
     fn read_step(&mut self, at: u64) -> Result<Step, Error> {
-        self.steps.seek(at)?;
-        match self.steps.next_step() {
-            Some(Ok(step)) => Ok(step.clone()),
-            Some(Err(e)) => Err(e),
-            None => Err(trace_registry::steps::past_end(at, self.timeline.count())),
-        }
+        let count = self.timeline.count();
+        self.source.with(&self.options, |steps| {
+            steps.seek(at)?;
+            match steps.next_step() {
+                Some(Ok(step)) => Ok(step.clone()),
+                Some(Err(e)) => Err(e),
+                None => Err(trace_registry::steps::past_end(at, count)),
+            }
+        })
     }
 
     /// Whether step `at` makes an access of `w.kind` to `w`'s range (x64dbg records the
@@ -541,15 +589,12 @@ impl MultiThreadBase for Replay<'_> {
             addr: start,
             len: Some(data.len() as u64),
         };
-        self.steps
-            .seek(0)
-            .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
-        let found = mem_of(
-            self.steps.as_mut(),
-            Some(&mut self.sidecar),
-            &mut Ctx::new(&self.options),
-            &query,
-        );
+        let sidecar = &mut self.sidecar;
+        let options = &self.options;
+        let found = self.source.with(options, |steps| {
+            steps.seek(0)?;
+            mem_of(steps, Some(sidecar), &mut Ctx::new(options), &query)
+        });
         let Ok((memory, _)) = found else {
             return Err(TargetError::Errno(EFAULT));
         };
