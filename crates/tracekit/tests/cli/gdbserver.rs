@@ -440,3 +440,108 @@ fn tenet_trace_steps_to_its_end() {
     // Thread 0 of the trace is GDB's thread 1 (GDB's ids are not 0); no flags recorded.
     assert!(text.contains("eflags         <unavailable>"), "{text}");
 }
+
+/// `$data#checksum`.
+fn packet(data: &str) -> Vec<u8> {
+    let sum = data.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+    format!("${data}#{sum:02x}").into_bytes()
+}
+
+#[test]
+fn bad_packets_are_errors_not_panics() {
+    let file = fixture("x64dbg/basic.trace64");
+    let mut input = b"+".to_vec();
+    for p in [
+        "qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386",
+        "QStartNoAckMode",
+        "?",
+        "g",
+        "m0,0",
+        "mffffffffffffffff,10",
+        "G00",
+        "M10,1:00",
+        "Z2,24fe00,0",
+        "qXfer:features:read:target.xml:ffffffff,10",
+        "qXfer:features:read:other.xml:0,10",
+        "qRcmd,676f746f20393939393939",
+        "qRcmd,ff",
+        "vCont;s:p1.ffffffff",
+        "Hgp1.ffffffffff",
+        "g",
+        // gdbstub ends the session at a packet it cannot parse or that asks for more than
+        // a packet holds (an error, exit 1).
+        "mzz,10",
+        "m10,100000",
+    ] {
+        input.extend(packet(p));
+    }
+    input.extend(b"$garbage#zz\x03$g#00");
+    let o = crate::common::tracekit_stdin(
+        ["gdbserver".as_ref(), "--stdio".as_ref(), file.as_os_str()],
+        &input,
+    );
+    let err = crate::common::stderr(&o);
+    assert_ne!(o.status.code(), Some(101), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = stdout(&o);
+    assert!(out.contains("PacketSize=4800;"), "{out}");
+    assert!(!out.contains("fork-events"), "{out}");
+    // The memory nobody recorded is an error (EFAULT); writes are refused (EROFS).
+    assert!(out.contains("$E0e#"), "{out}");
+    assert!(out.contains("$E1e#"), "{out}");
+    // The monitor answers an unknown command with its help, and a step past the end.
+    assert!(out.contains("$OK#"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("MalformedCommand"), "{err}");
+}
+
+#[test]
+fn a_stale_index_is_rebuilt() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let mut idx = file.clone().into_os_string();
+    idx.push(".tkidx");
+    std::fs::write(&idx, b"not an index").unwrap();
+    let text = gdb(
+        &stdio_target(&file),
+        &["break *0x7ff6a1b21011", "continue", "monitor when"],
+    );
+    assert!(text.contains("note: ignoring the sidecar"), "{text}");
+    assert!(text.contains("indexed 1100 steps"), "{text}");
+    assert_eq!(whens(&text), [(6, 4660)], "{text}");
+    // Now usable: no note, no build.
+    let text = gdb(&stdio_target(&file), &["monitor when"]);
+    assert!(!text.contains("indexing"), "{text}");
+}
+
+#[test]
+fn gdb_commands_define_tk_goto() {
+    let o = tracekit(["gdbserver", "--gdb-commands"]);
+    assert!(o.status.success(), "{o:?}");
+    let cmds = stdout(&o);
+    assert!(
+        cmds.contains("define tk-goto\n  monitor goto $arg0\n"),
+        "{cmds}"
+    );
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let script = file.with_extension("gdb");
+    std::fs::write(&script, &cmds).unwrap();
+    let source = format!("source {}", script.display());
+    let text = gdb(
+        &stdio_target(&file),
+        &[
+            &source,
+            "tk-goto 700",
+            "thread 2",
+            "info registers rip",
+            "tk-when",
+        ],
+    );
+    assert!(text.contains("rip            0x7ff6a1b21011"), "{text}");
+    assert!(text.contains("step 700 thread 4728"), "{text}");
+}

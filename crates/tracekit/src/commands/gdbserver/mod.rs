@@ -48,7 +48,8 @@ use crate::CliError;
 #[derive(Debug, Clone, Args)]
 pub struct GdbserverArgs {
     /// The trace file (x86/x86-64 with an instruction stream: x64dbg, Tenet, gdb-tfile).
-    pub file: OsString,
+    #[arg(required_unless_present = "gdb_commands")]
+    pub file: Option<OsString>,
     /// The TCP port; 0 (the default) picks a free one (`listening on 127.0.0.1:PORT` says
     /// which).
     #[arg(long, default_value_t = 0)]
@@ -61,7 +62,30 @@ pub struct GdbserverArgs {
     /// --stdio FILE`).
     #[arg(long)]
     pub stdio: bool,
+    /// Print a GDB command file to `source` (`tk-goto N`, `tk-when`) and exit.
+    #[arg(long)]
+    pub gdb_commands: bool,
 }
+
+/// What `--gdb-commands` prints: GDB does not flush its caches after a monitor command,
+/// so a jump in time is the monitor command and the flushes (as rr's `back`/`forward`).
+pub const GDB_COMMANDS: &str = "# tracekit gdbserver: `source` this file in GDB.
+define tk-goto
+  monitor goto $arg0
+  maintenance flush register-cache
+  maintenance flush dcache
+  frame
+end
+document tk-goto
+tk-goto N: jump to step N of the trace (the state before instruction N).
+end
+define tk-when
+  monitor when
+end
+document tk-when
+tk-when: the current step and its thread, as `step N thread T`.
+end
+";
 
 /// The protocol on stdin and stdout (under `target remote |`, one socket).
 struct Stdio {
@@ -97,6 +121,9 @@ impl ConnectionExt for Stdio {
         Ok(None)
     }
 }
+
+/// The packet size announced to GDB (`PacketSize=4800`, as gdbserver's).
+pub const PACKET_SIZE: usize = 0x4800;
 
 /// The connection: stdio or one accepted TCP stream.
 type Conn = Box<dyn ConnectionExt<Error = std::io::Error>>;
@@ -141,12 +168,19 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
-    if args.file == "-" {
-        return Err(CliError::Usage(
-            "`tracekit gdbserver` reads a file, not stdin".into(),
-        ));
+    if args.gdb_commands {
+        out.write_all(GDB_COMMANDS.as_bytes())?;
+        return Ok(());
     }
-    let (mut input, handler) = trace_registry::open(&args.file, forced)?;
+    let file = match &args.file {
+        Some(f) if f != "-" => f,
+        _ => {
+            return Err(CliError::Usage(
+                "`tracekit gdbserver` reads a file, not stdin".into(),
+            ));
+        }
+    };
+    let (mut input, handler) = trace_registry::open(file, forced)?;
     input.bytes()?;
     let sidecar = sidecar(handler, &mut input, options, err)?;
     let summary = summary(handler, &mut input, options);
@@ -191,7 +225,11 @@ pub fn run(
 
 /// Serves one session over `conn`.
 fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), CliError> {
-    let stub = GdbStub::new(conn);
+    // gdbserver's size: GDB reads memory in packets of up to half of it.
+    let stub = GdbStub::builder(conn)
+        .packet_buffer_size(PACKET_SIZE)
+        .build()
+        .map_err(|e| CliError::Failed(format!("GDB session: {e:?}")))?;
     match stub.run_blocking::<Loop<'_>>(&mut replay) {
         Ok(DisconnectReason::Disconnect | DisconnectReason::Kill) => Ok(()),
         Ok(other) => {

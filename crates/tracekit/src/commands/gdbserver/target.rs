@@ -83,8 +83,9 @@ impl gdbstub::arch::Registers for RegBlock {
     }
 
     fn gdb_deserialize(&mut self, _bytes: &[u8]) -> Result<(), ()> {
-        // The trace is read-only: `G` is refused.
-        Err(())
+        // Parsed, so that `write_registers` refuses it with an error reply (an `Err` here
+        // would end the session).
+        Ok(())
     }
 }
 
@@ -257,9 +258,15 @@ impl<'a> Replay<'a> {
             .unwrap_or(NonZeroUsize::MIN)
     }
 
-    /// The recorded thread of GDB's id.
+    /// The recorded thread of GDB's id; the current step's for an id the trace does not
+    /// have.
     fn thread(&self, tid: Tid) -> u64 {
-        (tid.get() as u64).saturating_sub(self.tid_offset)
+        let t = (tid.get() as u64).saturating_sub(self.tid_offset);
+        if self.timeline.threads().contains(&t) {
+            t
+        } else {
+            self.current_thread()
+        }
     }
 
     /// The thread of the current step.
@@ -563,13 +570,24 @@ impl Target for Replay<'_> {
     fn guard_rail_implicit_sw_breakpoints(&self) -> bool {
         true
     }
+
+    // A replay has no forks: not announced (GDB would otherwise expect their events).
+    fn use_fork_stop_reason(&self) -> bool {
+        false
+    }
+
+    fn use_vfork_stop_reason(&self) -> bool {
+        false
+    }
+
+    fn use_vforkdone_stop_reason(&self) -> bool {
+        false
+    }
 }
 
 impl MultiThreadBase for Replay<'_> {
     fn read_registers(&mut self, regs: &mut RegBlock, tid: Tid) -> TargetResult<(), Self> {
-        let at = self
-            .step_of(self.thread(tid))
-            .ok_or(TargetError::Errno(EFAULT))?;
+        let at = self.step_of(self.thread(tid)).unwrap_or(self.pos);
         *regs = self
             .block(at)
             .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
