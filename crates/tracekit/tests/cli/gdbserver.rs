@@ -545,3 +545,18 @@ fn gdb_commands_define_tk_goto() {
     assert!(text.contains("rip            0x7ff6a1b21011"), "{text}");
     assert!(text.contains("step 700 thread 4728"), "{text}");
 }
+
+#[test]
+fn code_is_the_executed_instructions_bytes() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    let text = gdb(&stdio_target(&file), &["x/3i $pc", "stepi", "x/2i $pc"]);
+    // `tracekit dump --disasm`: push rbx (53), push rsi (56), sub rsp, 0x28 (48 83 ec 28).
+    assert!(
+        text.contains("=> 0x7ff6a1b21000:\tpush   %rbx\n   0x7ff6a1b21001:\tpush   %rsi\n   0x7ff6a1b21002:\tsub    $0x28,%rsp"),
+        "{text}"
+    );
+    assert!(text.contains("=> 0x7ff6a1b21001:\tpush   %rsi"), "{text}");
+}

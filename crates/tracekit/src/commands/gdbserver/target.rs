@@ -118,6 +118,12 @@ pub const MAX_WATCHPOINTS: usize = 8;
 /// How many register blocks are kept (per step visited); the cache is emptied past that.
 const CACHED_BLOCKS: usize = 256;
 
+/// How many instructions' bytes are kept (by pc); the cache is emptied past that.
+const CACHED_OPCODES: usize = 4096;
+
+/// The longest x86 instruction, in bytes.
+const MAX_INSTRUCTION: u64 = 15;
+
 /// `EFAULT`: GDB's "Cannot access memory at address …".
 const EFAULT: u8 = 14;
 
@@ -181,6 +187,8 @@ pub struct Replay<'a> {
     /// Added to a recorded thread id to make GDB's (non-zero) one: 1 when some thread is 0.
     tid_offset: u64,
     blocks: HashMap<u64, RegBlock>,
+    /// The bytes of the instruction at each pc looked up (`None`: none executed there).
+    opcodes: HashMap<u64, Option<Vec<u8>>>,
     breakpoints: BTreeSet<u64>,
     watchpoints: Vec<Watch>,
     /// The thread the next resume steps, if it steps one.
@@ -235,6 +243,7 @@ impl<'a> Replay<'a> {
             pos: 0,
             tid_offset,
             blocks: HashMap::new(),
+            opcodes: HashMap::new(),
             breakpoints: BTreeSet::new(),
             watchpoints: Vec::new(),
             stepping: None,
@@ -365,6 +374,60 @@ impl<'a> Replay<'a> {
                 WatchKind::ReadWrite => true,
             }
         }))
+    }
+
+    /// Fills the unknown bytes of `bytes` (at `start`) that an executed instruction's
+    /// bytes cover: the code GDB disassembles, which the trace records as the
+    /// instructions' opcodes rather than as memory.
+    fn code_bytes(&mut self, start: u64, bytes: &mut [Option<u8>]) -> Result<(), Error> {
+        let Some(first) = bytes.iter().position(Option::is_none) else {
+            return Ok(());
+        };
+        let from = start
+            .saturating_add(first as u64)
+            .saturating_sub(MAX_INSTRUCTION - 1);
+        let end = start.saturating_add(bytes.len() as u64);
+        let mut pc = from;
+        while pc < end {
+            if let Some(op) = self.opcode_at(pc)? {
+                for (k, &b) in op.iter().enumerate() {
+                    let at = pc.saturating_add(k as u64);
+                    let slot = at
+                        .checked_sub(start)
+                        .and_then(|i| usize::try_from(i).ok())
+                        .and_then(|i| bytes.get_mut(i));
+                    if let Some(slot @ None) = slot {
+                        *slot = Some(b);
+                    }
+                }
+            }
+            pc = pc.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    /// The bytes of the instruction executed at `pc` nearest the current step (the last
+    /// before it, else the first after), if one was.
+    fn opcode_at(&mut self, pc: u64) -> Result<Option<Vec<u8>>, Error> {
+        if let Some(op) = self.opcodes.get(&pc) {
+            return Ok(op.clone());
+        }
+        let runs = self.sidecar.executions(pc)?;
+        let k = runs.partition_point(|&i| i <= self.pos);
+        let step = k
+            .checked_sub(1)
+            .and_then(|k| runs.get(k))
+            .or_else(|| runs.get(k))
+            .copied();
+        let op = match step {
+            Some(j) => Some(self.read_step(j)?.opcode.to_vec()).filter(|op| !op.is_empty()),
+            None => None,
+        };
+        if self.opcodes.len() >= CACHED_OPCODES {
+            self.opcodes.clear();
+        }
+        self.opcodes.insert(pc, op.clone());
+        Ok(op)
     }
 
     /// The next breakpoint hit after the current step: the step whose state to stop at.
@@ -616,8 +679,13 @@ impl MultiThreadBase for Replay<'_> {
         let Ok((memory, _)) = found else {
             return Err(TargetError::Errno(EFAULT));
         };
+        let mut bytes = memory.bytes;
+        if bytes.iter().any(Option::is_none) {
+            self.code_bytes(start, &mut bytes)
+                .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
+        }
         let mut n: usize = 0;
-        for (out, b) in data.iter_mut().zip(&memory.bytes) {
+        for (out, b) in data.iter_mut().zip(&bytes) {
             match (b, self.unknown_zero) {
                 (Some(b), _) => *out = *b,
                 (None, true) => *out = 0,
