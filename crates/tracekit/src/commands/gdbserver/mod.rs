@@ -6,7 +6,9 @@
 //! layout of an `i386:x86-64` or `i386` target description (general, segment and flags
 //! registers, x87 and SSE where the trace has them, `xx` for the rest); `m` is `tracekit
 //! mem --at N` (the known prefix of the range, `E0e` when the first byte is unknown, so
-//! GDB says "Cannot access memory at address …"). Writes are refused (`E1e`).
+//! GDB says "Cannot access memory at address …"), its unknown bytes filled from the
+//! opcodes of the instructions executed there (so that GDB disassembles). Writes are refused
+//! (`E1e`).
 //!
 //! Execution: `stepi` moves the thread to its next step, `reverse-stepi` to its previous
 //! one; `continue` and `reverse-continue` go to the next or previous execution of a
