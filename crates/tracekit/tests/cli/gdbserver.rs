@@ -560,3 +560,44 @@ fn code_is_the_executed_instructions_bytes() {
     );
     assert!(text.contains("=> 0x7ff6a1b21001:\tpush   %rsi"), "{text}");
 }
+
+#[test]
+fn vector_registers_equal_state() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    // Step 700 is thread 4728's, GDB's thread 2.
+    let text = gdb(
+        &stdio_target(&file),
+        &[
+            "monitor goto 700",
+            "maintenance flush register-cache",
+            "thread 2",
+            "p/x $xmm0.uint128",
+            "p/x $ymm0.v2_int128",
+            "p/x $mxcsr",
+        ],
+    );
+    let want = state(&file, 700);
+    let xmm0 = want["xmm0"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("0x")
+        .trim_start_matches('0');
+    let high = want["ymm0.High"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("0x")
+        .trim_start_matches('0');
+    let high = if high.is_empty() { "0" } else { high };
+    assert!(text.contains(&format!("$1 = 0x{xmm0}\n")), "{text}");
+    assert!(
+        text.contains(&format!("$2 = {{0x{xmm0}, 0x{high}}}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("$3 = {}\n", want["MxCsr"].as_str().unwrap())),
+        "{text}"
+    );
+}

@@ -1,5 +1,5 @@
 //! The registers as GDB sees them: the wire layout of `i386:x86-64` (amd64) and `i386`
-//! (what gdbserver sends on GNU/Linux: core, sse, linux, and for amd64 segments), its
+//! (what gdbserver sends on GNU/Linux: core, sse, linux, for amd64 segments, and avx), its
 //! target description XML, and the `g` packet's bytes made from a trace's named
 //! registers (`tracekit state`'s names), `xx` for every byte the trace does not have.
 
@@ -36,6 +36,7 @@ const CORE: &str = "org.gnu.gdb.i386.core";
 const SSE: &str = "org.gnu.gdb.i386.sse";
 const LINUX: &str = "org.gnu.gdb.i386.linux";
 const SEGMENTS: &str = "org.gnu.gdb.i386.segments";
+const AVX: &str = "org.gnu.gdb.i386.avx";
 
 /// A register of the core feature taken from one of `names`.
 const fn core(
@@ -78,6 +79,18 @@ const fn st(name: &'static str, k: usize) -> WireReg {
     }
 }
 
+/// The upper half of a YMM register: GDB's name, or x64dbg's `ymmK.High`.
+const fn ymmh(name: &'static str, names: &'static [&'static str]) -> WireReg {
+    WireReg {
+        name,
+        bytes: 16,
+        ty: "uint128",
+        group: None,
+        feature: AVX,
+        source: Source::Named(names),
+    }
+}
+
 /// An SSE register.
 const fn xmm(name: &'static str, names: &'static [&'static str]) -> WireReg {
     WireReg {
@@ -100,7 +113,7 @@ const FOSEG: &[&str] = &["foseg", "x87fpu.DataSelector"];
 const FOOFF: &[&str] = &["fooff", "x87fpu.DataOffset"];
 const FLAGS: &[&str] = &["eflags", "rflags", "flags"];
 
-/// The amd64 layout (wire numbers 0–59).
+/// The amd64 layout (wire numbers 0–75).
 const AMD64: &[WireReg] = &[
     core("rax", 8, "int64", &["rax"]),
     core("rbx", 8, "int64", &["rbx"]),
@@ -190,9 +203,25 @@ const AMD64: &[WireReg] = &[
         feature: SEGMENTS,
         source: Source::Named(&["gs_base"]),
     },
+    ymmh("ymm0h", &["ymm0h", "ymm0.High"]),
+    ymmh("ymm1h", &["ymm1h", "ymm1.High"]),
+    ymmh("ymm2h", &["ymm2h", "ymm2.High"]),
+    ymmh("ymm3h", &["ymm3h", "ymm3.High"]),
+    ymmh("ymm4h", &["ymm4h", "ymm4.High"]),
+    ymmh("ymm5h", &["ymm5h", "ymm5.High"]),
+    ymmh("ymm6h", &["ymm6h", "ymm6.High"]),
+    ymmh("ymm7h", &["ymm7h", "ymm7.High"]),
+    ymmh("ymm8h", &["ymm8h", "ymm8.High"]),
+    ymmh("ymm9h", &["ymm9h", "ymm9.High"]),
+    ymmh("ymm10h", &["ymm10h", "ymm10.High"]),
+    ymmh("ymm11h", &["ymm11h", "ymm11.High"]),
+    ymmh("ymm12h", &["ymm12h", "ymm12.High"]),
+    ymmh("ymm13h", &["ymm13h", "ymm13.High"]),
+    ymmh("ymm14h", &["ymm14h", "ymm14.High"]),
+    ymmh("ymm15h", &["ymm15h", "ymm15.High"]),
 ];
 
-/// The i386 layout (wire numbers 0–41; no segments feature, which GDB 13 rejects for
+/// The i386 layout (wire numbers 0–49; no segments feature, which GDB 13 rejects for
 /// 32-bit GNU/Linux).
 const I386: &[WireReg] = &[
     core("eax", 4, "int32", &["eax"]),
@@ -251,6 +280,14 @@ const I386: &[WireReg] = &[
         feature: LINUX,
         source: Source::None,
     },
+    ymmh("ymm0h", &["ymm0h", "ymm0.High"]),
+    ymmh("ymm1h", &["ymm1h", "ymm1.High"]),
+    ymmh("ymm2h", &["ymm2h", "ymm2.High"]),
+    ymmh("ymm3h", &["ymm3h", "ymm3.High"]),
+    ymmh("ymm4h", &["ymm4h", "ymm4.High"]),
+    ymmh("ymm5h", &["ymm5h", "ymm5.High"]),
+    ymmh("ymm6h", &["ymm6h", "ymm6.High"]),
+    ymmh("ymm7h", &["ymm7h", "ymm7.High"]),
 ];
 
 /// The register layout GDB is told of: amd64 or i386.
@@ -437,9 +474,9 @@ mod tests {
 
     #[test]
     fn sizes_match_gdb_wire_layouts() {
-        // 816 − 256 (no ymm halves) for amd64, 312 for i386 (notes §3).
-        assert_eq!(Layout::of(Isa::X64).unwrap().len(), 560);
-        assert_eq!(Layout::of(Isa::X86).unwrap().len(), 312);
+        // gdbserver's amd64 and i386 layouts with AVX (notes §3).
+        assert_eq!(Layout::of(Isa::X64).unwrap().len(), 816);
+        assert_eq!(Layout::of(Isa::X86).unwrap().len(), 440);
         assert!(Layout::of(Isa::Other).is_none());
     }
 
