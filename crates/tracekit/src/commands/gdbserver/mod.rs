@@ -4,7 +4,7 @@
 //! The position is a step N (the state before instruction N, as `tracekit state --at N`),
 //! starting at 0. GDB's `g` is the stopped thread's registers there (`state`), in the
 //! layout of an `i386:x86-64` or `i386` target description (general, segment and flags
-//! registers, x87 and SSE where the trace has them, `xx` for the rest); `m` is `tracekit
+//! registers, x87, SSE and AVX where the trace has them, `xx` for the rest); `m` is `tracekit
 //! mem --at N` (the known prefix of the range, `E0e` when the first byte is unknown, so
 //! GDB says "Cannot access memory at address …"), its unknown bytes filled from the
 //! opcodes of the instructions executed there (so that GDB disassembles). Writes are refused
