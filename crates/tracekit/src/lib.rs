@@ -1212,6 +1212,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("bb_read", simpoint::bb::fuzz_read),
     ("simpoints_read", simpoint::simpoints::fuzz_read),
     ("http_request", commands::serve::http::fuzz_request),
+    ("gdb_packet", commands::gdbserver::fuzz_packets),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

@@ -601,3 +601,56 @@ fn vector_registers_equal_state() {
         "{text}"
     );
 }
+
+/// The fuzz target on packets GDB sends, with random arguments, and random bytes: never a
+/// panic.
+#[test]
+fn fuzz_target_survives_random_packets() {
+    use quickcheck::{QuickCheck, TestResult};
+    const HEADS: &[&str] = &[
+        "?",
+        "g",
+        "m",
+        "M",
+        "X",
+        "G",
+        "P",
+        "p",
+        "Z0,",
+        "z0,",
+        "Z2,",
+        "Z3,",
+        "Z4,",
+        "z2,",
+        "vCont;s:p1.",
+        "vCont;c",
+        "vCont?",
+        "bs",
+        "bc",
+        "Hg",
+        "Hc",
+        "qRcmd,",
+        "T",
+        "qfThreadInfo",
+        "qsThreadInfo",
+        "qXfer:features:read:target.xml:",
+        "qThreadExtraInfo,",
+        "D",
+        "vKill;1",
+        "k",
+    ];
+    fn prop(picks: Vec<(u8, u64, u16)>, tail: Vec<u8>) -> TestResult {
+        let mut data = packet("qSupported:multiprocess+;swbreak+;hwbreak+");
+        data.extend(packet("QStartNoAckMode"));
+        for (head, a, b) in picks.iter().take(40) {
+            let head = HEADS[usize::from(*head) % HEADS.len()];
+            data.extend(packet(&format!("{head}{a:x},{b:x}")));
+        }
+        data.extend(tail);
+        tracekit::fuzz_target("gdb_packet", &data);
+        TestResult::passed()
+    }
+    QuickCheck::new()
+        .tests(40)
+        .quickcheck(prop as fn(Vec<(u8, u64, u16)>, Vec<u8>) -> TestResult);
+}

@@ -184,25 +184,7 @@ pub fn run(
     };
     let (mut input, handler) = trace_registry::open(file, forced)?;
     input.bytes()?;
-    let sidecar = sidecar(handler, &mut input, options, err)?;
-    let summary = summary(handler, &mut input, options);
-    // For a format whose steps only read on, a second input to open them again from.
-    let spare = input.share();
-    let mut steps = index::steps_without_notes(handler, &mut input, &mut Ctx::new(options))
-        .map_err(CliError::usage_if_unsupported)?;
-    let timeline = Timeline::scan(steps.as_mut())?;
-    let isa = steps.isa();
-    // Steps that seek back to 0 after the scan seek anywhere.
-    let seeks = steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
-    let source = match spare {
-        Some(input) if !seeks => {
-            drop(steps);
-            Source::Reopened { input, handler }
-        }
-        _ => Source::Seekable(steps),
-    };
-    let replay = Replay::new(source, isa, sidecar, options.clone(), timeline, summary)
-        .map_err(CliError::usage_if_unsupported)?;
+    let replay = open_replay(handler, &mut input, options, err)?;
     let conn: Conn = if args.stdio {
         Box::new(Stdio {
             input: std::io::stdin(),
@@ -223,6 +205,111 @@ pub fn run(
         Box::new(stream)
     };
     serve(replay, conn, err)
+}
+
+/// The replay of `input` (read into memory or mapped): its sidecar index (built when
+/// needed, with notes on `err`), the timeline of its threads, and steps that seek.
+fn open_replay<'a>(
+    handler: &'static dyn Handler,
+    input: &'a mut Input,
+    options: &Options,
+    err: &mut dyn Write,
+) -> Result<Replay<'a>, CliError> {
+    let sidecar = sidecar(handler, input, options, err)?;
+    let summary = summary(handler, input, options);
+    // For a format whose steps only read on, a second input to open them again from.
+    let spare = input.share();
+    let mut steps = index::steps_without_notes(handler, input, &mut Ctx::new(options))
+        .map_err(CliError::usage_if_unsupported)?;
+    let timeline = Timeline::scan(steps.as_mut())?;
+    let isa = steps.isa();
+    // Steps that seek back to 0 after the scan seek anywhere.
+    let seeks = steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
+    let source = match spare {
+        Some(input) if !seeks => {
+            drop(steps);
+            Source::Reopened { input, handler }
+        }
+        _ => Source::Seekable(steps),
+    };
+    Replay::new(source, isa, sidecar, options.clone(), timeline, summary)
+        .map_err(CliError::usage_if_unsupported)
+}
+
+/// A connection that reads `data` and then ends (the fuzz target's GDB).
+#[cfg(feature = "fuzzing")]
+struct Scripted {
+    data: Vec<u8>,
+    at: usize,
+}
+
+#[cfg(feature = "fuzzing")]
+impl Connection for Scripted {
+    type Error = std::io::Error;
+
+    fn write(&mut self, _byte: u8) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+#[cfg(feature = "fuzzing")]
+impl ConnectionExt for Scripted {
+    fn read(&mut self) -> Result<u8, Self::Error> {
+        let b = self
+            .data
+            .get(self.at)
+            .copied()
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        self.at = self.at.saturating_add(1);
+        Ok(b)
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>, Self::Error> {
+        Ok(self.data.get(self.at).copied())
+    }
+}
+
+/// Fuzzing entry point: `data` as what GDB sends, to a session over
+/// `testdata/x64dbg/basic.trace64` (copied once into a temporary directory with its
+/// index): answers, or an error that ends the session, never a panic.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_packets(data: &[u8]) {
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+    static TRACE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let trace = TRACE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("tracekit-fuzz-gdb-{}", std::process::id()));
+        let path = dir.join("basic.trace64");
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::write(
+            &path,
+            include_bytes!("../../../../../testdata/x64dbg/basic.trace64"),
+        )
+        .ok()?;
+        Some(path)
+    });
+    let Some(trace) = trace else {
+        return;
+    };
+    let Ok((mut input, handler)) = trace_registry::open(trace.as_os_str(), None) else {
+        return;
+    };
+    if input.bytes().is_err() {
+        return;
+    }
+    let options = Options::default();
+    let Ok(replay) = open_replay(handler, &mut input, &options, &mut std::io::sink()) else {
+        return;
+    };
+    let conn: Conn = Box::new(Scripted {
+        data: data.to_vec(),
+        at: 0,
+    });
+    let _ = serve(replay, conn, &mut std::io::sink());
 }
 
 /// Serves one session over `conn`.
