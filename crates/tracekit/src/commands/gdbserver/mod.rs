@@ -199,6 +199,12 @@ pub fn run(
             .map_err(|e| CliError::io("cannot read the port listened on", e))?;
         writeln!(out, "listening on {addr}")?;
         out.flush()?;
+        if args.host.is_some() && !addr.ip().is_loopback() {
+            writeln!(
+                err,
+                "warning: serving on {addr}: anyone who can reach it can read the trace"
+            )?;
+        }
         let (stream, _) = listener
             .accept()
             .map_err(|e| CliError::io("cannot accept a connection", e))?;
