@@ -222,9 +222,9 @@ fn open_replay<'a>(
     err: &mut dyn Write,
 ) -> Result<Replay<'a>, CliError> {
     let sidecar = sidecar(handler, input, options, err)?;
-    let summary = summary(handler, input, options);
     // For a format whose steps only read on, a second input to open them again from.
     let spare = input.share();
+    let name = input.name().to_owned();
     let mut steps = index::steps_without_notes(handler, input, &mut Ctx::new(options))
         .map_err(CliError::usage_if_unsupported)?;
     let timeline = Timeline::scan(steps.as_mut())?;
@@ -238,6 +238,7 @@ fn open_replay<'a>(
         }
         _ => Source::Seekable(steps),
     };
+    let summary = summary(handler, &name, &sidecar, &timeline, isa);
     Replay::new(source, isa, sidecar, options.clone(), timeline, summary)
         .map_err(CliError::usage_if_unsupported)
 }
@@ -332,6 +333,14 @@ fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), 
             Ok(())
         }
         Err(e) => {
+            if e.is_connection_error() {
+                return match e.into_connection_error() {
+                    // GDB went away without detaching (killed, or its pipe closed).
+                    Some((io, _)) if io.kind() == std::io::ErrorKind::UnexpectedEof => Ok(()),
+                    Some((io, _)) => Err(CliError::io("GDB session", io)),
+                    None => Err(CliError::Failed("GDB session: connection error".into())),
+                };
+            }
             if e.is_target_error() {
                 if let Some(ReplayError(e)) = e.into_target_error() {
                     return Err(CliError::Trace(e));
@@ -343,12 +352,26 @@ fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), 
     }
 }
 
-/// `tracekit info`'s text, for `monitor info`.
-fn summary(handler: &dyn Handler, input: &mut Input, options: &Options) -> String {
-    match handler.info(input, &mut Ctx::new(options)) {
-        Ok(info) => info.to_text(),
-        Err(e) => format!("(no summary: {e})"),
+/// What `monitor info` prints: the trace, its format and instruction set, its steps and
+/// threads (from the timeline: no pass of its own) and the index used.
+fn summary(
+    handler: &dyn Handler,
+    name: &str,
+    sidecar: &Sidecar,
+    timeline: &Timeline,
+    isa: trace_registry::steps::Isa,
+) -> String {
+    let mut text = format!(
+        "trace: {}\nformat: {}\nisa: {isa:?}\nsteps: {}\nthreads:",
+        name,
+        handler.name(),
+        timeline.count()
+    );
+    for (thread, steps) in timeline.thread_steps() {
+        text.push_str(&format!("\n  - id: {thread}, steps: {steps}"));
     }
+    text.push_str(&format!("\nindex: {}", sidecar.path().display()));
+    text
 }
 
 /// The trace's usable sidecar index: the one beside it (or at `--index`), else one built

@@ -69,6 +69,19 @@ impl Timeline {
         &self.threads
     }
 
+    /// Each thread (in [`Timeline::threads`]'s order) with the number of steps it runs.
+    #[must_use]
+    pub fn thread_steps(&self) -> Vec<(u64, u64)> {
+        let mut counts: Vec<(u64, u64)> = self.threads.iter().map(|&t| (t, 0)).collect();
+        for (r, &(start, thread)) in self.runs.iter().enumerate() {
+            let len = self.end_of(r).saturating_sub(start);
+            if let Some(c) = counts.iter_mut().find(|(t, _)| *t == thread) {
+                c.1 = c.1.saturating_add(len);
+            }
+        }
+        counts
+    }
+
     /// The run holding step `i`.
     fn run_of(&self, i: u64) -> Option<usize> {
         if i >= self.count {
@@ -139,5 +152,6 @@ mod tests {
         assert_eq!(t.last_before(7, 2), None);
         assert_eq!(t.last_before(7, 100), Some(3));
         assert_eq!(t.last_before(5, 0), None);
+        assert_eq!(t.thread_steps(), [(5, 3), (7, 2), (9, 1)]);
     }
 }
