@@ -654,3 +654,20 @@ fn fuzz_target_survives_random_packets() {
         .tests(40)
         .quickcheck(prop as fn(Vec<(u8, u64, u16)>, Vec<u8>) -> TestResult);
 }
+
+#[test]
+fn tfile_frames_are_steps() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("gdb-tfile/amd64.tf");
+    let mut cmds: Vec<&str> = Vec::new();
+    cmds.extend(PROBE);
+    cmds.push("stepi");
+    cmds.extend(PROBE);
+    cmds.push("reverse-stepi");
+    cmds.extend(PROBE);
+    let text = gdb(&stdio_target(&file), &cmds);
+    let steps = check_probes(&file, &text, AMD64_GENERAL);
+    assert_eq!(steps, [0, 1, 0], "{text}");
+}
