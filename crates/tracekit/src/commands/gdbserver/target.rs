@@ -18,8 +18,8 @@ use gdbstub::target::ext::base::reverse_exec::{
     ReplayLogPosition, ReverseCont, ReverseContOps, ReverseStep, ReverseStepOps,
 };
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, HwWatchpoint, HwWatchpointOps, SwBreakpoint, SwBreakpointOps,
-    WatchKind,
+    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
+    SwBreakpoint, SwBreakpointOps, WatchKind,
 };
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
@@ -726,7 +726,12 @@ impl MultiThreadBase for Replay<'_> {
 
 impl ThreadExtraInfo for Replay<'_> {
     fn thread_extra_info(&self, tid: Tid, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        let text = format!("thread {}", self.thread(tid));
+        // The step whose state the thread shows.
+        let thread = self.thread(tid);
+        let text = match self.step_of(thread) {
+            Some(at) => format!("step {at}"),
+            None => String::new(),
+        };
         let n = text.len().min(buf.len());
         if let (Some(out), Some(src)) = (buf.get_mut(..n), text.as_bytes().get(..n)) {
             out.copy_from_slice(src);
@@ -821,8 +826,25 @@ impl Breakpoints for Replay<'_> {
         Some(self)
     }
 
+    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+
     fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
         Some(self)
+    }
+}
+
+impl HwBreakpoint for Replay<'_> {
+    // `hbreak`: the same executions as `break` (reported as `swbreak`, which GDB takes for
+    // either).
+    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.breakpoints.insert(addr);
+        Ok(true)
+    }
+
+    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.breakpoints.remove(&addr))
     }
 }
 
