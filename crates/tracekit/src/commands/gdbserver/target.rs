@@ -118,6 +118,9 @@ pub const MAX_WATCHPOINTS: usize = 8;
 /// How many register blocks are kept (per step visited); the cache is emptied past that.
 const CACHED_BLOCKS: usize = 256;
 
+/// How many steps the cached sidecar lists hold at most (8 bytes each).
+const CACHED_STEPS: usize = 4 << 20;
+
 /// How many instructions' bytes are kept (by pc); the cache is emptied past that.
 const CACHED_OPCODES: usize = 4096;
 
@@ -189,6 +192,12 @@ pub struct Replay<'a> {
     blocks: HashMap<u64, RegBlock>,
     /// The bytes of the instruction at each pc looked up (`None`: none executed there).
     opcodes: HashMap<u64, Option<Vec<u8>>>,
+    /// The sidecar's lists looked up: executions of a pc (`(pc, pc)`) and accesses to a
+    /// range (`(start, end)`, `start < end`), kept while GDB removes and inserts its
+    /// breakpoints at every stop.
+    lists: HashMap<(u64, u64), std::rc::Rc<Vec<u64>>>,
+    /// The steps held in `lists`.
+    listed: usize,
     breakpoints: BTreeSet<u64>,
     watchpoints: Vec<Watch>,
     /// The thread the next resume steps, if it steps one.
@@ -244,6 +253,8 @@ impl<'a> Replay<'a> {
             tid_offset,
             blocks: HashMap::new(),
             opcodes: HashMap::new(),
+            lists: HashMap::new(),
+            listed: 0,
             breakpoints: BTreeSet::new(),
             watchpoints: Vec::new(),
             stepping: None,
@@ -430,11 +441,31 @@ impl<'a> Replay<'a> {
         Ok(op)
     }
 
+    /// The steps that execute `pc` (`end` = `None`) or access `pc..end`, from the sidecar
+    /// (or the cache of the lists read).
+    fn list(&mut self, pc: u64, end: Option<u64>) -> Result<std::rc::Rc<Vec<u64>>, Error> {
+        let key = (pc, end.unwrap_or(pc));
+        if let Some(l) = self.lists.get(&key) {
+            return Ok(std::rc::Rc::clone(l));
+        }
+        let l = std::rc::Rc::new(match end {
+            None => self.sidecar.executions(pc)?,
+            Some(end) => self.sidecar.accesses(pc, end)?,
+        });
+        if self.listed.saturating_add(l.len()) > CACHED_STEPS {
+            self.lists.clear();
+            self.listed = 0;
+        }
+        self.listed = self.listed.saturating_add(l.len());
+        self.lists.insert(key, std::rc::Rc::clone(&l));
+        Ok(l)
+    }
+
     /// The next breakpoint hit after the current step: the step whose state to stop at.
     fn next_break(&mut self) -> Result<Option<u64>, Error> {
         let mut best: Option<u64> = None;
-        for &pc in &self.breakpoints {
-            let runs = self.sidecar.executions(pc)?;
+        for pc in self.breakpoints.clone() {
+            let runs = self.list(pc, None)?;
             let k = runs.partition_point(|&i| i <= self.pos);
             if let Some(&i) = runs.get(k) {
                 best = Some(best.map_or(i, |b| b.min(i)));
@@ -446,8 +477,8 @@ impl<'a> Replay<'a> {
     /// The previous breakpoint hit before the current step.
     fn prev_break(&mut self) -> Result<Option<u64>, Error> {
         let mut best: Option<u64> = None;
-        for &pc in &self.breakpoints {
-            let runs = self.sidecar.executions(pc)?;
+        for pc in self.breakpoints.clone() {
+            let runs = self.list(pc, None)?;
             let k = runs.partition_point(|&i| i < self.pos);
             if let Some(&i) = k.checked_sub(1).and_then(|k| runs.get(k)) {
                 best = Some(best.map_or(i, |b| b.max(i)));
@@ -461,9 +492,7 @@ impl<'a> Replay<'a> {
     fn next_watch(&mut self) -> Result<Option<(u64, Watch)>, Error> {
         let mut best: Option<(u64, Watch)> = None;
         for w in self.watchpoints.clone() {
-            let list = self
-                .sidecar
-                .accesses(w.addr, w.addr.saturating_add(w.len))?;
+            let list = self.list(w.addr, Some(w.addr.saturating_add(w.len)))?;
             let from = list.partition_point(|&i| i < self.pos);
             for &i in list.get(from..).unwrap_or_default() {
                 if best.is_some_and(|(b, _)| b <= i) {
@@ -482,9 +511,7 @@ impl<'a> Replay<'a> {
     fn prev_watch(&mut self) -> Result<Option<(u64, Watch)>, Error> {
         let mut best: Option<(u64, Watch)> = None;
         for w in self.watchpoints.clone() {
-            let list = self
-                .sidecar
-                .accesses(w.addr, w.addr.saturating_add(w.len))?;
+            let list = self.list(w.addr, Some(w.addr.saturating_add(w.len)))?;
             let to = list.partition_point(|&i| i < self.pos);
             for &i in list.get(..to).unwrap_or_default().iter().rev() {
                 if best.is_some_and(|(b, _)| b >= i) {
