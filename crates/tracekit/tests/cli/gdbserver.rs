@@ -671,3 +671,18 @@ fn tfile_frames_are_steps() {
     let steps = check_probes(&file, &text, AMD64_GENERAL);
     assert_eq!(steps, [0, 1, 0], "{text}");
 }
+
+#[test]
+fn traces_gdb_cannot_run_are_refused_before_indexing() {
+    for (rel, says) in [
+        ("dcfg/run.dcfg.json", "no instruction stream"),
+        ("amber/all-opcodes.tt6", "x86 and x86-64"),
+    ] {
+        let file = fixture(rel);
+        let o = tracekit(["gdbserver".as_ref(), "--stdio".as_ref(), file.as_os_str()]);
+        let err = crate::common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{rel}: {err}");
+        assert!(err.contains(says), "{rel}: {err}");
+        assert!(!err.contains("indexing"), "{rel}: {err}");
+    }
+}

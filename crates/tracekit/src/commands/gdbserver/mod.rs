@@ -221,6 +221,20 @@ fn open_replay<'a>(
     options: &Options,
     err: &mut dyn Write,
 ) -> Result<Replay<'a>, CliError> {
+    // A format without an instruction stream, or a trace of another instruction set, is
+    // refused before the index is built for it.
+    {
+        let mut steps = index::steps_without_notes(handler, input, &mut Ctx::new(options))
+            .map_err(CliError::usage_if_unsupported)?;
+        if let Some(first) = steps.next_step() {
+            first?;
+        }
+        if regs::Layout::of(steps.isa()).is_none() {
+            return Err(CliError::Usage(
+                "`tracekit gdbserver` serves x86 and x86-64 traces; this one is of another instruction set".into(),
+            ));
+        }
+    }
     let sidecar = sidecar(handler, input, options, err)?;
     // For a format whose steps only read on, a second input to open them again from.
     let spare = input.share();
