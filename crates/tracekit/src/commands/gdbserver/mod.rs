@@ -19,7 +19,18 @@
 //! Every thread of the trace is a GDB thread, named by its recorded id (plus 1 when a
 //! thread is 0, as GDB's ids are not). `monitor when` prints `step N thread T`; `monitor
 //! goto N` jumps (GDB's caches are not flushed by a monitor command: `maintenance flush
-//! register-cache` after it).
+//! register-cache` after it; `--gdb-commands` prints `tk-goto N`, which does both).
+//! A thread other than step N's shows the state before its own next step (else after its
+//! last), so every thread's registers are its own.
+//!
+//! What watchpoints see: x64dbg records the new value of a write only when it changed the
+//! memory, and (without `--disasm`) no read/write kind, so an access with a new value is a
+//! write and one without a read; GDB itself then ignores a `watch` hit whose value did not
+//! change, as on hardware.
+//!
+//! gdbstub ends the session (exit 1) at a packet it cannot parse or that does not fit its
+//! buffer; every well-formed request is answered, with an error reply where the trace
+//! cannot (`E0e` memory, `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]).
 //!
 //! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
 //! register layout ([`regs`]) and the timeline of threads ([`timeline`]).
