@@ -17,7 +17,7 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// The timeline of `steps` from their start (one [`Steps::scan`]; the steps are then at
+    /// The timeline of `steps` from their start (one lean scan, `Raw::scan`; the steps are then at
     /// their end).
     ///
     /// # Errors
