@@ -686,3 +686,30 @@ fn traces_gdb_cannot_run_are_refused_before_indexing() {
         assert!(!err.contains("indexing"), "{rel}: {err}");
     }
 }
+
+#[test]
+fn stepi_stops_at_another_threads_breakpoint_on_the_way() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    // Thread 4660 runs steps 0–102, then 517 on; thread 4728 executes 0x7ff6a1b21011 at
+    // step 109 in between (`tracekit xref --pc`).
+    let text = gdb(
+        &stdio_target(&file),
+        &[
+            "monitor goto 102",
+            "maintenance flush register-cache",
+            "break *0x7ff6a1b21011",
+            "stepi",
+            "monitor when",
+            "delete",
+            "thread 1",
+            "stepi",
+            "monitor when",
+        ],
+    );
+    assert!(text.contains("Thread 2 hit Breakpoint 1"), "{text}");
+    let steps: Vec<(u64, u64)> = whens(&text).into_iter().skip(1).collect();
+    assert_eq!(steps, [(109, 4728), (518, 4660)], "{text}");
+}

@@ -202,6 +202,9 @@ pub struct Replay<'a> {
     watchpoints: Vec<Watch>,
     /// The thread the next resume steps, if it steps one.
     stepping: Option<u64>,
+    /// Whether the next resume holds the other threads (no `c` for them: GDB stepping off
+    /// a breakpoint, or `set scheduler-locking step`).
+    locked: bool,
     /// What the last resume stopped with, for the event loop.
     stop: Option<Stop>,
     /// `monitor unknown-memory zero`: unknown bytes read as 0.
@@ -258,6 +261,7 @@ impl<'a> Replay<'a> {
             breakpoints: BTreeSet::new(),
             watchpoints: Vec::new(),
             stepping: None,
+            locked: false,
             stop: None,
             unknown_zero: false,
         })
@@ -526,19 +530,28 @@ impl<'a> Replay<'a> {
         Ok(best)
     }
 
-    /// `stepi` of `thread`: to its next step.
-    fn step_forward(&mut self, thread: u64) -> Stop {
+    /// `stepi` of `thread`: to its next step; unless the other threads are held
+    /// (`locked`), a breakpoint another thread's step reaches on the way stops there first,
+    /// as in a live all-stop session.
+    fn step_forward(&mut self, thread: u64, locked: bool) -> Result<Stop, Error> {
         let next = self
             .timeline
             .first_from(thread, self.pos)
             .and_then(|at| self.timeline.first_from(thread, at.saturating_add(1)));
-        match next {
+        if !locked
+            && let Some(b) = self.next_break()?
+            && next.is_none_or(|j| b < j)
+        {
+            self.goto(b);
+            return Ok(Stop::SwBreak(self.current_tid()));
+        }
+        Ok(match next {
             Some(j) => {
                 self.goto(j);
                 self.trap()
             }
             None => self.history_end(ReplayLogPosition::End),
-        }
+        })
     }
 
     /// `continue`: to the next breakpoint or watchpoint, or the end.
@@ -769,16 +782,19 @@ impl ThreadExtraInfo for Replay<'_> {
 
 impl MultiThreadResume for Replay<'_> {
     fn resume(&mut self) -> Result<(), Self::Error> {
+        let locked = std::mem::take(&mut self.locked);
         let stop = match self.stepping.take() {
-            Some(thread) => self.step_forward(thread),
-            None => self.continue_forward().map_err(ReplayError)?,
-        };
+            Some(thread) => self.step_forward(thread, locked),
+            None => self.continue_forward(),
+        }
+        .map_err(ReplayError)?;
         self.stop = Some(stop);
         Ok(())
     }
 
     fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
         self.stepping = None;
+        self.locked = false;
         Ok(())
     }
 
@@ -820,7 +836,9 @@ impl MultiThreadSingleStep for Replay<'_> {
 
 impl MultiThreadSchedulerLocking for Replay<'_> {
     fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
-        // One timeline: the other threads' steps are passed over either way.
+        // Only the stepping thread runs: the other threads' steps on the way are passed
+        // over without their breakpoints.
+        self.locked = true;
         Ok(())
     }
 }
