@@ -1056,7 +1056,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
         }
         Cmd::Gdbserver { args, .. } => {
             let o = r.options();
-            commands::gdbserver::run(args, r.input.format.as_deref(), &o, out, err)
+            commands::gdbserver::run(args, r.input.format.as_deref(), &o, r.input.quiet, out, err)
         }
         Cmd::Record { args, quiet, force } => {
             commands::record::run(args, force.force, quiet.quiet, err)

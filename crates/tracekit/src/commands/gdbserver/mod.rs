@@ -178,6 +178,7 @@ pub fn run(
     args: &GdbserverArgs,
     forced: Option<&str>,
     options: &Options,
+    quiet: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -195,7 +196,7 @@ pub fn run(
     };
     let (mut input, handler) = trace_registry::open(file, forced)?;
     input.bytes()?;
-    let replay = open_replay(handler, &mut input, options, err)?;
+    let replay = open_replay(handler, &mut input, options, quiet, err)?;
     let conn: Conn = if args.stdio {
         Box::new(Stdio {
             input: std::io::stdin(),
@@ -230,6 +231,7 @@ fn open_replay<'a>(
     handler: &'static dyn Handler,
     input: &'a mut Input,
     options: &Options,
+    quiet: bool,
     err: &mut dyn Write,
 ) -> Result<Replay<'a>, CliError> {
     // A format without an instruction stream, or a trace of another instruction set, is
@@ -246,7 +248,7 @@ fn open_replay<'a>(
             ));
         }
     }
-    let sidecar = sidecar(handler, input, options, err)?;
+    let sidecar = sidecar(handler, input, options, quiet, err)?;
     // For a format whose steps only read on, a second input to open them again from.
     let spare = input.share();
     let name = input.name().to_owned();
@@ -334,7 +336,7 @@ pub fn fuzz_packets(data: &[u8]) {
         return;
     }
     let options = Options::default();
-    let Ok(replay) = open_replay(handler, &mut input, &options, &mut std::io::sink()) else {
+    let Ok(replay) = open_replay(handler, &mut input, &options, true, &mut std::io::sink()) else {
         return;
     };
     let conn: Conn = Box::new(Scripted {
@@ -400,11 +402,13 @@ fn summary(
 }
 
 /// The trace's usable sidecar index: the one beside it (or at `--index`), else one built
-/// now, beside it or, where that cannot be written, in a temporary directory.
+/// now, beside it or, where that cannot be written, in a temporary directory (removed once
+/// open). `quiet`: no progress lines, only the notes.
 fn sidecar(
     handler: &dyn Handler,
     input: &mut Input,
     options: &Options,
+    quiet: bool,
     err: &mut dyn Write,
 ) -> Result<Sidecar, CliError> {
     let explicit = options.index.clone();
@@ -417,17 +421,20 @@ fn sidecar(
         .map(Path::to_owned)
         .ok_or_else(|| CliError::Usage("`tracekit gdbserver` reads a file".into()))?;
     let out = explicit.unwrap_or_else(|| index::default_path(&trace));
-    if let Some(note) = why.note(&out, options.index.is_some()) {
+    // Why an index there is not used (a missing one needs no note: it is built now).
+    if let Some(note) = why.note(&out, false) {
         writeln!(err, "{note}")?;
     }
-    writeln!(
-        err,
-        "indexing {} (once: kept as {})…",
-        trace.display(),
-        out.display()
-    )?;
-    let progress: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(|n| {
-        if n.is_multiple_of(1 << 20) {
+    if !quiet {
+        writeln!(
+            err,
+            "indexing {} (once: kept as {})…",
+            trace.display(),
+            out.display()
+        )?;
+    }
+    let progress: Arc<dyn Fn(u64) + Send + Sync> = Arc::new(move |n| {
+        if !quiet && n.is_multiple_of(1 << 20) {
             eprintln!("indexed {n} steps");
         }
     });
@@ -438,6 +445,7 @@ fn sidecar(
         };
         index::build(handler, input, &mut Ctx::new(options), Some(out), opts)
     };
+    let mut temp_dir = None;
     let built = match build(input, &out) {
         Ok(b) => b,
         Err(trace_registry::Error::Io { .. }) => {
@@ -455,12 +463,22 @@ fn sidecar(
                 out.display(),
                 t.display()
             )?;
+            temp_dir = Some(temp);
             build(input, &t)?
         }
         Err(e) => return Err(CliError::usage_if_unsupported(e)),
     };
-    writeln!(err, "indexed {} steps", built.steps)?;
+    if !quiet {
+        writeln!(err, "indexed {} steps", built.steps)?;
+    }
     let identity = Identity::of_input(input)?;
-    Sidecar::open(&built.path, &identity, handler.name())
-        .map_err(|why| CliError::Failed(format!("the index just built cannot be read: {why:?}")))
+    let opened = Sidecar::open(&built.path, &identity, handler.name())
+        .map_err(|why| CliError::Failed(format!("the index just built cannot be read: {why:?}")));
+    if let Some(temp) = temp_dir {
+        // The open file stays readable on Unix; elsewhere it stays until the temporary
+        // directory is cleaned.
+        let _ = std::fs::remove_file(&built.path);
+        let _ = std::fs::remove_dir(&temp);
+    }
+    opened
 }
