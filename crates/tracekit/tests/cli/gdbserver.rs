@@ -713,3 +713,34 @@ fn stepi_stops_at_another_threads_breakpoint_on_the_way() {
     let steps: Vec<(u64, u64)> = whens(&text).into_iter().skip(1).collect();
     assert_eq!(steps, [(109, 4728), (518, 4660)], "{text}");
 }
+
+#[test]
+fn stepping_off_a_breakpoint_sees_the_watchpoint_it_writes() {
+    if !have_gdb() {
+        return;
+    }
+    let file = fixture("x64dbg/basic.trace64");
+    // Step 109 (thread 4728, pc 0x7ff6a1b21011) writes 0x24fe00 first; then 112.
+    let text = gdb(
+        &stdio_target(&file),
+        &[
+            "monitor goto 101",
+            "maintenance flush register-cache",
+            "break *0x7ff6a1b21011",
+            "watch *(long *)0x24fe00",
+            "continue",
+            "monitor when",
+            "continue",
+            "monitor when",
+            "continue",
+            "monitor when",
+        ],
+    );
+    let steps: Vec<u64> = whens(&text).into_iter().map(|w| w.0).skip(1).collect();
+    assert_eq!(steps, [109, 110, 113], "{text}");
+    assert_eq!(
+        text.matches("hit Hardware watchpoint 2").count(),
+        2,
+        "{text}"
+    );
+}

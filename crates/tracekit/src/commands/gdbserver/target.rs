@@ -493,14 +493,18 @@ impl<'a> Replay<'a> {
 
     /// The first access at or after the current step that a watchpoint sees: the step and
     /// the watchpoint.
-    fn next_watch(&mut self) -> Result<Option<(u64, Watch)>, Error> {
+    /// Only accesses before step `until`, and with `only`, only by that step.
+    fn next_watch(&mut self, until: u64, only: Option<u64>) -> Result<Option<(u64, Watch)>, Error> {
         let mut best: Option<(u64, Watch)> = None;
         for w in self.watchpoints.clone() {
             let list = self.list(w.addr, Some(w.addr.saturating_add(w.len)))?;
             let from = list.partition_point(|&i| i < self.pos);
             for &i in list.get(from..).unwrap_or_default() {
-                if best.is_some_and(|(b, _)| b <= i) {
+                if i >= until || best.is_some_and(|(b, _)| b <= i) {
                     break;
+                }
+                if only.is_some_and(|o| o != i) {
+                    continue;
                 }
                 if self.hits(i, &w)? {
                     best = Some((i, w));
@@ -534,16 +538,38 @@ impl<'a> Replay<'a> {
     /// (`locked`), a breakpoint another thread's step reaches on the way stops there first,
     /// as in a live all-stop session.
     fn step_forward(&mut self, thread: u64, locked: bool) -> Result<Stop, Error> {
-        let next = self
-            .timeline
-            .first_from(thread, self.pos)
-            .and_then(|at| self.timeline.first_from(thread, at.saturating_add(1)));
-        if !locked
-            && let Some(b) = self.next_break()?
-            && next.is_none_or(|j| b < j)
-        {
+        let at = self.timeline.first_from(thread, self.pos);
+        let next = at.and_then(|at| self.timeline.first_from(thread, at.saturating_add(1)));
+        let limit = next.unwrap_or(self.timeline.count());
+        // A watchpoint the stepped instruction (or, with the others running, any step on
+        // the way) triggers: the stop is after that instruction.
+        let watch = match at {
+            Some(at) => self.next_watch(limit, locked.then_some(at))?,
+            None => None,
+        };
+        let brk = if locked { None } else { self.next_break()? };
+        let brk = brk.filter(|&b| b < limit && watch.is_none_or(|(i, _)| b <= i));
+        if let Some(b) = brk {
             self.goto(b);
             return Ok(Stop::SwBreak(self.current_tid()));
+        }
+        if let Some((i, w)) = watch {
+            let by = self.timeline.thread_at(i).unwrap_or(thread);
+            // The stepped thread is then before its next step; another thread's access
+            // stops at the step after it.
+            let to = if Some(i) == at {
+                next
+            } else {
+                Some(i.saturating_add(1))
+            };
+            if let Some(to) = to.filter(|&t| t < self.timeline.count()) {
+                self.goto(to);
+                return Ok(Stop::Watch {
+                    tid: self.tid(by),
+                    kind: w.kind,
+                    addr: w.addr,
+                });
+            }
         }
         Ok(match next {
             Some(j) => {
@@ -557,7 +583,7 @@ impl<'a> Replay<'a> {
     /// `continue`: to the next breakpoint or watchpoint, or the end.
     fn continue_forward(&mut self) -> Result<Stop, Error> {
         let brk = self.next_break()?;
-        let watch = self.next_watch()?;
+        let watch = self.next_watch(u64::MAX, None)?;
         // A watchpoint stops after the accessing instruction: at the next step.
         let watch_at = watch.map(|(i, w)| (i.saturating_add(1), i, w));
         match (brk, watch_at) {
