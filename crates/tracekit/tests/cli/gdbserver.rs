@@ -734,13 +734,18 @@ fn stepping_off_a_breakpoint_sees_the_watchpoint_it_writes() {
             "monitor when",
             "continue",
             "monitor when",
+            // Back over 112's write (before it), then a plain step back.
+            "reverse-stepi",
+            "monitor when",
+            "reverse-stepi",
+            "monitor when",
         ],
     );
     let steps: Vec<u64> = whens(&text).into_iter().map(|w| w.0).skip(1).collect();
-    assert_eq!(steps, [109, 110, 113], "{text}");
+    assert_eq!(steps, [109, 110, 113, 112, 111], "{text}");
     assert_eq!(
         text.matches("hit Hardware watchpoint 2").count(),
-        2,
+        3,
         "{text}"
     );
 }

@@ -875,7 +875,23 @@ impl ReverseStep<Tid> for Replay<'_> {
         let stop = match self.timeline.last_before(thread, self.pos) {
             Some(j) => {
                 self.goto(j);
-                self.trap()
+                // Stepping back over an access a watchpoint sees: before it, as
+                // `reverse-continue` stops.
+                let mut hit = None;
+                for w in self.watchpoints.clone() {
+                    if self.hits(j, &w).map_err(ReplayError)? {
+                        hit = Some(w);
+                        break;
+                    }
+                }
+                match hit {
+                    Some(w) => Stop::Watch {
+                        tid: self.current_tid(),
+                        kind: w.kind,
+                        addr: w.addr,
+                    },
+                    None => self.trap(),
+                }
             }
             None => self.history_end(ReplayLogPosition::Begin),
         };
