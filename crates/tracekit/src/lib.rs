@@ -415,6 +415,24 @@ pub enum Cmd {
         #[command(flatten)]
         index: IndexArg,
     },
+    /// Serve an x86/x86-64 trace to GDB over its remote protocol, forwards and backwards
+    /// (`target remote 127.0.0.1:PORT`, or `target remote | tracekit gdbserver --stdio
+    /// FILE`): registers and memory at any step, stepi, continue and their reverses to
+    /// breakpoints and watchpoints.
+    Gdbserver {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::gdbserver::GdbserverArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+        /// `--disasm`.
+        #[command(flatten)]
+        disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
     /// Run a program under ptrace and record every instruction of every thread (Linux
     /// x86-64), or only those in `--range`s and `--module`s: `tracekit record [-o OUT]
     /// [--format x64dbg|tenet] [--range A:B]… [--module NAME]… [--max N] -- PROG ARGS…`.
@@ -592,6 +610,12 @@ impl Cmd {
                 disasm,
                 index,
                 ..
+            }
+            | Cmd::Gdbserver {
+                input,
+                disasm,
+                index,
+                ..
             } => (Some(input), Some(disasm), Some(index), None),
             Cmd::Encode { quiet, .. } | Cmd::Regions { quiet, .. } => {
                 (None, None, None, Some(quiet))
@@ -623,6 +647,7 @@ impl Cmd {
             Cmd::Simpoint { .. } => "simpoint",
             Cmd::Regions { .. } => "regions",
             Cmd::Serve { .. } => "serve",
+            Cmd::Gdbserver { .. } => "gdbserver",
             Cmd::Record { .. } => "record",
             Cmd::Traceme(_) => "__traceme",
         }
@@ -1029,6 +1054,10 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let o = r.options();
             commands::serve::run(args, r.input.format.as_deref(), &o, out, err)
         }
+        Cmd::Gdbserver { args, .. } => {
+            let o = r.options();
+            commands::gdbserver::run(args, r.input.format.as_deref(), &o, r.input.quiet, out, err)
+        }
         Cmd::Record { args, quiet, force } => {
             commands::record::run(args, force.force, quiet.quiet, err)
         }
@@ -1183,6 +1212,7 @@ pub const FUZZ_TARGETS: &[(&str, FuzzFn)] = &[
     ("bb_read", simpoint::bb::fuzz_read),
     ("simpoints_read", simpoint::simpoints::fuzz_read),
     ("http_request", commands::serve::http::fuzz_request),
+    ("gdb_packet", commands::gdbserver::fuzz_packets),
 ];
 
 /// Runs the fuzz target `name` (see [`FUZZ_TARGETS`]) on `data`; `false` if there is none

@@ -18,6 +18,7 @@ pub mod args;
 pub mod bbv;
 pub mod diff;
 pub mod find;
+pub mod gdbserver;
 pub mod mem;
 pub mod record;
 pub mod regions;

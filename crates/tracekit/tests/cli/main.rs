@@ -21,6 +21,7 @@ mod export;
 mod find;
 mod frame;
 mod gdb_tfile;
+mod gdbserver;
 mod grammar;
 mod harden;
 mod memory;
