@@ -139,8 +139,8 @@ pub use read::{
     read_records,
 };
 pub use regs::{
-    DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,
-    word_names,
+    DebugReg, MAX_FIELD, MAX_WORDS, RegDump, RegLayout, RegisterField, Segment, X87Fpu,
+    X87Register, general_names, reg_layout, register_fields,
 };
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
 
