@@ -631,7 +631,8 @@ impl RegisterField {
 /// fields (`gs`, `fs`, `es`, `ds` in one x64 word; eight `flags.*` bytes) or holds part of
 /// a wider one (an XMM register is two x64 words). [`RegLayout::show`] turns the recorded
 /// words into fields: each field that overlaps a recorded word, once; padding only where
-/// it is not zero. [`RegLayout::changes`] turns them back into the words, byte for byte.
+/// it is not zero (or is a whole word). [`RegLayout::changes`] turns them back into the
+/// words, byte for byte.
 #[derive(Debug)]
 pub struct RegLayout {
     arch: Arch,
@@ -732,12 +733,13 @@ impl RegLayout {
     /// The fields of `regs` a block that records the words `words` (ascending, as blocks
     /// list them) shows, each handed to `f` once, in order: every named field that overlaps
     /// a recorded word (all fields of a packed word, changed or not: x64dbg records whole
-    /// words), and padding that overlaps one only where `regs` has it not zero.
+    /// words), and padding that overlaps one only where `regs` has it not zero or where it
+    /// is the whole word (two words of x86).
     ///
     /// Returns whether the words the shown fields overlap are exactly `words` (then
     /// [`RegLayout::changes`] rebuilds the block from the fields alone); else the words
     /// must be told with them (a field wider than a word recorded in part: the low half of
-    /// an XMM register; a recorded word of zero padding only).
+    /// an XMM register).
     #[inline]
     pub fn show<'l>(
         &'l self,
@@ -766,7 +768,8 @@ impl RegLayout {
             let to = usize::from(b).max(from);
             next_field = to;
             for field in self.fields.get(from..to).unwrap_or_default() {
-                if field.pad && regs.field_u64(field) == 0 {
+                // Padding of a word that holds something else, when it is zero.
+                if field.pad && field.size < w && regs.field_u64(field) == 0 {
                     continue;
                 }
                 let (first, last) = field.words(w);
@@ -1051,14 +1054,16 @@ mod tests {
                 .collect();
             assert_eq!(changes, want, "{words:?}");
         }
-        // Zero padding is not shown: a word of padding only needs the words told.
+        // Zero padding is not shown, unless it is the whole word.
         let mut shown = Vec::new();
         d.set_word(19, 0x002b_0033);
         assert!(l.show(&d, [19], |f| shown.push(f.name)));
         assert_eq!(shown, ["cs", "ss"]);
         let l = reg_layout(Arch::X86);
         let d = RegDump::new(Arch::X86);
-        assert!(!l.show(&d, [47], |_| {}));
+        let mut shown = Vec::new();
+        assert!(l.show(&d, [46, 47], |f| shown.push(f.name)));
+        assert_eq!(shown, ["mxcsr", "pad_0xbc"]);
         assert_eq!(l.changes([("pad_0xbc", 0)], None).unwrap()[0].index, 47);
         assert_eq!(l.changes([("gs|fs", 0)], None), Err("gs|fs"));
         let mut out = [0; MAX_FIELD];
