@@ -880,7 +880,7 @@ impl RegDump {
     #[inline]
     pub fn field_u64(&self, f: &RegisterField) -> u64 {
         let w = self.arch.word_size();
-        if f.size == w && f.offset % w == 0 {
+        if f.size == w && f.offset.is_multiple_of(w) {
             return self.word(f.offset / w);
         }
         let mut v = 0u64;

@@ -4,9 +4,12 @@
 //! Tables (for columnar sinks): `instructions` (`i` key, `offset`, `thread`, `pc`,
 //! `opcode`, then the general registers before the instruction, one column each: `rax`,
 //! `rcx`, `rdx`, `rbx`, `rsp`, `rbp`, `rsi`, `rdi`, `r8`…`r15`, `rip`, `rflags` on x64,
-//! `eax`…`edi`, `eip`, `eflags` on x86), `registers` (`i`, `name`, `value`: the words the
-//! block records) and `memory` (`i`, `addr`, `old`, `new`). JSON Lines does not show the
-//! register columns (`regs` shows what the block records).
+//! `eax`…`edi`, `eip`, `eflags` on x86; and `words`, the `REGDUMP` words the block records
+//! when `registers` does not tell them), `registers` (`i`, `name`, `value` or `wide`: every
+//! named field of each word the block records, [`trac_x64dbg::RegLayout::show`]) and
+//! `memory` (`i`, `addr`, `old`, `new`). JSON Lines does not show the register columns
+//! (`regs` shows what the block records, one key per register or flag: `gs`, `st0`, `fcw`,
+//! `xmm0`, `flags.z`; no key joins fields or is a byte range).
 //!
 //! With [`Options::disasm`](crate::Options::disasm), `instructions` gets `asm` after `opcode`
 //! (null when the bytes do not decode) and each `memory` row `size` (the operand's bytes in
