@@ -912,7 +912,52 @@ mod tests {
     /// leaves it to the visiting path.
     #[test]
     fn the_fast_path_binds_by_name_and_fills_what_rows_visit() {
-        let bytes = testdata("x64dbg/basic.trace64");
+        fills_what_rows_visit(&testdata("x64dbg/basic.trace64"));
+        fills_what_rows_visit(&part_recorded());
+    }
+
+    /// A trace whose second block records the low half of `xmm0` only (and `rip`): its
+    /// row tells the words; the full dump's does not.
+    fn part_recorded() -> Vec<u8> {
+        use trac_x64dbg::{
+            Arch, Header, InstructionRecord, MemAccess, Record, RegChange, ThreadField,
+        };
+        let ins = |regs: Vec<RegChange>| {
+            Record::Instruction(InstructionRecord {
+                thread: 7,
+                thread_field: ThreadField::Flagged,
+                opcode: vec![0x90],
+                regs,
+                mem: vec![MemAccess {
+                    flags: 0,
+                    address: 0x1000,
+                    old: 1,
+                    new: Some(2),
+                }],
+            })
+        };
+        let full = (0..172).map(|index| RegChange {
+            index,
+            value: u64::from(index),
+        });
+        let part = [(16, 0x401000), (40, 0x1234)].map(|(index, value)| RegChange { index, value });
+        let blocks = [ins(full.collect()), ins(part.to_vec())];
+        let bytes = trac_x64dbg::write_records(&Header::new(Arch::X64, "p.exe"), &blocks).unwrap();
+        let handler = &crate::formats::x64dbg::X64dbg;
+        let (_, rows) = records(handler, "p.trace64", &bytes, false);
+        assert_eq!(rows[0].1[8], Val::Null);
+        assert_eq!(rows[1].1[8].items(), [Val::U(16), Val::U(40)]);
+        let names: Vec<_> = rows[1].1[5]
+            .items()
+            .iter()
+            .map(|r| r.items()[0].clone())
+            .collect();
+        assert_eq!(names, [Val::S("rip".into()), Val::S("xmm0".into())]);
+        bytes
+    }
+
+    fn fills_what_rows_visit(bytes: &[u8]) {
+        let bytes = bytes.to_vec();
         let handler = &crate::formats::x64dbg::X64dbg;
         let (_, rows) = records(handler, "basic.trace64", &bytes, false);
         for children in [["regs", "mem"], ["mem", "regs"]] {
