@@ -6,6 +6,9 @@
 //! byte image they form. Some words are partly padding (uninitialised memory in x64dbg) or
 //! derived from other fields (the `flags`, `x87FPURegisters`, `mmx` and `*Fields` structs,
 //! the low halves of YMM): they are kept verbatim but are not CPU state.
+//!
+//! [`RegLayout`] names the fields, once per architecture: what `tracekit state` shows and
+//! what `dump`, `export` and the Python dicts call the fields of the words a block records.
 
 // Byte offsets here come from the constant layout tables (all below 0x560) plus small
 // field offsets; none of the arithmetic can overflow.
