@@ -242,9 +242,10 @@ impl RegDump {
 
     /// Byte `off` of the REGDUMP image.
     fn byte(&self, off: usize) -> u8 {
+        // Word sizes are powers of two (4, 8).
         let w = self.arch.word_size();
-        let word = self.word(off / w);
-        (word >> ((off % w) * 8)) as u8
+        let word = self.word(off >> w.trailing_zeros());
+        (word >> ((off & (w - 1)) * 8)) as u8
     }
 
     /// `N` bytes of the REGDUMP image from `off`.
@@ -619,8 +620,10 @@ impl RegisterField {
     #[must_use]
     #[inline]
     pub fn words(&self, word: usize) -> (usize, usize) {
+        // Word sizes are powers of two (4, 8): shifts, not divisions.
+        let shift = word.trailing_zeros();
         let last = self.offset + self.size.max(1) - 1;
-        (self.offset / word, last / word)
+        (self.offset >> shift, last >> shift)
     }
 }
 
@@ -883,8 +886,16 @@ impl RegDump {
     #[inline]
     pub fn field_u64(&self, f: &RegisterField) -> u64 {
         let w = self.arch.word_size();
-        if f.size == w && f.offset.is_multiple_of(w) {
-            return self.word(f.offset / w);
+        // Word sizes are powers of two (4, 8): shifts, not divisions. A field inside one
+        // word (every field of at most a word but x87r data) is one read.
+        let at = f.offset & (w - 1);
+        if at + f.size <= w {
+            let v = self.word(f.offset >> w.trailing_zeros()) >> (8 * at);
+            return if f.size >= 8 {
+                v
+            } else {
+                v & ((1u64 << (8 * f.size)) - 1)
+            };
         }
         let mut v = 0u64;
         for k in (0..f.size.min(8)).rev() {
