@@ -919,8 +919,19 @@ impl RegDump {
     #[inline]
     pub fn field_be<'o>(&self, f: &RegisterField, out: &'o mut [u8; MAX_FIELD]) -> &'o [u8] {
         let n = f.size.min(MAX_FIELD);
-        for (k, b) in out.iter_mut().take(n).enumerate() {
-            *b = self.byte(f.offset + (n - 1 - k));
+        // The words the field overlaps, a word at a time (word sizes are powers of two).
+        let w = self.arch.word_size();
+        let at = f.offset & (w - 1);
+        let mut le = [0u8; 2 * MAX_FIELD];
+        let mut i = f.offset >> w.trailing_zeros();
+        for chunk in le.chunks_mut(w).take((at + n).div_ceil(w)) {
+            let bytes = self.word(i).to_le_bytes();
+            chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or_default());
+            i += 1;
+        }
+        let field = le.get(at..at + n).unwrap_or_default();
+        for (b, v) in out.iter_mut().zip(field.iter().rev()) {
+            *b = *v;
         }
         out.get(..n).unwrap_or_default()
     }
@@ -1083,6 +1094,22 @@ mod tests {
         let mut out = [0; MAX_FIELD];
         let st0 = l.by_name("st0").unwrap();
         assert_eq!(d.field_be(st0, &mut out).len(), 10);
+        // Big-endian bytes of the little-endian field, on both word sizes.
+        for arch in [Arch::X64, Arch::X86] {
+            let words: Vec<u64> = (0..MAX_WORDS as u64)
+                .map(|i| i * 0x0101_0101_0101 + 7)
+                .collect();
+            let d = RegDump::from_words(arch, &words);
+            for f in reg_layout(arch).fields() {
+                let be = d.field_be(f, &mut out).to_vec();
+                let want = d.field_u128(f).to_be_bytes();
+                assert_eq!(be, want[MAX_FIELD - f.size..], "{arch} {}", f.name);
+                assert_eq!(d.field(f).iter().rev().copied().collect::<Vec<_>>(), be);
+                if f.size <= 8 {
+                    assert_eq!(u128::from(d.field_u64(f)), d.field_u128(f), "{}", f.name);
+                }
+            }
+        }
     }
 
     #[test]
