@@ -923,11 +923,11 @@ impl RegDump {
         let w = self.arch.word_size();
         let at = f.offset & (w - 1);
         let mut le = [0u8; 2 * MAX_FIELD];
-        let mut i = f.offset >> w.trailing_zeros();
-        for chunk in le.chunks_mut(w).take((at + n).div_ceil(w)) {
+        let first = f.offset >> w.trailing_zeros();
+        let chunks = le.chunks_mut(w).take((at + n).div_ceil(w));
+        for (i, chunk) in (first..).zip(chunks) {
             let bytes = self.word(i).to_le_bytes();
             chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or_default());
-            i += 1;
         }
         let field = le.get(at..at + n).unwrap_or_default();
         for (b, v) in out.iter_mut().zip(field.iter().rev()) {
