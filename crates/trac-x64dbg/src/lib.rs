@@ -36,7 +36,11 @@
 //! - Every violation (block type, counts, indices, opcode length, truncation) is an
 //!   [`Error`] with its file offset. The pre-PR-#3920 thread-id bug is detected and
 //!   recovered ([`ThreadIdMode`]).
-//! - [`RegDump`]: the x64/x86 register dump with named accessors.
+//! - [`RegDump`]: the x64/x86 register dump with named accessors; [`RegLayout`]
+//!   ([`reg_layout`]): its fields stated once, every register and flag by name, offset and
+//!   size (`rax`, `gs`, `st0`, `fcw`, `mxcsr`, `xmm0`, `flags.z`, …) with the padding
+//!   between them, and the way between the words a block records and those fields, both
+//!   directions, byte for byte ([`RegLayout::show`], [`RegLayout::changes`]).
 //! - [`Writer`] (blocks as given, for byte-exact round trips) and [`Recorder`] (blocks as
 //!   x64dbg writes them, from register states; optional legacy thread-id behaviour).
 //!
@@ -139,8 +143,8 @@ pub use read::{
     read_records,
 };
 pub use regs::{
-    DebugReg, MAX_WORDS, RegDump, RegisterField, Segment, X87Fpu, X87Register, register_fields,
-    word_names,
+    DebugReg, MAX_FIELD, MAX_WORDS, RegDump, RegLayout, RegisterField, Segment, X87Fpu,
+    X87Register, general_names, reg_layout, register_fields,
 };
 pub use write::{Recorder, RecorderOptions, Step, Writer, write_records};
 

@@ -6,11 +6,17 @@
 //! byte image they form. Some words are partly padding (uninitialised memory in x64dbg) or
 //! derived from other fields (the `flags`, `x87FPURegisters`, `mmx` and `*Fields` structs,
 //! the low halves of YMM): they are kept verbatim but are not CPU state.
+//!
+//! [`RegLayout`] names the fields, once per architecture: what `tracekit state` shows and
+//! what `dump`, `export` and the Python dicts call the fields of the words a block records.
 
 // Byte offsets here come from the constant layout tables (all below 0x560) plus small
 // field offsets; none of the arithmetic can overflow.
 #![allow(clippy::arithmetic_side_effects)]
 
+use std::sync::OnceLock;
+
+use crate::RegChange;
 use crate::header::Arch;
 
 /// Byte offsets of the parts of the stored `REGDUMP` that differ between x64 and x86.
@@ -236,9 +242,10 @@ impl RegDump {
 
     /// Byte `off` of the REGDUMP image.
     fn byte(&self, off: usize) -> u8 {
+        // Word sizes are powers of two (4, 8).
         let w = self.arch.word_size();
-        let word = self.word(off / w);
-        (word >> ((off % w) * 8)) as u8
+        let word = self.word(off >> w.trailing_zeros());
+        (word >> ((off & (w - 1)) * 8)) as u8
     }
 
     /// `N` bytes of the REGDUMP image from `off`.
@@ -494,10 +501,12 @@ impl RegDump {
     }
 }
 
-/// A named field of the stored `REGDUMP`: byte offset, size, name.
+/// A named field of the stored `REGDUMP`: byte offset, size, name (made once per
+/// architecture, see [`RegLayout`]).
 type Field = (usize, usize, String);
 
-fn fields(arch: Arch) -> Vec<Field> {
+/// The named fields of `arch`, in dump order (padding not included).
+fn named_fields(arch: Arch) -> Vec<Field> {
     let l = layout(arch);
     let w = arch.word_size();
     let mut f: Vec<Field> = Vec::new();
@@ -522,21 +531,25 @@ fn fields(arch: Arch) -> Vec<Field> {
     {
         f.push((l.debug + w * i, w, (*n).to_owned()));
     }
-    f.push((l.register_area, 80, "RegisterArea".into()));
+    // `RegisterArea`: ST(0)…ST(7), 10 bytes each, in stack order.
+    for i in 0..8 {
+        f.push((l.register_area + 10 * i, 10, format!("st{i}")));
+    }
+    // `x87fpu`, by the names of the FXSAVE fields (the selectors are Windows' 32-bit ones).
     let fpu: [(usize, usize, &str); 8] = [
-        (0, 2, "ControlWord"),
-        (2, 2, "StatusWord"),
-        (4, 2, "TagWord"),
-        (8, 4, "ErrorOffset"),
-        (12, 4, "ErrorSelector"),
-        (16, 4, "DataOffset"),
-        (20, 4, "DataSelector"),
-        (24, 4, "Cr0NpxState"),
+        (0, 2, "fcw"),
+        (2, 2, "fsw"),
+        (4, 2, "ftw"),
+        (8, 4, "fip"),
+        (12, 4, "fcs"),
+        (16, 4, "fdp"),
+        (20, 4, "fds"),
+        (24, 4, "cr0npxstate"),
     ];
     for (o, s, n) in fpu {
-        f.push((l.x87fpu + o, s, format!("x87fpu.{n}")));
+        f.push((l.x87fpu + o, s, n.to_owned()));
     }
-    f.push((l.mxcsr, 4, "MxCsr".into()));
+    f.push((l.mxcsr, 4, "mxcsr".into()));
     for i in 0..l.xmm_count {
         f.push((l.xmm + 16 * i, 16, format!("xmm{i}")));
     }
@@ -583,138 +596,519 @@ fn fields(arch: Arch) -> Vec<Field> {
     f
 }
 
-/// Every named field of the `REGDUMP` of `arch`, in dump order: the general registers,
-/// `rip`/`eip` and the flags, segments, debug registers, the x87 area and control words,
-/// MXCSR, XMM, YMM halves, the flag bits (`flags.c` …), the x87 registers, MMX, the fields
-/// of MXCSR and the x87 status and control words, and `lastError`.
-#[must_use]
-pub fn register_fields(arch: Arch) -> Vec<RegisterField> {
-    fields(arch)
-        .into_iter()
-        .map(|(offset, size, name)| RegisterField { offset, size, name })
-        .collect()
-}
-
-/// One named field of the `REGDUMP`: see [`register_fields`] and [`RegDump::field`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One field of the stored `REGDUMP`: a named register or flag, or padding. See
+/// [`RegLayout`], [`register_fields`] and [`RegDump::field`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterField {
     /// The byte offset in the stored dump.
     pub offset: usize,
-    /// The size in bytes (1 for the flag bits, which x64dbg stores as one byte each).
+    /// The size in bytes (1 for the flag bits, which x64dbg stores as one byte each; at
+    /// most [`MAX_FIELD`]).
     pub size: usize,
-    /// x64dbg's name (`rax`, `xmm3`, `ymm0.High`, `flags.z`, `x87r2.data`, `lastError`).
-    pub name: String,
+    /// Its name: `rax`, `gs`, `st3`, `fcw`, `mxcsr`, `xmm3`, `ymm0.High`, `flags.z`,
+    /// `x87r2.data`, `lastError`; padding is `pad_0x…` (its byte offset).
+    pub name: &'static str,
+    /// Padding (uninitialised bytes in x64dbg), not CPU state.
+    pub pad: bool,
+}
+
+/// The largest field, in bytes (an XMM register or a YMM half).
+pub const MAX_FIELD: usize = 16;
+
+impl RegisterField {
+    /// The first and the last `REGDUMP` word the field overlaps (`word` bytes each).
+    #[must_use]
+    #[inline]
+    pub fn words(&self, word: usize) -> (usize, usize) {
+        // Word sizes are powers of two (4, 8): shifts, not divisions.
+        let shift = word.trailing_zeros();
+        let last = self.offset + self.size.max(1) - 1;
+        (self.offset >> shift, last >> shift)
+    }
+}
+
+/// The fields of one architecture's stored `REGDUMP`, stated once: every named register
+/// and flag with its byte offset and size ([`RegLayout::named`]: what `tracekit state`
+/// shows), and with them the padding between them ([`RegLayout::fields`]), so that every
+/// byte of the dump belongs to exactly one field. Made once per architecture
+/// ([`reg_layout`]).
+///
+/// x64dbg records a block's register changes per word of the dump. A word packs several
+/// fields (`gs`, `fs`, `es`, `ds` in one x64 word; eight `flags.*` bytes) or holds part of
+/// a wider one (an XMM register is two x64 words). [`RegLayout::show`] turns the recorded
+/// words into fields: each field that overlaps a recorded word, once; padding only where
+/// it is not zero (or is a whole word). [`RegLayout::changes`] turns them back into the
+/// words, byte for byte.
+#[derive(Debug)]
+pub struct RegLayout {
+    arch: Arch,
+    /// Every field, padding included, by offset.
+    fields: Vec<RegisterField>,
+    /// The named fields, by offset.
+    named: Vec<RegisterField>,
+    /// By word: the range of `fields` that overlaps it.
+    by_word: Vec<(u16, u16)>,
+}
+
+/// The names that are not `&'static` by themselves, kept for the life of the program (one
+/// layout per architecture, made once).
+fn keep(name: String) -> &'static str {
+    name.leak()
+}
+
+impl RegLayout {
+    fn new(arch: Arch) -> RegLayout {
+        let w = arch.word_size();
+        let total = usize::from(arch.regdump_words()) * w;
+        let mut named: Vec<RegisterField> = named_fields(arch)
+            .into_iter()
+            .map(|(offset, size, name)| RegisterField {
+                offset,
+                size,
+                name: keep(name),
+                pad: false,
+            })
+            .collect();
+        named.sort_by_key(|f| f.offset);
+        let mut fields = Vec::with_capacity(named.len() * 2);
+        let mut at = 0;
+        for f in named.iter().chain(core::iter::once(&RegisterField {
+            offset: total,
+            size: 0,
+            name: "",
+            pad: true,
+        })) {
+            // Padding before `f`, cut at word boundaries: a pad never spans two words.
+            while at < f.offset {
+                let end = f.offset.min((at / w + 1) * w);
+                fields.push(RegisterField {
+                    offset: at,
+                    size: end - at,
+                    name: keep(format!("pad_{at:#x}")),
+                    pad: true,
+                });
+                at = end;
+            }
+            if f.size > 0 {
+                fields.push(*f);
+                at = f.offset + f.size;
+            }
+        }
+        let by_word = (0..usize::from(arch.regdump_words()))
+            .map(|i| {
+                let (start, end) = (i * w, (i + 1) * w);
+                let first = fields.partition_point(|f| f.offset + f.size <= start);
+                let last = fields.partition_point(|f| f.offset < end);
+                let narrow = |k: usize| u16::try_from(k).unwrap_or(u16::MAX);
+                (narrow(first), narrow(last.max(first)))
+            })
+            .collect();
+        RegLayout {
+            arch,
+            fields,
+            named,
+            by_word,
+        }
+    }
+
+    /// The architecture.
+    #[must_use]
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// Every field, padding included, by offset.
+    #[must_use]
+    pub fn fields(&self) -> &[RegisterField] {
+        &self.fields
+    }
+
+    /// The named fields (no padding), by offset: the general registers first
+    /// ([`crate::general_words`] of them, one word each).
+    #[must_use]
+    pub fn named(&self) -> &[RegisterField] {
+        &self.named
+    }
+
+    /// The field called `name` (padding included).
+    #[must_use]
+    pub fn by_name(&self, name: &str) -> Option<&RegisterField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The fields of `regs` a block that records the words `words` (ascending, as blocks
+    /// list them) shows, each handed to `f` once, in order: every named field that overlaps
+    /// a recorded word (all fields of a packed word, changed or not: x64dbg records whole
+    /// words), and padding that overlaps one only where `regs` has it not zero or where it
+    /// is the whole word (two words of x86).
+    ///
+    /// Returns whether the words the shown fields overlap are exactly `words` (then
+    /// [`RegLayout::changes`] rebuilds the block from the fields alone); else the words
+    /// must be told with them (a field wider than a word recorded in part: the low half of
+    /// an XMM register).
+    #[inline]
+    pub fn show<'l>(
+        &'l self,
+        regs: &RegDump,
+        words: impl IntoIterator<Item = u16>,
+        mut f: impl FnMut(&'l RegisterField),
+    ) -> bool {
+        let w = self.arch.word_size();
+        let mut exact = true;
+        // The next field not shown yet, and the last word the shown fields overlap.
+        let mut next_field = 0usize;
+        let mut covered: Option<usize> = None;
+        let mut previous: Option<usize> = None;
+        for word in words {
+            let i = usize::from(word);
+            // A word the fields shown so far overlap must be recorded: no gap before `i`.
+            if let (Some(c), Some(p)) = (covered, previous)
+                && c > p
+                && i != p + 1
+            {
+                exact = false;
+            }
+            let mut shown_here = covered.is_some_and(|c| c >= i);
+            let (a, b) = self.by_word.get(i).copied().unwrap_or((0, 0));
+            let from = usize::from(a).max(next_field);
+            let to = usize::from(b).max(from);
+            next_field = to;
+            for field in self.fields.get(from..to).unwrap_or_default() {
+                // Padding of a word that holds something else, when it is zero.
+                if field.pad && field.size < w && regs.field_u64(field) == 0 {
+                    continue;
+                }
+                let (first, last) = field.words(w);
+                if first < i {
+                    exact = false;
+                }
+                covered = Some(covered.map_or(last, |c| c.max(last)));
+                shown_here = true;
+                f(field);
+            }
+            if !shown_here {
+                exact = false;
+            }
+            previous = Some(i);
+        }
+        if let (Some(c), Some(p)) = (covered, previous)
+            && c > p
+        {
+            exact = false;
+        }
+        exact
+    }
+
+    /// The register changes of a block from the fields it shows ([`RegLayout::show`]):
+    /// `fields` gives each field's name and value (little-endian, as
+    /// [`RegDump::field_u128`] reads it), `words` the recorded words when the fields do not
+    /// tell them. Padding that is not given is zero. An unknown name is an error (the
+    /// name).
+    pub fn changes<'n>(
+        &self,
+        fields: impl IntoIterator<Item = (&'n str, u128)>,
+        words: Option<&[u16]>,
+    ) -> Result<Vec<RegChange>, &'n str> {
+        let w = self.arch.word_size();
+        let mut image = RegDump::new(self.arch);
+        let mut covered = [0u64; MAX_WORDS.div_ceil(64)];
+        for (name, value) in fields {
+            let field = self.by_name(name).ok_or(name)?;
+            let bytes = value.to_le_bytes();
+            image.set_bytes(field.offset, bytes.get(..field.size).unwrap_or(&bytes));
+            let (first, last) = field.words(w);
+            for i in first..=last {
+                if let Some(bits) = covered.get_mut(i / 64) {
+                    *bits |= 1 << (i % 64);
+                }
+            }
+        }
+        let recorded: Vec<u16> = match words {
+            Some(words) => words.to_vec(),
+            None => (0..MAX_WORDS)
+                .filter(|i| covered.get(i / 64).is_some_and(|b| b >> (i % 64) & 1 == 1))
+                .filter_map(|i| u16::try_from(i).ok())
+                .collect(),
+        };
+        Ok(recorded
+            .into_iter()
+            .map(|index| RegChange {
+                index,
+                value: image.word(usize::from(index)),
+            })
+            .collect())
+    }
+}
+
+/// The field layout of `arch`'s `REGDUMP` (made on first use).
+#[must_use]
+pub fn reg_layout(arch: Arch) -> &'static RegLayout {
+    static LAYOUTS: [OnceLock<RegLayout>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (cell, arch) = match arch {
+        Arch::X64 => (&LAYOUTS[0], Arch::X64),
+        Arch::X86 => (&LAYOUTS[1], Arch::X86),
+    };
+    cell.get_or_init(|| RegLayout::new(arch))
+}
+
+/// Every named field of the `REGDUMP` of `arch`, by offset ([`RegLayout::named`]): the
+/// general registers, `rip`/`eip` and the flags, segments, debug registers, `st0`…`st7`
+/// (x87 `RegisterArea`), the x87 control words and pointers (`fcw`, `fsw`, `ftw`, `fip`,
+/// `fcs`, `fdp`, `fds`, `cr0npxstate`), `mxcsr`, XMM, YMM halves, the flag bits
+/// (`flags.c` …), the x87 registers, MMX, the fields of MXCSR and the x87 status and
+/// control words, and `lastError`.
+#[must_use]
+pub fn register_fields(arch: Arch) -> &'static [RegisterField] {
+    reg_layout(arch).named()
+}
+
+/// The names of the general registers of `arch` ([`crate::general_words`]: `rax`…`r15`,
+/// `rip`, `rflags`; `eax`…`edi`, `eip`, `eflags`), one word each.
+pub fn general_names(arch: Arch) -> impl Iterator<Item = &'static str> {
+    register_fields(arch)
+        .iter()
+        .take(crate::general_words(arch))
+        .map(|f| f.name)
 }
 
 impl RegDump {
     /// The bytes of field `f` (little-endian), zero-filled past the stored words.
     #[must_use]
     pub fn field(&self, f: &RegisterField) -> Vec<u8> {
-        let w = self.arch.word_size();
         (f.offset..f.offset.saturating_add(f.size))
-            .map(|byte| {
-                let word = self.word(byte / w);
-                // `byte % w` < 8: the shift stays in range.
-                (word >> (8 * (byte % w))) as u8
-            })
+            .map(|byte| self.byte(byte))
             .collect()
     }
-}
 
-/// The name of every stored word of `arch`, as `tracekit dump` prints register changes:
-/// the register's name when the word is exactly one field (`rax`, `eip`, `dr7`, `mmx3`,
-/// `lastError`), the field names joined by `|` when it packs several (`gs|fs|es|ds`,
-/// `cs|ss`), and a byte range `[a..b]` when it holds part of a larger field
-/// (`xmm0[0..8]`, `RegisterArea[8..16]`). Padding bytes are not named; a word of padding
-/// only is `pad` with its byte range in the `REGDUMP` (`pad[188..192]`), so that every
-/// name is different (a JSON object of register changes has no repeated key).
-#[must_use]
-pub fn word_names(arch: Arch) -> Vec<String> {
-    let w = arch.word_size();
-    let fields = fields(arch);
-    (0..usize::from(arch.regdump_words()))
-        .map(|i| {
-            let start = i * w;
-            let end = start + w;
-            let mut parts: Vec<String> = Vec::new();
-            for (o, s, n) in &fields {
-                let fe = o + s;
-                if fe <= start || *o >= end {
-                    continue;
-                }
-                let a = start.max(*o) - o;
-                let b = end.min(fe) - o;
-                if a == 0 && b == *s {
-                    parts.push(n.clone());
-                } else {
-                    parts.push(format!("{n}[{a}..{b}]"));
-                }
-            }
-            if parts.is_empty() {
-                format!("pad[{start}..{end}]")
+    /// Field `f` as a number (its first 8 bytes, little-endian: the whole field when it is
+    /// at most a word). No allocation.
+    #[must_use]
+    #[inline]
+    pub fn field_u64(&self, f: &RegisterField) -> u64 {
+        let w = self.arch.word_size();
+        // Word sizes are powers of two (4, 8): shifts, not divisions. A field inside one
+        // word (every field of at most a word but x87r data) is one read.
+        let at = f.offset & (w - 1);
+        if at + f.size <= w {
+            let v = self.word(f.offset >> w.trailing_zeros()) >> (8 * at);
+            return if f.size >= 8 {
+                v
             } else {
-                parts.join("|")
-            }
-        })
-        .collect()
+                v & ((1u64 << (8 * f.size)) - 1)
+            };
+        }
+        let mut v = 0u64;
+        for k in (0..f.size.min(8)).rev() {
+            v = v << 8 | u64::from(self.byte(f.offset + k));
+        }
+        v
+    }
+
+    /// Field `f` as a number (its first [`MAX_FIELD`] bytes, little-endian).
+    #[must_use]
+    pub fn field_u128(&self, f: &RegisterField) -> u128 {
+        let mut v = 0u128;
+        for k in (0..f.size.min(MAX_FIELD)).rev() {
+            v = v << 8 | u128::from(self.byte(f.offset + k));
+        }
+        v
+    }
+
+    /// Field `f` as the bytes of a big-endian number, most significant first (how a
+    /// wide register reads as one hex number), in `out`: the first `f.size` bytes.
+    #[inline]
+    pub fn field_be<'o>(&self, f: &RegisterField, out: &'o mut [u8; MAX_FIELD]) -> &'o [u8] {
+        let n = f.size.min(MAX_FIELD);
+        // The words the field overlaps, a word at a time (word sizes are powers of two).
+        let w = self.arch.word_size();
+        let at = f.offset & (w - 1);
+        let mut le = [0u8; 2 * MAX_FIELD];
+        let first = f.offset >> w.trailing_zeros();
+        let chunks = le.chunks_mut(w).take((at + n).div_ceil(w));
+        for (i, chunk) in (first..).zip(chunks) {
+            let bytes = self.word(i).to_le_bytes();
+            chunk.copy_from_slice(bytes.get(..chunk.len()).unwrap_or_default());
+        }
+        let field = le.get(at..at + n).unwrap_or_default();
+        for (b, v) in out.iter_mut().zip(field.iter().rev()) {
+            *b = *v;
+        }
+        out.get(..n).unwrap_or_default()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn word_names_follow_the_notes_tables() {
-        let n = word_names(Arch::X64);
-        assert_eq!(n.len(), 172);
-        assert_eq!(n[0], "rax");
-        assert_eq!(n[4], "rsp");
-        assert_eq!(n[16], "rip");
-        assert_eq!(n[17], "rflags");
-        assert_eq!(n[18], "gs|fs|es|ds");
-        assert_eq!(n[19], "cs|ss");
-        assert_eq!(n[20], "dr0");
-        assert_eq!(n[25], "dr7");
-        assert_eq!(n[36], "x87fpu.ControlWord|x87fpu.StatusWord|x87fpu.TagWord");
-        assert_eq!(n[39], "x87fpu.Cr0NpxState|MxCsr");
-        assert_eq!(n[40], "xmm0[0..8]");
-        assert_eq!(n[71], "xmm15[8..16]");
-        assert_eq!(n[72], "ymm0.Low[0..8]");
-        assert_eq!(n[135], "ymm15.High[8..16]");
-        assert!(n[137].starts_with("flags.o|x87r0.data[0..4]"));
-        assert_eq!(n[157], "x87r7.tag");
-        assert_eq!(n[158], "mmx0");
-        assert_eq!(n[165], "mmx7");
-        assert_eq!(
-            n[171],
-            "x87ControlWordFields.RC|x87ControlWordFields.PC|lastError"
-        );
-        let n = word_names(Arch::X86);
-        assert_eq!(n.len(), 216);
-        assert_eq!(n[8], "eip");
-        assert_eq!(n[9], "eflags");
-        assert_eq!(n[10], "gs|fs");
-        assert_eq!(n[12], "cs|ss");
-        assert_eq!(n[13], "dr0");
-        assert_eq!(n[18], "dr7");
-        assert_eq!(n[40], "x87fpu.TagWord");
-        assert_eq!(n[46], "MxCsr");
-        assert_eq!(n[47], "pad[188..192]");
-        assert_eq!(n[48], "xmm0[0..4]");
-        assert_eq!(n[80], "ymm0.Low[0..4]");
-        assert_eq!(n[188], "mmx0[0..4]");
-        assert_eq!(n[215], "lastError");
+    /// The names of the fields that overlap word `i` (padding included).
+    fn names_of(arch: Arch, i: usize) -> Vec<&'static str> {
+        let l = reg_layout(arch);
+        let w = arch.word_size();
+        l.fields()
+            .iter()
+            .filter(|f| {
+                let (a, b) = f.words(w);
+                a <= i && i <= b
+            })
+            .map(|f| f.name)
+            .collect()
     }
 
     #[test]
-    fn word_names_are_unique() {
+    fn fields_follow_the_notes_tables() {
+        let n = |i| names_of(Arch::X64, i);
+        assert_eq!(n(0), ["rax"]);
+        assert_eq!(n(4), ["rsp"]);
+        assert_eq!(n(16), ["rip"]);
+        assert_eq!(n(17), ["rflags"]);
+        assert_eq!(n(18), ["gs", "fs", "es", "ds"]);
+        assert_eq!(n(19), ["cs", "ss", "pad_0x9c"]);
+        assert_eq!(n(20), ["dr0"]);
+        assert_eq!(n(25), ["dr7"]);
+        assert_eq!(n(26), ["st0"]);
+        assert_eq!(n(27), ["st0", "st1"]);
+        assert_eq!(n(36), ["fcw", "fsw", "ftw", "pad_0x126"]);
+        assert_eq!(n(37), ["fip", "fcs"]);
+        assert_eq!(n(38), ["fdp", "fds"]);
+        assert_eq!(n(39), ["cr0npxstate", "mxcsr"]);
+        assert_eq!(n(40), ["xmm0"]);
+        assert_eq!(n(41), ["xmm0"]);
+        assert_eq!(n(71), ["xmm15"]);
+        assert_eq!(n(72), ["ymm0.Low"]);
+        assert_eq!(n(135), ["ymm15.High"]);
+        assert_eq!(
+            n(136),
+            [
+                "flags.c", "flags.p", "flags.a", "flags.z", "flags.s", "flags.t", "flags.i",
+                "flags.d"
+            ]
+        );
+        assert_eq!(n(137), ["flags.o", "pad_0x449", "x87r0.data"]);
+        assert_eq!(n(157), ["x87r7.tag", "pad_0x4ec"]);
+        assert_eq!(n(158), ["mmx0"]);
+        assert_eq!(n(165), ["mmx7"]);
+        assert_eq!(
+            n(171),
+            [
+                "x87ControlWordFields.RC",
+                "x87ControlWordFields.PC",
+                "lastError"
+            ]
+        );
+        let n = |i| names_of(Arch::X86, i);
+        assert_eq!(n(8), ["eip"]);
+        assert_eq!(n(9), ["eflags"]);
+        assert_eq!(n(10), ["gs", "fs"]);
+        assert_eq!(n(12), ["cs", "ss"]);
+        assert_eq!(n(13), ["dr0"]);
+        assert_eq!(n(18), ["dr7"]);
+        assert_eq!(n(19), ["st0"]);
+        assert_eq!(n(40), ["ftw", "pad_0xa2"]);
+        assert_eq!(n(46), ["mxcsr"]);
+        assert_eq!(n(47), ["pad_0xbc"]);
+        assert_eq!(n(48), ["xmm0"]);
+        assert_eq!(n(80), ["ymm0.Low"]);
+        assert_eq!(n(188), ["mmx0"]);
+        assert_eq!(n(215), ["lastError"]);
+    }
+
+    /// Every byte of the dump is in exactly one field; no name is used twice, none joins
+    /// fields with `|` or is a byte range.
+    #[test]
+    fn fields_tile_the_dump_with_plain_names() {
         for arch in [Arch::X64, Arch::X86] {
-            let names = word_names(arch);
+            let l = reg_layout(arch);
+            let mut at = 0;
             let mut seen = std::collections::HashSet::new();
-            for n in &names {
-                assert!(seen.insert(n.as_str()), "{arch}: {n} twice");
+            for f in l.fields() {
+                assert_eq!(f.offset, at, "{arch}: {}", f.name);
+                assert!(f.size > 0 && f.size <= MAX_FIELD, "{arch}: {}", f.name);
+                at += f.size;
+                assert!(seen.insert(f.name), "{arch}: {} twice", f.name);
+                assert!(!f.name.contains(['|', '[', ']']), "{arch}: {}", f.name);
+                assert_eq!(l.by_name(f.name), Some(f));
             }
-            assert_eq!(seen.len(), usize::from(arch.regdump_words()));
+            assert_eq!(at, usize::from(arch.regdump_words()) * arch.word_size());
+            assert!(l.named().iter().all(|f| !f.pad));
+            let general: Vec<_> = general_names(arch).collect();
+            assert_eq!(general.len(), crate::general_words(arch));
+            let flags = if arch == Arch::X64 {
+                "rflags"
+            } else {
+                "eflags"
+            };
+            assert_eq!(general.last().copied(), Some(flags));
+        }
+    }
+
+    /// What `show` hands out and how `changes` rebuilds the words from it.
+    #[test]
+    fn show_and_changes_round_trip() {
+        let mut d = RegDump::new(Arch::X64);
+        d.set_word(19, 0xdead_0000_002b_0033);
+        d.set_xmm(0, 0x1122_3344_5566_7788_99aa_bbcc_ddee_ff00);
+        d.set_flags(0x202);
+        let l = reg_layout(Arch::X64);
+        let cases: [(&[u16], bool, &[&str]); 6] = [
+            (&[4, 19], true, &["rsp", "cs", "ss", "pad_0x9c"]),
+            (&[40, 41], true, &["xmm0"]),
+            (&[40], false, &["xmm0"]),
+            (&[41], false, &["xmm0"]),
+            (
+                &[18, 40, 42],
+                false,
+                &["gs", "fs", "es", "ds", "xmm0", "xmm1"],
+            ),
+            (&[26, 27, 28], false, &["st0", "st1", "st2"]),
+        ];
+        for (words, exact, names) in cases {
+            let mut shown = Vec::new();
+            assert_eq!(l.show(&d, words.iter().copied(), |f| shown.push(f)), exact);
+            let got: Vec<_> = shown.iter().map(|f| f.name).collect();
+            assert_eq!(got, names, "{words:?}");
+            let values = shown.iter().map(|f| (f.name, d.field_u128(f)));
+            let told = (!exact).then_some(words);
+            let changes = l.changes(values, told).unwrap();
+            let want: Vec<_> = words
+                .iter()
+                .map(|&index| RegChange {
+                    index,
+                    value: d.word(usize::from(index)),
+                })
+                .collect();
+            assert_eq!(changes, want, "{words:?}");
+        }
+        // Zero padding is not shown, unless it is the whole word.
+        let mut shown = Vec::new();
+        d.set_word(19, 0x002b_0033);
+        assert!(l.show(&d, [19], |f| shown.push(f.name)));
+        assert_eq!(shown, ["cs", "ss"]);
+        let l = reg_layout(Arch::X86);
+        let d = RegDump::new(Arch::X86);
+        let mut shown = Vec::new();
+        assert!(l.show(&d, [46, 47], |f| shown.push(f.name)));
+        assert_eq!(shown, ["mxcsr", "pad_0xbc"]);
+        assert_eq!(l.changes([("pad_0xbc", 0)], None).unwrap()[0].index, 47);
+        assert_eq!(l.changes([("gs|fs", 0)], None), Err("gs|fs"));
+        let mut out = [0; MAX_FIELD];
+        let st0 = l.by_name("st0").unwrap();
+        assert_eq!(d.field_be(st0, &mut out).len(), 10);
+        // Big-endian bytes of the little-endian field, on both word sizes.
+        for arch in [Arch::X64, Arch::X86] {
+            let words: Vec<u64> = (0..MAX_WORDS as u64)
+                .map(|i| i * 0x0101_0101_0101 + 7)
+                .collect();
+            let d = RegDump::from_words(arch, &words);
+            for f in reg_layout(arch).fields() {
+                let be = d.field_be(f, &mut out).to_vec();
+                let want = d.field_u128(f).to_be_bytes();
+                assert_eq!(be, want[MAX_FIELD - f.size..], "{arch} {}", f.name);
+                assert_eq!(d.field(f).iter().rev().copied().collect::<Vec<_>>(), be);
+                if f.size <= 8 {
+                    assert_eq!(u128::from(d.field_u64(f)), d.field_u128(f), "{}", f.name);
+                }
+            }
         }
     }
 

@@ -388,7 +388,7 @@ mod state_tests {
         assert_eq!(got.pc, regs.ip());
         let fields = register_fields(trace.arch());
         assert_eq!(got.regs.len(), fields.len());
-        for (r, f) in got.regs.iter().zip(&fields) {
+        for (r, f) in got.regs.iter().zip(fields) {
             assert_eq!(r.name, f.name);
             let bytes = regs.field(f);
             let want = if bytes.len() <= 8 {

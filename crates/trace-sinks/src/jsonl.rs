@@ -552,7 +552,9 @@ impl<W: Write> Visitor for JsonLines<W> {
                 return;
             }
             Frame::Object { base, count } => {
-                if let [Cell::Str(name), Cell::UInt(value)] = cells
+                // The entry's value is its first field that is not missing: a value after
+                // the integer (a null of a wider column) is not shown.
+                if let [Cell::Str(name), Cell::UInt(value), ..] = cells
                     && let Some(f) = self.fields.get(base.saturating_add(1))
                 {
                     if *count > 0 {

@@ -19,9 +19,10 @@
 //! no per-register "unavailable" (only registers past the block's end are, and GDB stops at
 //! the first one in its own order that does not fit, which would take the x87 and SSE
 //! registers with it). From x64dbg, every register of the description is recorded except
-//! `fop` (zero), `fiseg`/`foseg` are the low 16 bits of x87 `ErrorSelector`/`DataSelector`,
-//! and `st0`–`st7` are x87 `RegisterArea` in stack order; from Tenet, only the general
-//! registers and the pc (the rest zero, and writes without their old value left out).
+//! `fop` (zero), `fiseg`/`foseg` are the low 16 bits of x87 `ErrorSelector`/`DataSelector`
+//! (x64dbg's `fcs`/`fds`), and `st0`–`st7` are x87 `RegisterArea` in stack order; from
+//! Tenet, only the general registers and the pc (the rest zero, and writes without their
+//! old value left out).
 //!
 //! Registers are found by name once ([`Registers::reg_source`](trace_model::steps::Registers::reg_source), else a word of
 //! [`Steps::regs`] named in [`Steps::reg_names`]); every frame then brings one reused block
@@ -147,26 +148,24 @@ impl Plan {
 }
 
 /// The stream's names for a register of GDB's x86 descriptions, with the byte to start at
-/// and the most bytes to take (`None`: all): GDB's own name first (a tfile stream), then
-/// x64dbg's (`rflags`, `RegisterArea`, `x87fpu.*`, `MxCsr`, `ymm0.High`).
+/// and the most bytes to take (`None`: all): GDB's own name first (a tfile stream, and
+/// x64dbg's `st0`…`st7` and `mxcsr`), then x64dbg's (`rflags`, `fcw`, `fip`, …,
+/// `ymm0.High`).
 fn sources(gdb: &str) -> Vec<(String, usize, Option<usize>)> {
     let mut v = vec![(gdb.to_owned(), 0, None)];
-    let x87 = |field: &str, len| (format!("x87fpu.{field}"), 0, len);
+    let x87 = |field: &str, len| (field.to_owned(), 0, len);
     match gdb {
         "eflags" => v.push(("rflags".into(), 0, None)),
-        "mxcsr" => v.push(("MxCsr".into(), 0, None)),
-        "fctrl" => v.push(x87("ControlWord", None)),
-        "fstat" => v.push(x87("StatusWord", None)),
-        "ftag" => v.push(x87("TagWord", None)),
-        "fioff" => v.push(x87("ErrorOffset", None)),
-        "fooff" => v.push(x87("DataOffset", None)),
+        "fctrl" => v.push(x87("fcw", None)),
+        "fstat" => v.push(x87("fsw", None)),
+        "ftag" => v.push(x87("ftw", None)),
+        "fioff" => v.push(x87("fip", None)),
+        "fooff" => v.push(x87("fdp", None)),
         // The selector is the low 16 bits (the 32-bit save area puts the opcode above).
-        "fiseg" => v.push(x87("ErrorSelector", Some(2))),
-        "foseg" => v.push(x87("DataSelector", Some(2))),
+        "fiseg" => v.push(x87("fcs", Some(2))),
+        "foseg" => v.push(x87("fds", Some(2))),
         _ => {
-            if let Some(i) = gdb.strip_prefix("st").and_then(|i| i.parse::<usize>().ok()) {
-                v.push(("RegisterArea".into(), i.saturating_mul(10), Some(10)));
-            } else if let Some(i) = gdb.strip_prefix("ymm").and_then(|r| r.strip_suffix('h')) {
+            if let Some(i) = gdb.strip_prefix("ymm").and_then(|r| r.strip_suffix('h')) {
                 v.push((format!("ymm{i}.High"), 0, None));
             }
         }

@@ -4,9 +4,12 @@
 //! Tables (for columnar sinks): `instructions` (`i` key, `offset`, `thread`, `pc`,
 //! `opcode`, then the general registers before the instruction, one column each: `rax`,
 //! `rcx`, `rdx`, `rbx`, `rsp`, `rbp`, `rsi`, `rdi`, `r8`…`r15`, `rip`, `rflags` on x64,
-//! `eax`…`edi`, `eip`, `eflags` on x86), `registers` (`i`, `name`, `value`: the words the
-//! block records) and `memory` (`i`, `addr`, `old`, `new`). JSON Lines does not show the
-//! register columns (`regs` shows what the block records).
+//! `eax`…`edi`, `eip`, `eflags` on x86; and `words`, the `REGDUMP` words the block records
+//! when `registers` does not tell them), `registers` (`i`, `name`, `value` or `wide`: every
+//! named field of each word the block records, [`trac_x64dbg::RegLayout::show`]) and
+//! `memory` (`i`, `addr`, `old`, `new`). JSON Lines does not show the register columns
+//! (`regs` shows what the block records, one key per register or flag: `gs`, `st0`, `fcw`,
+//! `xmm0`, `flags.z`; no key joins fields or is a byte range).
 //!
 //! With [`Options::disasm`](crate::Options::disasm), `instructions` gets `asm` after `opcode`
 //! (null when the bytes do not decode) and each `memory` row `size` (the operand's bytes in
@@ -22,7 +25,7 @@ use smallvec::SmallVec;
 
 use trac_x64dbg::{
     Arch, Block, Counters, Cursor, General, Header, Index, Instruction, Pc, RegChange, RegDump,
-    RegisterField, StreamReader, Trace, raw, register_fields, word_names,
+    RegLayout, RegisterField, StreamReader, Trace, general_names, raw, reg_layout, register_fields,
 };
 
 use crate::disasm::Disassembler;
@@ -317,7 +320,7 @@ impl Handler for X64dbg {
         let disasm = ctx.options.disasm.then(|| DisasmRow::new(h.arch));
         Ok(Box::new(X64Records {
             tables: [table::schema(h.arch, disasm.is_some())],
-            names: word_names(h.arch),
+            layout: reg_layout(h.arch),
             state_words: state_words(h.arch),
             blocks,
             trace,
@@ -382,11 +385,7 @@ impl<'a> X64Steps<'a> {
             isa,
             disasm: ctx.options.disasm.then(|| Disassembler::new(isa)),
             word: u32::try_from(arch.word_size()).unwrap_or(8),
-            names: word_names(arch)
-                .into_iter()
-                .take(state_words(arch))
-                .map(Cow::Owned)
-                .collect(),
+            names: general_names(arch).map(Cow::Borrowed).collect(),
             fields: register_fields(arch),
             index: saved
                 .and_then(|bytes| Index::from_bytes(&bytes))
@@ -423,7 +422,7 @@ struct X64Steps<'a> {
     /// The size of a recorded memory word.
     word: u32,
     names: Vec<Cow<'static, str>>,
-    fields: Vec<RegisterField>,
+    fields: &'static [RegisterField],
     /// The trace in memory, for seeking; `None` for a stream.
     trace: Option<Trace<'a>>,
     /// The seek index: built here, or taken parsed from a caller's [`SeekIndex`].
@@ -647,7 +646,7 @@ impl Steps for X64Steps<'_> {
                 RegValue::Wide(bytes.into_iter().collect())
             };
             NamedReg {
-                name: Cow::Owned(f.name.clone()),
+                name: Cow::Borrowed(f.name),
                 value,
             }
         }));
@@ -736,7 +735,7 @@ impl Registers for X64Steps<'_> {
         }
     }
 
-    /// A field of the `REGDUMP` by x64dbg's name (`xmm3`, `RegisterArea`, `MxCsr`, …):
+    /// A field of the `REGDUMP` by its name (`xmm3`, `st0`, `mxcsr`, …):
     /// its byte offset and size.
     fn reg_source(&self, name: &str) -> Option<RegSource> {
         let f = self.fields.iter().find(|f| f.name == name)?;
@@ -1271,7 +1270,7 @@ fn past_the_index(trace: &Trace<'_>, index: &Index, n: u64) -> Error {
 
 struct X64Records<'a> {
     tables: [Arc<Schema>; 1],
-    names: Vec<String>,
+    layout: &'static RegLayout,
     /// The number of fields of the `state` struct ([`state_words`]).
     state_words: usize,
     blocks: Blocks<'a>,
@@ -1298,7 +1297,8 @@ impl Row for X64Records<'_> {
             InstructionRow {
                 ins,
                 regs: r.regs(),
-                names: &self.names,
+                layout: self.layout,
+                exact: std::cell::Cell::new(true),
                 state_words: self.state_words,
                 disasm: self.disasm.as_ref(),
             }
@@ -1361,7 +1361,7 @@ impl Records for X64Records<'_> {
             // Records never read through the lean replay.
             Blocks::Slice(_) | Blocks::General(_) => None,
         };
-        let (names, state_words, disasm) = (&self.names, self.state_words, &mut self.disasm);
+        let (layout, state_words, disasm) = (self.layout, self.state_words, &mut self.disasm);
         Some(fuse(&mut self.done, step)?.map(|(ins, regs)| {
             if let Some(d) = disasm.as_mut() {
                 d.prepare(&ins, regs, state_words);
@@ -1369,7 +1369,8 @@ impl Records for X64Records<'_> {
             let row = InstructionRow {
                 ins,
                 regs,
-                names,
+                layout,
+                exact: std::cell::Cell::new(true),
                 state_words,
                 disasm: disasm.as_ref(),
             };
@@ -1410,7 +1411,7 @@ impl Records for X64Records<'_> {
             r,
             cols,
             stage,
-            &self.names,
+            self.layout,
             max,
             &mut self.done,
             &mut self.failed,
@@ -1543,12 +1544,17 @@ mod tests {
                     // pc is the instruction pointer before it.
                     assert_eq!(row[3].u(), state[ip]);
                     // Every recorded general register has the value of the state.
+                    // and no name joins fields or is a byte range.
                     for change in row[5].items() {
-                        let [Val::S(reg), Val::U(value)] = change.items() else {
-                            panic!("bad register change {change:?}");
+                        let (reg, value) = match change.items() {
+                            [Val::S(reg), Val::U(value), Val::Null] => (reg, Some(*value)),
+                            [Val::S(reg), Val::Null, Val::Bytes(_)] => (reg, None),
+                            _ => panic!("bad register change {change:?}"),
                         };
-                        if let Some(k) = names.iter().position(|n| n == reg) {
-                            assert_eq!(state[k], *value, "{name} {index} {reg}");
+                        assert!(!reg.contains(['|', '[']), "{name} {index} {reg}");
+                        if let (Some(k), Some(value)) = (names.iter().position(|n| n == reg), value)
+                        {
+                            assert_eq!(state[k], value, "{name} {index} {reg}");
                         }
                     }
                 }

@@ -376,10 +376,17 @@ impl Column {
 }
 
 /// A column as one value's target, for a reader's typed fast path ([`Col::Other`]): the
-/// value calls append to it; the list and row calls do nothing.
+/// value calls append to it; a list column takes the values between `begin_list` and
+/// `end_list` as one list (a `null` instead: a NULL list); the row calls do nothing.
 impl Visitor for Column {
     fn uint(&mut self, v: u64) {
-        Column::uint(self, v);
+        match self {
+            Column::List(l) => {
+                l.values.uint(v);
+                l.len = l.len.saturating_add(1);
+            }
+            _ => Column::uint(self, v),
+        }
     }
     fn int(&mut self, v: i64) {
         Column::int(self, v);
@@ -397,7 +404,12 @@ impl Visitor for Column {
         Column::null(self);
     }
     fn begin_list(&mut self) {}
-    fn end_list(&mut self) {}
+    fn end_list(&mut self) {
+        if let Column::List(l) = self {
+            l.nulls.append_non_null();
+            l.offsets.push(offset32(l.len));
+        }
+    }
     fn begin_row(&mut self) {}
     fn end_row(&mut self) {}
 }

@@ -940,6 +940,7 @@ mod tests {
         ] {
             inputs.push((name.to_owned(), testdata(&format!("x64dbg/{name}"))));
         }
+        inputs.push(("part.trace64".to_owned(), part_recorded()));
         for (name, bytes) in &inputs {
             let run = |table: &str, batch_rows: usize, fast: bool| {
                 x64dbg_batches(name, bytes, table, batch_rows, fast)
@@ -959,6 +960,43 @@ mod tests {
             let (slow, _, _) = run("instructions", 1000, false);
             assert_eq!(fast, slow, "{name}: batches of 1000");
         }
+    }
+
+    /// An x64dbg trace whose blocks after the full dump record wide fields in part (the low
+    /// half of `xmm0`, a word of `st0`/`st1`): their `words` column is the recorded words,
+    /// through the fast path as through the visit.
+    fn part_recorded() -> Vec<u8> {
+        use trac_x64dbg::{Arch, Header, InstructionRecord, Record, RegChange, ThreadField};
+        let ins = |regs: &[(u16, u64)]| {
+            Record::Instruction(InstructionRecord {
+                thread: 7,
+                thread_field: ThreadField::Flagged,
+                opcode: vec![0x90],
+                regs: regs
+                    .iter()
+                    .map(|&(index, value)| RegChange { index, value })
+                    .collect(),
+                mem: Vec::new(),
+            })
+        };
+        let full: Vec<(u16, u64)> = (0..172).map(|i| (i, u64::from(i))).collect();
+        let blocks = [
+            ins(&full),
+            ins(&[(16, 0x401000), (40, 0x1234)]),
+            ins(&[(16, 0x401001), (27, 5), (40, 0x1234)]),
+        ];
+        let bytes = trac_x64dbg::write_records(&Header::new(Arch::X64, "p.exe"), &blocks).unwrap();
+        let (batches, error, _) = x64dbg_batches("part.trace64", &bytes, "instructions", 100, true);
+        assert_eq!(error, None);
+        let words = batches[0].column_by_name("words").unwrap().as_list::<i32>();
+        assert!(words.is_null(0));
+        let at = |k: usize| {
+            let v = words.value(k);
+            v.as_primitive::<UInt32Type>().values().to_vec()
+        };
+        assert_eq!(at(1), [16, 40]);
+        assert_eq!(at(2), [16, 27, 40]);
+        bytes
     }
 
     /// The batches of output table `table` of the x64dbg trace `bytes`, `batch_rows` rows

@@ -14,8 +14,9 @@ fn path(rel: &str) -> String {
     testdata(rel).to_str().unwrap().to_owned()
 }
 
-fn hex(v: &Value) -> u64 {
-    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+/// A `"0x…"` value (at most 16 bytes: the widest x64dbg field, an XMM register).
+fn hex(v: &Value) -> u128 {
+    u128::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }
 
 /// `tracekit ARGS…` that must succeed: its stdout.
@@ -71,7 +72,7 @@ fn state_json_has_the_shape_and_the_dumps_pc_and_thread() {
         }
         assert!(regs.contains_key("lastError"));
         // Registers the instruction's block records (a change or a full dump) have the
-        // recorded value.
+        // recorded value, under the same names (wide ones included: `xmm0`, `st0`).
         for (name, value) in records[at]["regs"].as_object().unwrap() {
             if let Some(ours) = regs.get(name) {
                 assert_eq!(hex(ours), hex(value), "{at} {name}");
@@ -147,7 +148,7 @@ fn mem_json_has_the_shape_and_the_dumps_written_values() {
                 .iter()
                 .map(|b| b.as_u64().unwrap() as u8)
                 .collect();
-            assert_eq!(bytes, hex(new).to_le_bytes(), "write at {i}");
+            assert_eq!(bytes, (hex(new) as u64).to_le_bytes(), "write at {i}");
             assert!(v["source"].as_array().unwrap().iter().all(|s| s == i));
             assert!(v["inferred"].as_array().unwrap().iter().all(|s| s == false));
             // `ADDR:LEN` is the same query.

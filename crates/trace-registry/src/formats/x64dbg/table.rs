@@ -6,9 +6,13 @@
 //! [`fill_instructions`] fills. Each list entry names its field and the variant that says
 //! what it holds; a new variant does not compile until each of the three handles it.
 
+use std::cell::Cell as Flag;
 use std::sync::{Arc, OnceLock};
 
-use trac_x64dbg::{Arch, Cursor, Instruction, RegChange, RegDump, general_words, word_names};
+use trac_x64dbg::{
+    Arch, Cursor, Instruction, MAX_FIELD, RegChange, RegDump, RegLayout, RegisterField,
+    general_names,
+};
 
 use super::err;
 use crate::Error;
@@ -40,15 +44,22 @@ enum InstructionField {
     /// The general registers, the pc and the flags before it, one column each in columnar
     /// sinks (not shown in JSON).
     State,
+    /// The `REGDUMP` words the block records, only when `regs` does not tell them (a field
+    /// wider than a word recorded in part; see [`RegLayout::show`]): left out of JSON
+    /// otherwise.
+    Words,
 }
 
-/// A field of `registers`: one register a block records.
+/// A field of `registers`: one register or flag of a word the block records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ChangeField {
-    /// The register's name.
+    /// The field's name ([`RegisterField::name`]).
     Name,
-    /// Its value.
+    /// Its value, when it has at most 8 bytes.
     Value,
+    /// Its value when it is wider (x87 and vector registers): the bytes of the number, most
+    /// significant first.
+    Wide,
 }
 
 /// A field of `memory`: one memory access.
@@ -68,8 +79,8 @@ enum AccessField {
 
 /// The fields of `instructions`, in order (JSON:
 /// `{"i","offset","thread","pc","opcode","regs":{…},"mem":[…]}`, `asm` after `opcode` with
-/// `--disasm`).
-const INSTRUCTIONS: [(&str, InstructionField); 9] = [
+/// `--disasm`, `words` at the end when `regs` does not tell them).
+const INSTRUCTIONS: [(&str, InstructionField); 10] = [
     ("i", InstructionField::Index),
     ("offset", InstructionField::Offset),
     ("thread", InstructionField::Thread),
@@ -79,11 +90,16 @@ const INSTRUCTIONS: [(&str, InstructionField); 9] = [
     ("regs", InstructionField::Regs),
     ("mem", InstructionField::Mem),
     ("state", InstructionField::State),
+    ("words", InstructionField::Words),
 ];
 
-/// The fields of `registers`, after the key `i` (JSON: one object, `"name":"0x…"`).
-const REGISTERS: [(&str, ChangeField); 2] =
-    [("name", ChangeField::Name), ("value", ChangeField::Value)];
+/// The fields of `registers`, after the key `i` (JSON: one object, `"name":"0x…"`, the
+/// value from `value` or `wide`, whichever the field has).
+const REGISTERS: [(&str, ChangeField); 3] = [
+    ("name", ChangeField::Name),
+    ("value", ChangeField::Value),
+    ("wide", ChangeField::Wide),
+];
 
 /// The fields of `memory`, after the key `i`.
 const MEMORY: [(&str, AccessField); 5] = [
@@ -117,12 +133,16 @@ impl InstructionField {
                 Field::new(name, Type::Rows(Arc::new(mem)))
             }
             InstructionField::State => {
-                let words = word_names(arch).into_iter().take(general_words(arch));
                 let state = Schema::new(
                     "state",
-                    words.map(|n| Field::new(n, Type::UInt(64))).collect(),
+                    general_names(arch)
+                        .map(|n| Field::new(n, Type::UInt(64)))
+                        .collect(),
                 );
                 Field::new(name, Type::Struct(Arc::new(state))).json(Json::Skip)
+            }
+            InstructionField::Words => {
+                Field::new(name, Type::List(Box::new(Type::UInt(32)))).optional()
             }
         })
     }
@@ -133,7 +153,10 @@ impl ChangeField {
     fn field(self, name: &'static str) -> Field {
         match self {
             ChangeField::Name => Field::new(name, Type::Name),
-            ChangeField::Value => Field::hex(name, 64),
+            ChangeField::Value => Field::hex(name, 64).nullable(),
+            ChangeField::Wide => Field::new(name, Type::Bytes)
+                .json(Json::HexBytes0x)
+                .nullable(),
         }
     }
 }
@@ -171,9 +194,28 @@ pub(super) fn schema(arch: Arch, disasm: bool) -> Arc<Schema> {
     .clone()
 }
 
-/// The name of `REGDUMP` word `index` in `names` (`?` past them).
-fn name_of(names: &[String], index: u16) -> &str {
-    names.get(usize::from(index)).map_or("?", String::as_str)
+/// One `registers` row: field `f` of `regs` (its value in `value` or in `wide`).
+#[inline(always)]
+fn visit_register(v: &mut dyn Visitor, regs: &RegDump, f: &RegisterField) {
+    if f.size <= 8 {
+        let value = regs.field_u64(f);
+        v.row(&REGISTERS.map(|(_, c)| match c {
+            ChangeField::Name => Cell::Str(f.name),
+            ChangeField::Value => Cell::UInt(value),
+            ChangeField::Wide => Cell::Null,
+        }));
+    } else {
+        let mut buf = [0; MAX_FIELD];
+        v.begin_row();
+        for &(_, c) in &REGISTERS {
+            match c {
+                ChangeField::Name => v.str(f.name),
+                ChangeField::Value => v.null(),
+                ChangeField::Wide => v.bytes(regs.field_be(f, &mut buf)),
+            }
+        }
+        v.end_row();
+    }
 }
 
 /// What `--disasm` adds to an instruction row, worked out before the row is handed out
@@ -217,8 +259,11 @@ pub(super) struct InstructionRow<'r> {
     pub(super) ins: Instruction<'r>,
     /// The registers before it.
     pub(super) regs: &'r RegDump,
-    /// The names of the `REGDUMP` words.
-    pub(super) names: &'r [String],
+    /// The fields of the `REGDUMP`.
+    pub(super) layout: &'static RegLayout,
+    /// Set by the visit of `regs`: its fields tell the words the block records (`words`
+    /// is left out).
+    pub(super) exact: Flag<bool>,
     /// How many leading words of `regs` the `state` struct holds.
     pub(super) state_words: usize,
     /// With `--disasm`: the text and sized accesses of this instruction.
@@ -229,11 +274,14 @@ impl Row for InstructionRow<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
         // Unrolled: with a constant index each `visit_field` folds to its one arm (a loop over
         // the table cost `dump` 7% more instructions). The assertion keeps the list whole.
-        const _: () = assert!(INSTRUCTIONS.len() == 9, "visit every field of INSTRUCTIONS");
+        const _: () = assert!(
+            INSTRUCTIONS.len() == 10,
+            "visit every field of INSTRUCTIONS"
+        );
         macro_rules! visit_each {
             ($($i:literal)*) => { $( self.visit_field(INSTRUCTIONS[$i].1, v); )* };
         }
-        visit_each!(0 1 2 3 4 5 6 7 8);
+        visit_each!(0 1 2 3 4 5 6 7 8 9);
     }
 }
 
@@ -258,14 +306,24 @@ impl InstructionRow<'_> {
             }
             InstructionField::Regs => {
                 v.begin_list();
-                for r in ins.regs() {
-                    let name = name_of(self.names, r.index);
-                    v.row(&REGISTERS.map(|(_, f)| match f {
-                        ChangeField::Name => Cell::Str(name),
-                        ChangeField::Value => Cell::UInt(r.value),
-                    }));
-                }
+                let regs = self.regs;
+                let words = ins.regs().map(|r| r.index);
+                let exact = self
+                    .layout
+                    .show(regs, words, |f| visit_register(v, regs, f));
+                self.exact.set(exact);
                 v.end_list();
+            }
+            InstructionField::Words => {
+                if self.exact.get() {
+                    v.null();
+                } else {
+                    v.begin_list();
+                    for r in ins.regs() {
+                        v.uint(u64::from(r.index));
+                    }
+                    v.end_list();
+                }
             }
             InstructionField::Mem => {
                 v.begin_list();
@@ -312,6 +370,8 @@ pub(super) struct InstructionColumns<'c> {
     opcode: &'c mut BytesBuf,
     /// The `state` words.
     state: Vec<&'c mut IntBuf>,
+    /// `words`.
+    words: &'c mut dyn Visitor,
     /// `registers`, when wanted.
     regs: Option<RegCols<'c>>,
     /// `memory`, when wanted.
@@ -323,6 +383,7 @@ struct RegCols<'c> {
     i: &'c mut IntBuf,
     name: &'c mut dyn Visitor,
     value: &'c mut IntBuf,
+    wide: &'c mut BytesBuf,
 }
 
 /// The columns of `memory` without `--disasm`: the key `i`, then [`MEMORY`].
@@ -347,7 +408,7 @@ impl<'c> InstructionColumns<'c> {
     pub(super) fn of(cols: Columns<'c>, state_words: usize) -> Option<InstructionColumns<'c>> {
         let mut record = cols.record.into_iter();
         let (mut index, mut offset, mut thread, mut pc) = (None, None, None, None);
-        let (mut opcode, mut state) = (None, None);
+        let (mut opcode, mut state, mut words) = (None, None, None);
         for &(_, field) in &INSTRUCTIONS {
             match field {
                 InstructionField::Index => index = ints(record.next()?),
@@ -366,6 +427,10 @@ impl<'c> InstructionColumns<'c> {
                     let words = record.by_ref().take(state_words).map(ints);
                     state = Some(words.collect::<Option<Vec<_>>>()?);
                 }
+                InstructionField::Words => match record.next()? {
+                    Col::Other(v) => words = Some(v),
+                    _ => return None,
+                },
             }
         }
         let state = state.filter(|s| s.len() == state_words)?;
@@ -380,16 +445,22 @@ impl<'c> InstructionColumns<'c> {
             let i = ints(c.next()?)?;
             match field {
                 InstructionField::Regs => {
-                    let (mut names, mut value) = (None, None);
+                    let (mut names, mut value, mut wide) = (None, None, None);
                     for &(_, f) in &REGISTERS {
                         match (f, c.next()?) {
                             (ChangeField::Name, Col::Other(v)) => names = Some(v),
                             (ChangeField::Value, col) => value = ints(col),
+                            (ChangeField::Wide, Col::Bytes(b)) => wide = Some(b),
                             _ => return None,
                         }
                     }
-                    let (name, value) = (names?, value?);
-                    regs = Some(RegCols { i, name, value });
+                    let (name, value, wide) = (names?, value?, wide?);
+                    regs = Some(RegCols {
+                        i,
+                        name,
+                        value,
+                        wide,
+                    });
                 }
                 InstructionField::Mem => {
                     let (mut addr, mut old, mut new) = (None, None, None);
@@ -418,6 +489,7 @@ impl<'c> InstructionColumns<'c> {
             pc: pc?,
             opcode: opcode?,
             state,
+            words: words?,
             regs,
             mem,
         })
@@ -442,7 +514,7 @@ pub(super) fn fill_instructions(
     r: &mut Cursor<'_>,
     cols: InstructionColumns<'_>,
     stage: &mut StateStage,
-    names: &[String],
+    layout: &'static RegLayout,
     max: usize,
     done: &mut bool,
     failed: &mut Option<Error>,
@@ -454,6 +526,7 @@ pub(super) fn fill_instructions(
         pc: cp,
         opcode,
         mut state,
+        words,
         regs,
         mem,
     } = cols;
@@ -470,9 +543,11 @@ pub(super) fn fill_instructions(
         state: StateRows::new(&mut state, stage),
         // The thread before the first row is unknown: its first row opens its run.
         thread: Run::new(ct, 0),
+        words,
         regs,
         mem,
-        names,
+        layout,
+        recorded: Vec::with_capacity(trac_x64dbg::MAX_WORDS),
         first: None,
         next: 0,
     };
@@ -512,13 +587,12 @@ fn fill_rows<const CHILD: bool>(
     row.first.get_or_insert(r.instructions());
     while row.next < max {
         let next = if CHILD {
-            let index = r.instructions();
-            r.next_instruction_with(|change| row.change(index, change))
+            r.next_instruction_with(|change| row.change(change))
         } else {
             r.next_instruction()
         };
         match next {
-            Some(Ok(ins)) => row.instruction(&ins, r.regs().words()),
+            Some(Ok(ins)) => row.instruction(&ins, r.regs()),
             Some(Err(e)) => {
                 *done = true;
                 *failed = Some(err(e));
@@ -539,9 +613,12 @@ struct FillRow<'s, 'c> {
     opcode: &'c mut BytesBuf,
     state: StateRows<'s, 'c>,
     thread: Run<'c>,
+    words: &'c mut dyn Visitor,
     regs: Option<RegCols<'c>>,
     mem: Option<MemCols<'c>>,
-    names: &'s [String],
+    layout: &'static RegLayout,
+    /// The words the current block records, when `regs` is wanted.
+    recorded: Vec<u16>,
     /// The number of the fill's first instruction.
     first: Option<u64>,
     /// The rows filled.
@@ -552,13 +629,42 @@ impl FillRow<'_, '_> {
     /// The next instruction's own columns (and its `memory` rows, when wanted), with the
     /// REGDUMP words before it.
     #[inline(always)]
-    fn instruction(&mut self, ins: &Instruction<'_>, regs: &[u64]) {
+    fn instruction(&mut self, ins: &Instruction<'_>, regs: &RegDump) {
         self.thread.set(self.next, u64::from(ins.thread()));
         // At most the fill's `max` rows.
         self.next = self.next.wrapping_add(1);
         self.offsets.push(ins.offset().0);
         push_opcode(self.opcode, ins);
-        self.state.push(regs);
+        self.state.push(regs.words());
+        let exact = match &mut self.regs {
+            Some(c) => {
+                let index = ins.index();
+                let mut buf = [0; MAX_FIELD];
+                let recorded = self.recorded.iter().copied();
+                self.layout.show(regs, recorded, |f| {
+                    c.i.push(index);
+                    c.name.str(f.name);
+                    if f.size <= 8 {
+                        c.value.push(regs.field_u64(f));
+                        c.wide.push_null();
+                    } else {
+                        c.value.push_null();
+                        c.wide.push(regs.field_be(f, &mut buf));
+                    }
+                })
+            }
+            None => self.layout.show(regs, ins.regs().map(|r| r.index), |_| {}),
+        };
+        self.recorded.clear();
+        if exact {
+            self.words.null();
+        } else {
+            self.words.begin_list();
+            for r in ins.regs() {
+                self.words.uint(u64::from(r.index));
+            }
+            self.words.end_list();
+        }
         if let Some(c) = &mut self.mem {
             for m in ins.mem() {
                 c.i.push(ins.index());
@@ -572,14 +678,11 @@ impl FillRow<'_, '_> {
         }
     }
 
-    /// The `registers` row of one register change of instruction `index`.
+    /// One word the current block records (its `registers` rows come with the
+    /// instruction, from the state the block leaves).
     #[inline(always)]
-    fn change(&mut self, index: u64, change: RegChange) {
-        if let Some(c) = &mut self.regs {
-            c.i.push(index);
-            c.name.str(name_of(self.names, change.index));
-            c.value.push(change.value);
-        }
+    fn change(&mut self, change: RegChange) {
+        self.recorded.push(change.index);
     }
 }
 
@@ -701,7 +804,11 @@ impl<'b> Run<'b> {
 }
 
 #[cfg(test)]
-#[allow(clippy::indexing_slicing, clippy::unwrap_used)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use std::borrow::Cow;
 
@@ -728,12 +835,39 @@ mod tests {
         fn end_row(&mut self) {}
     }
 
+    /// The lists (or nulls) a `Col::Other` list column is handed, a row each.
+    #[derive(Default)]
+    struct Lists(Vec<Option<Vec<u64>>>);
+
+    impl Visitor for Lists {
+        fn uint(&mut self, v: u64) {
+            if let Some(Some(list)) = self.0.last_mut() {
+                list.push(v);
+            }
+        }
+        fn int(&mut self, _: i64) {}
+        fn bool(&mut self, _: bool) {}
+        fn bytes(&mut self, _: &[u8]) {}
+        fn str(&mut self, _: &str) {}
+        fn null(&mut self) {
+            self.0.push(None);
+        }
+        fn begin_list(&mut self) {
+            self.0.push(Some(Vec::new()));
+        }
+        fn end_list(&mut self) {}
+        fn begin_row(&mut self) {}
+        fn end_row(&mut self) {}
+    }
+
     /// A sink with the columns of `instructions` without `--disasm` (`i`, `offset`,
-    /// `thread`, `pc`, `opcode`, 18 state words), its child tables under the names given.
+    /// `thread`, `pc`, `opcode`, 18 state words, `words`), its child tables under the names
+    /// given.
     struct Sink {
         record: Vec<IntBuf>,
         opcode: BytesBuf,
-        regs: (IntBuf, Names, IntBuf),
+        words: Lists,
+        regs: (IntBuf, Names, IntBuf, BytesBuf),
         mem: [IntBuf; 4],
         children: [&'static str; 2],
     }
@@ -743,6 +877,7 @@ mod tests {
             Sink {
                 record: (0..4 + 18).map(|_| IntBuf::default()).collect(),
                 opcode: BytesBuf::default(),
+                words: Lists::default(),
                 regs: Default::default(),
                 mem: Default::default(),
                 children,
@@ -756,8 +891,14 @@ mod tests {
             let mut record: Vec<Col<'_>> = head.iter_mut().map(Col::Ints).collect();
             record.push(Col::Bytes(&mut self.opcode));
             record.extend(state.iter_mut().map(Col::Ints));
-            let (ri, names, value) = &mut self.regs;
-            let regs = vec![Col::Ints(ri), Col::Other(names), Col::Ints(value)];
+            record.push(Col::Other(&mut self.words));
+            let (ri, names, value, wide) = &mut self.regs;
+            let regs = vec![
+                Col::Ints(ri),
+                Col::Other(names),
+                Col::Ints(value),
+                Col::Bytes(wide),
+            ];
             let mem = self.mem.iter_mut().map(Col::Ints).collect();
             let [a, b] = self.children;
             let mut children = vec![(Cow::Borrowed(a), regs), (Cow::Borrowed(b), mem)];
@@ -775,7 +916,52 @@ mod tests {
     /// leaves it to the visiting path.
     #[test]
     fn the_fast_path_binds_by_name_and_fills_what_rows_visit() {
-        let bytes = testdata("x64dbg/basic.trace64");
+        fills_what_rows_visit(&testdata("x64dbg/basic.trace64"));
+        fills_what_rows_visit(&part_recorded());
+    }
+
+    /// A trace whose second block records the low half of `xmm0` only (and `rip`): its
+    /// row tells the words; the full dump's does not.
+    fn part_recorded() -> Vec<u8> {
+        use trac_x64dbg::{
+            Arch, Header, InstructionRecord, MemAccess, Record, RegChange, ThreadField,
+        };
+        let ins = |regs: Vec<RegChange>| {
+            Record::Instruction(InstructionRecord {
+                thread: 7,
+                thread_field: ThreadField::Flagged,
+                opcode: vec![0x90],
+                regs,
+                mem: vec![MemAccess {
+                    flags: 0,
+                    address: 0x1000,
+                    old: 1,
+                    new: Some(2),
+                }],
+            })
+        };
+        let full = (0..172).map(|index| RegChange {
+            index,
+            value: u64::from(index),
+        });
+        let part = [(16, 0x401000), (40, 0x1234)].map(|(index, value)| RegChange { index, value });
+        let blocks = [ins(full.collect()), ins(part.to_vec())];
+        let bytes = trac_x64dbg::write_records(&Header::new(Arch::X64, "p.exe"), &blocks).unwrap();
+        let handler = &crate::formats::x64dbg::X64dbg;
+        let (_, rows) = records(handler, "p.trace64", &bytes, false);
+        assert_eq!(rows[0].1[8], Val::Null);
+        assert_eq!(rows[1].1[8].items(), [Val::U(16), Val::U(40)]);
+        let names: Vec<_> = rows[1].1[5]
+            .items()
+            .iter()
+            .map(|r| r.items()[0].clone())
+            .collect();
+        assert_eq!(names, [Val::S("rip".into()), Val::S("xmm0".into())]);
+        bytes
+    }
+
+    fn fills_what_rows_visit(bytes: &[u8]) {
+        let bytes = bytes.to_vec();
         let handler = &crate::formats::x64dbg::X64dbg;
         let (_, rows) = records(handler, "basic.trace64", &bytes, false);
         for children in [["regs", "mem"], ["mem", "regs"]] {
@@ -799,18 +985,31 @@ mod tests {
                 for (c, v) in sink.record[4..].iter().zip(state) {
                     assert_eq!(c.values[k], v.u());
                 }
+                let words = match &row[8] {
+                    Val::Null => None,
+                    list => Some(list.items().iter().map(Val::u).collect()),
+                };
+                assert_eq!(sink.words.0[k], words);
                 for r in row[5].items() {
                     let r = r.items();
-                    regs.push((row[0].u(), r[0].clone(), r[1].u()));
+                    regs.push((row[0].u(), r[0].clone(), r[1].clone(), r[2].clone()));
                 }
                 for m in row[6].items() {
                     let m = m.items();
                     mem.push((row[0].u(), m[0].u(), m[1].u(), m[2].clone()));
                 }
             }
-            let (ri, names, value) = &sink.regs;
+            let (ri, names, value, wide) = &sink.regs;
             let filled: Vec<_> = (0..ri.values.len())
-                .map(|k| (ri.values[k], Val::S(names.0[k].clone()), value.values[k]))
+                .map(|k| {
+                    let (from, to) = (wide.offsets[k] as usize, wide.offsets[k + 1] as usize);
+                    let (v, w) = if value.null_rows().contains(&k) {
+                        (Val::Null, Val::Bytes(wide.data[from..to].to_vec()))
+                    } else {
+                        (Val::U(value.values[k]), Val::Null)
+                    };
+                    (ri.values[k], Val::S(names.0[k].clone()), v, w)
+                })
                 .collect();
             assert!(!regs.is_empty());
             assert_eq!(filled, regs);
