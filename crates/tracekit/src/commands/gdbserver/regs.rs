@@ -12,8 +12,8 @@ use trace_registry::steps::{Isa, NamedReg, RegValue};
 enum Source {
     /// The first of these names that the trace has.
     Named(&'static [&'static str]),
-    /// `len` bytes at `offset` of a wide register (x64dbg's `RegisterArea`: st0–st7).
-    Slice(&'static str, usize),
+    /// The register of this name (st0–st7: GDB's names are the trace's).
+    Same(&'static str),
     /// Nothing in any trace (`fop`, `orig_rax`, `fs_base`): unavailable.
     None,
 }
@@ -67,15 +67,15 @@ const fn fpu(name: &'static str, names: &'static [&'static str]) -> WireReg {
     }
 }
 
-/// st0–st7: GDB's name, or 10 bytes of x64dbg's `RegisterArea` (FSAVE order, st0 first).
-const fn st(name: &'static str, k: usize) -> WireReg {
+/// st0–st7, by GDB's name, which x64dbg's and the recorder's traces use too.
+const fn st(name: &'static str) -> WireReg {
     WireReg {
         name,
         bytes: 10,
         ty: "i387_ext",
         group: None,
         feature: CORE,
-        source: Source::Slice(name, k),
+        source: Source::Same(name),
     }
 }
 
@@ -103,14 +103,14 @@ const fn xmm(name: &'static str, names: &'static [&'static str]) -> WireReg {
     }
 }
 
-const MXCSR: &[&str] = &["mxcsr", "MxCsr"];
-const FCTRL: &[&str] = &["fctrl", "x87fpu.ControlWord"];
-const FSTAT: &[&str] = &["fstat", "x87fpu.StatusWord"];
-const FTAG: &[&str] = &["ftag", "x87fpu.TagWord"];
-const FISEG: &[&str] = &["fiseg", "x87fpu.ErrorSelector"];
-const FIOFF: &[&str] = &["fioff", "x87fpu.ErrorOffset"];
-const FOSEG: &[&str] = &["foseg", "x87fpu.DataSelector"];
-const FOOFF: &[&str] = &["fooff", "x87fpu.DataOffset"];
+const MXCSR: &[&str] = &["mxcsr"];
+const FCTRL: &[&str] = &["fctrl", "fcw"];
+const FSTAT: &[&str] = &["fstat", "fsw"];
+const FTAG: &[&str] = &["ftag", "ftw"];
+const FISEG: &[&str] = &["fiseg", "fcs"];
+const FIOFF: &[&str] = &["fioff", "fip"];
+const FOSEG: &[&str] = &["foseg", "fds"];
+const FOOFF: &[&str] = &["fooff", "fdp"];
 const FLAGS: &[&str] = &["eflags", "rflags", "flags"];
 
 /// The amd64 layout (wire numbers 0–75).
@@ -139,14 +139,14 @@ const AMD64: &[WireReg] = &[
     core("es", 4, "int32", &["es"]),
     core("fs", 4, "int32", &["fs"]),
     core("gs", 4, "int32", &["gs"]),
-    st("st0", 0),
-    st("st1", 1),
-    st("st2", 2),
-    st("st3", 3),
-    st("st4", 4),
-    st("st5", 5),
-    st("st6", 6),
-    st("st7", 7),
+    st("st0"),
+    st("st1"),
+    st("st2"),
+    st("st3"),
+    st("st4"),
+    st("st5"),
+    st("st6"),
+    st("st7"),
     fpu("fctrl", FCTRL),
     fpu("fstat", FSTAT),
     fpu("ftag", FTAG),
@@ -240,14 +240,14 @@ const I386: &[WireReg] = &[
     core("es", 4, "int32", &["es"]),
     core("fs", 4, "int32", &["fs"]),
     core("gs", 4, "int32", &["gs"]),
-    st("st0", 0),
-    st("st1", 1),
-    st("st2", 2),
-    st("st3", 3),
-    st("st4", 4),
-    st("st5", 5),
-    st("st6", 6),
-    st("st7", 7),
+    st("st0"),
+    st("st1"),
+    st("st2"),
+    st("st3"),
+    st("st4"),
+    st("st5"),
+    st("st6"),
+    st("st7"),
     fpu("fctrl", FCTRL),
     fpu("fstat", FSTAT),
     fpu("ftag", FTAG),
@@ -338,16 +338,10 @@ impl Layout {
                     .iter()
                     .find_map(|n| regs.iter().find(|x| x.name == *n))
                     .map(|x| bytes_of(&x.value)),
-                Source::Slice(name, k) => regs
+                Source::Same(name) => regs
                     .iter()
                     .find(|x| x.name == name)
-                    .map(|x| bytes_of(&x.value))
-                    .or_else(|| {
-                        let area = regs.iter().find(|x| x.name == "RegisterArea")?;
-                        let all = bytes_of(&area.value);
-                        let at = k.checked_mul(10)?;
-                        all.get(at..at.checked_add(10)?).map(<[u8]>::to_vec)
-                    }),
+                    .map(|x| bytes_of(&x.value)),
                 Source::None => None,
             };
             for b in 0..r.bytes {
