@@ -597,7 +597,7 @@ fn vector_registers_equal_state() {
         "{text}"
     );
     assert!(
-        text.contains(&format!("$3 = {}\n", want["MxCsr"].as_str().unwrap())),
+        text.contains(&format!("$3 = {}\n", want["mxcsr"].as_str().unwrap())),
         "{text}"
     );
 }
