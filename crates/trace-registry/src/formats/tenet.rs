@@ -311,8 +311,13 @@ struct Held {
 struct LineRecords<'a> {
     tables: [Arc<Schema>; 1],
     lines: Lines<'a>,
-    /// The instruction whose row comes next.
-    held: Option<Held>,
+    /// Two rows' instruction lines, filled in turn: `slots[cur]` is the row that comes
+    /// next (when `ahead`), the other slot takes the line read ahead. A row borrows its
+    /// slot, so the two register sets of a line are copied once, not moved with the row.
+    slots: [Held; 2],
+    cur: usize,
+    /// Whether `slots[cur]` holds a row still to hand out.
+    ahead: bool,
     /// The first line's memory items: made by an instruction before the trace, shown on
     /// the first row as `mem_before`.
     before: Vec<MemOwned>,
@@ -327,7 +332,7 @@ impl<'a> LineRecords<'a> {
     /// The rows of `lines`, the first line read ahead (for the architecture, so the
     /// schema's register state, and for its memory items).
     fn new(mut lines: Lines<'a>, arch: Option<Arch>) -> LineRecords<'a> {
-        let (mut held, mut before, mut error) = (None, Vec::new(), None);
+        let (mut held, mut before, mut error) = (None, Vec::new(), None::<Error>);
         match lines.next_instruction() {
             None => {}
             Some(Ok(insn)) => {
@@ -353,10 +358,18 @@ impl<'a> LineRecords<'a> {
             .map(|h| h.regs.arch())
             .or(arch)
             .unwrap_or(Arch::Amd64);
+        let first = held.unwrap_or(Held {
+            index: 0,
+            line: 0,
+            regs: Registers::new(arch),
+            state: Registers::new(arch),
+        });
         LineRecords {
             tables: [schema(arch)],
             lines,
-            held,
+            slots: [first, first],
+            cur: 0,
+            ahead: held.is_some(),
             before,
             order: state_order(arch),
             error,
@@ -368,7 +381,7 @@ impl<'a> LineRecords<'a> {
 /// One instruction as a row: its line's registers and the register state before it
 /// (`held`), the memory items of the next line (`next`: what it accessed).
 struct InstructionRow<'l> {
-    held: Held,
+    held: &'l Held,
     next: Option<Instruction<'l>>,
     before: Vec<MemOwned>,
     order: &'l [usize],
@@ -376,7 +389,7 @@ struct InstructionRow<'l> {
 
 impl Row for InstructionRow<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
-        let held = &self.held;
+        let held = self.held;
         v.uint(held.index);
         v.uint(held.line);
         v.uint(held.regs.pc().unwrap_or(0));
@@ -433,31 +446,36 @@ impl Records for LineRecords<'_> {
         if self.done {
             return None;
         }
-        let Some(held) = self.held.take() else {
+        if !self.ahead {
             self.done = true;
             return self.error.take().map(Err);
-        };
+        }
         let before = std::mem::take(&mut self.before);
+        let cur = self.cur;
         let next = match self.lines.next_instruction() {
-            None => None,
+            None => {
+                self.ahead = false;
+                None
+            }
             Some(Ok(insn)) => {
-                let mut state = held.state;
-                state.merge(insn.regs);
-                self.held = Some(Held {
-                    index: insn.index,
-                    line: insn.line,
-                    regs: *insn.regs,
-                    state,
-                });
+                let [a, b] = &mut self.slots;
+                let (this, ahead) = if cur == 0 { (&*a, b) } else { (&*b, a) };
+                ahead.index = insn.index;
+                ahead.line = insn.line;
+                ahead.regs = *insn.regs;
+                ahead.state = this.state;
+                ahead.state.merge(insn.regs);
+                self.cur = cur ^ 1;
                 Some(insn)
             }
             Some(Err(e)) => {
                 self.error = Some(e);
+                self.ahead = false;
                 None
             }
         };
         let row = InstructionRow {
-            held,
+            held: &self.slots[cur],
             next,
             before,
             order: &self.order,
