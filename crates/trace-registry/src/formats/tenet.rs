@@ -474,8 +474,9 @@ impl Records for LineRecords<'_> {
                 None
             }
         };
+        let [a, b] = &self.slots;
         let row = InstructionRow {
-            held: &self.slots[cur],
+            held: if cur == 0 { a } else { b },
             next,
             before,
             order: &self.order,
