@@ -240,6 +240,11 @@ pub struct RecorderOptions {
     /// Reproduce the thread-id bug of x64dbg before PR #3920: after a thread switch, the
     /// first block of the new thread carries the thread id without the flag.
     pub legacy_thread_ids: bool,
+    /// List a word also in the block of the instruction about to change it, with its
+    /// unchanged value, as x64dbg does (true, the default). False lists only the words that
+    /// differ from the previous block (and every word in a full dump): the same state for
+    /// every reader, x64dbg's included, in about a quarter fewer register entries.
+    pub lookahead: bool,
 }
 
 impl Default for RecorderOptions {
@@ -247,6 +252,7 @@ impl Default for RecorderOptions {
         RecorderOptions {
             full_dump_interval: raw::FULL_DUMP_INTERVAL,
             legacy_thread_ids: false,
+            lookahead: true,
         }
     }
 }
@@ -367,7 +373,7 @@ impl<W: Write> Recorder<W> {
         let now = cur.regs.words();
         for (i, &v) in now.iter().enumerate() {
             let before = self.prev.as_ref().is_some_and(|p| p.word(i) != v);
-            let after = next.is_some_and(|n| n.regs.word(i) != v);
+            let after = self.opts.lookahead && next.is_some_and(|n| n.regs.word(i) != v);
             if full || before || after {
                 rec.regs.push(crate::RegChange {
                     index: i as u16,

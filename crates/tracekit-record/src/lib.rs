@@ -3,8 +3,9 @@
 //! user-space instruction after `execve` to the exit.
 //!
 //! Each step is written through trac-x64dbg's [`Recorder`](trac_x64dbg::Recorder),
-//! as x64dbg records: the thread id, the instruction bytes, the registers before it as
-//! changes against the previous block with a full `REGDUMP` every 512 blocks (general
+//! in x64dbg's format: the thread id, the instruction bytes, the registers before it as the
+//! words that changed since the previous block (without x64dbg's extra entries for words
+//! about to change: `RecorderOptions::lookahead`), a full `REGDUMP` every 512 blocks (general
 //! registers, flags, segments, debug registers, x87, MXCSR, SSE and AVX from
 //! `NT_X86_XSTATE`; see [`regs::regdump`]), and every memory word it accesses (iced-x86's
 //! operands, see [`operands`]) with its value before and after. System calls that write

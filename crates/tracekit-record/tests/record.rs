@@ -792,3 +792,30 @@ fn assert_each_thread_stored(r: &Read, exe: &Path) {
         assert_eq!(stores, expected, "stores into {name}");
     }
 }
+
+/// The bench's loop (`cargo xtask bench record`): loads and stores of a global array.
+const TIGHT_LOOP: &str = "volatile long a[64];\n\
+    int main(void) { for (long i = 0; i < 5000; i++) a[i & 63] += i; return 0; }\n";
+
+#[test]
+fn a_tight_loop_takes_at_most_40_bytes_a_step() {
+    let Some(env) = available("a_tight_loop_takes_at_most_40_bytes_a_step") else {
+        return;
+    };
+    let exe = build(&env.dir, "tight", TIGHT_LOOP, true).unwrap();
+    // `main` only: the loop, without glibc's start-up.
+    let opts = Options {
+        ranges: vec![symbol_range(&exe, "main")],
+        ..Options::default()
+    };
+    let (bytes, summary, _) = record_with(env, &exe, &[], b"", opts).unwrap();
+    let steps = read(&bytes).pcs.len();
+    assert_eq!(summary.instructions, steps as u64);
+    assert!(steps > 5000 * 5, "{steps} steps");
+    let per_step = bytes.len() as f64 / steps as f64;
+    eprintln!(
+        "{steps} steps, {} bytes, {per_step:.1} bytes a step",
+        bytes.len()
+    );
+    assert!(per_step <= 40.0, "{per_step:.1} bytes a step");
+}

@@ -235,6 +235,7 @@ impl Arbitrary for Steps {
         let opts = RecorderOptions {
             full_dump_interval: *g.choose(&[512, 1, 3, 16, 0]).unwrap_or(&512),
             legacy_thread_ids: bool::arbitrary(g),
+            lookahead: bool::arbitrary(g),
         };
         let n = 1 + below(g, 120) as usize;
         let max_run = 1 + below(g, 6);

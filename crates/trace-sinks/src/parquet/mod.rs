@@ -1074,6 +1074,7 @@ mod tests {
                     _ => 1 + u32::from(run / 4),
                 },
                 legacy_thread_ids: legacy,
+                lookahead: run % 3 != 0,
             };
             let mut bytes =
                 trac_x64dbg::testgen::trace(opts, 1 + u64::from(len % 800), rec, "q.exe");
