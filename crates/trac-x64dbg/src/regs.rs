@@ -616,6 +616,15 @@ pub struct RegisterField {
 pub const MAX_FIELD: usize = 16;
 
 impl RegisterField {
+    /// Whether the field is a flag bit: one of the one-byte booleans x64dbg derives from
+    /// the flags and the x87 and SSE control words (`flags.z`, `MxCsrFields.PM`,
+    /// `x87StatusWordFields.C0`, `x87ControlWordFields.IM`, …; no other field is one byte).
+    #[must_use]
+    #[inline]
+    pub fn is_flag(&self) -> bool {
+        self.size == 1 && !self.pad
+    }
+
     /// The first and the last `REGDUMP` word the field overlaps (`word` bytes each).
     #[must_use]
     #[inline]
@@ -636,9 +645,9 @@ impl RegisterField {
 /// x64dbg records a block's register changes per word of the dump. A word packs several
 /// fields (`gs`, `fs`, `es`, `ds` in one x64 word; eight `flags.*` bytes) or holds part of
 /// a wider one (an XMM register is two x64 words). [`RegLayout::show`] turns the recorded
-/// words into fields: each field that overlaps a recorded word, once; padding only where
-/// it is not zero (or is a whole word). [`RegLayout::changes`] turns them back into the
-/// words, byte for byte.
+/// words into fields: each field that overlaps a recorded word, once; flag bits only where
+/// they are set and padding only where it is not zero (unless the word shows nothing else).
+/// [`RegLayout::changes`] turns them back into the words, byte for byte.
 #[derive(Debug)]
 pub struct RegLayout {
     arch: Arch,
@@ -738,9 +747,12 @@ impl RegLayout {
 
     /// The fields of `regs` a block that records the words `words` (ascending, as blocks
     /// list them) shows, each handed to `f` once, in order: every named field that overlaps
-    /// a recorded word (all fields of a packed word, changed or not: x64dbg records whole
-    /// words), and padding that overlaps one only where `regs` has it not zero or where it
-    /// is the whole word (two words of x86).
+    /// a recorded word (the fields of a packed word changed or not: x64dbg records whole
+    /// words) but the flag bits that are clear ([`RegisterField::is_flag`]: a new `rflags`
+    /// comes with the flags set in it, `flags.z` and `flags.i`, not with eight bytes), and
+    /// padding that overlaps one only where `regs` has it not zero. A recorded word that
+    /// would show nothing that way (all its flags clear, or nothing but zero padding, two
+    /// words of x86) shows its flags, or its padding, clear as they are.
     ///
     /// Returns whether the words the shown fields overlap are exactly `words` (then
     /// [`RegLayout::changes`] rebuilds the block from the fields alone); else the words
@@ -773,9 +785,13 @@ impl RegLayout {
             let from = usize::from(a).max(next_field);
             let to = usize::from(b).max(from);
             next_field = to;
-            for field in self.fields.get(from..to).unwrap_or_default() {
-                // Padding of a word that holds something else, when it is zero.
-                if field.pad && field.size < w && regs.field_u64(field) == 0 {
+            let fields = self.fields.get(from..to).unwrap_or_default();
+            // Clear flags and zero padding are left out, unless the word would show nothing:
+            // then its flags are shown (or its padding, when it holds nothing else).
+            let clear = |f: &RegisterField| (f.pad || f.is_flag()) && regs.field_u64(f) == 0;
+            let silent = !shown_here && fields.iter().all(clear);
+            for field in fields {
+                if clear(field) && (!silent || field.pad && field.size < w) {
                     continue;
                 }
                 let (first, last) = field.words(w);
@@ -802,8 +818,8 @@ impl RegLayout {
     /// The register changes of a block from the fields it shows ([`RegLayout::show`]):
     /// `fields` gives each field's name and value (little-endian, as
     /// [`RegDump::field_u128`] reads it), `words` the recorded words when the fields do not
-    /// tell them. Padding that is not given is zero. An unknown name is an error (the
-    /// name).
+    /// tell them. Flags and padding that are not given are zero. An unknown name is an
+    /// error (the name).
     pub fn changes<'n>(
         &self,
         fields: impl IntoIterator<Item = (&'n str, u128)>,
@@ -1050,8 +1066,11 @@ mod tests {
         d.set_xmm(0, 0x1122_3344_5566_7788_99aa_bbcc_ddee_ff00);
         d.set_flags(0x202);
         let l = reg_layout(Arch::X64);
-        let cases: [(&[u16], bool, &[&str]); 6] = [
+        let cases: [(&[u16], bool, &[&str]); 8] = [
             (&[4, 19], true, &["rsp", "cs", "ss", "pad_0x9c"]),
+            // Of the flag bits, those set; `flags.o` (clear) is left out of its word.
+            (&[17, 136], true, &["rflags", "flags.i"]),
+            (&[136, 137], false, &["flags.i", "x87r0.data"]),
             (&[40, 41], true, &["xmm0"]),
             (&[40], false, &["xmm0"]),
             (&[41], false, &["xmm0"]),
@@ -1084,11 +1103,39 @@ mod tests {
         d.set_word(19, 0x002b_0033);
         assert!(l.show(&d, [19], |f| shown.push(f.name)));
         assert_eq!(shown, ["cs", "ss"]);
+        // A word of clear flags shows them all: the word is recorded.
+        d.set_flags(0x2);
+        let mut shown = Vec::new();
+        assert!(l.show(&d, [136], |f| shown.push(f.name)));
+        assert_eq!(shown.len(), 8);
+        assert_eq!(
+            l.changes(shown.iter().map(|&n| (n, 0)), None).unwrap(),
+            [RegChange {
+                index: 136,
+                value: 0
+            }]
+        );
         let l = reg_layout(Arch::X86);
-        let d = RegDump::new(Arch::X86);
+        let mut d = RegDump::new(Arch::X86);
         let mut shown = Vec::new();
         assert!(l.show(&d, [46, 47], |f| shown.push(f.name)));
         assert_eq!(shown, ["mxcsr", "pad_0xbc"]);
+        // x86's flags take three words: c p a z, s t i d, o and padding.
+        d.set_flags(0x246);
+        let mut shown = Vec::new();
+        assert!(l.show(&d, [9, 144, 145, 146], |f| shown.push(f.name)));
+        assert_eq!(
+            shown,
+            ["eflags", "flags.p", "flags.z", "flags.i", "flags.o"]
+        );
+        let mut shown = Vec::new();
+        d.set_flags(0x202);
+        assert!(l.show(&d, [144, 145], |f| shown.push(f.name)));
+        assert_eq!(
+            shown,
+            ["flags.c", "flags.p", "flags.a", "flags.z", "flags.i"]
+        );
+        let d = RegDump::new(Arch::X86);
         assert_eq!(l.changes([("pad_0xbc", 0)], None).unwrap()[0].index, 47);
         assert_eq!(l.changes([("gs|fs", 0)], None), Err("gs|fs"));
         let mut out = [0; MAX_FIELD];

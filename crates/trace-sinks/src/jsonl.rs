@@ -537,10 +537,42 @@ impl<W: Write> Visitor for JsonLines<W> {
 
     /// A whole record: a struct JSON does not show (the field is [`Json::Skip`], or the
     /// record is being skipped) dropped at once; an entry of a table shown as an object
-    /// (an x64dbg instruction's registers) written as `begin_row`, `str`, `uint`,
-    /// `end_row` would write it, without the entry's frame; else value by value.
+    /// (an x64dbg instruction's registers) or a row of a table shown as an array of objects
+    /// (its memory accesses) written as `begin_row`, the values and `end_row` would write
+    /// it, without the row's frame; else value by value.
     fn row(&mut self, cells: &[Cell<'_>]) {
         match &mut self.top {
+            Frame::Rows { base, count }
+                if !cells.iter().any(|c| matches!(c, Cell::UInts(_)))
+                    && self.fields.len() >= base.saturating_add(cells.len()) =>
+            {
+                let base = *base;
+                if *count > 0 {
+                    self.buf.push(b',');
+                }
+                *count = count.saturating_add(1);
+                self.buf.push(b'{');
+                let mut wrote = false;
+                let plans = self.fields.get(base..).unwrap_or_default();
+                for (cell, f) in cells.iter().zip(plans) {
+                    let null = matches!(cell, Cell::Null);
+                    if f.json == Json::Skip || (null && f.omit_null) {
+                        continue;
+                    }
+                    if wrote {
+                        self.buf.push(b',');
+                    }
+                    wrote = true;
+                    f.key.write(&mut self.buf);
+                    match *cell {
+                        Cell::UInt(v) => push_uint(&mut self.buf, v, f.json),
+                        Cell::Str(v) => push_str(&mut self.buf, v),
+                        Cell::Null | Cell::UInts(_) => self.buf.extend_from_slice(b"null"),
+                    }
+                }
+                self.buf.push(b'}');
+                return;
+            }
             Frame::Skip { .. } => return,
             Frame::Row { base, next, .. }
                 if self

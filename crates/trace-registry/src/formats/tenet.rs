@@ -37,7 +37,7 @@ use tenet_trace::{
     Arch, Instruction, Line, MemKind, MemOwned, ReadOptions, Reader, Registers, StreamReader,
 };
 
-use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
+use crate::schema::{Cell, Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{self, AccessKind, Isa, NamedReg, RegValue, Step, Steps};
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
 
@@ -395,10 +395,7 @@ impl Row for InstructionRow<'_> {
         v.uint(held.regs.pc().unwrap_or(0));
         v.begin_list();
         for (name, value) in held.regs.iter() {
-            v.begin_row();
-            v.str(name);
-            v.uint(value);
-            v.end_row();
+            v.row(&[Cell::Str(name), Cell::UInt(value)]);
         }
         v.end_list();
         let item = |v: &mut dyn Visitor, kind: MemKind, addr: u64, data: &[u8]| {
@@ -422,14 +419,14 @@ impl Row for InstructionRow<'_> {
             }
             v.end_list();
         }
-        v.begin_row();
-        for &k in self.order {
-            match held.state.get(k) {
-                Some(value) => v.uint(value),
-                None => v.null(),
+        // In one call (JSON drops it at once).
+        let mut state = [Cell::Null; MAX_STATE];
+        for (cell, &k) in state.iter_mut().zip(self.order) {
+            if let Some(value) = held.state.get(k) {
+                *cell = Cell::UInt(value);
             }
         }
-        v.end_row();
+        v.row(state.get(..self.order.len()).unwrap_or_default());
     }
 }
 
@@ -501,6 +498,9 @@ fn state_order(arch: Arch) -> Vec<usize> {
         .filter_map(|n| arch.register(n.as_bytes()))
         .collect()
 }
+
+/// The most registers in a state ([`state_names`]).
+const MAX_STATE: usize = AMD64_STATE.len();
 
 /// The order of [`Steps::reg_names`]: x64dbg's (so that `diff` lines up), the pc last.
 const AMD64_STATE: [&str; 17] = [

@@ -331,23 +331,23 @@ impl InstructionRow<'_> {
                     let annotated = self
                         .disasm
                         .map(|d| d.accesses.get(k).copied().unwrap_or_default());
-                    v.begin_row();
-                    for &(_, f) in &MEMORY {
-                        match (f, annotated) {
-                            (AccessField::Addr, _) => v.uint(m.address),
-                            (AccessField::Old, _) => v.uint(m.old),
-                            (AccessField::New, _) => match m.new {
-                                Some(n) => v.uint(n),
-                                None => v.null(),
-                            },
-                            (AccessField::Size, Some(a)) if a.sized => v.uint(u64::from(a.len)),
-                            (AccessField::Size, Some(_)) => v.null(),
-                            (AccessField::Access, Some(a)) => v.str(a.kind.name()),
+                    // The row in one call.
+                    let mut cells = [Cell::Null; MEMORY.len()];
+                    let mut n = 0usize;
+                    for (&(_, f), cell) in MEMORY.iter().zip(&mut cells) {
+                        *cell = match (f, annotated) {
+                            (AccessField::Addr, _) => Cell::UInt(m.address),
+                            (AccessField::Old, _) => Cell::UInt(m.old),
+                            (AccessField::New, _) => m.new.map_or(Cell::Null, Cell::UInt),
+                            (AccessField::Size, Some(a)) if a.sized => Cell::UInt(u64::from(a.len)),
+                            (AccessField::Size, Some(_)) => Cell::Null,
+                            (AccessField::Access, Some(a)) => Cell::Str(a.kind.name()),
                             // Without `--disasm`, not in the table.
-                            (AccessField::Size | AccessField::Access, None) => {}
-                        }
+                            (AccessField::Size | AccessField::Access, None) => break,
+                        };
+                        n = n.saturating_add(1);
                     }
-                    v.end_row();
+                    v.row(cells.get(..n).unwrap_or_default());
                 }
                 v.end_list();
             }
