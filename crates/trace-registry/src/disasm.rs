@@ -43,7 +43,8 @@
 
 use iced_x86::{
     CodeSize, Decoder, DecoderOptions, Formatter, Instruction, InstructionInfoFactory,
-    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, OpAccess, Register, RflagsBits,
+    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, Mnemonic, OpAccess, Register,
+    RflagsBits,
 };
 use smallvec::SmallVec;
 
@@ -129,11 +130,33 @@ impl MemOperand {
     }
 }
 
+/// What an instruction does to the flow of control, as call trees need it
+/// ([`Disassembler::flow`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flow {
+    /// Neither a call nor a return (or the bytes do not decode).
+    #[default]
+    Other,
+    /// A `call` (near or far, direct or indirect; not `syscall`, `sysenter` or `vmcall`):
+    /// its length in bytes (the return address is the pc plus it) and, for a direct near
+    /// call, its target.
+    Call {
+        /// The instruction's length.
+        len: u8,
+        /// The target of a direct near call.
+        target: Option<u64>,
+    },
+    /// A `ret` or `retf` (with or without an immediate; not `iret` or `sysret`).
+    Return,
+}
+
 /// What the cache keeps of one instruction.
 #[derive(Clone, Debug, Default)]
 struct Decoded {
     /// The bytes decode to a valid instruction.
     valid: bool,
+    /// A call, a return or neither.
+    flow: Flow,
     /// A string instruction or a gather/scatter: its entries stay unknown.
     opaque: bool,
     mem: SmallVec<[MemOperand; 2]>,
@@ -315,6 +338,17 @@ impl Disassembler {
         if let Some(slot) = at.and_then(|at| self.slots.get(at)) {
             annotate_decoded(self.isa, &slot.decoded, regs, accesses);
         }
+    }
+
+    /// Whether the x86 or x64 instruction at `pc` (`bytes`) is a call or a return
+    /// ([`Flow`]), through the decode cache; [`Flow::Other`] when the bytes do not decode or
+    /// the instruction set is not x86.
+    #[inline]
+    pub fn flow(&mut self, pc: u64, bytes: &[u8]) -> Flow {
+        self.last = None;
+        lookup(&mut self.slots, &mut self.factory, self.isa, pc, bytes)
+            .and_then(|at| self.slots.get(at))
+            .map_or(Flow::Other, |s| s.decoded.flow)
     }
 
     /// [`Disassembler::annotate`] on a step's own accesses.
@@ -557,6 +591,7 @@ fn decode(
     let instruction = decoder.decode();
     d.instruction = instruction;
     d.valid = !instruction.is_invalid();
+    d.flow = flow_of(&instruction);
     d.formatted = false;
     d.mem.clear();
     d.opaque = instruction.is_string_instruction();
@@ -591,6 +626,23 @@ fn decode(
             size,
             kind,
         });
+    }
+}
+
+/// The [`Flow`] of a decoded instruction.
+fn flow_of(ins: &Instruction) -> Flow {
+    if ins.is_invalid() {
+        return Flow::Other;
+    }
+    if ins.is_call_near() || ins.is_call_near_indirect() || ins.is_call_far() || ins.is_call_far_indirect() {
+        return Flow::Call {
+            len: u8::try_from(ins.len()).unwrap_or(u8::MAX),
+            target: ins.is_call_near().then(|| ins.near_branch_target()),
+        };
+    }
+    match ins.mnemonic() {
+        Mnemonic::Ret | Mnemonic::Retf => Flow::Return,
+        _ => Flow::Other,
     }
 }
 
