@@ -10,6 +10,7 @@
 
 mod amber;
 mod bbv;
+mod calls;
 mod browser;
 mod common;
 mod dcfg;
