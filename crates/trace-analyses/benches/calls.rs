@@ -10,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use trac_x64dbg::{Arch, Header, MemAccess, RegDump, Recorder, RecorderOptions, Step, Writer};
+use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Step, Writer};
 use trace_analyses::calls::{CallsOptions, calls};
 use trace_registry::steps::RegsWanted;
 use trace_registry::{Ctx, Input, Options};
@@ -20,7 +20,10 @@ use trace_registry::{Ctx, Input, Options};
 /// instructions.
 fn call_heavy(instructions: u64) -> Vec<u8> {
     let header = Header::new(Arch::X64, r"C:\bench.exe");
-    let mut rec = Recorder::new(Writer::new(Vec::new(), &header).unwrap(), RecorderOptions::default());
+    let mut rec = Recorder::new(
+        Writer::new(Vec::new(), &header).unwrap(),
+        RecorderOptions::default(),
+    );
     let mut regs = RegDump::new(Arch::X64);
     regs.set_word(4, 0x14_0000);
     regs.set_ip(0x1000);
@@ -46,13 +49,23 @@ fn call_heavy(instructions: u64) -> Vec<u8> {
             1 => {
                 let ret = pc + bytes.len() as u64;
                 stack.push(ret);
-                mem.push(MemAccess { flags: 0, address: sp - 8, old: 0, new: Some(ret) });
+                mem.push(MemAccess {
+                    flags: 0,
+                    address: sp - 8,
+                    old: 0,
+                    new: Some(ret),
+                });
                 regs.set_word(4, sp - 8);
                 next
             }
             2 => {
                 let ret = stack.pop().unwrap();
-                mem.push(MemAccess { flags: 1, address: sp, old: ret, new: None });
+                mem.push(MemAccess {
+                    flags: 1,
+                    address: sp,
+                    old: ret,
+                    new: None,
+                });
                 regs.set_word(4, sp + 8);
                 regs.set_word(0, n);
                 ret
@@ -61,7 +74,13 @@ fn call_heavy(instructions: u64) -> Vec<u8> {
         };
         regs.set_ip(to);
         k = program.iter().position(|p| p.0 == to).unwrap();
-        rec.step(Step { thread: 7, opcode: bytes.to_vec(), regs: before, mem }).unwrap();
+        rec.step(Step {
+            thread: 7,
+            opcode: bytes.to_vec(),
+            regs: before,
+            mem,
+        })
+        .unwrap();
     }
     rec.finish().unwrap()
 }
@@ -86,17 +105,26 @@ fn walk(input: &mut Input) -> u64 {
 fn tree(input: &mut Input) -> u64 {
     let options = Options::default();
     let handler = trace_registry::by_name("x64dbg").unwrap();
-    let done = calls(handler, input, &mut Ctx::new(&options), &CallsOptions::default(), &mut |c| {
-        black_box(c.i);
-        Ok(())
-    })
+    let done = calls(
+        handler,
+        input,
+        &mut Ctx::new(&options),
+        &CallsOptions::default(),
+        &mut |c| {
+            black_box(c.i);
+            Ok(())
+        },
+    )
     .unwrap();
     done.summary.instructions
 }
 
 fn bench(c: &mut Criterion) {
     let mut traces = vec![
-        ("synthetic (no calls)", trac_x64dbg::testgen::bench_trace(300_000, 3, 300)),
+        (
+            "synthetic (no calls)",
+            trac_x64dbg::testgen::bench_trace(300_000, 3, 300),
+        ),
         ("call-heavy", call_heavy(300_000)),
     ];
     if let Some(path) = std::env::var_os("TRACEKIT_CALLS_TRACE") {

@@ -157,7 +157,9 @@ pub struct Call {
     pub ret: Option<u64>,
     /// The thread's steps from the entry through the ret (or the end).
     pub instructions: u64,
-    /// The target's symbol (`name`, `name+0xOFF`) or `0x<target>`.
+    /// The target's symbol (`name`, `name+0xOFF`, or `0x<target>` where none covers it)
+    /// when [`CallsOptions::symbols`] were given; without them `None`, and
+    /// [`Call::name`] (and the JSON) says `0x<target>`.
     pub symbol: Option<String>,
 }
 
@@ -180,6 +182,15 @@ fn num_or_null(out: &mut String, v: Option<u64>) {
 }
 
 impl Call {
+    /// What the call's `symbol` is in the JSON: its symbol, else `0x<target>`; `None`
+    /// when the target is unknown.
+    #[must_use]
+    pub fn name(&self) -> Option<String> {
+        self.symbol
+            .clone()
+            .or_else(|| self.target.map(|t| format!("{t:#x}")))
+    }
+
     /// The JSON line `tracekit calls --json` prints.
     #[must_use]
     pub fn to_json(&self) -> String {
@@ -190,7 +201,11 @@ impl Call {
             self.i, self.thread, self.depth
         );
         hex_or_null(&mut s, self.target);
-        let _ = write!(s, ",\"return_address\":\"{:#x}\",\"entry_i\":", self.return_address);
+        let _ = write!(
+            s,
+            ",\"return_address\":\"{:#x}\",\"entry_i\":",
+            self.return_address
+        );
         num_or_null(&mut s, self.entry_i);
         s.push_str(",\"ret_i\":");
         num_or_null(&mut s, self.ret_i);
@@ -204,9 +219,12 @@ impl Call {
         s.push_str("],\"ret\":");
         hex_or_null(&mut s, self.ret);
         let _ = write!(s, ",\"instructions\":{},\"symbol\":", self.instructions);
-        match &self.symbol {
-            Some(name) => s.push_str(&serde_json::to_string(name).unwrap_or_default()),
-            None => s.push_str("null"),
+        match (&self.symbol, self.target) {
+            (Some(name), _) => s.push_str(&serde_json::to_string(name).unwrap_or_default()),
+            (None, Some(t)) => {
+                let _ = write!(s, "\"{t:#x}\"");
+            }
+            (None, None) => s.push_str("null"),
         }
         s.push('}');
         s
@@ -221,7 +239,7 @@ impl Call {
         for _ in 0..self.depth.min(256) {
             s.push_str("  ");
         }
-        s.push_str(self.symbol.as_deref().unwrap_or("?"));
+        s.push_str(self.name().as_deref().unwrap_or("?"));
         s.push('(');
         for (k, a) in self.args.iter().enumerate() {
             if k > 0 {
@@ -308,6 +326,9 @@ struct Node {
     target: u64,
     /// The instructions executed with exactly this stack.
     count: u64,
+    /// The child last entered (`ROOT`: none), tried before the map: loops enter the
+    /// same callee again and again.
+    last: u32,
 }
 
 const ROOT: u32 = u32::MAX;
@@ -322,7 +343,18 @@ pub struct Stacks {
 
 impl Stacks {
     fn node(&mut self, parent: u32, target: u64) -> u32 {
+        let last = self.nodes.get(parent as usize).map_or(ROOT, |p| p.last);
+        if self
+            .nodes
+            .get(last as usize)
+            .is_some_and(|c| c.target == target)
+        {
+            return last;
+        }
         if let Some(&n) = self.children.get(&(parent, target)) {
+            if let Some(p) = self.nodes.get_mut(parent as usize) {
+                p.last = n;
+            }
             return n;
         }
         let n = u32::try_from(self.nodes.len()).unwrap_or(ROOT.saturating_sub(1));
@@ -330,8 +362,12 @@ impl Stacks {
             parent,
             target,
             count: 0,
+            last: ROOT,
         });
         self.children.insert((parent, target), n);
+        if let Some(p) = self.nodes.get_mut(parent as usize) {
+            p.last = n;
+        }
         n
     }
 
@@ -538,7 +574,9 @@ impl Pass<'_, '_> {
             for a in &step.mem {
                 if addr >= a.addr && addr < a.addr.saturating_add(u64::from(a.len)) {
                     let old = step.old(a)?;
-                    return old.get(usize::try_from(addr.wrapping_sub(a.addr)).ok()?).copied();
+                    return old
+                        .get(usize::try_from(addr.wrapping_sub(a.addr)).ok()?)
+                        .copied();
                 }
             }
             self.stack_mem.get(&addr).copied()
@@ -676,7 +714,13 @@ impl Pass<'_, '_> {
             .iter()
             .find(|a| a.addr == sp && a.len >= word && step.old(a).is_some())
             .and_then(|a| word_of(step, a))
-            .map(|v| if word == 4 { v & u64::from(u32::MAX) } else { v })
+            .map(|v| {
+                if word == 4 {
+                    v & u64::from(u32::MAX)
+                } else {
+                    v
+                }
+            })
     }
 
     /// A call or return told from a step without bytes by its stack accesses (a candidate:
@@ -731,7 +775,7 @@ impl Pass<'_, '_> {
         } else {
             self.arg_regs.map(|at| Self::reg(regs, known, at))
         };
-        let symbol = self.symbol(step.pc);
+        let symbol = self.options.symbols.map(|s| s.name(step.pc));
         let Some(th) = self.threads.get_mut(t) else {
             return;
         };
@@ -745,23 +789,18 @@ impl Pass<'_, '_> {
             outer,
         });
         let depth = th.frames.len();
-        let k = seq.checked_sub(self.base).and_then(|k| usize::try_from(k).ok());
+        let k = seq
+            .checked_sub(self.base)
+            .and_then(|k| usize::try_from(k).ok());
         if let Some(h) = k.and_then(|k| self.held.get_mut(k)) {
             h.call.entry_i = Some(step.i);
             h.call.target = Some(step.pc);
             h.call.args = args;
-            h.call.symbol = Some(symbol);
+            h.call.symbol = symbol;
         }
         self.summary.calls = self.summary.calls.saturating_add(1);
         let d = u32::try_from(depth.saturating_sub(1)).unwrap_or(u32::MAX);
         self.summary.deepest = Some(self.summary.deepest.map_or(d, |x| x.max(d)));
-    }
-
-    fn symbol(&self, target: u64) -> String {
-        match self.options.symbols {
-            Some(s) => s.name(target),
-            None => format!("{target:#x}"),
-        }
     }
 
     /// Matches the ret at step `i` (the thread's step `n`) whose thread went on at `pc`.
@@ -833,12 +872,9 @@ impl Pass<'_, '_> {
             if !h.dropped {
                 h.closed = true;
                 if h.call.symbol.is_none()
-                    && let Some(target) = h.call.target
+                    && let (Some(target), Some(s)) = (h.call.target, self.options.symbols)
                 {
-                    h.call.symbol = Some(match self.options.symbols {
-                        Some(s) => s.name(target),
-                        None => format!("{target:#x}"),
-                    });
+                    h.call.symbol = Some(s.name(target));
                 }
             }
         }

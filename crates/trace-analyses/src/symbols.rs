@@ -166,7 +166,12 @@ impl Symbols {
     }
 
     /// Adds an object file's symbols (its symbol table, dynamic symbols and exports).
-    fn add_object(&mut self, data: &[u8], base: Option<u64>, path: &Path) -> Result<(), SymbolError> {
+    fn add_object(
+        &mut self,
+        data: &[u8],
+        base: Option<u64>,
+        path: &Path,
+    ) -> Result<(), SymbolError> {
         let file = object::File::parse(data).map_err(|e| SymbolError::Object {
             path: path.to_owned(),
             message: e.to_string(),
@@ -215,8 +220,10 @@ impl Symbols {
         }
         if let Ok(exports) = file.exports() {
             for e in exports.flatten() {
-                if let (object::NameOrOrdinal::Name(name), object::ExportTarget::Address { address }) =
-                    (e.name(), e.target())
+                if let (
+                    object::NameOrOrdinal::Name(name),
+                    object::ExportTarget::Address { address },
+                ) = (e.name(), e.target())
                     && let Ok(name) = std::str::from_utf8(name)
                 {
                     add(address, 0, name);
@@ -288,14 +295,21 @@ mod tests {
             parse_spec("a.dll@0x7ff600000000"),
             (PathBuf::from("a.dll"), Some(0x7ff6_0000_0000))
         );
-        assert_eq!(parse_spec("we@b/lib.so"), (PathBuf::from("we@b/lib.so"), None));
-        assert_eq!(parse_spec("x.csv@4096"), (PathBuf::from("x.csv"), Some(4096)));
+        assert_eq!(
+            parse_spec("we@b/lib.so"),
+            (PathBuf::from("we@b/lib.so"), None)
+        );
+        assert_eq!(
+            parse_spec("x.csv@4096"),
+            (PathBuf::from("x.csv"), Some(4096))
+        );
     }
 
     #[test]
     fn csv_lines_and_errors() {
         let mut s = Symbols::default();
-        s.add_csv(b"0x10,a\n# c\n\n0x20,b\n", 0x1000, "t.csv").unwrap();
+        s.add_csv(b"0x10,a\n# c\n\n0x20,b\n", 0x1000, "t.csv")
+            .unwrap();
         assert_eq!(s.name(0x1010), "a");
         assert_eq!(s.name(0x101f), "a+0xf");
         assert_eq!(s.name(0x1020), "b");

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use trac_x64dbg::{Arch, Header, MemAccess, RegDump, Recorder, RecorderOptions, Step, Writer};
+use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Step, Writer};
 use trace_analyses::calls::{Abi, Call, CallsOptions, Done, calls};
 use trace_analyses::state::state;
 use trace_registry::{Ctx, Input, Options};
@@ -175,10 +175,16 @@ fn run(bytes: &[u8], options: &CallsOptions<'_>) -> (Vec<Call>, Done) {
     let handler = trace_registry::detect(&input).unwrap();
     let opts = Options::default();
     let mut rows = Vec::new();
-    let done = calls(handler, &mut input, &mut Ctx::new(&opts), options, &mut |c| {
-        rows.push(c.clone());
-        Ok(())
-    })
+    let done = calls(
+        handler,
+        &mut input,
+        &mut Ctx::new(&opts),
+        options,
+        &mut |c| {
+            rows.push(c.clone());
+            Ok(())
+        },
+    )
     .unwrap();
     (rows, done)
 }
@@ -209,7 +215,10 @@ fn folded_sum(done: &Done) -> u64 {
 fn recursion() {
     let mut m = Machine::new(Arch::X64, r"C:\t.exe");
     m.nop(1); // 0
-    m.set(1, RCX, 3).set(1, RDX, 0x22).set(1, R8, 0x88).set(1, R9, 0x99);
+    m.set(1, RCX, 3)
+        .set(1, RDX, 0x22)
+        .set(1, R8, 0x88)
+        .set(1, R9, 0x99);
     m.call(1, 0x2000); // 1: f(3)
     m.nop(1); // 2: f(3)'s entry, at 0x2000
     m.set(1, RCX, 2).call(1, 0x2000); // 3: f(2), from 0x2001
@@ -238,7 +247,8 @@ fn recursion() {
     );
     assert_eq!(rows[0].return_address, 0x1006);
     assert_eq!(rows[1].return_address, 0x2006);
-    assert_eq!(rows[0].symbol.as_deref(), Some("0x2000"));
+    assert_eq!(rows[0].symbol, None);
+    assert_eq!(rows[0].name().as_deref(), Some("0x2000"));
     assert_eq!(done.summary.calls, 3);
     assert_eq!(done.summary.deepest, Some(2));
     assert_eq!(
@@ -328,7 +338,11 @@ fn calls_open_at_the_end() {
     assert_eq!(done.summary.open_at_end, 2);
     assert_eq!(done.summary.calls, 2);
     assert_eq!(done.summary.deepest, Some(1));
-    assert!(rows[1].to_json().contains(r#""entry_i":null,"ret_i":null,"#));
+    assert!(
+        rows[1]
+            .to_json()
+            .contains(r#""entry_i":null,"ret_i":null,"#)
+    );
 }
 
 /// Two threads interleaved: each thread's frames are its own, a ret is matched at its own
@@ -351,7 +365,9 @@ fn two_threads_interleaved() {
     let bytes = m.finish();
     let (rows, done) = run(&bytes, &CallsOptions::default());
     assert_eq!(
-        rows.iter().map(|c| (c.i, c.thread, c.depth)).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|c| (c.i, c.thread, c.depth))
+            .collect::<Vec<_>>(),
         [(0, 1, 0), (1, 2, 0), (2, 1, 1)]
     );
     assert_eq!(
@@ -381,7 +397,10 @@ fn two_threads_interleaved() {
 #[test]
 fn args_and_returns_match_state() {
     let mut m = Machine::new(Arch::X64, "/usr/bin/t");
-    m.set(1, 7, 0x77).set(1, 6, 0x66).set(1, RDX, 0x22).set(1, RCX, 0x11);
+    m.set(1, 7, 0x77)
+        .set(1, 6, 0x66)
+        .set(1, RDX, 0x22)
+        .set(1, RCX, 0x11);
     m.call(1, 0x2000); // 0
     m.set(1, RAX, 0x5).ret(1); // 1
     m.nop(1); // 2

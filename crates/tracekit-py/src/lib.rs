@@ -685,7 +685,12 @@ impl Trace {
     /// "symbol"} (None where unknown). `abi`: "win64", "sysv" or "cdecl" (default: by the
     /// trace, as the command's).
     #[pyo3(signature = (*, thread=None, abi=None))]
-    fn calls(&self, py: Python<'_>, thread: Option<u64>, abi: Option<String>) -> PyResult<Py<PyAny>> {
+    fn calls(
+        &self,
+        py: Python<'_>,
+        thread: Option<u64>,
+        abi: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         use trace_analyses::calls::{Abi, CallsOptions, calls};
         let abi = match abi.as_deref() {
             None => None,
@@ -726,7 +731,7 @@ impl Trace {
             d.set_item("args", c.args.to_vec())?;
             d.set_item("ret", c.ret)?;
             d.set_item("instructions", c.instructions)?;
-            d.set_item("symbol", c.symbol)?;
+            d.set_item("symbol", c.name())?;
             out.append(d)?;
         }
         Ok(out.into_any().unbind())

@@ -307,7 +307,9 @@ fn run_walk_general(bytes: &[u8]) -> u64 {
     steps
         .walk_steps(&mut |step, regs, _| {
             n += 1;
-            acc = acc.wrapping_add(step.pc ^ step.opcode.len() as u64 ^ regs.first().copied().unwrap_or(0));
+            acc = acc.wrapping_add(
+                step.pc ^ step.opcode.len() as u64 ^ regs.first().copied().unwrap_or(0),
+            );
             true
         })
         .unwrap();

@@ -31,7 +31,7 @@ use trac_x64dbg::{
 use crate::disasm::Disassembler;
 use crate::schema::{ColumnSink, Row, Schema, Visitor};
 use crate::steps::{
-    self, Indexing, Isa, NamedReg, Os, OnStep, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
+    self, Indexing, Isa, NamedReg, OnStep, Os, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
     Registers, RegsWanted, ScanQuery, SeekIndex, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};

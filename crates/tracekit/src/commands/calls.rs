@@ -169,7 +169,10 @@ pub fn flame(
 ) -> Result<(), CliError> {
     super::refuse_existing(&args.output, force)?;
     let symbols = load_symbols(&args.call.symbols)?;
-    let title = args.title.clone().unwrap_or_else(|| input.name().to_string());
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| input.name().to_string());
     let done = pass(
         handler,
         &mut input,

@@ -32,7 +32,10 @@ fn json_lines(args: &[&str]) -> Vec<Value> {
 fn kind_of(opcode: &[u8], x64: bool) -> Option<&'static str> {
     let mut k = 0;
     while let Some(&b) = opcode.get(k) {
-        let prefix = matches!(b, 0x66 | 0x67 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 | 0xf0);
+        let prefix = matches!(
+            b,
+            0x66 | 0x67 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 | 0xf0
+        );
         if prefix || (x64 && (0x40..=0x4f).contains(&b)) {
             k += 1;
         } else {
@@ -91,7 +94,10 @@ fn check_counts(file: &str) {
         .iter()
         .filter(|c| !c["ret_i"].is_null() && c["unwound"] == false)
         .count() as u64;
-    let trailing = last_of_thread.values().filter(|k| **k == Some("ret")).count() as u64;
+    let trailing = last_of_thread
+        .values()
+        .filter(|k| **k == Some("ret"))
+        .count() as u64;
     assert_eq!(
         matched + num(&s["unmatched_returns"]) + trailing,
         n_rets,
@@ -120,7 +126,11 @@ fn call_counts_match_an_independent_decoder() {
         let rows = json_lines(&["calls", "-q", "--json", real.to_str().unwrap()]);
         let s = &rows.last().unwrap()["summary"];
         assert_eq!(
-            (num(&s["calls"]), num(&s["unmatched_returns"]), num(&s["open_at_end"])),
+            (
+                num(&s["calls"]),
+                num(&s["unmatched_returns"]),
+                num(&s["open_at_end"])
+            ),
             (7, 3, 1)
         );
     }
@@ -181,11 +191,37 @@ fn tenet_conversion_gives_the_same_calls() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let tenet = dir.join("t.324.log");
-    let x = json_lines(&["calls", "-q", "--json", "--abi", "win64", real.to_str().unwrap()]);
-    let t = json_lines(&["calls", "-q", "--json", "--abi", "win64", tenet.to_str().unwrap()]);
+    let x = json_lines(&[
+        "calls",
+        "-q",
+        "--json",
+        "--abi",
+        "win64",
+        real.to_str().unwrap(),
+    ]);
+    let t = json_lines(&[
+        "calls",
+        "-q",
+        "--json",
+        "--abi",
+        "win64",
+        tenet.to_str().unwrap(),
+    ]);
     assert_eq!(x.len(), t.len());
     for (a, b) in x.iter().zip(&t) {
-        for key in ["i", "depth", "target", "return_address", "entry_i", "ret_i", "unwound", "args", "ret", "instructions", "summary"] {
+        for key in [
+            "i",
+            "depth",
+            "target",
+            "return_address",
+            "entry_i",
+            "ret_i",
+            "unwound",
+            "args",
+            "ret",
+            "instructions",
+            "summary",
+        ] {
             assert_eq!(a.get(key), b.get(key), "{key}: {a} vs {b}");
         }
     }
@@ -235,9 +271,23 @@ fn tree_symbols_and_errors() {
     let dir = temp_dir("symbols");
     let csv = dir.join("syms.csv");
     std::fs::write(&csv, "address,name\n0x401000,main\n0x401ffc,helper\n").unwrap();
-    let rows = json_lines(&["calls", "-q", "--json", basic, "--symbols", csv.to_str().unwrap()]);
+    let rows = json_lines(&[
+        "calls",
+        "-q",
+        "--json",
+        basic,
+        "--symbols",
+        csv.to_str().unwrap(),
+    ]);
     assert_eq!(rows[0]["symbol"], "helper+0x4");
-    let o = tracekit(["calls", "-q", "--folded", basic, "--symbols", csv.to_str().unwrap()]);
+    let o = tracekit([
+        "calls",
+        "-q",
+        "--folded",
+        basic,
+        "--symbols",
+        csv.to_str().unwrap(),
+    ]);
     assert_eq!(stdout(&o), "thread 0 6\nthread 0;helper+0x4 1\n");
     // Rebased: BASE is added to a CSV's addresses.
     let spec = format!("{}@0x4", csv.display());
@@ -252,7 +302,11 @@ fn tree_symbols_and_errors() {
     let rows = json_lines(&["calls", "-q", "--json", basic, "--thread", "5"]);
     assert_eq!(rows.len(), 1);
     // Not an x86/x64 stream: a usage error.
-    let o = tracekit(["calls", "-q", testdata("amber/example.tt6").to_str().unwrap()]);
+    let o = tracekit([
+        "calls",
+        "-q",
+        testdata("amber/example.tt6").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = tracekit(["calls", "-q", basic, "--symbols", "/nonexistent.so"]);
     assert_eq!(o.status.code(), Some(1));
@@ -271,7 +325,11 @@ fn flame_writes_an_svg() {
     let args = ["flame", real.to_str().unwrap(), "-o", svg.to_str().unwrap()];
     let o = tracekit(args);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("stacks, 24 calls, 2163 instructions"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stacks, 24 calls, 2163 instructions"),
+        "{}",
+        stderr(&o)
+    );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<?xml") && text.ends_with("</svg>\n"));
     assert!(text.contains("<title>all (2163 instructions, 100.00%)</title>"));

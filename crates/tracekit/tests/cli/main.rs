@@ -10,8 +10,8 @@
 
 mod amber;
 mod bbv;
-mod calls;
 mod browser;
+mod calls;
 mod common;
 mod dcfg;
 mod dcfg_trace;
