@@ -5,7 +5,12 @@
 //! at least half the walk's speed. `TRACEKIT_CALLS_TRACE=FILE` adds a row pair on FILE
 //! (such as `cargo xtask synth x64dbg --records N -o FILE`).
 
-#![allow(clippy::unwrap_used, clippy::arithmetic_side_effects, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    missing_docs
+)]
 
 use std::hint::black_box;
 

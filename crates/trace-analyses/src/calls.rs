@@ -581,13 +581,13 @@ impl Pass<'_, '_> {
             }
             self.stack_mem.get(&addr).copied()
         };
-        for (k, arg) in args.iter_mut().enumerate() {
-            let at = sp.wrapping_add(4u64.wrapping_mul(k as u64 + 1)) & u64::from(u32::MAX);
+        for (arg, k) in args.iter_mut().zip(1u64..) {
+            let at = sp.wrapping_add(k.wrapping_mul(4)) & u64::from(u32::MAX);
             let mut v = 0u32;
             let mut all = true;
-            for b in 0..4u64 {
+            for b in (0..4u64).rev() {
                 match byte(at.wrapping_add(b) & u64::from(u32::MAX)) {
-                    Some(x) => v |= u32::from(x) << (8 * b),
+                    Some(x) => v = (v << 8) | u32::from(x),
                     None => all = false,
                 }
             }

@@ -141,7 +141,7 @@ impl Symbols {
             }
             let bad = || SymbolError::Csv {
                 path: PathBuf::from(path),
-                line: n as u64 + 1,
+                line: (n as u64).saturating_add(1),
             };
             let (addr, name) = line.split_once(',').ok_or_else(bad)?;
             let Some(addr) = parse_number(addr) else {

@@ -3,6 +3,14 @@
 //! interleaved; folded counts summing to the instructions; the arguments and return values
 //! against `state` at the entry and after the ret; x86 cdecl arguments from the stack.
 
+// Test code: panicking on a failed expectation is the point.
+#![allow(
+    clippy::unwrap_used,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
 use std::collections::HashMap;
 
 use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Step, Writer};
@@ -189,8 +197,11 @@ fn run(bytes: &[u8], options: &CallsOptions<'_>) -> (Vec<Call>, Done) {
     (rows, done)
 }
 
-/// `(i, depth, target, entry_i, ret_i, unwound, instructions)` of each call.
-fn shape(rows: &[Call]) -> Vec<(u64, u32, u64, Option<u64>, Option<u64>, bool, u64)> {
+/// `(i, depth, target, entry_i, ret_i, unwound, instructions)` of a call.
+type Shape = (u64, u32, u64, Option<u64>, Option<u64>, bool, u64);
+
+/// The [`Shape`] of each call.
+fn shape(rows: &[Call]) -> Vec<Shape> {
     rows.iter()
         .map(|c| {
             (

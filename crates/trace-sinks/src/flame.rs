@@ -162,7 +162,11 @@ fn hot(name: &str) -> (u64, u64, u64) {
     for b in name.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
-    (205 + h % 50, (h >> 16) % 230, (h >> 32) % 55)
+    (
+        (h % 50).saturating_add(205),
+        (h >> 16) % 230,
+        (h >> 32) % 55,
+    )
 }
 
 fn escape(s: &str) -> String {

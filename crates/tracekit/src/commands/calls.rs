@@ -83,6 +83,7 @@ fn load_symbols(specs: &[String]) -> Result<Option<Symbols>, CliError> {
 }
 
 /// Runs the pass, handing each call to `on_call`.
+#[allow(clippy::too_many_arguments)] // the command's inputs and the pass's
 fn pass(
     handler: &dyn Handler,
     input: &mut Input,
