@@ -1,6 +1,6 @@
 //! `calls`: the call tree of any x86/x64 instruction stream (x64dbg, Tenet, GDB tracepoint
 //! frames), in one pass over its steps, with the general registers read only at entries
-//! and returns ([`RegsWanted::General`], through [`Steps::walk_steps`]).
+//! and returns ([`RegsWanted::General`], through [`Registers::walk_steps`](trace_model::steps::Registers::walk_steps)).
 //!
 //! # The rules
 //!
