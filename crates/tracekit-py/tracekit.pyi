@@ -157,6 +157,14 @@ class Trace:
         execution of that address, as `tracekit xref` lists them: [{"i", "thread", "pc"}
         plus "addr", "old", "new" for an access]."""
 
+    def calls(
+        self, *, thread: Optional[int] = None, abi: Optional[str] = None
+    ) -> List[Dict[str, Any]]:
+        """The call tree of an x86/x64 trace, as `tracekit calls --json` lists it: one dict
+        per call in the order of its step, {"i", "thread", "depth", "target",
+        "return_address", "entry_i", "ret_i", "unwound", "args", "ret", "instructions",
+        "symbol"} (None where unknown). `abi`: "win64", "sysv" or "cdecl"."""
+
     def bbv(
         self, slice: int, *, merged: bool = False, loop_bounded: bool = False
     ) -> List[Dict[str, Any]]:

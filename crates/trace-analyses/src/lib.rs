@@ -1,7 +1,7 @@
 //! The analyses users open traces for, written once over the model's instruction stream
 //! ([`Steps`](trace_model::steps::Steps)) and block view
 //! ([`Blocks`](trace_model::blocks::Blocks)): the register state and memory at any
-//! instruction, cross-references, the diff of two runs and basic-block vectors. Each
+//! instruction, cross-references, call trees, the diff of two runs and basic-block vectors. Each
 //! answer is a value that serialises to the JSON the matching `tracekit` command prints
 //! with `--json`; each works for every format whose handler gives steps (or blocks).
 //!
@@ -26,7 +26,9 @@
 //! ```
 
 pub mod bbv;
+pub mod calls;
 pub mod diff;
 pub mod mem;
 pub mod state;
+pub mod symbols;
 pub mod xref;

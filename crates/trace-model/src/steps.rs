@@ -40,6 +40,20 @@ impl Isa {
     }
 }
 
+/// The operating system a stream's program ran on, as far as the format says
+/// ([`Steps::os`]): what decides the calling convention `calls` reads arguments by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Os {
+    /// Not said by the format.
+    #[default]
+    Unknown,
+    /// Windows (x64dbg traces of Windows programs).
+    Windows,
+    /// A Unix-like system (Linux, the BSDs, macOS).
+    Unix,
+}
+
 /// What an instruction did with a memory range.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum AccessKind {
@@ -485,6 +499,13 @@ pub trait Steps {
     /// The byte offset reached, for progress.
     fn position(&self) -> u64 {
         0
+    }
+
+    /// The operating system the program ran on, where the format says (x64dbg: Windows,
+    /// unless the header's module path is a Unix path, as `tracekit record` writes it);
+    /// [`Os::Unknown`] by default.
+    fn os(&self) -> Os {
+        Os::Unknown
     }
 
     /// The register accelerators, where the stream has them (x64dbg); `None` by default.

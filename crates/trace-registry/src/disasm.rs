@@ -43,7 +43,8 @@
 
 use iced_x86::{
     CodeSize, Decoder, DecoderOptions, Formatter, Instruction, InstructionInfoFactory,
-    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, OpAccess, Register, RflagsBits,
+    InstructionInfoOptions, IntelFormatter, MemorySizeOptions, Mnemonic, OpAccess, Register,
+    RflagsBits,
 };
 use smallvec::SmallVec;
 
@@ -129,11 +130,33 @@ impl MemOperand {
     }
 }
 
+/// What an instruction does to the flow of control, as call trees need it
+/// ([`Disassembler::flow`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flow {
+    /// Neither a call nor a return (or the bytes do not decode).
+    #[default]
+    Other,
+    /// A `call` (near or far, direct or indirect; not `syscall`, `sysenter` or `vmcall`):
+    /// its length in bytes (the return address is the pc plus it) and, for a direct near
+    /// call, its target.
+    Call {
+        /// The instruction's length.
+        len: u8,
+        /// The target of a direct near call.
+        target: Option<u64>,
+    },
+    /// A `ret` or `retf` (with or without an immediate; not `iret` or `sysret`).
+    Return,
+}
+
 /// What the cache keeps of one instruction.
 #[derive(Clone, Debug, Default)]
 struct Decoded {
     /// The bytes decode to a valid instruction.
     valid: bool,
+    /// A call, a return or neither.
+    flow: Flow,
     /// A string instruction or a gather/scatter: its entries stay unknown.
     opaque: bool,
     mem: SmallVec<[MemOperand; 2]>,
@@ -315,6 +338,20 @@ impl Disassembler {
         if let Some(slot) = at.and_then(|at| self.slots.get(at)) {
             annotate_decoded(self.isa, &slot.decoded, regs, accesses);
         }
+    }
+
+    /// Whether the x86 or x64 instruction at `pc` (`bytes`) is a call or a return
+    /// ([`Flow`]), through the decode cache; [`Flow::Other`] when the bytes do not decode or
+    /// the instruction set is not x86.
+    #[inline]
+    pub fn flow(&mut self, pc: u64, bytes: &[u8]) -> Flow {
+        if !may_call_or_return(self.isa, bytes) {
+            return Flow::Other;
+        }
+        self.last = None;
+        lookup(&mut self.slots, &mut self.factory, self.isa, pc, bytes)
+            .and_then(|at| self.slots.get(at))
+            .map_or(Flow::Other, |s| s.decoded.flow)
     }
 
     /// [`Disassembler::annotate`] on a step's own accesses.
@@ -557,6 +594,7 @@ fn decode(
     let instruction = decoder.decode();
     d.instruction = instruction;
     d.valid = !instruction.is_invalid();
+    d.flow = flow_of(&instruction);
     d.formatted = false;
     d.mem.clear();
     d.opaque = instruction.is_string_instruction();
@@ -591,6 +629,45 @@ fn decode(
             size,
             kind,
         });
+    }
+}
+
+/// Whether `bytes` can be a call or a return at all: after the legacy prefixes (and on x64
+/// a REX byte), the opcode byte of every `call` and `ret` encoding is `e8`, `ff` (`/2`,
+/// `/3`), `9a`, `c2`, `c3`, `ca` or `cb` (VEX and EVEX encode neither). Most instructions
+/// are thus told apart without a cache lookup.
+#[inline]
+fn may_call_or_return(isa: Isa, bytes: &[u8]) -> bool {
+    let x64 = isa == Isa::X64;
+    for &b in bytes.iter().take(MAX_X86_LEN) {
+        match b {
+            0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 => {}
+            0x40..=0x4f if x64 => {}
+            0xe8 | 0xff | 0x9a | 0xc2 | 0xc3 | 0xca | 0xcb => return true,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The [`Flow`] of a decoded instruction.
+fn flow_of(ins: &Instruction) -> Flow {
+    if ins.is_invalid() {
+        return Flow::Other;
+    }
+    if ins.is_call_near()
+        || ins.is_call_near_indirect()
+        || ins.is_call_far()
+        || ins.is_call_far_indirect()
+    {
+        return Flow::Call {
+            len: u8::try_from(ins.len()).unwrap_or(u8::MAX),
+            target: ins.is_call_near().then(|| ins.near_branch_target()),
+        };
+    }
+    match ins.mnemonic() {
+        Mnemonic::Ret | Mnemonic::Retf => Flow::Return,
+        _ => Flow::Other,
     }
 }
 
@@ -709,6 +786,38 @@ mod tests {
     }
 
     const PC: u64 = 0x7ff6_a1b2_1000;
+
+    /// Calls (near, far, direct, indirect) and returns (`ret`, `ret imm16`, `retf`) are told
+    /// apart from `syscall`, `iret`, jumps and the rest; a direct call gives its target.
+    #[test]
+    fn flow_tells_calls_and_returns() {
+        let mut d = Disassembler::new(Isa::X64);
+        let call = |len, target| Flow::Call { len, target };
+        assert_eq!(
+            d.flow(0x1000, &[0xe8, 0xfb, 0x0f, 0, 0]),
+            call(5, Some(0x2000))
+        );
+        assert_eq!(d.flow(0x1000, &[0xff, 0xd0]), call(2, None)); // call rax
+        assert_eq!(d.flow(0x1000, &[0xff, 0x15, 0, 0, 0, 0]), call(6, None));
+        assert_eq!(d.flow(0x1000, &[0x41, 0xff, 0xd3]), call(3, None)); // call r11
+        assert_eq!(d.flow(0x1000, &[0xff, 0x18]), call(2, None)); // call far [rax]
+        assert_eq!(d.flow(0x1000, &[0xc3]), Flow::Return);
+        assert_eq!(d.flow(0x1000, &[0xc2, 0x10, 0x00]), Flow::Return);
+        assert_eq!(d.flow(0x1000, &[0x48, 0xcb]), Flow::Return); // retfq
+        assert_eq!(d.flow(0x1000, &[0x0f, 0x05]), Flow::Other); // syscall
+        assert_eq!(d.flow(0x1000, &[0x48, 0xcf]), Flow::Other); // iretq
+        assert_eq!(d.flow(0x1000, &[0xeb, 0xfe]), Flow::Other);
+        assert_eq!(d.flow(0x1000, &[0x06]), Flow::Other); // invalid in 64-bit mode
+        assert_eq!(
+            Disassembler::new(Isa::Ppc32).flow(0x1000, &[0xc3]),
+            Flow::Other
+        );
+        let mut d32 = Disassembler::new(Isa::X86);
+        assert_eq!(
+            d32.flow(0x40_1000, &[0x9a, 0, 0x20, 0, 0, 0x23, 0]),
+            call(7, None)
+        );
+    }
 
     fn x64(bytes: &[u8]) -> String {
         disassemble(Isa::X64, PC, bytes).unwrap()

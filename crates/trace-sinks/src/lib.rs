@@ -6,7 +6,8 @@
 //!   (the Python package's dicts) and, with the `parquet` feature, `parquet`'s datasets
 //!   (`tracekit export`) and Arrow batches (Python's `to_arrow`);
 //! - over the instruction stream ([`Steps`](trace_model::steps::Steps)): the conversions
-//!   [`din`], [`tenet`] and [`tfile`] (`tracekit convert --to …`).
+//!   [`din`], [`tenet`] and [`tfile`] (`tracekit convert --to …`);
+//! - over folded stacks (`calls --folded`): [`flame`] graphs as SVG (`tracekit flame`).
 //!
 //! Every file is written under a temporary name and appears only when complete
 //! ([`trace_model::output::AtomicFile`]).
@@ -34,6 +35,7 @@
 //! ```
 
 pub mod din;
+pub mod flame;
 mod jsonl;
 pub mod native;
 pub mod tenet;

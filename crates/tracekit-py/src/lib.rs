@@ -679,6 +679,64 @@ impl Trace {
         Ok(out.into_any().unbind())
     }
 
+    /// The call tree of an x86/x64 trace, as `tracekit calls --json` lists it: one dict per
+    /// call in the order of its step, {"i", "thread", "depth", "target", "return_address",
+    /// "entry_i", "ret_i", "unwound", "args" (four ints or None), "ret", "instructions",
+    /// "symbol"} (None where unknown). `abi`: "win64", "sysv" or "cdecl" (default: by the
+    /// trace, as the command's).
+    #[pyo3(signature = (*, thread=None, abi=None))]
+    fn calls(
+        &self,
+        py: Python<'_>,
+        thread: Option<u64>,
+        abi: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        use trace_analyses::calls::{Abi, CallsOptions, calls};
+        let abi = match abi.as_deref() {
+            None => None,
+            Some(name) => Some(Abi::parse(name).ok_or_else(|| {
+                PyValueError::new_err(format!("abi is one of {}", Abi::NAMES.join(", ")))
+            })?),
+        };
+        let opened = self.opened.clone();
+        let rows = py
+            .detach(move || {
+                let mut rows = Vec::new();
+                let options = CallsOptions {
+                    abi,
+                    thread,
+                    symbols: None,
+                };
+                opened.with_input(|input, ctx| {
+                    calls(opened.handler, input, ctx, &options, &mut |c| {
+                        rows.push(c.clone());
+                        Ok(())
+                    })
+                    .map(|_| ())
+                })?;
+                Ok::<_, Error>(rows)
+            })
+            .map_err(py_err)?;
+        let out = PyList::empty(py);
+        for c in rows {
+            let d = PyDict::new(py);
+            d.set_item("i", c.i)?;
+            d.set_item("thread", c.thread)?;
+            d.set_item("depth", c.depth)?;
+            d.set_item("target", c.target)?;
+            d.set_item("return_address", c.return_address)?;
+            d.set_item("entry_i", c.entry_i)?;
+            d.set_item("ret_i", c.ret_i)?;
+            d.set_item("unwound", c.unwound)?;
+            d.set_item("args", c.args.to_vec())?;
+            d.set_item("ret", c.ret)?;
+            d.set_item("instructions", c.instructions)?;
+            d.set_item("symbol", c.name())?;
+            out.append(d)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
     /// Basic-block vectors for SimPoint, as `tracekit bbv` writes them: one stream per
     /// thread (or one over the merged timeline with `merged=True`), each {"process",
     /// "thread" (None when merged), "instructions", "slices": [{block id: count}, …]}

@@ -617,6 +617,20 @@ def ints(v):
     return v
 
 
+def test_calls_equals_cli():
+    """`Trace.calls` gives `tracekit calls --json`'s lines (addresses as ints, the symbol
+    a string)."""
+    for rel in ["tenet/basic.log", "x64dbg/basic.trace64"]:
+        path = TESTDATA / rel
+        lines = [json.loads(l) for l in cli("calls", "-q", "--json", str(path)).stdout.splitlines()]
+        expected = [dict(ints(l), symbol=l["symbol"]) for l in lines[:-1]]
+        assert tracekit.open(path).calls() == expected
+    rows = tracekit.open(TESTDATA / "tenet/basic.log").calls(abi="win64")
+    assert rows[0]["target"] == 0x402000 and rows[0]["ret"] == 0x55
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "tenet/basic.log").calls(abi="pascal")
+
+
 def test_mem_equals_cli():
     """`Trace.mem` gives `tracekit mem --json`'s answer, with the value as bytes; a
     tfile's bytes from earlier frames are marked as the CLI marks them."""

@@ -16,6 +16,8 @@
 //! tracekit mem FILE --at N ADDR|[REG+OFF] [LEN]  memory as known before instruction N
 //! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
 //! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
+//! tracekit calls FILE [--json|--folded]  the call tree (args, returns, symbols)
+//! tracekit flame FILE -o OUT.svg  the flame graph of the call stacks
 //! tracekit dot FILE               Graphviz drawing of a DCFG
 //! tracekit loops FILE             loop statistics of a DCFG (CSV)
 //! tracekit convert FILE --to din  any trace with instructions → Dinero IV din
@@ -289,6 +291,33 @@ pub enum Cmd {
         /// `--index`.
         #[command(flatten)]
         index: IndexArg,
+    },
+    /// The call tree of an x86/x64 trace (x64dbg, Tenet, gdb-tfile): each call's thread,
+    /// depth, target, entry and return steps, arguments and return value, as an indented
+    /// tree, JSON Lines (`--json`) or folded stacks (`--folded`).
+    Calls {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::calls::CallsArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// The flame graph of an x86/x64 trace's call stacks (instructions per stack), drawn as
+    /// an SVG.
+    Flame {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::calls::FlameArgs,
+        /// `--force`.
+        #[command(flatten)]
+        force: ForceArg,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Write the sidecar index (FILE.tkidx): address and pc lists for `xref`, seek points
     /// for `state` and `mem`.
@@ -582,6 +611,8 @@ impl Cmd {
             | Cmd::Loops { input, .. }
             | Cmd::Find { input, .. }
             | Cmd::Index { input, .. }
+            | Cmd::Calls { input, .. }
+            | Cmd::Flame { input, .. }
             | Cmd::Bbv { input, .. } => (Some(input), None, None, None),
             Cmd::Dump { input, disasm, .. }
             | Cmd::Convert { input, disasm, .. }
@@ -639,6 +670,8 @@ impl Cmd {
             Cmd::Find { .. } => "find",
             Cmd::Xref { .. } => "xref",
             Cmd::Index { .. } => "index",
+            Cmd::Calls { .. } => "calls",
+            Cmd::Flame { .. } => "flame",
             Cmd::Export { .. } => "export",
             Cmd::State { .. } => "state",
             Cmd::Mem { .. } => "mem",
@@ -995,6 +1028,24 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let p = progress(&opened);
             let o = r.options();
             commands::xref::build(h, opened, &o, args, force.force, p, r.input.quiet, err)
+        }
+        Cmd::Calls { args, force, .. } => {
+            let (opened, h) = open(&args.call.file, r.input.format.as_deref())?;
+            if let Some(path) = &args.output {
+                commands::refuse_existing(path, force.force)?;
+            }
+            let p = progress(&opened);
+            let o = r.options();
+            with_output(args.output.as_ref(), out, |w| {
+                commands::calls::run(h, opened, &o, args, p, w, err)
+            })
+        }
+        Cmd::Flame { args, force, .. } => {
+            let (opened, h) = open(&args.call.file, r.input.format.as_deref())?;
+            let p = progress(&opened);
+            let o = r.options();
+            let quiet = r.input.quiet;
+            commands::calls::flame(h, opened, &o, args, force.force, p, quiet, err)
         }
         Cmd::Export { args, .. } => {
             let (opened, h) = open(&args.file, r.input.format.as_deref())?;

@@ -291,6 +291,55 @@ fn run_xref_steps(bytes: &[u8]) -> u64 {
     n
 }
 
+/// The plain instruction walk `calls` is measured against: every step through the generic
+/// stream with the general registers kept ([`RegsWanted::General`], `walk_steps`, what
+/// the Tenet conversion reads), looking at each pc and opcode.
+fn run_walk_general(bytes: &[u8]) -> u64 {
+    use trace_registry::steps::RegsWanted;
+    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let options = trace_registry::Options::default();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let mut steps = handler
+        .steps(&mut input, &mut trace_registry::Ctx::new(&options))
+        .unwrap();
+    steps.want_regs(RegsWanted::General);
+    let (mut n, mut acc) = (0u64, 0u64);
+    steps
+        .walk_steps(&mut |step, regs, _| {
+            n += 1;
+            acc = acc.wrapping_add(
+                step.pc ^ step.opcode.len() as u64 ^ regs.first().copied().unwrap_or(0),
+            );
+            true
+        })
+        .unwrap();
+    black_box(acc);
+    n
+}
+
+/// `tracekit calls` without output: the call tree, arguments and stacks in one pass.
+fn run_calls(bytes: &[u8]) -> u64 {
+    use trace_analyses::calls::{CallsOptions, calls};
+    let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
+    let options = trace_registry::Options::default();
+    let handler = trace_registry::by_name("x64dbg").unwrap();
+    let mut rows = 0u64;
+    let done = calls(
+        handler,
+        &mut input,
+        &mut trace_registry::Ctx::new(&options),
+        &CallsOptions::default(),
+        &mut |c| {
+            rows += 1;
+            black_box(c.i);
+            Ok(())
+        },
+    )
+    .unwrap();
+    black_box(rows);
+    done.summary.instructions
+}
+
 /// The input written to a temporary file once, for the rows that need a path.
 fn on_disk(bytes: &[u8]) -> std::path::PathBuf {
     // Under the folder `cargo xtask bench` removes at the end.
@@ -389,6 +438,8 @@ fn bench(config: &BenchConfig) -> Vec<BenchCase> {
             crate::bench::run_bbv("x64dbg", bytes, None, None)
         }),
         row("x64dbg pc scan (bbv's walk)", run_pc_scan),
+        row("x64dbg steps walk (general regs)", run_walk_general),
+        row("x64dbg calls (tree, args, stacks)", run_calls),
         BenchCase {
             name: "x64dbg state with sidecar".into(),
             input: Arc::clone(&input),

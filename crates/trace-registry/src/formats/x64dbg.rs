@@ -31,7 +31,7 @@ use trac_x64dbg::{
 use crate::disasm::Disassembler;
 use crate::schema::{ColumnSink, Row, Schema, Visitor};
 use crate::steps::{
-    self, Indexing, Isa, NamedReg, OnStep, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
+    self, Indexing, Isa, NamedReg, OnStep, Os, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
     Registers, RegsWanted, ScanQuery, SeekIndex, Step, Steps,
 };
 use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
@@ -381,8 +381,15 @@ impl<'a> X64Steps<'a> {
             .as_ref()
             .map_or_else(|| blocks.regs().arch(), Trace::arch);
         let isa = isa(arch);
+        let header = match (&trace, &blocks) {
+            (Some(t), _) => Some(t.header()),
+            (None, Blocks::Stream(r)) => Some(r.header()),
+            _ => None,
+        };
+        let os = os_of(header.and_then(|h| h.path.as_deref()));
         Ok(X64Steps {
             isa,
+            os,
             disasm: ctx.options.disasm.then(|| Disassembler::new(isa)),
             word: u32::try_from(arch.word_size()).unwrap_or(8),
             names: general_names(arch).map(Cow::Borrowed).collect(),
@@ -406,6 +413,15 @@ impl<'a> X64Steps<'a> {
     }
 }
 
+/// The system of a trace whose header names `path`: Windows (x64dbg's), unless the path is
+/// a Unix one (`/…`, as `tracekit record` writes).
+fn os_of(path: Option<&str>) -> Os {
+    match path {
+        Some(p) if p.starts_with('/') => Os::Unix,
+        _ => Os::Windows,
+    }
+}
+
 fn isa(arch: Arch) -> Isa {
     match arch {
         Arch::X64 => Isa::X64,
@@ -417,6 +433,8 @@ fn isa(arch: Arch) -> Isa {
 /// on the first seek) when the trace is in memory.
 struct X64Steps<'a> {
     isa: Isa,
+    /// The system the program ran on ([`Steps::os`]).
+    os: Os,
     /// With `--disasm`: sizes and classifies the steps' accesses.
     disasm: Option<Disassembler>,
     /// The size of a recorded memory word.
@@ -562,6 +580,10 @@ impl<'a> X64Steps<'a> {
 impl Steps for X64Steps<'_> {
     fn isa(&self) -> Isa {
         self.isa
+    }
+
+    fn os(&self) -> Os {
+        self.os
     }
 
     fn reg_names(&self) -> &[Cow<'static, str>] {

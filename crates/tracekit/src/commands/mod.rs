@@ -16,6 +16,7 @@ use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
 pub mod args;
 pub mod bbv;
+pub mod calls;
 pub mod diff;
 pub mod find;
 pub mod gdbserver;

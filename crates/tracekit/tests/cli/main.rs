@@ -11,6 +11,7 @@
 mod amber;
 mod bbv;
 mod browser;
+mod calls;
 mod common;
 mod dcfg;
 mod dcfg_trace;

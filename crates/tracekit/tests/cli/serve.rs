@@ -631,6 +631,13 @@ fn tfile_and_tenet_fixtures() {
             st,
             cli_lines(&["state", "--json", "--at", &at.to_string(), file])[0]
         );
+        // `calls`: the lines of `calls --json`, and its summary.
+        let calls = s.ok("calls?from=0&count=5");
+        let lines = cli_lines(&["calls", "-q", "--json", file]);
+        let (summary, rows) = lines.split_last().unwrap();
+        assert_eq!(calls["calls"].as_array().unwrap(), rows, "{fixture}");
+        assert_eq!(calls["summary"], summary["summary"], "{fixture}");
+        assert_eq!(calls["next"], Value::Null);
         if let Some(addr) = addr {
             let m = s.ok(&format!("mem?i={at}&addr={addr}&len=8"));
             assert_eq!(

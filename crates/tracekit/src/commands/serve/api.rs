@@ -635,6 +635,7 @@ impl Worker {
             "mem" => self.mem(query),
             "xref" => self.xref(query, false),
             "find" => self.xref(query, true),
+            "calls" => self.calls(query),
             "writer" => self.register_search(query, "writer", find_writer),
             "reader" => self.register_search(query, "reader", find_reader),
             _ => Err(Response::error(
@@ -1051,6 +1052,52 @@ impl Worker {
         Ok(Response::json(
             200,
             hits_body(&hits, before.is_some(), next, None),
+        ))
+    }
+
+    /// `calls?from=&count=&thread=`: the calls of `calls --json` whose step is `from` or
+    /// later (up to `count`), in the order of their steps, as
+    /// `{"calls":[…],"next":I|null,"summary":{…}}` (`next`: the step of the first call left
+    /// out; `summary` that of `calls --json`, over the whole trace). One pass over the
+    /// trace per request.
+    fn calls(&mut self, query: &[(String, String)]) -> Answer {
+        use trace_analyses::calls::{CallsOptions, calls_of};
+        let p = Params::new(query, &["from", "count", "thread"])?;
+        let count = p.count("count", 100, MAX_COUNT)?;
+        let from = p.number("from")?.unwrap_or(0);
+        let thread = p.number("thread")?;
+        let s = Arc::clone(&self.shared);
+        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+            .map_err(|e| failure(&e, None))?;
+        let options = CallsOptions {
+            thread,
+            ..CallsOptions::default()
+        };
+        let cap = usize::try_from(count).unwrap_or(usize::MAX);
+        let mut rows: Vec<String> = Vec::new();
+        let mut next: Option<u64> = None;
+        let done = calls_of(steps.as_mut(), &options, &mut |c| {
+            if c.i >= from && rows.len() < cap {
+                rows.push(c.to_json());
+            } else if c.i >= from && next.is_none() {
+                next = Some(c.i);
+            }
+            Ok(())
+        })
+        .map_err(|e| failure(&e, None))?;
+        let summary = done.summary.to_json();
+        // `{"summary":{…}}` without its outer braces' key.
+        let summary = summary
+            .strip_prefix("{\"summary\":")
+            .and_then(|t| t.strip_suffix('}'))
+            .unwrap_or("null");
+        let next = next.map_or_else(|| "null".to_owned(), |n| n.to_string());
+        Ok(Response::json(
+            200,
+            format!(
+                "{{\"calls\":[{}],\"next\":{next},\"summary\":{summary}}}",
+                rows.join(",")
+            ),
         ))
     }
 

@@ -90,6 +90,11 @@
 //! - `GET /api/find?pc=P&from=F&count=C` → the same shape, HITs the lines of
 //!   `tracekit xref FILE --pc P` (`{"i","thread","pc"}`). With `before=B` instead of
 //!   `from`: the last C executions with `i < B`, newest first, and `next` null.
+//! - `GET /api/calls?from=F&count=C&thread=T` → `{"calls":[CALL,…],"next":i|null,
+//!   "summary":{…}}`: each CALL a line of `tracekit calls --json FILE` (with `i >= F`, at
+//!   most C, 1..=10,000, default 100; of thread T when given), `next` the `from` of the
+//!   following page, `summary` that command's over the whole trace (x86/x64 streams; one
+//!   pass per request).
 //! - `GET /api/writer?i=N&reg=NAME` → `{"i":N,"reg":NAME,"writer":J|null}`: the last step
 //!   `J < N` of step N's thread after which register NAME (a name of `state`) changed
 //!   (the values of a step are those before it, so a change first seen at the thread's
