@@ -33,11 +33,10 @@
 //! cannot (`E0e` memory, `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]).
 //!
 //! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
-//! register layout ([`regs`]) and the timeline of threads ([`timeline`]).
+//! register layout ([`regs`]); the timeline of threads is the sidecar's ([`trace_index::Timeline`]).
 
 pub mod regs;
 pub mod target;
-pub mod timeline;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -50,11 +49,10 @@ use gdbstub::conn::{Connection, ConnectionExt};
 use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
 use gdbstub::stub::{DisconnectReason, GdbStub};
 use gdbstub::target::Target;
-use trace_index::{self as index, BuildOptions, Identity, Sidecar};
+use trace_index::{self as index, BuildOptions, Identity, Sidecar, Timeline};
 use trace_registry::{Ctx, Handler, Input, Options};
 
 use self::target::{Replay, ReplayError, Source, Stop};
-use self::timeline::Timeline;
 use crate::CliError;
 
 /// Arguments of `tracekit gdbserver`.
@@ -254,10 +252,15 @@ fn open_replay<'a>(
     let name = input.name().to_owned();
     let mut steps = index::steps_without_notes(handler, input, &mut Ctx::new(options))
         .map_err(CliError::usage_if_unsupported)?;
-    let timeline = Timeline::scan(steps.as_mut())?;
+    // The threads from the sidecar: no pass over the trace.
+    let timeline = sidecar.timeline()?;
     let isa = steps.isa();
-    // Steps that seek back to 0 after the scan seek anywhere.
-    let seeks = steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
+    // Steps that seek back to 0 after a step seek anywhere (a stream that only reads on
+    // cannot).
+    let read_one = matches!(steps.next_step(), Some(Ok(_)));
+    let seeks = read_one
+        && steps.seek(0).is_ok()
+        && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
     let source = match spare {
         Some(input) if !seeks => {
             drop(steps);
@@ -394,8 +397,8 @@ fn summary(
         handler.name(),
         timeline.count()
     );
-    for (thread, steps) in timeline.thread_steps() {
-        text.push_str(&format!("\n  - id: {thread}, steps: {steps}"));
+    for t in timeline.thread_table() {
+        text.push_str(&format!("\n  - id: {}, steps: {}", t.id, t.steps));
     }
     text.push_str(&format!("\nindex: {}", sidecar.path().display()));
     text
