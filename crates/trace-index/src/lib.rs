@@ -11,10 +11,15 @@
 //!
 //! - a header of [`HEADER_LEN`] bytes: [`MAGIC`], the trace's identity (size, mtime in
 //!   nanoseconds, a hash of its first [`HEAD_HASHED`] bytes), the format's name, the
-//!   number of steps, the longest access, and three sections (seek index, pcs, memory),
-//!   each as offset, length and hash; then a hash of the header itself;
+//!   number of steps, the longest access, and seven sections (seek index, pcs' entries and
+//!   directory, memory's entries and directory, thread table, runs), each as offset,
+//!   length and hash; then a hash of the header itself;
 //! - the seek index: the format's bytes
 //!   ([`Indexing::seek_index`](trace_model::steps::Indexing::seek_index)), possibly empty;
+//! - the timeline of threads (version 3; [`Timeline`]): the runs of consecutive steps of
+//!   one thread as `(first step, thread)`, then each thread's run starts, 8-byte words
+//!   read on demand; and the thread table (per thread: id, steps, runs, where its starts
+//!   begin), read whole;
 //! - each list section: entries sorted by key (pc, or address / 8), each entry
 //!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
 //!   numbers as varint deltas (the first absolute); a key with many instructions takes
