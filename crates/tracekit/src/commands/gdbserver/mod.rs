@@ -35,6 +35,7 @@
 //! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
 //! register layout ([`regs`]); the timeline of threads is the sidecar's ([`trace_index::Timeline`]).
 
+pub mod guard;
 pub mod regs;
 pub mod target;
 
@@ -52,6 +53,7 @@ use gdbstub::target::Target;
 use trace_index::{self as index, BuildOptions, Identity, Sidecar, Timeline};
 use trace_registry::{Ctx, Handler, Input, Options};
 
+use self::guard::{Guard, Shared};
 use self::target::{Replay, ReplayError, Source, Stop};
 use crate::CliError;
 
@@ -144,13 +146,13 @@ struct Loop<'a>(std::marker::PhantomData<&'a ()>);
 
 impl<'a> BlockingEventLoop for Loop<'a> {
     type Target = Replay<'a>;
-    type Connection = Conn;
+    type Connection = Shared;
     type StopReason = Stop;
 
     #[allow(clippy::type_complexity)]
     fn wait_for_stop_reason(
         target: &mut Replay<'a>,
-        _conn: &mut Conn,
+        _conn: &mut Shared,
     ) -> Result<Event<Stop>, WaitForStopReasonError<<Replay<'a> as Target>::Error, std::io::Error>>
     {
         Ok(Event::TargetStopped(target.take_stop()))
@@ -349,14 +351,39 @@ pub fn fuzz_packets(data: &[u8]) {
     let _ = serve(replay, conn, &mut std::io::sink());
 }
 
-/// Serves one session over `conn`.
+/// Serves one session over `conn`, through a [`Guard`]: a packet gdbstub cannot parse
+/// ends its run, and is answered `E01` before a new run goes on with the same replay.
 fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), CliError> {
-    // gdbserver's size: GDB reads memory in packets of up to half of it.
-    let stub = GdbStub::builder(conn)
-        .packet_buffer_size(PACKET_SIZE)
-        .build()
-        .map_err(|e| CliError::Failed(format!("GDB session: {e:?}")))?;
-    match stub.run_blocking::<Loop<'_>>(&mut replay) {
+    let guard = Shared(std::rc::Rc::new(std::cell::RefCell::new(Guard::new(
+        conn,
+        PACKET_SIZE,
+    ))));
+    loop {
+        // gdbserver's size: GDB reads memory in packets of up to half of it.
+        let stub = GdbStub::builder(guard.clone())
+            .packet_buffer_size(PACKET_SIZE)
+            .build()
+            .map_err(|e| CliError::Failed(format!("GDB session: {e:?}")))?;
+        match stub.run_blocking::<Loop<'_>>(&mut replay) {
+            Err(e) if !e.is_connection_error() && !e.is_target_error() => {
+                // The packet was read whole: the stream is at the next one.
+                guard
+                    .0
+                    .borrow_mut()
+                    .reply("E01")
+                    .map_err(|io| CliError::io("GDB session", io))?;
+            }
+            ended => return session_end(ended, err),
+        }
+    }
+}
+
+/// What a `gdbstub` run that ended means for the session.
+fn session_end(
+    ended: Result<DisconnectReason, gdbstub::stub::GdbStubError<ReplayError, std::io::Error>>,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    match ended {
         Ok(DisconnectReason::Disconnect | DisconnectReason::Kill) => Ok(()),
         Ok(other) => {
             writeln!(err, "the session ended: {other:?}")?;
