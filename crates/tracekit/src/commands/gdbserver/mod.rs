@@ -28,9 +28,13 @@
 //! write and one without a read; GDB itself then ignores a `watch` hit whose value did not
 //! change, as on hardware.
 //!
-//! gdbstub ends the session (exit 1) at a packet it cannot parse or that does not fit its
-//! buffer; every well-formed request is answered, with an error reply where the trace
-//! cannot (`E0e` memory, `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]).
+//! Every request is answered: with an error reply where the trace cannot (`E0e` memory,
+//! `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]), and `E01` for a
+//! packet gdbstub cannot parse or that does not fit its buffer ([`guard`]).
+//!
+//! The start reads the sidecar's header, directories and thread table only (the timeline
+//! of threads is read from it a block at a time), so that it takes milliseconds on a trace
+//! of any size once indexed.
 //!
 //! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
 //! register layout ([`regs`]); the timeline of threads is the sidecar's ([`trace_index::Timeline`]).
