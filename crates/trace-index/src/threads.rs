@@ -341,7 +341,7 @@ impl<R: Read + Seek> Timeline<R> {
     ) -> Result<u64, Error> {
         let (mut lo, mut hi) = (0u64, n);
         while lo < hi {
-            let mid = lo + (hi - lo) / 2;
+            let mid = lo.saturating_add(hi.saturating_sub(lo) / 2);
             if below(mid)? {
                 lo = mid.saturating_add(1);
             } else {
