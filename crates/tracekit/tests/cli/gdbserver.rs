@@ -839,7 +839,7 @@ fn gdbserver_on_a_recording_steps_by_source_line_both_ways() {
     let file = format!("file {}", exe.display());
     let probe = ["monitor when", "p/x $pc", "echo ==\\n"];
     let mut cmds = vec!["break twice", "continue"];
-    for c in ["next", "step", "finish", "reverse-finish", "reverse-step"] {
+    for c in ["next", "step", "reverse-finish", "step", "finish", "reverse-step"] {
         cmds.extend(probe);
         cmds.push(c);
     }
@@ -850,39 +850,42 @@ fn gdbserver_on_a_recording_steps_by_source_line_both_ways() {
     // `file` first: GDB runs `-ex` commands in order, the target then has symbols.
     let text = gdb(&file, &all);
     let blocks: Vec<&str> = text.split("==\n").collect();
-    let at = |k: usize| -> (u64, u64) {
-        let (n, _) = *whens(blocks[k]).last().unwrap_or_else(|| panic!("{text}"));
-        let pc = blocks[k]
-            .lines()
-            .find_map(|l| l.split_once("= 0x").map(|(_, h)| h.trim()))
-            .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .unwrap_or_else(|| panic!("no pc in {}", blocks[k]));
-        (n, pc)
-    };
-    // Each stop: the step, its pc equal to `state`'s rip, and the source line GDB shows.
-    let lines = [
+    // What each command printed (a part of it), and the source line it stopped at.
+    let stops = [
         ("Breakpoint 1, twice (x=3) at", "9"),
         ("", "10"),
         ("square (x=4) at", "5"),
-        ("Value returned is $1 = 16", "10"),
-        ("Run back to call of #0", "10"),
-        ("", "7"),
+        ("in twice (x=3) at", "10"),
+        ("square (x=4) at", "5"),
+        ("Value returned is", "10"),
+        ("square (x=4) at", "7"),
     ];
     let mut steps = Vec::new();
-    for (k, (shown, line)) in lines.iter().enumerate() {
-        let (n, pc) = at(k);
+    for (k, (shown, line)) in stops.iter().enumerate() {
+        let block = blocks.get(k).unwrap_or_else(|| panic!("stop {k}:\n{text}"));
+        let (n, _) = *whens(block)
+            .last()
+            .unwrap_or_else(|| panic!("stop {k}:\n{text}"));
+        let pc = block
+            .lines()
+            .find_map(|l| l.split_once("= 0x").map(|(_, h)| h.trim()))
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or_else(|| panic!("no pc at stop {k}:\n{text}"));
+        // The pc GDB shows is `state`'s rip at the step the server is at.
         assert_eq!(hex(&state(&trace, n)["rip"]), Some(pc), "step {n}:\n{text}");
-        // The block before the probe holds what the command printed.
-        let printed = if k == 0 { blocks[0] } else { blocks[k] };
-        assert!(printed.contains(shown), "{shown:?} in {printed}\n{text}");
+        assert!(block.contains(shown), "{shown:?} at stop {k}:\n{text}");
         assert!(
-            printed
-                .lines()
-                .any(|l| l.starts_with(&format!("{line}\t")) || l.ends_with(&format!(":{line}"))),
-            "line {line} in {printed}\n{text}"
+            block.lines().any(|l| l.starts_with(&format!("{line}\t"))),
+            "line {line} at stop {k}:\n{text}"
         );
         steps.push(n);
     }
+    assert!(blocks[5].contains("= 16"), "{text}");
+    // Forwards, back to the call, into it again, out of it, and back into its last line.
+    assert!(steps[0] < steps[1] && steps[1] < steps[2], "{steps:?}");
+    assert!(steps[1] < steps[3] && steps[3] < steps[2], "{steps:?}");
+    assert_eq!(steps[4], steps[2], "{steps:?}");
+    assert!(steps[4] < steps[6] && steps[6] < steps[5], "{steps:?}");
     // The breakpoint: the first execution `xref --pc` lists at its address.
     let bp = text
         .lines()
@@ -891,7 +894,4 @@ fn gdbserver_on_a_recording_steps_by_source_line_both_ways() {
         .unwrap_or_else(|| panic!("{text}"));
     let hits = xref(&trace, &["--pc", &format!("0x{bp}")]);
     assert_eq!(hits.first().map(|h| h.0), Some(steps[0]), "{text}");
-    // Forwards, then back: `reverse-finish` is before `finish`'s stop, `step` after it.
-    assert!(steps[0] < steps[1] && steps[1] < steps[2] && steps[2] < steps[3], "{steps:?}");
-    assert!(steps[4] < steps[3] && steps[4] > steps[1], "{steps:?}");
 }
