@@ -380,7 +380,11 @@ fn fast_tracepoint_file() {
     };
     let bytes = std::fs::read(&rec.tfile).unwrap();
     let file = TraceFile::parse(&bytes, ReadOptions::default()).unwrap();
-    let again = write::to_bytes(&file.to_data().unwrap(), file.layout().endian).unwrap();
+    let data = match file.to_data() {
+        Ok(data) => data,
+        Err(ours) => return gdb_refuses_the_same_block(&rec, &ours),
+    };
+    let again = write::to_bytes(&data, file.layout().endian).unwrap();
     assert!(again == bytes, "read + write changed the bytes");
     let d = file.description();
     let tp = &d.tracepoints[0];
@@ -406,6 +410,37 @@ fn fast_tracepoint_file() {
         .map(|f| GdbFrame { tracepoint: 1, ..f })
         .collect();
     assert_eq!(ours, theirs);
+}
+
+/// On some machines gdbserver's in-process agent writes register blocks of another size than
+/// the file's `R` line (seen: 2500-byte blocks under `R 334`, 820), so the walk past one lands
+/// mid-data. GDB walks a frame's blocks with the same rule, so it must refuse
+/// the same frame with the same type byte; anything else is a disagreement with GDB.
+fn gdb_refuses_the_same_block(rec: &gdb::Recording, ours: &Error) {
+    let Error::UnknownBlock { frame, code, .. } = *ours else {
+        panic!("the fast tracepoint file does not read: {ours}");
+    };
+    let script = format!(
+        "set pagination off\nfile ./tracee\ntarget tfile {}\ntfind {frame}\ntdump\n",
+        rec.tfile.display()
+    );
+    let theirs = gdb::gdb_batch(&rec.dir, &script);
+    // GDB prints the type byte raw: a NUL ends its message there.
+    let expected = match code {
+        0 => "Unknown block type '".to_string(),
+        _ => format!(
+            "Unknown block type '{}' ({code:#x}) in trace frame",
+            code as char
+        ),
+    };
+    assert!(
+        theirs.contains(&expected),
+        "we refuse frame {frame} ({ours}), GDB does not say {expected:?}:\n{theirs}"
+    );
+    eprintln!(
+        "fast_tracepoint_file: gdbserver wrote a frame neither GDB nor we can read on this \
+         CPU (both: block type {code:#04x} in frame {frame}); the comparison of values is skipped"
+    );
 }
 
 fn our_frames_no_hits(file: &TraceFile<'_>, tp: i16, addr: u64) -> Vec<GdbFrame> {
