@@ -292,8 +292,9 @@ fn run_xref_steps(bytes: &[u8]) -> u64 {
 }
 
 /// The plain instruction walk `calls` is measured against: every step through the generic
-/// stream with the general registers kept ([`RegsWanted::General`], `walk_steps`, what
-/// the Tenet conversion reads), looking at each pc and opcode.
+/// stream with the general registers kept
+/// ([`RegsWanted::General`](trace_registry::steps::RegsWanted::General), `walk_steps`,
+/// what the Tenet conversion reads), looking at each pc and opcode.
 fn run_walk_general(bytes: &[u8]) -> u64 {
     use trace_registry::steps::RegsWanted;
     let mut input = trace_registry::Input::from_bytes("bench", bytes.to_vec()).unwrap();
