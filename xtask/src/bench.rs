@@ -9,8 +9,10 @@
 //! (the pass, and with the sidecar), `tracekit serve` over HTTP on the `--state-gib` trace
 //! (first rows after start, then rows, `state`, `mem` with the index), `diff (equal)`,
 //! and the Arrow batches of the Python
-//! package's `to_arrow()` (typed fast path and visited). Ratios are what to compare:
-//! absolute speeds drift on shared machines.
+//! package's `to_arrow()` (typed fast path and visited). Named rows run only when named:
+//! `simpoint`, `record` (the ptrace recorder) and `gdbserver` (GDB's round trips on a
+//! `--state-gib` trace with its sidecar, or `--trace FILE`: `bench_gdbserver.rs`). Ratios
+//! are what to compare: absolute speeds drift on shared machines.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -84,7 +86,7 @@ fn median_secs(runs: u64, mut f: impl FnMut()) -> f64 {
 
 pub fn task(args: &[String]) -> Result<(), String> {
     // Checked before the release build: a typo fails at once.
-    let flags = Flags::parse(args, &["mib", "runs", "state-gib"], &[])?;
+    let flags = Flags::parse(args, &["mib", "runs", "state-gib", "trace"], &[])?;
     if cfg!(debug_assertions) {
         // Benchmarks mean nothing in a debug build: run again in release.
         let mut cmd =
@@ -111,12 +113,14 @@ pub fn task(args: &[String]) -> Result<(), String> {
     let simpoint = flags.positional.iter().any(|p| p == "simpoint");
     // `record` (the ptrace recorder against a bare step loop) runs only when named too.
     let record = flags.positional.iter().any(|p| p == "record");
+    // `gdbserver` (GDB's round trips on a `--state-gib` trace, or `--trace FILE`) too.
+    let gdbserver = flags.positional.iter().any(|p| p == "gdbserver");
     let named: Vec<&String> = flags
         .positional
         .iter()
-        .filter(|p| *p != "simpoint" && *p != "record")
+        .filter(|p| *p != "simpoint" && *p != "record" && *p != "gdbserver")
         .collect();
-    let chosen: Vec<_> = if named.is_empty() && !simpoint && !record {
+    let chosen: Vec<_> = if named.is_empty() && !simpoint && !record && !gdbserver {
         formats::ALL.to_vec()
     } else {
         named
@@ -125,7 +129,7 @@ pub fn task(args: &[String]) -> Result<(), String> {
             .collect::<Result<_, _>>()?
     };
     // The export and record rows run the release binary (the simpoint rows alone do not).
-    if !chosen.is_empty() || record {
+    if !chosen.is_empty() || record || gdbserver {
         crate::run(
             std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
                 .args(["build", "--release", "--quiet", "--package", "tracekit"]),
@@ -176,6 +180,9 @@ pub fn task(args: &[String]) -> Result<(), String> {
     }
     if record {
         crate::bench_record::rows(runs, &tracekit)?;
+    }
+    if gdbserver {
+        crate::bench_gdbserver::rows(runs, &tracekit, flags.value("trace"), state_gib)?;
     }
     // The export rows' inputs and datasets.
     let _ = std::fs::remove_dir_all(

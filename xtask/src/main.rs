@@ -12,6 +12,7 @@
 #![allow(missing_docs, missing_debug_implementations)]
 
 mod bench;
+mod bench_gdbserver;
 mod bench_record;
 mod ci;
 mod fixtures;
@@ -37,7 +38,7 @@ const TASKS: &[(&str, Task, &str)] = &[
     (
         "bench",
         bench::task,
-        "[FORMAT…] [simpoint] [--mib N] [--runs N] [--state-gib N]  throughput of each format's decoder next to a raw scan",
+        "[FORMAT…] [simpoint] [record] [gdbserver [--trace FILE]] [--mib N] [--runs N] [--state-gib N]  throughput of each format's decoder next to a raw scan",
     ),
     (
         "fuzz",

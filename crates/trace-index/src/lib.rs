@@ -11,10 +11,15 @@
 //!
 //! - a header of [`HEADER_LEN`] bytes: [`MAGIC`], the trace's identity (size, mtime in
 //!   nanoseconds, a hash of its first [`HEAD_HASHED`] bytes), the format's name, the
-//!   number of steps, the longest access, and three sections (seek index, pcs, memory),
-//!   each as offset, length and hash; then a hash of the header itself;
+//!   number of steps, the longest access, and seven sections (seek index, pcs' entries and
+//!   directory, memory's entries and directory, thread table, runs), each as offset,
+//!   length and hash; then a hash of the header itself;
 //! - the seek index: the format's bytes
 //!   ([`Indexing::seek_index`](trace_model::steps::Indexing::seek_index)), possibly empty;
+//! - the timeline of threads (version 3; [`Timeline`]): the runs of consecutive steps of
+//!   one thread as `(first step, thread)`, then each thread's run starts, 8-byte words
+//!   read on demand; and the thread table (per thread: id, steps, runs, where its starts
+//!   begin), read whole;
 //! - each list section: entries sorted by key (pc, or address / 8), each entry
 //!   `varint(key − previous key)`, `varint(count)`, `varint(bytes)` and the instruction
 //!   numbers as varint deltas (the first absolute); a key with many instructions takes
@@ -40,18 +45,22 @@ use std::sync::Arc;
 
 use trace_core::Offset;
 
+mod threads;
+pub use threads::{ThreadInfo, Timeline};
+use threads::TimelineBuilder;
+
 use trace_model::output::AtomicFile;
 use trace_model::steps::{ScanQuery, SeekIndex, Step, Steps};
 use trace_model::{Ctx, Error, Handler, Input};
 
 /// The first bytes of a sidecar index (the last byte is the version).
-pub const MAGIC: &[u8; 16] = b"tracekit-index\x00\x02";
+pub const MAGIC: &[u8; 16] = b"tracekit-index\x00\x03";
 
 /// The file name extension: `FILE.tkidx` beside `FILE`.
 pub const EXTENSION: &str = "tkidx";
 
 /// The size of the header.
-pub const HEADER_LEN: usize = 200;
+pub const HEADER_LEN: usize = 248;
 
 /// How many bytes at the start of the trace the identity hashes (its header and first
 /// blocks).
@@ -88,7 +97,11 @@ pub fn default_path(trace: &Path) -> PathBuf {
 
 /// FNV-1a, 64 bits: a hash to tell files apart, not a defence.
 fn hash(bytes: &[u8]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    hash_more(0xcbf2_9ce4_8422_2325, bytes)
+}
+
+/// [`hash`] of bytes that follow those that hashed to `h`.
+fn hash_more(mut h: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
@@ -176,7 +189,14 @@ pub struct Header {
     seek: Section,
     pcs: ListSection,
     mem: ListSection,
+    /// The thread table ([`threads`]), read whole and checked at open.
+    threads: Section,
+    /// The runs of the timeline, read on demand.
+    runs: Section,
 }
+
+/// How many sections the header lists.
+const SECTIONS: usize = 7;
 
 /// A list section: its entries and their directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -191,6 +211,19 @@ fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
 }
 
 impl Header {
+    /// The sections, in the header's order.
+    fn sections(&self) -> [Section; SECTIONS] {
+        [
+            self.seek,
+            self.pcs.entries,
+            self.pcs.dir,
+            self.mem.entries,
+            self.mem.dir,
+            self.threads,
+            self.runs,
+        ]
+    }
+
     fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         let mut words = vec![
@@ -200,13 +233,7 @@ impl Header {
             self.steps,
             self.max_len,
         ];
-        for s in [
-            self.seek,
-            self.pcs.entries,
-            self.pcs.dir,
-            self.mem.entries,
-            self.mem.dir,
-        ] {
+        for s in self.sections() {
             words.extend([s.offset, s.len, s.hash]);
         }
         let mut buf = Vec::with_capacity(HEADER_LEN);
@@ -278,14 +305,10 @@ impl Header {
                 entries: section(3),
                 dir: section(4),
             },
+            threads: section(5),
+            runs: section(6),
         };
-        for s in [
-            header.seek,
-            header.pcs.entries,
-            header.pcs.dir,
-            header.mem.entries,
-            header.mem.dir,
-        ] {
+        for s in header.sections() {
             if s.offset.checked_add(s.len).is_none_or(|end| end > file_len)
                 || s.offset < HEADER_LEN as u64
             {
@@ -309,7 +332,7 @@ pub fn rehash(bytes: &mut [u8]) {
         return;
     }
     let word_at = |k: usize| 32usize.saturating_add(k.saturating_mul(8));
-    for section in 0..5usize {
+    for section in 0..SECTIONS {
         let first = 5usize.saturating_add(section.saturating_mul(3));
         let (Some(offset), Some(len)) = (
             u64_at(bytes, word_at(first)),
@@ -350,6 +373,8 @@ pub struct Sidecar<R = File> {
     header: Header,
     pcs_dir: Vec<(u64, u64)>,
     mem_dir: Vec<(u64, u64)>,
+    /// The thread table's bytes (checked).
+    thread_table: Vec<u8>,
 }
 
 /// Why a sidecar was not used.
@@ -411,6 +436,20 @@ impl Sidecar<File> {
                 Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e))
             })?
             .len();
+        let mut head = [0u8; 16];
+        let got = read_up_to(&mut &file, &mut head).map_err(|e| {
+            Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e))
+        })?;
+        let (version, ours) = (head[15], MAGIC[15]);
+        if got == 16 && head.get(..15) == MAGIC.get(..15) && version != ours {
+            return Err(Unusable::Stale(format!(
+                "it is of index format {version}, not {ours} (written by another version of tracekit)"
+            )));
+        }
+        let mut file = file;
+        file.seek(SeekFrom::Start(0)).map_err(|e| {
+            Unusable::Damaged(Error::io(format!("cannot read {}", path.display()), e))
+        })?;
         let sidecar = Sidecar::read(path, file, file_len).map_err(Unusable::Damaged)?;
         if sidecar.header.format != format {
             return Err(Unusable::Stale(format!(
@@ -424,6 +463,20 @@ impl Sidecar<File> {
             ));
         }
         Ok(sidecar)
+    }
+}
+
+impl Sidecar<File> {
+    /// The timeline of the trace's threads ([`Timeline`]), over the sidecar's file opened
+    /// again.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be opened again.
+    pub fn timeline(&self) -> Result<Timeline, Error> {
+        let file = File::open(&self.path)
+            .map_err(|e| Error::io(format!("cannot open {}", self.path.display()), e))?;
+        self.timeline_in(file)
     }
 }
 
@@ -445,10 +498,14 @@ impl<R: Read + Seek> Sidecar<R> {
             file,
             pcs_dir: Vec::new(),
             mem_dir: Vec::new(),
+            thread_table: Vec::new(),
             header,
         };
         sidecar.pcs_dir = sidecar.directory(sidecar.header.pcs)?;
         sidecar.mem_dir = sidecar.directory(sidecar.header.mem)?;
+        sidecar.thread_table = sidecar.section(sidecar.header.threads)?;
+        // Checked now, so that a damaged table is a damaged sidecar.
+        sidecar.timeline_in(io::empty())?;
         Ok(sidecar)
     }
 
@@ -508,6 +565,23 @@ impl<R: Read + Seek> Sidecar<R> {
             ));
         }
         Ok(dir)
+    }
+
+    /// The timeline of the trace's threads ([`Timeline`]), reading its runs from `file`
+    /// (this sidecar's bytes, opened again: the timeline reads on its own).
+    ///
+    /// # Errors
+    ///
+    /// The thread table does not describe the runs section.
+    pub fn timeline_in<F: Read + Seek>(&self, file: F) -> Result<Timeline<F>, Error> {
+        Timeline::new(
+            &self.path,
+            file,
+            self.header.steps,
+            &self.thread_table,
+            self.header.runs.offset,
+            self.header.runs.len,
+        )
     }
 
     /// The format's seek index kept in the sidecar (empty when it has none).
@@ -1062,14 +1136,20 @@ impl Runs {
     /// Every pair in order, each once, into `out`: from memory alone, or merged from the
     /// runs.
     fn drain_into<W: Write>(&mut self, out: &mut ListWriter<W>) -> io::Result<()> {
+        self.drain(&mut |k, i| out.push(k, i))?;
+        out.flush_entry()
+    }
+
+    /// Calls `out` with every pair in order, each once.
+    fn drain(&mut self, out: &mut dyn FnMut(u64, u64) -> io::Result<()>) -> io::Result<()> {
         if self.files.is_empty() {
             self.pairs.sort_unstable();
             self.pairs.dedup();
             for &(k, i) in &self.pairs {
-                out.push(k, i)?;
+                out(k, i)?;
             }
             self.pairs = Vec::new();
-            return out.flush_entry();
+            return Ok(());
         }
         if !self.pairs.is_empty() {
             self.spill()?;
@@ -1090,7 +1170,7 @@ impl Runs {
         let mut last = None;
         while let Some(Reverse((p, n))) = heap.pop() {
             if last != Some(p) {
-                out.push(p.0, p.1)?;
+                out(p.0, p.1)?;
                 last = Some(p);
             }
             if let Some(r) = readers.get_mut(n)
@@ -1099,7 +1179,7 @@ impl Runs {
                 heap.push(Reverse((q, n)));
             }
         }
-        out.flush_entry()
+        Ok(())
     }
 }
 
@@ -1248,6 +1328,7 @@ pub fn build(
     };
     let mut pcs = Runs::new(stem(".pcs"), options.run_pairs);
     let mut mem = Runs::new(stem(".mem"), options.run_pairs);
+    let mut timeline = TimelineBuilder::new(&stem(".threads"), options.run_pairs);
     let mut max_len = 0u64;
     let mut count = 0u64;
     let query = ScanQuery {
@@ -1269,6 +1350,7 @@ pub fn build(
             progress(count);
         }
         pcs.push(step.pc, step.i).map_err(spill)?;
+        timeline.push(step.i, step.thread).map_err(spill)?;
         for a in &step.mem {
             max_len = max_len.max(u64::from(a.len));
             // Under every word the access covers, with which of its bytes: a lookup then
@@ -1308,11 +1390,22 @@ pub fn build(
         seek: Section::default(),
         pcs: ListSection::default(),
         mem: ListSection::default(),
+        threads: Section::default(),
+        runs: Section::default(),
     };
     let mut pos = HEADER_LEN as u64;
-    let mut sections = || -> io::Result<()> {
+    let sections = || -> io::Result<()> {
         w.write_all(&[0u8; HEADER_LEN])?;
         header.seek = write_section(&mut w, seek.bytes(), &mut pos)?;
+        let mut table = Vec::new();
+        let (_, (len, hash)) = timeline.write(&mut table, &mut w)?;
+        header.runs = Section {
+            offset: pos,
+            len,
+            hash,
+        };
+        pos = pos.saturating_add(len);
+        header.threads = write_section(&mut w, &table, &mut pos)?;
         for (runs, list) in [(&mut pcs, &mut header.pcs), (&mut mem, &mut header.mem)] {
             let mut lw = ListWriter::new(&mut w);
             runs.drain_into(&mut lw)?;

@@ -393,3 +393,59 @@ fn reading_never_panics() {
         .tests(500)
         .quickcheck(mutated as fn(Vec<(u32, u8)>) -> bool);
 }
+
+/// The timeline kept in the sidecar gives each step's thread and each thread's next and
+/// previous steps as a walk over the steps does; a sidecar of an older index format is
+/// stale (rebuilt by the commands that build one), not damaged.
+#[test]
+fn the_timeline_equals_the_steps_threads_and_an_older_format_is_stale() {
+    let dir = temp_dir("timeline");
+    let opts = GenOptions {
+        arch: Arch::X64,
+        threads: 3,
+        max_run: 20,
+        seed: 7,
+    };
+    let path = dir.join("t.trace64");
+    std::fs::write(
+        &path,
+        testgen::trace(opts, 3000, RecorderOptions::default(), "t.exe"),
+    )
+    .unwrap();
+    let index = default_path(&path);
+    // Few pairs in memory: the runs spill and merge.
+    build_at(&path, &index, 64);
+    let mut input = Input::open(path.as_os_str()).unwrap();
+    let options = Options::default();
+    let mut steps = x64dbg().steps(&mut input, &mut Ctx::new(&options)).unwrap();
+    let mut threads = Vec::new();
+    while let Some(s) = steps.next_step() {
+        threads.push(s.unwrap().thread);
+    }
+    drop(steps);
+    let sidecar = Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg").unwrap();
+    let t = sidecar.timeline().unwrap();
+    assert_eq!(t.count(), threads.len() as u64);
+    let mut ids = threads.clone();
+    ids.dedup();
+    assert_eq!(t.runs(), ids.len() as u64);
+    for i in (0..threads.len() as u64).step_by(13) {
+        assert_eq!(t.thread_at(i).unwrap(), Some(threads[i as usize]));
+        for &th in t.threads() {
+            let first = (i..threads.len() as u64).find(|&j| threads[j as usize] == th);
+            let last = (0..i).rev().find(|&j| threads[j as usize] == th);
+            assert_eq!(t.first_from(th, i).unwrap(), first, "{th} from {i}");
+            assert_eq!(t.last_before(th, i).unwrap(), last, "{th} before {i}");
+        }
+    }
+    // Version 2 of the format: the same magic but its last byte.
+    let mut bytes = std::fs::read(&index).unwrap();
+    bytes[15] = 2;
+    std::fs::write(&index, &bytes).unwrap();
+    let why = Sidecar::open(&index, &Identity::of(&path).unwrap(), "x64dbg").unwrap_err();
+    assert!(
+        matches!(&why, Unusable::Stale(w) if w.contains("index format 2, not 3")),
+        "{why:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -28,16 +28,20 @@
 //! write and one without a read; GDB itself then ignores a `watch` hit whose value did not
 //! change, as on hardware.
 //!
-//! gdbstub ends the session (exit 1) at a packet it cannot parse or that does not fit its
-//! buffer; every well-formed request is answered, with an error reply where the trace
-//! cannot (`E0e` memory, `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]).
+//! Every request is answered: with an error reply where the trace cannot (`E0e` memory,
+//! `E1e` writes, `E16` a watchpoint past [`target::MAX_WATCHPOINTS`]), and `E01` for a
+//! packet gdbstub cannot parse or that does not fit its buffer ([`guard`]).
+//!
+//! The start reads the sidecar's header, directories and thread table only (the timeline
+//! of threads is read from it a block at a time), so that it takes milliseconds on a trace
+//! of any size once indexed.
 //!
 //! The protocol is `gdbstub`'s; this module is the target ([`target::Replay`]), the
-//! register layout ([`regs`]) and the timeline of threads ([`timeline`]).
+//! register layout ([`regs`]); the timeline of threads is the sidecar's ([`trace_index::Timeline`]).
 
+pub mod guard;
 pub mod regs;
 pub mod target;
-pub mod timeline;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -50,11 +54,11 @@ use gdbstub::conn::{Connection, ConnectionExt};
 use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
 use gdbstub::stub::{DisconnectReason, GdbStub};
 use gdbstub::target::Target;
-use trace_index::{self as index, BuildOptions, Identity, Sidecar};
+use trace_index::{self as index, BuildOptions, Identity, Sidecar, Timeline};
 use trace_registry::{Ctx, Handler, Input, Options};
 
+use self::guard::{Guard, Shared};
 use self::target::{Replay, ReplayError, Source, Stop};
-use self::timeline::Timeline;
 use crate::CliError;
 
 /// Arguments of `tracekit gdbserver`.
@@ -146,13 +150,13 @@ struct Loop<'a>(std::marker::PhantomData<&'a ()>);
 
 impl<'a> BlockingEventLoop for Loop<'a> {
     type Target = Replay<'a>;
-    type Connection = Conn;
+    type Connection = Shared;
     type StopReason = Stop;
 
     #[allow(clippy::type_complexity)]
     fn wait_for_stop_reason(
         target: &mut Replay<'a>,
-        _conn: &mut Conn,
+        _conn: &mut Shared,
     ) -> Result<Event<Stop>, WaitForStopReasonError<<Replay<'a> as Target>::Error, std::io::Error>>
     {
         Ok(Event::TargetStopped(target.take_stop()))
@@ -254,10 +258,15 @@ fn open_replay<'a>(
     let name = input.name().to_owned();
     let mut steps = index::steps_without_notes(handler, input, &mut Ctx::new(options))
         .map_err(CliError::usage_if_unsupported)?;
-    let timeline = Timeline::scan(steps.as_mut())?;
+    // The threads from the sidecar: no pass over the trace.
+    let timeline = sidecar.timeline()?;
     let isa = steps.isa();
-    // Steps that seek back to 0 after the scan seek anywhere.
-    let seeks = steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
+    // Steps that seek back to 0 after a step seek anywhere (a stream that only reads on
+    // cannot).
+    let read_one = matches!(steps.next_step(), Some(Ok(_)));
+    let seeks = read_one
+        && steps.seek(0).is_ok()
+        && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
     let source = match spare {
         Some(input) if !seeks => {
             drop(steps);
@@ -346,14 +355,39 @@ pub fn fuzz_packets(data: &[u8]) {
     let _ = serve(replay, conn, &mut std::io::sink());
 }
 
-/// Serves one session over `conn`.
+/// Serves one session over `conn`, through a [`Guard`]: a packet gdbstub cannot parse
+/// ends its run, and is answered `E01` before a new run goes on with the same replay.
 fn serve(mut replay: Replay<'_>, conn: Conn, err: &mut dyn Write) -> Result<(), CliError> {
-    // gdbserver's size: GDB reads memory in packets of up to half of it.
-    let stub = GdbStub::builder(conn)
-        .packet_buffer_size(PACKET_SIZE)
-        .build()
-        .map_err(|e| CliError::Failed(format!("GDB session: {e:?}")))?;
-    match stub.run_blocking::<Loop<'_>>(&mut replay) {
+    let guard = Shared(std::rc::Rc::new(std::cell::RefCell::new(Guard::new(
+        conn,
+        PACKET_SIZE,
+    ))));
+    loop {
+        // gdbserver's size: GDB reads memory in packets of up to half of it.
+        let stub = GdbStub::builder(guard.clone())
+            .packet_buffer_size(PACKET_SIZE)
+            .build()
+            .map_err(|e| CliError::Failed(format!("GDB session: {e:?}")))?;
+        match stub.run_blocking::<Loop<'_>>(&mut replay) {
+            Err(e) if !e.is_connection_error() && !e.is_target_error() => {
+                // The packet was read whole: the stream is at the next one.
+                guard
+                    .0
+                    .borrow_mut()
+                    .reply("E01")
+                    .map_err(|io| CliError::io("GDB session", io))?;
+            }
+            ended => return session_end(ended, err),
+        }
+    }
+}
+
+/// What a `gdbstub` run that ended means for the session.
+fn session_end(
+    ended: Result<DisconnectReason, gdbstub::stub::GdbStubError<ReplayError, std::io::Error>>,
+    err: &mut dyn Write,
+) -> Result<(), CliError> {
+    match ended {
         Ok(DisconnectReason::Disconnect | DisconnectReason::Kill) => Ok(()),
         Ok(other) => {
             writeln!(err, "the session ended: {other:?}")?;
@@ -394,8 +428,8 @@ fn summary(
         handler.name(),
         timeline.count()
     );
-    for (thread, steps) in timeline.thread_steps() {
-        text.push_str(&format!("\n  - id: {thread}, steps: {steps}"));
+    for t in timeline.thread_table() {
+        text.push_str(&format!("\n  - id: {}, steps: {}", t.id, t.steps));
     }
     text.push_str(&format!("\nindex: {}", sidecar.path().display()));
     text

@@ -33,8 +33,9 @@ use trace_index::Sidecar;
 use trace_registry::steps::{AccessKind, Isa, Step, Steps};
 use trace_registry::{Ctx, Error, Handler, Input, Options};
 
+use trace_index::Timeline;
+
 use super::regs::Layout;
-use super::timeline::Timeline;
 
 /// The `Arch` of every trace served: addresses as `u64` (an i386 trace's too), registers
 /// as the bytes of the layout the target description gives (`tracekit gdbserver` sends
@@ -187,6 +188,8 @@ pub struct Replay<'a> {
     summary: String,
     /// The current step: the state before it.
     pos: u64,
+    /// The thread of the current step.
+    thread_now: u64,
     /// Added to a recorded thread id to make GDB's (non-zero) one: 1 when some thread is 0.
     tid_offset: u64,
     blocks: HashMap<u64, RegBlock>,
@@ -244,6 +247,7 @@ impl<'a> Replay<'a> {
             return Err(Error::Unsupported("the trace has no steps".into()));
         }
         let tid_offset = u64::from(timeline.threads().contains(&0));
+        let thread_now = timeline.thread_at(0)?.unwrap_or(0);
         Ok(Replay {
             source,
             sidecar,
@@ -253,6 +257,7 @@ impl<'a> Replay<'a> {
             timeline,
             summary,
             pos: 0,
+            thread_now,
             tid_offset,
             blocks: HashMap::new(),
             opcodes: HashMap::new(),
@@ -295,7 +300,7 @@ impl<'a> Replay<'a> {
 
     /// The thread of the current step.
     fn current_thread(&self) -> u64 {
-        self.timeline.thread_at(self.pos).unwrap_or(0)
+        self.thread_now
     }
 
     /// GDB's id of the thread of the current step.
@@ -303,9 +308,12 @@ impl<'a> Replay<'a> {
         self.tid(self.current_thread())
     }
 
-    /// Moves to step `n` (which must be in the trace).
-    fn goto(&mut self, n: u64) {
-        self.pos = n.min(self.timeline.count().saturating_sub(1));
+    /// Moves to step `n` (the last step for one past the end).
+    fn goto(&mut self, n: u64) -> Result<(), Error> {
+        let n = n.min(self.timeline.count().saturating_sub(1));
+        self.thread_now = self.timeline.thread_at(n)?.unwrap_or(0);
+        self.pos = n;
+        Ok(())
     }
 
     /// A stop of the current thread with SIGTRAP (a step done).
@@ -317,23 +325,24 @@ impl<'a> Replay<'a> {
     }
 
     /// The end of the history in one direction: the first or the last step.
-    fn history_end(&mut self, pos: ReplayLogPosition) -> Stop {
+    fn history_end(&mut self, pos: ReplayLogPosition) -> Result<Stop, Error> {
         match pos {
-            ReplayLogPosition::Begin => self.goto(0),
-            ReplayLogPosition::End => self.goto(self.timeline.count().saturating_sub(1)),
+            ReplayLogPosition::Begin => self.goto(0)?,
+            ReplayLogPosition::End => self.goto(self.timeline.count().saturating_sub(1))?,
         }
-        Stop::ReplayLog {
+        Ok(Stop::ReplayLog {
             tid: Some(self.current_tid()),
             pos,
-        }
+        })
     }
 
     /// The step whose state is `thread`'s at the current position: the current step if
     /// the thread runs it, else the thread's next step, else its last.
-    fn step_of(&self, thread: u64) -> Option<u64> {
-        self.timeline
-            .first_from(thread, self.pos)
-            .or_else(|| self.timeline.last_before(thread, self.pos))
+    fn step_of(&self, thread: u64) -> Result<Option<u64>, Error> {
+        match self.timeline.first_from(thread, self.pos)? {
+            Some(at) => Ok(Some(at)),
+            None => self.timeline.last_before(thread, self.pos),
+        }
     }
 
     /// The register block before step `at`.
@@ -538,8 +547,11 @@ impl<'a> Replay<'a> {
     /// (`locked`), a breakpoint another thread's step reaches on the way stops there first,
     /// as in a live all-stop session.
     fn step_forward(&mut self, thread: u64, locked: bool) -> Result<Stop, Error> {
-        let at = self.timeline.first_from(thread, self.pos);
-        let next = at.and_then(|at| self.timeline.first_from(thread, at.saturating_add(1)));
+        let at = self.timeline.first_from(thread, self.pos)?;
+        let next = match at {
+            Some(at) => self.timeline.first_from(thread, at.saturating_add(1))?,
+            None => None,
+        };
         let limit = next.unwrap_or(self.timeline.count());
         // A watchpoint the stepped instruction (or, with the others running, any step on
         // the way) triggers: the stop is after that instruction.
@@ -550,11 +562,11 @@ impl<'a> Replay<'a> {
         let brk = if locked { None } else { self.next_break()? };
         let brk = brk.filter(|&b| b < limit && watch.is_none_or(|(i, _)| b <= i));
         if let Some(b) = brk {
-            self.goto(b);
+            self.goto(b)?;
             return Ok(Stop::SwBreak(self.current_tid()));
         }
         if let Some((i, w)) = watch {
-            let by = self.timeline.thread_at(i).unwrap_or(thread);
+            let by = self.timeline.thread_at(i)?.unwrap_or(thread);
             // The stepped thread is then before its next step; another thread's access
             // stops at the step after it.
             let to = if Some(i) == at {
@@ -563,7 +575,7 @@ impl<'a> Replay<'a> {
                 Some(i.saturating_add(1))
             };
             if let Some(to) = to.filter(|&t| t < self.timeline.count()) {
-                self.goto(to);
+                self.goto(to)?;
                 return Ok(Stop::Watch {
                     tid: self.tid(by),
                     kind: w.kind,
@@ -573,10 +585,10 @@ impl<'a> Replay<'a> {
         }
         Ok(match next {
             Some(j) => {
-                self.goto(j);
+                self.goto(j)?;
                 self.trap()
             }
-            None => self.history_end(ReplayLogPosition::End),
+            None => self.history_end(ReplayLogPosition::End)?,
         })
     }
 
@@ -588,19 +600,19 @@ impl<'a> Replay<'a> {
         let watch_at = watch.map(|(i, w)| (i.saturating_add(1), i, w));
         match (brk, watch_at) {
             (Some(b), w) if w.is_none_or(|(at, _, _)| b <= at) => {
-                self.goto(b);
+                self.goto(b)?;
                 Ok(Stop::SwBreak(self.current_tid()))
             }
             (_, Some((at, i, w))) if at < self.timeline.count() => {
-                let thread = self.timeline.thread_at(i).unwrap_or(0);
-                self.goto(at);
+                let thread = self.timeline.thread_at(i)?.unwrap_or(0);
+                self.goto(at)?;
                 Ok(Stop::Watch {
                     tid: self.tid(thread),
                     kind: w.kind,
                     addr: w.addr,
                 })
             }
-            _ => Ok(self.history_end(ReplayLogPosition::End)),
+            _ => self.history_end(ReplayLogPosition::End),
         }
     }
 
@@ -611,18 +623,18 @@ impl<'a> Replay<'a> {
         let watch = self.prev_watch()?;
         match (brk, watch) {
             (Some(b), w) if w.is_none_or(|(i, _)| b > i) => {
-                self.goto(b);
+                self.goto(b)?;
                 Ok(Stop::SwBreak(self.current_tid()))
             }
             (_, Some((i, w))) => {
-                self.goto(i);
+                self.goto(i)?;
                 Ok(Stop::Watch {
                     tid: self.current_tid(),
                     kind: w.kind,
                     addr: w.addr,
                 })
             }
-            _ => Ok(self.history_end(ReplayLogPosition::Begin)),
+            _ => self.history_end(ReplayLogPosition::Begin),
         }
     }
 
@@ -638,10 +650,10 @@ impl<'a> Replay<'a> {
         match (words.next(), words.next(), words.next()) {
             (Some("when"), None, _) => when(self),
             (Some("goto"), Some(n), None) => match super::super::args::number(n) {
-                Ok(n) if n < self.timeline.count() => {
-                    self.goto(n);
-                    when(self)
-                }
+                Ok(n) if n < self.timeline.count() => match self.goto(n) {
+                    Ok(()) => when(self),
+                    Err(e) => format!("cannot go to step {n}: {e}"),
+                },
                 Ok(n) => format!(
                     "step {n} is past the end: the trace has {} steps",
                     self.timeline.count()
@@ -716,7 +728,10 @@ impl Target for Replay<'_> {
 
 impl MultiThreadBase for Replay<'_> {
     fn read_registers(&mut self, regs: &mut RegBlock, tid: Tid) -> TargetResult<(), Self> {
-        let at = self.step_of(self.thread(tid)).unwrap_or(self.pos);
+        let at = self
+            .step_of(self.thread(tid))
+            .map_err(|e| TargetError::Fatal(ReplayError(e)))?
+            .unwrap_or(self.pos);
         *regs = self
             .block(at)
             .map_err(|e| TargetError::Fatal(ReplayError(e)))?;
@@ -795,8 +810,8 @@ impl ThreadExtraInfo for Replay<'_> {
         // The step whose state the thread shows.
         let thread = self.thread(tid);
         let text = match self.step_of(thread) {
-            Some(at) => format!("step {at}"),
-            None => String::new(),
+            Ok(Some(at)) => format!("step {at}"),
+            Ok(None) | Err(_) => String::new(),
         };
         let n = text.len().min(buf.len());
         if let (Some(out), Some(src)) = (buf.get_mut(..n), text.as_bytes().get(..n)) {
@@ -872,9 +887,9 @@ impl MultiThreadSchedulerLocking for Replay<'_> {
 impl ReverseStep<Tid> for Replay<'_> {
     fn reverse_step(&mut self, tid: Tid) -> Result<(), Self::Error> {
         let thread = self.thread(tid);
-        let stop = match self.timeline.last_before(thread, self.pos) {
+        let stop = match self.timeline.last_before(thread, self.pos).map_err(ReplayError)? {
             Some(j) => {
-                self.goto(j);
+                self.goto(j).map_err(ReplayError)?;
                 // Stepping back over an access a watchpoint sees: before it, as
                 // `reverse-continue` stops.
                 let mut hit = None;
@@ -893,7 +908,9 @@ impl ReverseStep<Tid> for Replay<'_> {
                     None => self.trap(),
                 }
             }
-            None => self.history_end(ReplayLogPosition::Begin),
+            None => self
+                .history_end(ReplayLogPosition::Begin)
+                .map_err(ReplayError)?,
         };
         self.stop = Some(stop);
         Ok(())
