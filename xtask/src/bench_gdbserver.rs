@@ -137,7 +137,9 @@ impl Rsp {
         let g = self.ask("g");
         let word = |at: usize| {
             let hex = &g[at * 2..at * 2 + 16];
-            u64::from_str_radix(hex, 16).map(u64::swap_bytes).unwrap_or(0)
+            u64::from_str_radix(hex, 16)
+                .map(u64::swap_bytes)
+                .unwrap_or(0)
         };
         let (pc, sp) = (word(128), word(56));
         self.ask(&format!("m{pc:x},10"));
@@ -307,7 +309,12 @@ pub fn rows(runs: u64, tracekit: &Path, given: Option<&str>, gib: u64) -> Result
             median_ms(back)
         ));
     }
-    println!("{:<34} {:>9.1} {}", "x64dbg gdbserver (step, goto)", mib, line.join("; "));
+    println!(
+        "{:<34} {:>9.1} {}",
+        "x64dbg gdbserver (step, goto)",
+        mib,
+        line.join("; ")
+    );
     let (rare, hot, (word, written)) = targets(&path, count);
     let mut line = Vec::new();
     for (what, z, addr, len) in [
@@ -341,7 +348,12 @@ pub fn rows(runs: u64, tracekit: &Path, given: Option<&str>, gib: u64) -> Result
             median_ms(back)
         ));
     }
-    println!("{:<34} {:>9.1} {}", "x64dbg gdbserver (continue)", mib, line.join("; "));
+    println!(
+        "{:<34} {:>9.1} {}",
+        "x64dbg gdbserver (continue)",
+        mib,
+        line.join("; ")
+    );
     println!(
         "{:<34} {:>9.1} memory: {:.1} MiB anonymous (RssAnon), peak resident {:.1} MiB (VmHWM: with the pages of the mapped trace and index read)",
         "x64dbg gdbserver (memory)",

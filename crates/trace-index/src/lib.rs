@@ -46,8 +46,8 @@ use std::sync::Arc;
 use trace_core::Offset;
 
 mod threads;
-pub use threads::{ThreadInfo, Timeline};
 use threads::TimelineBuilder;
+pub use threads::{ThreadInfo, Timeline};
 
 use trace_model::output::AtomicFile;
 use trace_model::steps::{ScanQuery, SeekIndex, Step, Steps};

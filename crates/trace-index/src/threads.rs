@@ -335,10 +335,7 @@ impl<R: Read + Seek> Timeline<R> {
     }
 
     /// The number of `0..n` for which `below` holds (it holds for a prefix).
-    fn partition(
-        n: u64,
-        mut below: impl FnMut(u64) -> Result<bool, Error>,
-    ) -> Result<u64, Error> {
+    fn partition(n: u64, mut below: impl FnMut(u64) -> Result<bool, Error>) -> Result<u64, Error> {
         let (mut lo, mut hi) = (0u64, n);
         while lo < hi {
             let mid = lo.saturating_add(hi.saturating_sub(lo) / 2);
@@ -486,7 +483,9 @@ mod tests {
         let mut threads = Vec::new();
         let mut x = 12345u64;
         for _ in 0..5000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = (x >> 60) % 3;
             for _ in 0..(x >> 33) % 4 + 1 {
                 threads.push(t);
@@ -519,7 +518,14 @@ mod tests {
         for w in [1u64, 2, 2, 0, 2, 1, 1, 9] {
             table.extend_from_slice(&w.to_le_bytes());
         }
-        let r = Timeline::new(Path::new("t"), io::Cursor::new(vec![0u8; 72]), 3, &table, 0, 72);
+        let r = Timeline::new(
+            Path::new("t"),
+            io::Cursor::new(vec![0u8; 72]),
+            3,
+            &table,
+            0,
+            72,
+        );
         assert!(r.is_err());
         drop(t);
     }

@@ -468,8 +468,9 @@ fn bad_packets_are_errors_not_panics() {
         "vCont;s:p1.ffffffff",
         "Hgp1.ffffffffff",
         "g",
-        // What gdbstub cannot parse, or asks for more than a packet holds: `E01`, and
-        // the session goes on.
+        // What gdbstub cannot parse: `E01`, and the session goes on. A read longer than
+        // a packet holds is cut to one (here unrecorded: `E0e`); an unknown breakpoint
+        // kind is unsupported (an empty reply).
         "mzz,10",
         "m10,100000",
         "Z9,10,1",
@@ -478,7 +479,8 @@ fn bad_packets_are_errors_not_panics() {
     }
     // Longer than a packet: `E01`.
     input.extend(packet(&format!("m{}", "1".repeat(0x5000))));
-    // A wrong checksum is not checked, noise between packets and a NACK are dropped.
+    // A wrong checksum is not checked (`garbage` is answered `E01` as gdbstub cannot
+    // parse it), noise between packets and a NACK are dropped.
     input.extend(b"$garbage#zz\x03-junk$g#00");
     input.extend(packet("vKill;1"));
     input.extend(packet("g"));
@@ -497,12 +499,15 @@ fn bad_packets_are_errors_not_panics() {
     assert!(out.contains("$E1e#"), "{out}");
     // The monitor answers an unknown command with its help, and a step past the end.
     assert!(out.contains("$OK#"), "{out}");
-    assert_eq!(out.matches("$E01#").count(), 4, "{out}");
+    assert_eq!(out.matches("$E01#").count(), 3, "{out}");
+    assert_eq!(out.matches("$E0e#").count(), 2, "{out}");
+    // `m0,0` (no bytes) and `Z9`.
+    assert_eq!(out.matches("$#00").count(), 2, "{out}");
     // After the noise, `g` is answered; `vKill` with `OK`, and the session ends there
     // (the last `g` unanswered).
     let regs = out
         .split('$')
-        .filter(|p| p.split('#').next().is_some_and(|b| b.len() > 1000))
+        .filter(|p| p.split('#').next().is_some_and(|b| b.contains("xx")))
         .count();
     assert!(out.trim_end().ends_with("$OK#9a"), "{out}");
     assert_eq!(regs, 3, "{out}");
@@ -798,7 +803,14 @@ fn recorded_program() -> Option<(PathBuf, PathBuf)> {
     );
     std::fs::write(&src, SOURCE).unwrap();
     let built = Command::new("gcc")
-        .args(["-g", "-static", "-O0", "-nostdlib", "-fno-stack-protector", "-o"])
+        .args([
+            "-g",
+            "-static",
+            "-O0",
+            "-nostdlib",
+            "-fno-stack-protector",
+            "-o",
+        ])
         .arg(&exe)
         .arg(&src)
         .status()
@@ -839,7 +851,14 @@ fn gdbserver_on_a_recording_steps_by_source_line_both_ways() {
     let file = format!("file {}", exe.display());
     let probe = ["monitor when", "p/x $pc", "echo ==\\n"];
     let mut cmds = vec!["break twice", "continue"];
-    for c in ["next", "step", "reverse-finish", "step", "finish", "reverse-step"] {
+    for c in [
+        "next",
+        "step",
+        "reverse-finish",
+        "step",
+        "finish",
+        "reverse-step",
+    ] {
         cmds.extend(probe);
         cmds.push(c);
     }

@@ -364,7 +364,8 @@ fn a_rerun_removes_what_a_killed_run_left() {
 
 /// The sidecar seeds of the fuzz target read whole; with a byte of their header or of a
 /// directory changed they fail a hash check, and once rehashed they get past it: to the
-/// header's fields and the directories' decoding (what `sidecar_read` fuzzes).
+/// header's fields (the step count is checked against the thread table's) and the
+/// directories' decoding (what `sidecar_read` fuzzes).
 #[test]
 fn rehashed_sidecars_get_past_the_hash_checks() {
     use trace_index::{Sidecar, rehash};
@@ -382,8 +383,8 @@ fn rehashed_sidecars_get_past_the_hash_checks() {
         assert!(sidecar.executions(0x40_1000).is_ok());
         // The step count (header word 3), then the last byte (of the memory directory).
         for (at, after) in [
-            (56, None),
-            (seed.len() - 1, Some("directory is out of order")),
+            (56, "runs or steps do not add up"),
+            (seed.len() - 1, "directory is out of order"),
         ] {
             let mut changed = seed.clone();
             changed[at] ^= 0x55;
@@ -391,13 +392,9 @@ fn rehashed_sidecars_get_past_the_hash_checks() {
             assert!(e.contains("hash mismatch"), "{e}");
             tracekit::fuzz_sidecar(&changed);
             rehash(&mut changed);
-            match (read(&changed), after) {
-                (Ok(mut s), None) => {
-                    assert_ne!(s.header().steps, sidecar.header().steps);
-                    let _ = s.accesses(0, u64::MAX);
-                }
-                (Err(e), Some(why)) => assert!(e.to_string().contains(why), "{e}"),
-                (r, _) => panic!("{at}: {:?}", r.map(|_| ())),
+            match read(&changed) {
+                Err(e) => assert!(e.to_string().contains(after), "{at}: {e}"),
+                Ok(_) => panic!("{at}: read"),
             }
         }
         seeds += 1;

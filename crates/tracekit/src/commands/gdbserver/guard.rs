@@ -11,7 +11,7 @@
 //! - `vKill` is answered `OK` here and ends the session (without extended mode, gdbstub
 //!   ends it without a reply, and GDB then reports a lost connection).
 //!
-//! What is left, a packet gdbstub knows but cannot parse (`m` with no comma, `Z9,…`), ends
+//! What is left, a packet gdbstub knows but cannot parse (`m` with bad hex), ends
 //! the `gdbstub` run; [`super::serve`] answers it `E01` and starts a new run on the same
 //! connection and replay ([`Shared`]).
 
@@ -127,6 +127,16 @@ impl Guard {
     }
 }
 
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("ready", &self.ready.len())
+            .field("acks", &self.acks)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Connection for Guard {
     type Error = io::Error;
 
@@ -158,7 +168,7 @@ impl ConnectionExt for Guard {
 }
 
 /// The guard shared by the `gdbstub` runs of one session.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Shared(pub Rc<RefCell<Guard>>);
 
 impl Connection for Shared {

@@ -264,9 +264,8 @@ fn open_replay<'a>(
     // Steps that seek back to 0 after a step seek anywhere (a stream that only reads on
     // cannot).
     let read_one = matches!(steps.next_step(), Some(Ok(_)));
-    let seeks = read_one
-        && steps.seek(0).is_ok()
-        && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
+    let seeks =
+        read_one && steps.seek(0).is_ok() && matches!(steps.next_step(), Some(Ok(s)) if s.i == 0);
     let source = match spare {
         Some(input) if !seeks => {
             drop(steps);

@@ -887,7 +887,11 @@ impl MultiThreadSchedulerLocking for Replay<'_> {
 impl ReverseStep<Tid> for Replay<'_> {
     fn reverse_step(&mut self, tid: Tid) -> Result<(), Self::Error> {
         let thread = self.thread(tid);
-        let stop = match self.timeline.last_before(thread, self.pos).map_err(ReplayError)? {
+        let stop = match self
+            .timeline
+            .last_before(thread, self.pos)
+            .map_err(ReplayError)?
+        {
             Some(j) => {
                 self.goto(j).map_err(ReplayError)?;
                 // Stepping back over an access a watchpoint sees: before it, as
