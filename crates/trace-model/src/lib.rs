@@ -102,6 +102,25 @@ pub struct Options {
     pub index: Option<PathBuf>,
 }
 
+impl Options {
+    /// The format options set here that a format offering `offers` does not read, by field
+    /// name (see [`Offers::reads`]); `disasm` and `index` apply to every format.
+    #[must_use]
+    pub fn unread(&self, offers: Offers) -> Vec<&'static str> {
+        [
+            ("dcfg", self.dcfg.is_some()),
+            ("big_endian", self.big_endian),
+            ("record_size", self.record_size.is_some()),
+            ("lenient", self.lenient),
+            ("arch", self.arch.is_some()),
+        ]
+        .into_iter()
+        .filter(|&(name, set)| set && !offers.reads.contains(&name))
+        .map(|(name, _)| name)
+        .collect()
+    }
+}
+
 /// What a handler gets besides its input: options, and where progress and diagnostics go.
 pub struct Ctx<'a> {
     /// The options.
@@ -415,4 +434,8 @@ pub struct Offers {
     pub loop_bounded_blocks: bool,
     /// A directory of per-thread files read as one stream (amber tt6 and tt6e): `merge`.
     pub thread_files: bool,
+    /// The format options ([`Options`] fields, by name: `"arch"`, `"big_endian"`, …) this
+    /// format reads. Any other one given is a mistake ([`Options::unread`]) that `tracekit`
+    /// reports rather than ignores.
+    pub reads: &'static [&'static str],
 }

@@ -252,7 +252,8 @@ fn options_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
 /// `disasm` (x64dbg, tfile and amber records get `asm`), `index` (a sidecar index path).
 ///
 /// Raises FormatError for input of no known format, TraceError when its records cannot be
-/// opened (a damaged header), FileNotFoundError, ValueError for an unknown format name.
+/// opened (a damaged header), FileNotFoundError, ValueError for an unknown format name or
+/// an option the input's format does not read (`arch` for an x64dbg trace).
 #[pyfunction]
 #[pyo3(signature = (source, format=None, **options))]
 fn open(
@@ -272,6 +273,14 @@ fn open(
             None => trace_registry::detect(&input)
                 .ok_or_else(|| trace_registry::detection_error(input.name()))?,
         };
+        let unread = options.unread(handler.offers());
+        if !unread.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "{} not for {} input (each applies to one format; see open's documentation)",
+                unread.join(", "),
+                handler.name()
+            )));
+        }
         // The records must open: a damaged header is an error of `open`, not of the first
         // iteration.
         let tables = {

@@ -182,6 +182,14 @@ def test_default_tables():
         tracekit.open(TESTDATA / "x64dbg/basic.trace64").to_arrow("nope")
 
 
+def test_format_options_apply_only_to_the_formats_that_read_them():
+    with pytest.raises(ValueError, match="arch not for x64dbg input"):
+        tracekit.open(TESTDATA / "x64dbg/basic.trace64", arch="amd64")
+    with pytest.raises(ValueError, match="big_endian not for dcfg input"):
+        tracekit.open(TESTDATA / "dcfg/sample.dcfg.json", big_endian=True)
+    assert tracekit.open(TESTDATA / "tenet/basic.log", arch="amd64").info()["format"] == "tenet"
+
+
 def test_export_parquet_matches_cli(tmp_path):
     t = tracekit.open(TESTDATA / "x64dbg/basic.trace64")
     rows = t.export_parquet(tmp_path / "mine")

@@ -35,7 +35,9 @@
 //! FILE is a path or `-` for stdin; `.bz2` and `.gz` inputs are decompressed on the fly.
 //! The format is detected from the content (or the `.tt6`/`.tt6e` extension) unless
 //! `--format NAME` says otherwise. The input options (`--format`, `--dcfg`, `-q`, …) may
-//! come before or after the command, which takes only those that apply to it ([`Cli::resolve`]).
+//! come before or after the command, which takes only those that apply to it ([`Cli::resolve`]);
+//! a format's own option (`--arch` for Tenet, `--big-endian` for tfiles, …) is an error for
+//! input of another format ([`open`]).
 //! Every output is `-o/--output` (`--out` too); a command that writes files refuses an
 //! existing one unless `--force`, and says what it wrote on stderr (not with `-q`). Counts
 //! take `K`/`M`/`G` suffixes (thousands, millions, billions), byte sizes too (KiB, MiB,
@@ -411,6 +413,9 @@ pub enum Cmd {
         /// The command's own arguments.
         #[command(flatten)]
         args: commands::simpoint::SimpointArgs,
+        /// `-q`.
+        #[command(flatten)]
+        quiet: QuietArg,
         /// `--force`.
         #[command(flatten)]
         force: ForceArg,
@@ -651,8 +656,10 @@ impl Cmd {
             Cmd::Encode { quiet, .. } | Cmd::Regions { quiet, .. } => {
                 (None, None, None, Some(quiet))
             }
-            Cmd::Record { quiet, .. } => (None, None, None, Some(quiet)),
-            Cmd::Simpoint { .. } | Cmd::Traceme(_) => (None, None, None, None),
+            Cmd::Record { quiet, .. } | Cmd::Simpoint { quiet, .. } => {
+                (None, None, None, Some(quiet))
+            }
+            Cmd::Traceme(_) => (None, None, None, None),
         }
     }
 
@@ -781,13 +788,46 @@ impl InputArgs {
     }
 }
 
-/// Opens `file` and picks its handler (`forced` by name, or detected).
+/// Opens `file` and picks its handler (`forced` by name, or detected), which must read
+/// every format option given in `options` ([`trace_registry::Offers::reads`]).
 ///
 /// # Errors
 ///
-/// The file cannot be read, or its format is unknown.
-pub fn open(file: &OsStr, forced: Option<&str>) -> Result<(Input, &'static dyn Handler), CliError> {
-    Ok(trace_registry::open(file, forced)?)
+/// The file cannot be read, or its format is unknown; an option its format does not read
+/// (usage).
+pub fn open(
+    file: &OsStr,
+    forced: Option<&str>,
+    options: &trace_registry::Options,
+) -> Result<(Input, &'static dyn Handler), CliError> {
+    let (input, handler) = trace_registry::open(file, forced)?;
+    let unread = options.unread(handler.offers());
+    if !unread.is_empty() {
+        // Each flag with the formats that read it: `--arch (for tenet input)`.
+        let flags: Vec<String> = unread
+            .iter()
+            .map(|name| {
+                let readers: Vec<&str> = trace_registry::HANDLERS
+                    .iter()
+                    .filter(|h| h.offers().reads.contains(name))
+                    .map(|h| h.name())
+                    .collect();
+                format!(
+                    "--{} (for {} input)",
+                    name.replace('_', "-"),
+                    readers.join("/")
+                )
+            })
+            .collect();
+        return Err(CliError::Usage(format!(
+            "{} {} not apply to {} input {}",
+            flags.join(", "),
+            if flags.len() == 1 { "does" } else { "do" },
+            handler.name(),
+            input.name(),
+        )));
+    }
+    Ok((input, handler))
 }
 
 /// Fails with a usage error (exit 2) naming the formats that offer what `cmd` needs
@@ -888,18 +928,18 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
     let mut sink = io::sink();
     match &cli.command {
         Cmd::Info { file, json, .. } => {
-            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let (opened, h) = open(file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             commands::info(h, opened, &r.options(), *json, p, out, err)
         }
         Cmd::Dump { file, .. } => {
-            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let (opened, h) = open(file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::dump(h, opened, &o, p, out, err)
         }
         Cmd::Merge { dir, .. } => {
-            let (opened, h) = open(dir, r.input.format.as_deref())?;
+            let (opened, h) = open(dir, r.input.format.as_deref(), &r.options())?;
             if !opened.is_dir() {
                 return Err(CliError::Usage(format!(
                     "`tracekit merge` takes an amber threads directory (thread_NNN.tt6 or .tt6e files), not {}",
@@ -915,12 +955,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             commands::validate(opened, &r.options(), *json, !r.input.quiet, out, err)
         }
         Cmd::Dot { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             expect_offer(h, |o| o.graph, "dot")?;
             commands::dot(opened, &r.options(), args, out)
         }
         Cmd::Loops { file, .. } => {
-            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let (opened, h) = open(file, r.input.format.as_deref(), &r.options())?;
             expect_offer(h, |o| o.graph, "loops")?;
             commands::loops(opened, &r.options(), out)
         }
@@ -933,7 +973,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             ..
         } => {
             let o = r.options();
-            let (opened, h) = open(file, r.input.format.as_deref())?;
+            let (opened, h) = open(file, r.input.format.as_deref(), &r.options())?;
             let target = TARGETS.iter().find(|t| t.name == to.as_str());
             if let Some(path) = output
                 && !target.is_some_and(|t| matches!(t.output, Output::Prefix(_)))
@@ -1013,24 +1053,24 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             Ok(())
         }
         Cmd::Find { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             commands::find::run(h, opened, &r.options(), args, p, out, err)
         }
         Cmd::Xref { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::xref::run(h, opened, &o, args, p, out, err)
         }
         Cmd::Index { args, force, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::xref::build(h, opened, &o, args, force.force, p, r.input.quiet, err)
         }
         Cmd::Calls { args, force, .. } => {
-            let (opened, h) = open(&args.call.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.call.file, r.input.format.as_deref(), &r.options())?;
             if let Some(path) = &args.output {
                 commands::refuse_existing(path, force.force)?;
             }
@@ -1041,26 +1081,26 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             })
         }
         Cmd::Flame { args, force, .. } => {
-            let (opened, h) = open(&args.call.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.call.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             let quiet = r.input.quiet;
             commands::calls::flame(h, opened, &o, args, force.force, p, quiet, err)
         }
         Cmd::Export { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::export(h, opened, &o, args, p, r.input.quiet, err)
         }
         Cmd::State { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::state::run(h, opened, &o, args, p, out, err)
         }
         Cmd::Mem { args, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let p = progress(&opened);
             let o = r.options();
             commands::mem::run(h, opened, &o, args, p, out, err)
@@ -1071,7 +1111,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                 .map_err(CliError::for_diff)
         }
         Cmd::Bbv { args, force, .. } => {
-            let (opened, h) = open(&args.file, r.input.format.as_deref())?;
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
             let o = r.options();
             commands::bbv::run(
                 h,
@@ -1082,7 +1122,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
                 summary(err, &mut sink, r.input.quiet),
             )
         }
-        Cmd::Simpoint { args, force } => commands::simpoint::run(args, force.force, out, err),
+        Cmd::Simpoint { args, force, .. } => {
+            commands::simpoint::run(args, force.force, r.input.quiet, out, err)
+        }
         Cmd::Regions { args, force, .. } => {
             if let Some(path) = &args.output {
                 commands::refuse_existing(path, force.force)?;

@@ -210,6 +210,11 @@ impl Handler for Amber {
     fn offers(&self) -> Offers {
         Offers {
             thread_files: self.0 != Kind::Full,
+            reads: if self.0 == Kind::Full {
+                &["record_size"]
+            } else {
+                &[]
+            },
             ..Offers::default()
         }
     }

@@ -112,6 +112,7 @@ impl Handler for DcfgTrace {
     fn offers(&self) -> Offers {
         Offers {
             loop_bounded_blocks: true,
+            reads: &["dcfg", "lenient"],
             ..Offers::default()
         }
     }

@@ -140,6 +140,7 @@ impl Handler for GdbTfile {
     fn offers(&self) -> Offers {
         Offers {
             frames: true,
+            reads: &["big_endian"],
             ..Offers::default()
         }
     }

@@ -39,7 +39,7 @@ use tenet_trace::{
 
 use crate::schema::{Cell, Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{self, AccessKind, Isa, NamedReg, RegValue, Step, Steps};
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, Source};
 
 /// The Tenet handler.
 #[derive(Debug)]
@@ -119,6 +119,14 @@ impl<'a> Lines<'a> {
 impl Handler for Tenet {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// `--arch`: the architecture when the register names leave it open.
+    fn offers(&self) -> Offers {
+        Offers {
+            reads: &["arch"],
+            ..Offers::default()
+        }
     }
 
     fn recognised_by(&self) -> &'static str {

@@ -102,8 +102,8 @@ pub fn run(
     args: &DiffArgs,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let (mut input_a, ha) = crate::open(&args.a, forced)?;
-    let (mut input_b, hb) = crate::open(&args.b, forced)?;
+    let (mut input_a, ha) = crate::open(&args.a, forced, options)?;
+    let (mut input_b, hb) = crate::open(&args.b, forced, options)?;
     if ha.name() != hb.name() {
         return Err(CliError::Usage(format!(
             "A ({}) is a {} trace and B ({}) a {} trace: diff compares two traces of the same format",

@@ -113,6 +113,7 @@ pub fn bb_error(path: &Path, e: &simpoint::bb::Error) -> CliError {
 pub fn run(
     args: &SimpointArgs,
     force: bool,
+    quiet: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -176,7 +177,20 @@ pub fn run(
         writeln!(err, "{w}")?;
     }
     let paths = write_outputs(&prefix, &result)?;
-    summary(args, &result, slices, &paths, out)
+    report(args, &result, slices, &paths, out)?;
+    if !quiet {
+        let [sp_path, w_path] = &paths;
+        writeln!(
+            err,
+            "{}, {}: {} simulation points of {slices} slices (k of 1..={}, BIC threshold {})",
+            sp_path.display(),
+            w_path.display(),
+            result.k,
+            result.scores.len(),
+            args.bic_threshold
+        )?;
+    }
+    Ok(())
 }
 
 /// The shortest and longest slice (in instructions, over every file), and where they are.
@@ -297,7 +311,9 @@ fn write_outputs(prefix: &Path, result: &Clustering) -> Result<[PathBuf; 2], Cli
     Ok(paths)
 }
 
-fn summary(
+/// What `--json` or `--verbose` asks for, on stdout: the whole clustering as one JSON
+/// object, or the score of every k (the summary line goes to stderr).
+fn report(
     args: &SimpointArgs,
     result: &Clustering,
     slices: usize,
@@ -320,16 +336,7 @@ fn summary(
             "weights_file": w_path.display().to_string(),
         });
         writeln!(out, "{v}")?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "{slices} slices, k = {} (of 1..={}, BIC threshold {})",
-        result.k,
-        result.scores.len(),
-        args.bic_threshold
-    )?;
-    if args.verbose {
+    } else if args.verbose {
         writeln!(
             out,
             "{:>5} {:>16} {:>14} {:>6}",
@@ -344,7 +351,5 @@ fn summary(
             )?;
         }
     }
-    writeln!(out, "{}: {} simulation points", sp_path.display(), result.k)?;
-    writeln!(out, "{}", w_path.display())?;
     Ok(())
 }

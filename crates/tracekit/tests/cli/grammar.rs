@@ -37,20 +37,15 @@ fn help_lists_only_the_options_that_apply_under_their_heading() {
     let o = tracekit(["simpoint", "--help"]);
     let help = stdout(&o);
     assert!(o.status.success());
-    for absent in [
-        "--format",
-        "--dcfg",
-        "--disasm",
-        "--index",
-        "--big-endian",
-        "--quiet",
-    ] {
+    for absent in ["--format", "--dcfg", "--disasm", "--index", "--big-endian"] {
         assert!(
             !help.contains(absent),
             "simpoint --help lists {absent}:\n{help}"
         );
     }
     assert!(help.contains("-o, --output <PREFIX>"), "{help}");
+    // It writes files and says so on stderr, as the others do: `-q` silences that.
+    assert!(help.contains("-q, --quiet"), "{help}");
     let o = tracekit(["state", "--help"]);
     let help = stdout(&o);
     let heading = help
@@ -78,6 +73,40 @@ fn help_lists_only_the_options_that_apply_under_their_heading() {
     let after = tracekit(["info", &td(BASIC), "--json", "-q", "--format", "x64dbg"]);
     assert!(before.status.success() && after.status.success());
     assert_eq!(stdout(&before), stdout(&after));
+}
+
+/// A format option applies to the formats that read it: given for another one, before or
+/// after the command, it is a usage error naming the formats it is for, never ignored.
+#[test]
+fn format_options_apply_only_to_the_formats_that_read_them() {
+    let dcfg = td("dcfg/sample.dcfg.json");
+    for args in [
+        vec!["loops", "--arch", "amd64", &dcfg],
+        vec!["--arch", "amd64", "dot", &dcfg],
+        vec!["dump", "--big-endian", &dcfg],
+    ] {
+        let o = tracekit(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = stderr(&o);
+        assert!(e.contains("does not apply to dcfg input"), "{args:?}: {e}");
+        assert!(
+            e.contains("--arch (for tenet input)")
+                || e.contains("--big-endian (for gdb-tfile input)"),
+            "{args:?}: {e}"
+        );
+    }
+    let o = tracekit(["info", "--record-size", "1004", "--lenient", &td(BASIC)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains(
+            "--record-size (for amber-full input), --lenient (for dcfg-trace input) do not apply to x64dbg input"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Where the format reads it, it is taken.
+    let o = tracekit(["info", "--arch", "amd64", &td("tenet/basic.log")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]

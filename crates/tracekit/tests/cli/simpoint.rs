@@ -120,8 +120,18 @@ fn recovers_phases_and_writes_simpoint_files() {
         "-v",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // One summary line on stderr; the scores of `-v` on stdout.
+    let run = dir.join("run");
+    let said = format!(
+        "{0}.simpoints, {0}.weights: 4 simulation points of 160 slices (k of 1..=10, BIC threshold 0.9)\n",
+        run.display()
+    );
+    assert_eq!(stderr(&o), said);
+    let quiet = tracekit(["simpoint", s(&bb), "--max-k", "10", "-q", "--force"]);
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), "");
     let text = stdout(&o);
-    assert!(text.starts_with("160 slices, k = 4 "), "{text}");
+    assert!(text.starts_with("    k "), "{text}");
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with("4 ") && l.ends_with(" <")),
