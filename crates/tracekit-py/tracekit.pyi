@@ -104,7 +104,9 @@ class Trace:
         data interface, uncopied), built in a reader thread without the GIL: the same
         columns and types as the Parquet export. Default table: the format's main one
         (instructions, frames, basic_blocks, edges). A damaged trace raises TraceError
-        (with its offset) from the batch where the damage is, after the rows before it."""
+        (with its offset) from the batch where the damage is, after the rows before it.
+        `"calls"` (x86/x64 traces): the call tree, the table `tracekit export --calls`
+        writes (one row per dict of `calls()`, `args` as `arg0`…`arg3`)."""
 
     def to_pandas(self, table: Optional[str] = None) -> Any:
         """`to_arrow(table).read_all().to_pandas()` (needs pandas)."""

@@ -53,8 +53,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use smallvec::SmallVec;
+use trace_model::schema::{Field, Row, Schema, Type, Visitor};
 use trace_model::steps::{Isa, Os, RegsWanted, Step, Steps};
 use trace_model::{Ctx, Error, Handler, Input};
 use trace_registry::disasm::{Disassembler, Flow};
@@ -161,6 +163,61 @@ pub struct Call {
     /// when [`CallsOptions::symbols`] were given; without them `None`, and
     /// [`Call::name`] (and the JSON) says `0x<target>`.
     pub symbol: Option<String>,
+}
+
+/// The `calls` table (`tracekit export --calls`, Python's `to_arrow("calls")`): one row per
+/// [`Call`], its fields as columns (`arg0`…`arg3` for `args`, `symbol` as
+/// [`Call::name`]); `i` is the call's step, so it joins `instructions` on `i`.
+#[must_use]
+pub fn table() -> Arc<Schema> {
+    let addr = |name: &'static str| Field::hex(name, 64).nullable();
+    let step = |name: &'static str| Field::new(name, Type::UInt(64)).nullable();
+    Arc::new(Schema::new(
+        "calls",
+        vec![
+            Field::new("i", Type::UInt(64)).key(),
+            Field::new("thread", Type::UInt(64)),
+            Field::new("depth", Type::UInt(32)),
+            addr("target"),
+            Field::hex("return_address", 64),
+            step("entry_i"),
+            step("ret_i"),
+            Field::new("unwound", Type::Bool),
+            addr("arg0"),
+            addr("arg1"),
+            addr("arg2"),
+            addr("arg3"),
+            addr("ret"),
+            Field::new("instructions", Type::UInt(64)),
+            Field::new("symbol", Type::Str).nullable(),
+        ],
+    ))
+}
+
+impl Row for Call {
+    fn visit(&self, v: &mut dyn Visitor) {
+        let uint_or_null = |v: &mut dyn Visitor, x: Option<u64>| match x {
+            Some(x) => v.uint(x),
+            None => v.null(),
+        };
+        v.uint(self.i);
+        v.uint(self.thread);
+        v.uint(u64::from(self.depth));
+        uint_or_null(v, self.target);
+        v.uint(self.return_address);
+        uint_or_null(v, self.entry_i);
+        uint_or_null(v, self.ret_i);
+        v.bool(self.unwound);
+        for a in self.args {
+            uint_or_null(v, a);
+        }
+        uint_or_null(v, self.ret);
+        v.uint(self.instructions);
+        match self.name() {
+            Some(name) => v.str(&name),
+            None => v.null(),
+        }
+    }
 }
 
 fn hex_or_null(out: &mut String, v: Option<u64>) {

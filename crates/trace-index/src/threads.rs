@@ -162,7 +162,7 @@ enum Area {
 }
 
 /// The timeline of a trace's threads, read from its sidecar: the table in memory, the
-/// runs a block at a time (at most [`CACHED_BLOCKS`] blocks of [`BLOCK`] bytes kept).
+/// runs a block at a time (a bounded cache of blocks kept).
 /// Lookups take `&self` (the file and the cache are behind a `RefCell`).
 #[derive(Debug)]
 pub struct Timeline<R = std::fs::File> {

@@ -144,6 +144,21 @@ impl Opened {
             + Send
             + 'static,
     {
+        let handler = self.handler;
+        self.spawn_on_input(move |input, ctx, send| {
+            let mut records = handler.records(input, ctx)?;
+            body(records.as_mut(), send)
+        })
+    }
+
+    /// [`Opened::spawn`] over the input opened afresh (for an analysis, not the records).
+    fn spawn_on_input<T, F>(&self, body: F) -> Receiver<Result<T, Error>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Input, &mut Ctx<'_>, &SyncSender<Result<T, Error>>) -> Result<(), Error>
+            + Send
+            + 'static,
+    {
         let (tx, rx) = sync_channel(QUEUE);
         let me = self.clone();
         let send = tx.clone();
@@ -153,8 +168,7 @@ impl Opened {
                 let run = std::panic::AssertUnwindSafe(|| -> Result<(), Error> {
                     let mut input = me.source.input()?;
                     let mut ctx = Ctx::new(&me.options);
-                    let mut records = me.handler.records(&mut input, &mut ctx)?;
-                    body(records.as_mut(), &send)
+                    body(&mut input, &mut ctx, &send)
                 });
                 // The readers do not panic on any input; should one, Python gets an error
                 // rather than a truncated result.
@@ -441,9 +455,13 @@ impl Trace {
     /// a pyarrow.RecordBatchReader of batches built in a reader thread (each crossing
     /// through the Arrow C data interface, uncopied): the same columns and types as the
     /// Parquet export's files. A damaged trace raises TraceError from the batch where the
-    /// damage is, after the rows before it.
+    /// damage is, after the rows before it. `"calls"` (x86/x64 traces): the call tree, as
+    /// `tracekit export --calls` writes it.
     #[pyo3(signature = (table=None))]
     fn to_arrow<'py>(&self, py: Python<'py>, table: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        if table == Some("calls") && !self.tables.iter().any(|t| t == "calls") {
+            return arrow_reader(py, spawn_calls(&self.opened));
+        }
         let table = self.table_name(table)?;
         // Several threads build stretches of the batches when there are cores for them,
         // unless the trace is known to have no seek index. The index is made meanwhile
@@ -904,6 +922,35 @@ impl Trace {
             )))
         }
     }
+}
+
+/// The `calls` table (`tracekit export --calls`): the rows of [`Trace::calls`] as Arrow
+/// batches, from the call analysis in a reader thread.
+fn spawn_calls(opened: &Opened) -> Receiver<Result<Chunk, Error>> {
+    use trace_analyses::calls::{CallsOptions, calls, table};
+    let handler = opened.handler;
+    opened.spawn_on_input(move |input, ctx, tx| {
+        let mut batches = Batches::new(&[table()], "calls", BATCH_ROWS)?;
+        if tx.send(Ok(Chunk::Schema(batches.schema()))).is_err() {
+            return Ok(());
+        }
+        // A closed receiver (Python dropped the reader) ends the walk.
+        let closed = || internal("the reader was dropped");
+        calls(handler, input, ctx, &CallsOptions::default(), &mut |c| {
+            batches.write(0, c);
+            while let Some(b) = batches.take() {
+                tx.send(Ok(Chunk::Batch(b))).map_err(|_| closed())?;
+            }
+            Ok(())
+        })?;
+        batches.finish();
+        while let Some(b) = batches.take() {
+            if tx.send(Ok(Chunk::Batch(b))).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// `tracekit export` over the registry's Parquet sink.

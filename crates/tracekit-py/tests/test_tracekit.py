@@ -182,6 +182,23 @@ def test_default_tables():
         tracekit.open(TESTDATA / "x64dbg/basic.trace64").to_arrow("nope")
 
 
+def test_calls_table_equals_calls_and_the_export(tmp_path):
+    path = TESTDATA / "tenet/basic.log"
+    t = tracekit.open(path)
+    table = t.to_arrow("calls").read_all()
+    calls = t.calls()
+    assert table.num_rows == len(calls) > 0
+    rows = table.to_pylist()
+    for row, call in zip(rows, calls):
+        args = [row.pop(f"arg{k}") for k in range(4)]
+        assert args == call.pop("args")
+        assert row == call
+    cli("export", str(path), "-o", str(tmp_path / "ds"), "--calls")
+    assert pq.read_table(tmp_path / "ds" / "calls").equals(table)
+    with pytest.raises(ValueError):
+        tracekit.open(TESTDATA / "dcfg/sample.dcfg.json").to_arrow("calls").read_all()
+
+
 def test_format_options_apply_only_to_the_formats_that_read_them():
     with pytest.raises(ValueError, match="arch not for x64dbg input"):
         tracekit.open(TESTDATA / "x64dbg/basic.trace64", arch="amd64")

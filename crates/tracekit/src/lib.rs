@@ -524,6 +524,10 @@ pub struct ExportArgs {
     /// Threads: one reads the trace while the others encode (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub threads: Option<u64>,
+    /// Also write the `calls` table (the rows of `tracekit calls --json`, joining
+    /// `instructions` on `i`): x86/x64 traces read from a file, in a second pass.
+    #[arg(long)]
+    pub calls: bool,
 }
 
 /// Arguments of `tracekit dot`.

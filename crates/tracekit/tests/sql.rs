@@ -228,6 +228,35 @@ fn duckdb_reads_every_fixture_like_dump() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `export --calls`: DuckDB joins the calls table to instructions on `i` (and each entry
+/// to the instruction at the call's target), with the rows of `calls --json`.
+#[test]
+fn duckdb_joins_calls_to_instructions() {
+    let tmp = TempDir::new("calls");
+    let mut inputs = vec![root().join("testdata/tenet/basic.log")];
+    let real = root().join("../shared/realdata/tenet/gaasedelen_tenet_boombox.trace.0.log");
+    if real.exists() {
+        inputs.push(real);
+    }
+    for (k, input) in inputs.iter().enumerate() {
+        let dir = tmp.0.join(format!("ds{k}"));
+        let out = export(input, &dir, &["--calls"]);
+        assert!(out.status.success(), "{}", show(&out));
+        let jsonl = tmp.0.join(format!("calls{k}.jsonl"));
+        let listed = tracekit(&["calls".as_ref(), input.as_os_str(), "--json".as_ref()]);
+        assert!(listed.status.success(), "{}", show(&listed));
+        fs::write(&jsonl, &listed.stdout).unwrap();
+        if available(
+            "duckdb_joins_calls_to_instructions",
+            &["duckdb"],
+            &[],
+            "TRACEKIT_REQUIRE_DUCKDB",
+        ) {
+            run_python("check_calls.py", &[dir, jsonl]);
+        }
+    }
+}
+
 #[test]
 fn spark_agrees_with_duckdb() {
     if !available(
@@ -433,6 +462,9 @@ const FORMATS: [&str; 6] = [
     "tenet",
 ];
 
+/// The section of the table `export --calls` adds, the same for every format.
+const CALLS: &str = "calls";
+
 type Tables =
     std::collections::BTreeMap<(String, String), std::collections::BTreeMap<String, Column>>;
 
@@ -526,7 +558,7 @@ fn documented(text: &str) -> Tables {
             open = false;
         } else if !line.starts_with(' ') {
             let first = line.split([' ', '(', ':']).next().unwrap_or("");
-            format = FORMATS.contains(&first).then(|| first.to_owned());
+            format = (FORMATS.contains(&first) || first == CALLS).then(|| first.to_owned());
             open = false;
         } else if let Some(f) = &format {
             let rest = line.strip_prefix("  ").unwrap_or(line);
@@ -606,6 +638,13 @@ fn export_help_documents_every_table_and_column() {
         vec!["--dcfg".into(), dcfg.into_os_string()],
     ));
 
+    // The `calls` table of `--calls`, in a section of its own (the same for every format).
+    exports.push((
+        CALLS.to_owned(),
+        root().join("testdata/tenet/basic.log"),
+        Vec::new(),
+    ));
+
     let mut actual = Tables::new();
     let mut problems = Vec::new();
     for (k, (format, input, global)) in exports.iter().enumerate() {
@@ -613,11 +652,17 @@ fn export_help_documents_every_table_and_column() {
         let mut args = global.clone();
         args.extend(["export".into(), "-q".into(), input.clone().into_os_string()]);
         args.extend(["-o".into(), dir.clone().into_os_string()]);
+        if format == CALLS {
+            args.push("--calls".into());
+        }
         if !tracekit(&args).status.success() {
             continue; // not a readable fixture; duckdb_reads_every_fixture_like_dump says
         }
         for t in manifest(&dir)["tables"].as_array().unwrap() {
             let table = t["name"].as_str().unwrap().to_owned();
+            if (format == CALLS) != (table == CALLS) {
+                continue;
+            }
             let cols = actual.entry((format.clone(), table.clone())).or_default();
             for c in t["columns"].as_array().unwrap() {
                 let name = c["name"].as_str().unwrap().to_owned();

@@ -8,6 +8,7 @@ use std::io::{BufRead, Write};
 use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
+use trace_registry::steps::Isa;
 use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 use trace_sinks::JsonLines;
 use trace_sinks::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
@@ -187,15 +188,24 @@ pub fn export(
         threads,
         ..ParquetOptions::default()
     };
+    let mut calls_input = if args.calls {
+        Some(calls_input(handler, &input, options)?)
+    } else {
+        None
+    };
     let mut origin = Origin::new(&input, handler.name());
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
         let mut records = handler.records(&mut input, &mut ctx)?;
-        let mut dataset =
-            Dataset::create(&args.output, records.tables(), &parquet_options, args.force)?;
+        let mut schemas = records.tables().to_vec();
+        let calls_table = schemas.len();
+        if calls_input.is_some() {
+            schemas.push(trace_analyses::calls::table());
+        }
+        let mut dataset = Dataset::create(&args.output, &schemas, &parquet_options, args.force)?;
         let mut n = 0usize;
-        let failure = loop {
+        let mut failure = loop {
             match dataset.pull(records.as_mut())? {
                 Pulled::Records(k) => n = n.saturating_add(k),
                 Pulled::End => break None,
@@ -207,6 +217,14 @@ pub fn export(
             }
         };
         notes.extend(records.finish());
+        if let (None, Some(again)) = (&failure, calls_input.as_mut()) {
+            let options = trace_analyses::calls::CallsOptions::default();
+            let written =
+                trace_analyses::calls::calls(handler, again, &mut ctx, &options, &mut |c| {
+                    dataset.write(calls_table, c)
+                });
+            failure = written.err();
+        }
         (dataset, failure)
     };
     origin.read(&input);
@@ -241,6 +259,32 @@ pub fn export(
         }
         None => Ok(()),
     }
+}
+
+/// The input `export --calls` reads the calls from: the trace again (a file, not a stream
+/// read once), checked to be an x86/x64 instruction stream before anything is written.
+///
+/// # Errors
+///
+/// A stream or directory input, or one without an x86/x64 instruction stream (usage).
+fn calls_input(handler: &dyn Handler, input: &Input, options: &Options) -> Result<Input, CliError> {
+    let mut again = input.again().ok_or_else(|| {
+        CliError::Usage(format!(
+            "--calls reads {} a second time: give a file, not a stream",
+            input.name()
+        ))
+    })??;
+    let isa = handler
+        .steps(&mut again, &mut Ctx::new(options))
+        .map(|s| s.isa());
+    if !matches!(isa, Ok(Isa::X64 | Isa::X86)) {
+        return Err(CliError::Usage(format!(
+            "--calls needs an x86/x64 instruction stream; {} input {} has none",
+            handler.name(),
+            input.name()
+        )));
+    }
+    Ok(again)
 }
 
 /// `tracekit validate`: `ok` and exit 0, or the first error and exit 1; with `--json`,

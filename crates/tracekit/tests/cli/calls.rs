@@ -344,3 +344,126 @@ fn flame_writes_an_svg() {
     assert_eq!(tracekit(args).status.code(), Some(1));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The rows of a dataset's table, each as a JSON object of its plain columns (integers as
+/// numbers, booleans, strings; null where missing).
+fn parquet_rows(dir: &std::path::Path, table: &str) -> Vec<serde_json::Map<String, Value>> {
+    use arrow_array::{Array, BooleanArray, StringArray, UInt32Array, UInt64Array};
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(table))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut rows = Vec::new();
+    for f in files {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(f).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            for k in 0..batch.num_rows() {
+                let mut row = serde_json::Map::new();
+                for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
+                    let any = col.as_any();
+                    let v = if col.is_null(k) {
+                        Value::Null
+                    } else if let Some(a) = any.downcast_ref::<UInt64Array>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<UInt32Array>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<StringArray>() {
+                        a.value(k).into()
+                    } else {
+                        // Bytes, lists, dictionaries: not compared here.
+                        continue;
+                    };
+                    row.insert(field.name().clone(), v);
+                }
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+/// `export --calls` writes the `calls` table: the rows of `calls --json`, field by field
+/// (`args` as `arg0`…`arg3`), each call's `entry_i` joining the instruction at its target.
+/// Input without an x86/x64 stream, and a stream (read once), are usage errors.
+#[test]
+fn export_calls_table_holds_the_rows_of_calls_json() {
+    let mut files = vec![testdata("tenet/basic.log")];
+    files.extend(realdata("x64dbg/d-ornen_DBGLogParser_test1.trace64"));
+    files.extend(realdata("tenet/gaasedelen_tenet_boombox.trace.0.log"));
+    let dir = temp_dir("export");
+    for (n, file) in files.iter().enumerate() {
+        let file = file.to_str().unwrap();
+        let mut expected = json_lines(&["calls", file, "--json"]);
+        expected.pop();
+        assert!(!expected.is_empty(), "{file}");
+        let out = dir.join(format!("ds{n}"));
+        let o = tracekit(["export", file, "-o", out.to_str().unwrap(), "--calls"]);
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        let rows = parquet_rows(&out, "calls");
+        assert_eq!(rows.len(), expected.len(), "{file}");
+        for (row, want) in rows.iter().zip(&expected) {
+            for (key, v) in want.as_object().unwrap() {
+                let got = |k: &str| row.get(k).unwrap_or_else(|| panic!("{file}: no {k}"));
+                match (key.as_str(), v) {
+                    ("args", Value::Array(args)) => {
+                        for (a, k) in args.iter().zip(["arg0", "arg1", "arg2", "arg3"]) {
+                            assert_eq!(got(k).as_u64(), a.as_str().map(|_| num(a)), "{file} {k}");
+                        }
+                    }
+                    ("symbol", _) => assert_eq!(got(key), v, "{file} symbol"),
+                    (_, Value::String(_)) => {
+                        assert_eq!(got(key).as_u64(), Some(num(v)), "{file} {key}")
+                    }
+                    _ => assert_eq!(got(key), v, "{file} {key}"),
+                }
+            }
+        }
+        let instructions = parquet_rows(&out, "instructions");
+        for row in &rows {
+            let (Some(entry), Some(target)) = (row["entry_i"].as_u64(), row["target"].as_u64())
+            else {
+                continue;
+            };
+            let at = instructions
+                .iter()
+                .find(|r| r["i"].as_u64() == Some(entry))
+                .unwrap();
+            let pc = at
+                .get("pc")
+                .or_else(|| at.get("rip"))
+                .and_then(Value::as_u64);
+            assert_eq!(pc, Some(target), "{file}: call at {}", row["i"]);
+        }
+    }
+    let o = tracekit([
+        "export",
+        testdata("dcfg/sample.dcfg.json").to_str().unwrap(),
+        "-o",
+        "x",
+        "--calls",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--calls needs an x86/x64 instruction stream"),
+        "{}",
+        stderr(&o)
+    );
+    let trace = std::fs::read(testdata("tenet/basic.log")).unwrap();
+    let o = crate::common::tracekit_stdin(["export", "-", "-o", "x", "--calls"], &trace);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("give a file, not a stream"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
