@@ -19,7 +19,8 @@
 //! Every thread of the trace is a GDB thread, named by its recorded id (plus 1 when a
 //! thread is 0, as GDB's ids are not). `monitor when` prints `step N thread T`; `monitor
 //! goto N` jumps (GDB's caches are not flushed by a monitor command: `maintenance flush
-//! register-cache` after it; `--gdb-commands` prints `tk-goto N`, which does both).
+//! register-cache` after it; `--gdb-commands` prints `tk-goto N`, which does both and
+//! selects the thread of step N).
 //! A thread other than step N's shows the state before its own next step (else after its
 //! last), so every thread's registers are its own.
 //!
@@ -84,17 +85,36 @@ pub struct GdbserverArgs {
     pub gdb_commands: bool,
 }
 
-/// What `--gdb-commands` prints: GDB does not flush its caches after a monitor command,
-/// so a jump in time is the monitor command and the flushes (as rr's `back`/`forward`).
-pub const GDB_COMMANDS: &str = "# tracekit gdbserver: `source` this file in GDB.
-define tk-goto
-  monitor goto $arg0
-  maintenance flush register-cache
-  maintenance flush dcache
-  frame
-end
-document tk-goto
-tk-goto N: jump to step N of the trace (the state before instruction N).
+/// What `--gdb-commands` prints: GDB does not flush its caches or change its selected
+/// thread after a monitor command, so a jump in time is the monitor command, the flushes
+/// and a switch to the thread of the step (as rr's `back`/`forward`).
+pub const GDB_COMMANDS: &str = r#"# tracekit gdbserver: `source` this file in GDB (it needs GDB's Python).
+python
+import re
+
+import gdb
+
+
+class TkGoto(gdb.Command):
+    """tk-goto N: jump to step N of the trace (the state before instruction N), in the
+thread that executes it."""
+
+    def __init__(self):
+        super().__init__("tk-goto", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        said = gdb.execute("monitor goto " + arg, to_string=True)
+        gdb.write(said)
+        gdb.execute("maintenance flush register-cache")
+        gdb.execute("maintenance flush dcache")
+        lwp = re.search(r"^gdb thread 1\.(\d+)$", said, re.M)
+        for thread in gdb.selected_inferior().threads() if lwp else ():
+            if thread.ptid[1] == int(lwp.group(1)):
+                thread.switch()
+        gdb.execute("frame")
+
+
+TkGoto()
 end
 define tk-when
   monitor when
@@ -102,7 +122,7 @@ end
 document tk-when
 tk-when: the current step and its thread, as `step N thread T`.
 end
-";
+"#;
 
 /// The protocol on stdin and stdout (under `target remote |`, one socket).
 struct Stdio {

@@ -650,8 +650,14 @@ impl<'a> Replay<'a> {
         match (words.next(), words.next(), words.next()) {
             (Some("when"), None, _) => when(self),
             (Some("goto"), Some(n), None) => match super::super::args::number(n) {
+                // A second line names GDB's thread (`Thread 1.LWP`), for `tk-goto` to
+                // select it: GDB keeps its selected thread across a monitor command.
                 Ok(n) if n < self.timeline.count() => match self.goto(n) {
-                    Ok(()) => when(self),
+                    Ok(()) => format!(
+                        "{}\ngdb thread 1.{}",
+                        when(self),
+                        self.tid(self.current_thread())
+                    ),
                     Err(e) => format!("cannot go to step {n}: {e}"),
                 },
                 Ok(n) => format!(
@@ -681,7 +687,7 @@ impl<'a> Replay<'a> {
 /// What `monitor help` prints.
 pub const MONITOR_HELP: &str =
     "monitor when                 the current step and its thread: step N thread T
-monitor goto N               jump to step N (then: maintenance flush register-cache, frame)
+monitor goto N               jump to step N (then: maintenance flush register-cache, thread, frame)
 monitor unknown-memory zero|error   unknown bytes read as 0, or fail (the default)
 monitor info                 the trace summary
 monitor help                 this list";
