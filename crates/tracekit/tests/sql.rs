@@ -658,7 +658,14 @@ fn export_help_documents_every_table_and_column() {
         if !tracekit(&args).status.success() {
             continue; // not a readable fixture; duckdb_reads_every_fixture_like_dump says
         }
-        for t in manifest(&dir)["tables"].as_array().unwrap() {
+        let m = manifest(&dir);
+        let header = format!("Dataset layout (tracekit_schema {}):", m["tracekit_schema"]);
+        if !tracekit::EXPORT_TABLES.starts_with(&header) {
+            problems.push(format!(
+                "the manifest's version is not the help's: {header}"
+            ));
+        }
+        for t in m["tables"].as_array().unwrap() {
             let table = t["name"].as_str().unwrap().to_owned();
             if (format == CALLS) != (table == CALLS) {
                 continue;

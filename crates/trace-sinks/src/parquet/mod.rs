@@ -37,7 +37,11 @@ use writer::{Files, Writer};
 
 /// The version of the dataset layout and table schemas, in `_tracekit.json`. It changes
 /// when a table or column is renamed, removed or retyped (added columns keep it).
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: x64dbg `registers` rows name one field each (`value` may be NULL, with `wide` for
+/// wider fields), Tenet accesses are numbered by the instruction that made them (the
+/// first line's in `memory_before`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The name of the dataset's manifest file.
 pub const MANIFEST: &str = "_tracekit.json";
