@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde_json::{Map, Value, json};
+use trace_analyses::calls::{Call, CallsOptions, calls_of};
 use trace_analyses::mem::{MemQuery, mem_of};
 use trace_analyses::state::state_of;
 use trace_analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
@@ -37,6 +38,19 @@ const WRITER_FIRST: u64 = 256;
 
 /// How many requests are worked on at once (each with its own open inputs).
 pub const WORKERS: usize = 4;
+
+/// The most calls `stack` keeps in memory (about 200 bytes each): a trace with more is
+/// answered by a pass per request instead.
+pub const MAX_KEPT_CALLS: usize = 1_000_000;
+
+/// The calls `stack` answers from, found by its first request.
+#[derive(Clone, Debug)]
+enum KeptCalls {
+    /// Every call of the trace, in the order of their steps.
+    All(Arc<Vec<Call>>),
+    /// More than [`MAX_KEPT_CALLS`]: each request makes its own pass.
+    TooMany,
+}
 
 /// The state of the background index, as `/api/status` reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,6 +102,9 @@ struct Shared {
     made: Mutex<usize>,
     /// Where the file was first found cut short by another process (see [`Api::handle`]).
     changed: Mutex<Option<u64>>,
+    /// The calls `stack` answers from, once found (a failed pass is not kept: the next
+    /// request tries again).
+    calls: Mutex<Option<KeptCalls>>,
 }
 
 /// The trace kept open: see the module docs.
@@ -223,6 +240,7 @@ impl Api {
             // The worker made of the input opened here.
             made: Mutex::new(1),
             changed: Mutex::new(None),
+            calls: Mutex::new(None),
         };
         let api = Api {
             shared: Arc::new(shared),
@@ -636,6 +654,7 @@ impl Worker {
             "xref" => self.xref(query, false),
             "find" => self.xref(query, true),
             "calls" => self.calls(query),
+            "stack" => self.stack(query),
             "writer" => self.register_search(query, "writer", find_writer),
             "reader" => self.register_search(query, "reader", find_reader),
             _ => Err(Response::error(
@@ -1061,7 +1080,6 @@ impl Worker {
     /// out; `summary` that of `calls --json`, over the whole trace). One pass over the
     /// trace per request.
     fn calls(&mut self, query: &[(String, String)]) -> Answer {
-        use trace_analyses::calls::{CallsOptions, calls_of};
         let p = Params::new(query, &["from", "count", "thread"])?;
         let count = p.count("count", 100, MAX_COUNT)?;
         let from = p.number("from")?.unwrap_or(0);
@@ -1101,6 +1119,110 @@ impl Worker {
         ))
     }
 
+    /// `stack?i=`: the frames open in step `i`'s thread at `i`, outermost first, as
+    /// `{"i":I,"thread":T,"frames":[CALL,…]}` (each CALL a line of `calls --json`). The
+    /// calls of the whole trace are found by the first request and kept (up to
+    /// [`MAX_KEPT_CALLS`]; past that, one pass per request, ended once the calls before
+    /// `i` are known).
+    fn stack(&mut self, query: &[(String, String)]) -> Answer {
+        let p = Params::new(query, &["i"])?;
+        let i = p.required("i")?;
+        self.check_i(i)?;
+        let kept = self.kept_calls()?;
+        let s = Arc::clone(&self.shared);
+        let thread = {
+            let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+                .map_err(|e| failure(&e, None))?;
+            steps.seek(i).map_err(|e| failure(&e, Some("i")))?;
+            match steps.next_step() {
+                Some(Ok(step)) => step.thread,
+                Some(Err(e)) => return Err(failure(&e, None)),
+                None => {
+                    let e = trace_registry::steps::past_end_of(s.meta.noun, i, i);
+                    return Err(failure(&e, Some("i")));
+                }
+            }
+        };
+        let frames: Vec<String> = match kept {
+            KeptCalls::All(calls) => {
+                // Only a call before `i` can be open at `i` (its entry is after it).
+                let before = calls.partition_point(|c| c.i < i);
+                calls
+                    .get(..before)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|c| open_at(c, i, thread))
+                    .map(Call::to_json)
+                    .collect()
+            }
+            KeptCalls::TooMany => {
+                // Steps of their own, from the start: the pass needs the registers of
+                // every step.
+                let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+                    .map_err(|e| failure(&e, None))?;
+                let mut frames = Vec::new();
+                let result = calls_of(steps.as_mut(), &CallsOptions::default(), &mut |c| {
+                    // The calls come in the order of their steps: once one at `i` or
+                    // later comes, every call before `i` has.
+                    if c.i >= i {
+                        return Err(Error::Unsupported(STOP.into()));
+                    }
+                    if open_at(c, i, thread) {
+                        frames.push(c.to_json());
+                    }
+                    Ok(())
+                });
+                match result {
+                    Ok(_) => {}
+                    Err(Error::Unsupported(m)) if m == STOP => {}
+                    Err(e) => return Err(failure(&e, None)),
+                }
+                frames
+            }
+        };
+        Ok(Response::json(
+            200,
+            format!(
+                "{{\"i\":{i},\"thread\":{thread},\"frames\":[{}]}}",
+                frames.join(",")
+            ),
+        ))
+    }
+
+    /// The calls `stack` answers from: found by a pass on the first call (the others wait
+    /// for it), then kept.
+    fn kept_calls(&mut self) -> Result<KeptCalls, Response> {
+        let s = Arc::clone(&self.shared);
+        let mut kept = lock(&s.calls);
+        if let Some(k) = kept.as_ref() {
+            return Ok(k.clone());
+        }
+        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+            .map_err(|e| failure(&e, None))?;
+        let mut calls = Vec::new();
+        let mut too_many = false;
+        let result = calls_of(steps.as_mut(), &CallsOptions::default(), &mut |c| {
+            if calls.len() >= MAX_KEPT_CALLS {
+                too_many = true;
+                return Err(Error::Unsupported(STOP.into()));
+            }
+            calls.push(c.clone());
+            Ok(())
+        });
+        match result {
+            Ok(_) => {}
+            Err(Error::Unsupported(m)) if m == STOP && too_many => {}
+            Err(e) => return Err(failure(&e, None)),
+        }
+        let found = if too_many {
+            KeptCalls::TooMany
+        } else {
+            KeptCalls::All(Arc::new(calls))
+        };
+        *kept = Some(found.clone());
+        Ok(found)
+    }
+
     /// `writer` and `reader`: `search` from step `i` for register `reg`, answered as
     /// `{"i","reg",KEY:J|null}` with `"searched"` when none was found.
     fn register_search(
@@ -1129,6 +1251,14 @@ impl Worker {
         }
         Ok(Response::json(200, v.to_string()))
     }
+}
+
+/// Whether `call` is open in `thread` at step `i`: entered at or before `i`, and not
+/// returned before it (its ret, at `i` or later, or none in the trace).
+fn open_at(call: &Call, i: u64, thread: u64) -> bool {
+    call.thread == thread
+        && call.entry_i.is_some_and(|entry| entry <= i)
+        && call.ret_i.is_none_or(|ret| i <= ret)
 }
 
 /// One row of `/api/rows`: the dump's JSON line, and what [`Worker::complete_rows`]
@@ -1358,6 +1488,32 @@ mod tests {
         assert_eq!(seen[7], end);
         assert_eq!(seen[8], end);
         assert!(seen[1..].iter().all(|&d| d > 0 && d < total), "{seen:?}");
+    }
+
+    /// `stack` answers the same from the calls kept and by a pass per request (the path
+    /// of traces with more than [`MAX_KEPT_CALLS`] calls).
+    #[test]
+    fn stacks_by_a_pass_are_the_stacks_kept() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tenet/basic.log");
+        let api = Api::open(path.as_os_str(), None, &Options::default()).unwrap();
+        let steps = (0u64..)
+            .take_while(|i| api.handle("stack", &q(&[("i", &i.to_string())])).status == 200)
+            .count() as u64;
+        assert!(steps > 4, "{steps}");
+        let answers = |api: &Api| -> Vec<Vec<u8>> {
+            (0..steps)
+                .map(|i| api.handle("stack", &q(&[("i", &i.to_string())])).body)
+                .collect()
+        };
+        assert!(matches!(*lock(&api.shared.calls), Some(KeptCalls::All(_))));
+        let kept = answers(&api);
+        *lock(&api.shared.calls) = Some(KeptCalls::TooMany);
+        assert_eq!(answers(&api), kept);
+        let open = kept
+            .iter()
+            .filter(|b| !String::from_utf8_lossy(b).contains("\"frames\":[]"))
+            .count();
+        assert!(open > 0, "a frame is open somewhere");
     }
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
