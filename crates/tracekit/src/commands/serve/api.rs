@@ -46,10 +46,36 @@ pub const MAX_KEPT_CALLS: usize = 1_000_000;
 /// The calls `stack` answers from, found by its first request.
 #[derive(Clone, Debug)]
 enum KeptCalls {
+    /// The first request is reading them: the others are answered 503 meanwhile rather
+    /// than wait (each waiting request would hold a worker the page's rows need).
+    Finding,
     /// Every call of the trace, in the order of their steps.
     All(Arc<Vec<Call>>),
     /// More than [`MAX_KEPT_CALLS`]: each request makes its own pass.
     TooMany,
+}
+
+/// Puts the kept calls back to unknown when dropped before [`FindingCalls::done`] (the
+/// pass failed or panicked): the next request tries again.
+struct FindingCalls<'a> {
+    kept: &'a Mutex<Option<KeptCalls>>,
+    done: bool,
+}
+
+impl FindingCalls<'_> {
+    /// Keeps `found`.
+    fn done(mut self, found: KeptCalls) {
+        *lock(self.kept) = Some(found);
+        self.done = true;
+    }
+}
+
+impl Drop for FindingCalls<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            *lock(self.kept) = None;
+        }
+    }
 }
 
 /// The state of the background index, as `/api/status` reports it.
@@ -1144,6 +1170,8 @@ impl Worker {
             }
         };
         let frames: Vec<String> = match kept {
+            // Not handed out by `kept_calls`.
+            KeptCalls::Finding => return Err(Response::error(500, "no calls", None)),
             KeptCalls::All(calls) => {
                 // Only a call before `i` can be open at `i` (its entry is after it).
                 let before = calls.partition_point(|c| c.i < i);
@@ -1189,14 +1217,28 @@ impl Worker {
         ))
     }
 
-    /// The calls `stack` answers from: found by a pass on the first call (the others wait
-    /// for it), then kept.
+    /// The calls `stack` answers from: found by a pass on the first call, then kept; a
+    /// call while that pass runs is a 503 saying so.
     fn kept_calls(&mut self) -> Result<KeptCalls, Response> {
         let s = Arc::clone(&self.shared);
-        let mut kept = lock(&s.calls);
-        if let Some(k) = kept.as_ref() {
-            return Ok(k.clone());
+        {
+            let mut kept = lock(&s.calls);
+            match kept.as_ref() {
+                Some(KeptCalls::Finding) => {
+                    return Err(Response::error(
+                        503,
+                        "the calls are still being found (the first call of /api/stack reads the whole trace): try again shortly",
+                        None,
+                    ));
+                }
+                Some(k) => return Ok(k.clone()),
+                None => *kept = Some(KeptCalls::Finding),
+            }
         }
+        let finding = FindingCalls {
+            kept: &s.calls,
+            done: false,
+        };
         let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
             .map_err(|e| failure(&e, None))?;
         let mut calls = Vec::new();
@@ -1219,7 +1261,7 @@ impl Worker {
         } else {
             KeptCalls::All(Arc::new(calls))
         };
-        *kept = Some(found.clone());
+        finding.done(found.clone());
         Ok(found)
     }
 
@@ -1491,7 +1533,8 @@ mod tests {
     }
 
     /// `stack` answers the same from the calls kept and by a pass per request (the path
-    /// of traces with more than [`MAX_KEPT_CALLS`] calls).
+    /// of traces with more than [`MAX_KEPT_CALLS`] calls), and 503 while the first pass
+    /// runs.
     #[test]
     fn stacks_by_a_pass_are_the_stacks_kept() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tenet/basic.log");
@@ -1508,6 +1551,11 @@ mod tests {
         assert!(matches!(*lock(&api.shared.calls), Some(KeptCalls::All(_))));
         let kept = answers(&api);
         *lock(&api.shared.calls) = Some(KeptCalls::TooMany);
+        assert_eq!(answers(&api), kept);
+        // While a first pass runs, the others are told to come back.
+        *lock(&api.shared.calls) = Some(KeptCalls::Finding);
+        assert_eq!(api.handle("stack", &q(&[("i", "1")])).status, 503);
+        *lock(&api.shared.calls) = None;
         assert_eq!(answers(&api), kept);
         let open = kept
             .iter()

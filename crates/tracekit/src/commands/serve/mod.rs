@@ -100,8 +100,10 @@
 //!   FILE` (as `/api/calls` gives them): the calls of thread T with `entry_i <= N` and
 //!   `ret_i` null or `N <= ret_i`. The first request finds the calls of the whole trace
 //!   by a pass and the server keeps them (up to [`api::MAX_KEPT_CALLS`]; a trace with more
-//!   gets a pass per request, up to N's calls). Streams other than x86/x64 get the 400 of
-//!   `/api/calls`; an `i` past the end is a 400 on `i`.
+//!   gets a pass per request, up to N's calls); a request while that first pass runs is
+//!   a 503 `{"error":"the calls are still being found …"}` (try again), rather than hold
+//!   a worker. Streams other than x86/x64 get the 400 of `/api/calls`; an `i` past the end
+//!   is a 400 on `i`.
 //! - `GET /api/writer?i=N&reg=NAME` → `{"i":N,"reg":NAME,"writer":J|null}`: the last step
 //!   `J < N` of step N's thread after which register NAME (a name of `state`) changed
 //!   (the values of a step are those before it, so a change first seen at the thread's

@@ -744,6 +744,7 @@
   // ---- the call tree -------------------------------------------------------------------
 
   const MAX_STACKS = 64; // stacks (/api/stack answers) kept in the LRU cache
+  const STACK_RETRY = 500; // ms between asks while the server finds the calls (503)
   const stacks = new Lru(MAX_STACKS);
   let stackCtl = null;
 
@@ -824,10 +825,16 @@
       const stack = await getStack(i, ctl.signal);
       if (!ctl.signal.aborted) renderStack(i, stack);
     } catch (e) {
-      if (!isAbort(e)) {
-        $('frames').textContent = `no call tree: ${e.message}`;
-        panel.dataset.i = String(i);
+      if (isAbort(e)) return;
+      if (e.status === 503) {
+        // The server's first pass over the calls is under way: ask again while step i is
+        // still the one selected.
+        $('frames').textContent = 'finding the calls…';
+        setTimeout(() => { if (st.selected === i && stackCtl === ctl) loadStack(i); }, STACK_RETRY);
+        return;
       }
+      $('frames').textContent = `no call tree: ${e.message}`;
+      panel.dataset.i = String(i);
     } finally {
       if (stackCtl === ctl) panel.removeAttribute('aria-busy');
     }
@@ -864,7 +871,8 @@
         select(top.ret_i + 1 < count() ? top.ret_i + 1 : top.ret_i, true);
       }
     } catch (e) {
-      showError(e);
+      if (e.status === 503) note('the calls are still being found: try again in a moment');
+      else showError(e);
     }
   }
 
