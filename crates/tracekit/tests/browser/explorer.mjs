@@ -313,6 +313,16 @@ try {
 
   if (want.row) await mainChecks();
   if (want.calls) await callChecks(want.calls);
+  if (want.no_calls) {
+    // Not an x86 stream: no call tree, and `f` says so.
+    await page.waitForSelector('#calls-panel.unavailable[data-i="0"]');
+    const text = await page.textContent('#frames');
+    check(text.includes('x86'), `the call panel of a stream that is not x86 says "${text}"`);
+    await page.focus('#list');
+    await page.keyboard.press('f');
+    await page.waitForFunction(() => document.querySelector('#status-note').textContent.includes('no call tree'));
+    await selected(0, 'f without a call tree');
+  }
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
   if (screenshot) await page.screenshot({ path: screenshot });
   console.log('explorer: all checks passed');

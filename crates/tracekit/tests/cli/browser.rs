@@ -336,7 +336,8 @@ fn writes_and_reads(hits: &[Value]) -> (Vec<u64>, Vec<u64>) {
 /// its entry and return buttons go there, `f` goes to the step after the innermost return
 /// and `F` to its call (twice: then the caller's call); the strip has a mark for each
 /// `xref --pc` line of the step's pc (capped) and for each step that writes or reads the
-/// byte clicked, and clicking a mark selects its step.
+/// byte clicked, and clicking a mark selects its step. On a PowerPC trace the panel says
+/// it has no call tree.
 #[test]
 fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
     let Some(tools) = tools_or_skip() else {
@@ -441,4 +442,13 @@ fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
         );
         drive_page(tools.clone(), &path, &expected, &name);
     }
+
+    // A stream that is not x86: the panel says there is no call tree, `f` too.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-calls");
+    let path = dir.join("example.tt6");
+    std::fs::copy(testdata("amber/example.tt6"), &path).unwrap();
+    let _ = std::fs::remove_file(path.with_extension("tt6.tkidx"));
+    let steps = json_lines(&["dump", "-q", path.to_str().unwrap()]).len();
+    let expected = json!({ "steps": steps, "no_calls": true });
+    drive_page(tools, &path, &expected, "explorer-calls-ppc");
 }
