@@ -91,6 +91,7 @@
     noun: 'instruction',
     format: '', // from /api/status: how rows record registers (see writtenText)
     isa: '', // from /api/status: x64, x86, ppc or other (calls are found in x86 and x64)
+    index: '', // from /api/status: the index's state (the strip waits while it is built)
     wordSize: 8,
     topRow: 0, // the (fractional) row at the top of the viewport
     selected: null,
@@ -892,6 +893,7 @@
 
   const tl = {
     pc: null, // the pc marked (a 0x… string)
+    loadingPc: null, // the pc whose marks are being fetched
     addr: null, // { addr: BigInt, len } marked
     marks: { pc: [], write: [], read: [] }, // sorted step numbers per lane
     capped: { pc: false, write: false, read: false },
@@ -949,6 +951,7 @@
     if (tlPcCtl) tlPcCtl.abort();
     const ctl = new AbortController();
     tlPcCtl = ctl;
+    tl.loadingPc = pc;
     timeline.dataset.pcLoading = 'true';
     try {
       const hits = await allHits('find', { pc }, ctl.signal);
@@ -958,7 +961,10 @@
     } catch (e) {
       showError(e);
     } finally {
-      if (tlPcCtl === ctl) delete timeline.dataset.pcLoading;
+      if (tlPcCtl === ctl) {
+        delete timeline.dataset.pcLoading;
+        tl.loadingPc = null;
+      }
     }
     tlNote();
     drawTimeline();
@@ -990,9 +996,16 @@
     clearTimeout(tlTimer);
     tlTimer = setTimeout(async () => {
       if (st.selected === null) return;
+      // Without the index every search is a pass over the trace, on a worker the rows
+      // need: the marks wait for it (a failed index leaves the passes).
+      if (st.index === '' || st.index === 'building') {
+        $('tl-note').textContent = '(the marks come once the index is built)';
+        return;
+      }
+      tlNote();
       try {
         const pc = await pcOf(st.selected);
-        if (pc && pc !== tl.pc) loadPcMarks(pc);
+        if (pc && pc !== tl.pc && pc !== tl.loadingPc) loadPcMarks(pc);
       } catch (e) {
         showError(e);
       }
@@ -1193,6 +1206,9 @@
       st.noun = s.step_noun || st.noun;
       st.format = s.format || st.format;
       st.isa = s.isa || st.isa;
+      const indexBefore = st.index;
+      st.index = (s.index && s.index.state) || st.index;
+      if (indexBefore === 'building' && st.index !== 'building') scheduleTimeline();
       if (s.word_size) st.wordSize = s.word_size;
       if (s.steps !== null && s.steps !== undefined) setSteps(s.steps);
       showStatus(s);
