@@ -1173,7 +1173,8 @@ impl Worker {
             // Not handed out by `kept_calls`.
             KeptCalls::Finding => return Err(Response::error(500, "no calls", None)),
             KeptCalls::All(calls) => {
-                // Only a call before `i` can be open at `i` (its entry is after it).
+                // Only a call before `i` can be open at `i`: the entry of a later one is
+                // after `i`.
                 let before = calls.partition_point(|c| c.i < i);
                 calls
                     .get(..before)
