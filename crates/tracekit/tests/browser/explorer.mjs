@@ -196,21 +196,21 @@ async function selectedWithCalls(i, what) {
 }
 
 // The timeline's lane (0 pc, 1 writes, 2 reads) clicked at the mark of step i: one of
-// `marks` far enough from its neighbours (more than 8 px) that the click snaps to it.
+// `marks` more than 3 px from its neighbours, so that the click (wherever the browser
+// rounds the pointer to) is nearest to it and snaps to it.
 async function clickMark(lane, marks, what) {
   const r = await page.locator('#timeline').boundingBox();
   const x = (i) => ((i + 0.5) / want.steps) * r.width;
   const now = Number(await page.getAttribute('#timeline', 'data-selected'));
-  const alone = marks.filter((i, k) => (k === 0 || x(i) - x(marks[k - 1]) > 8) &&
-    (k === marks.length - 1 || x(marks[k + 1]) - x(i) > 8));
+  const alone = marks.filter((i, k) => (k === 0 || x(i) - x(marks[k - 1]) > 3) &&
+    (k === marks.length - 1 || x(marks[k + 1]) - x(i) > 3));
   // Another step than the one selected, where there is one: the click must move.
   const lone = alone.find((i) => i !== now) ?? alone[0];
   if (lone === undefined) {
     console.log(`explorer: ${what}: no mark stands alone on the strip; not clicked`);
     return;
   }
-  // A pixel off the mark's centre: the click snaps to it.
-  await page.mouse.click(r.x + x(lone) + 1, r.y + 10 * lane + 5);
+  await page.mouse.click(r.x + x(lone), r.y + 10 * lane + 5);
   await selectedWithCalls(lone, `clicking the timeline's ${what} mark of step ${lone}`);
 }
 
@@ -262,11 +262,12 @@ async function callChecks(c) {
   await key('F', c.reverse_finish2);
   await selectedWithCalls(c.reverse_finish2, 'F again');
 
-  // The timeline: the executions of the pc of step `at`, then a click on one.
-  await jump(String(c.at), c.at);
-  await selectedWithCalls(c.at, `back to ${c.at}`);
+  // The timeline: the executions of the pc run most, then a click on one.
+  await jump(String(c.pc_at), c.pc_at);
+  await selectedWithCalls(c.pc_at, `jump to ${c.pc_at}`);
   await timelineCount('pc', `[data-pc="${c.pc}"]`, c.pc_steps.length, `marks of pc ${c.pc}`);
   equal(await page.getAttribute('#timeline', 'data-pc-capped'), String(c.pc_capped), 'timeline: pc marks capped');
+  console.log(`explorer: ${c.pc_steps.length} marks of pc ${c.pc}`);
   await clickMark(0, c.pc_steps, `pc ${c.pc}`);
   // A click away from every mark: the step under the pointer.
   const r = await page.locator('#timeline').boundingBox();

@@ -335,7 +335,7 @@ fn writes_and_reads(hits: &[Value]) -> (Vec<u64>, Vec<u64>) {
 /// the deepest frame, the panel lists exactly the frames `calls --json` has open there,
 /// its entry and return buttons go there, `f` goes to the step after the innermost return
 /// and `F` to its call (twice: then the caller's call); the strip has a mark for each
-/// `xref --pc` line of the step's pc (capped) and for each step that writes or reads the
+/// `xref --pc` line of the pc executed most (capped) and for each step that writes or reads the
 /// byte clicked, and clicking a mark selects its step. On a PowerPC trace the panel says
 /// it has no call tree.
 #[test]
@@ -383,7 +383,20 @@ fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
             .last()
             .map_or(reverse, |c| c["i"].as_u64().unwrap());
 
-        let pc = rows[at as usize]["pc"].as_str().unwrap().to_owned();
+        // The strip's pc marks: those of the pc executed most often (a loop's, in the real
+        // trace), at its first execution.
+        let mut runs: std::collections::HashMap<&str, (usize, u64)> = Default::default();
+        for (k, row) in rows.iter().enumerate() {
+            let e = runs
+                .entry(row["pc"].as_str().unwrap())
+                .or_insert((0, k as u64));
+            e.0 += 1;
+        }
+        let (pc, pc_at) = runs
+            .iter()
+            .max_by_key(|(_, (n, first))| (*n, std::cmp::Reverse(*first)))
+            .map(|(pc, (_, first))| ((*pc).to_owned(), *first))
+            .unwrap();
         let mut pc_steps: Vec<u64> = json_lines(&["xref", file, "--pc", &pc])
             .iter()
             .map(|h| h["i"].as_u64().unwrap())
@@ -431,6 +444,7 @@ fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
                 "reverse_finish": reverse,
                 "reverse_finish2": reverse2,
                 "pc": pc,
+                "pc_at": pc_at,
                 "pc_steps": pc_steps,
                 "pc_capped": pc_capped,
                 "byte": byte,
