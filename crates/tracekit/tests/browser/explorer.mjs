@@ -111,17 +111,7 @@ async function checkMem(mem) {
   }
 }
 
-let failed = false;
-try {
-  const t0 = Date.now();
-  await page.goto(url);
-  await page.waitForSelector('#list-rows .row[data-i="0"]:not(.loading)');
-  await selected(0, 'the first step after loading');
-  console.log(`explorer: first rows after ${Date.now() - t0} ms`);
-  await page.waitForFunction((n) => document.querySelector('#status-text').textContent.includes(n),
-    want.steps.toLocaleString('en'));
-  equal(await page.getAttribute('#list', 'aria-rowcount'), String(want.steps), 'row count');
-
+async function mainChecks() {
   // The known row, by the jump box (hex), with its registers and memory.
   await jump(`0x${want.at.toString(16)}`, want.at);
   await checkRow(want.at, want.row);
@@ -193,6 +183,147 @@ try {
 
   // Back on the known row for the screenshot (the CI artifact).
   await jump(String(want.at), want.at);
+}
+
+// Waits until step i is selected and the call panel shows its frames.
+async function selectedWithCalls(i, what) {
+  await selected(i, what);
+  try {
+    await page.waitForSelector(`#calls-panel[data-i="${i}"]:not([aria-busy])`);
+  } catch {
+    throw new Mismatch(`${what}: the call panel does not show step ${i} (${await page.textContent('#frames')})`);
+  }
+}
+
+// The timeline's lane (0 pc, 1 writes, 2 reads) clicked at the mark of step i: one of
+// `marks` more than 3 px from its neighbours, so that the click (wherever the browser
+// rounds the pointer to) is nearest to it and snaps to it.
+async function clickMark(lane, marks, what) {
+  const r = await page.locator('#timeline').boundingBox();
+  const x = (i) => ((i + 0.5) / want.steps) * r.width;
+  const now = Number(await page.getAttribute('#timeline', 'data-selected'));
+  const alone = marks.filter((i, k) => (k === 0 || x(i) - x(marks[k - 1]) > 3) &&
+    (k === marks.length - 1 || x(marks[k + 1]) - x(i) > 3));
+  // Another step than the one selected, where there is one: the click must move.
+  const lone = alone.find((i) => i !== now) ?? alone[0];
+  if (lone === undefined) {
+    console.log(`explorer: ${what}: no mark stands alone on the strip; not clicked`);
+    return;
+  }
+  await page.mouse.click(r.x + x(lone), r.y + 10 * lane + 5);
+  await selectedWithCalls(lone, `clicking the timeline's ${what} mark of step ${lone}`);
+}
+
+async function timelineCount(lane, attr, n, what) {
+  await page.waitForSelector(`#timeline${attr}:not([data-pc-loading]):not([data-mem-loading])`);
+  const shown = await page.getAttribute('#timeline', `data-${lane}-marks`);
+  equal(shown, String(n), `timeline: ${what}`);
+}
+
+async function callChecks(c) {
+  await jump(String(c.at), c.at);
+  await selectedWithCalls(c.at, `jump to ${c.at}`);
+  const frames = await page.$$eval('#frames .frame', (fs) => fs.map((f) => ({
+    i: f.dataset.call,
+    entry: f.dataset.entry,
+    ret: f.dataset.ret,
+    name: f.querySelector('.frame-name').textContent,
+    depth: f.style.getPropertyValue('--depth'),
+  })));
+  equal(frames.length, c.frames.length, `frames open at step ${c.at}`);
+  c.frames.forEach((f, k) => {
+    const what = `frame ${k} at step ${c.at}`;
+    equal(frames[k].i, String(f.i), `${what}: call step`);
+    equal(frames[k].entry, String(f.entry_i), `${what}: entry`);
+    equal(frames[k].ret, f.ret_i === null ? '' : String(f.ret_i), `${what}: return`);
+    equal(frames[k].name, f.symbol, `${what}: name`);
+    equal(frames[k].depth, String(f.depth), `${what}: depth`);
+  });
+  console.log(`explorer: ${frames.length} frames open at step ${c.at}`);
+
+  // The innermost frame's entry and return buttons.
+  const top = c.frames[c.frames.length - 1];
+  await page.click('#frames .frame:last-child .frame-entry');
+  await selectedWithCalls(top.entry_i, 'clicking the innermost frame\'s entry');
+  await jump(String(c.at), c.at);
+  await selectedWithCalls(c.at, `back to ${c.at}`);
+  await page.click('#frames .frame:last-child .frame-ret');
+  await selectedWithCalls(top.ret_i, 'clicking the innermost frame\'s return');
+
+  // f and F.
+  await jump(String(c.at), c.at);
+  await selectedWithCalls(c.at, `back to ${c.at}`);
+  await key('f', c.finish);
+  await selectedWithCalls(c.finish, 'f (finish)');
+  await jump(String(c.at), c.at);
+  await selectedWithCalls(c.at, `back to ${c.at}`);
+  await key('F', c.reverse_finish);
+  await selectedWithCalls(c.reverse_finish, 'F (reverse-finish)');
+  await key('F', c.reverse_finish2);
+  await selectedWithCalls(c.reverse_finish2, 'F again');
+
+  // The timeline: the executions of the pc run most, then a click on one.
+  await jump(String(c.pc_at), c.pc_at);
+  await selectedWithCalls(c.pc_at, `jump to ${c.pc_at}`);
+  await timelineCount('pc', `[data-pc="${c.pc}"]`, c.pc_steps.length, `marks of pc ${c.pc}`);
+  equal(await page.getAttribute('#timeline', 'data-pc-capped'), String(c.pc_capped), 'timeline: pc marks capped');
+  console.log(`explorer: ${c.pc_steps.length} marks of pc ${c.pc}`);
+  await clickMark(0, c.pc_steps, `pc ${c.pc}`);
+  // A click away from every mark: the step under the pointer.
+  const r = await page.locator('#timeline').boundingBox();
+  const marks = new Set(c.pc_steps);
+  const free = [...Array(want.steps).keys()].find((i) => i > want.steps / 4 &&
+    c.pc_steps.every((m) => Math.abs(((m - i) / want.steps) * r.width) > 12));
+  if (free !== undefined && !marks.has(free)) {
+    const x = ((free + 0.5) / want.steps) * r.width;
+    await page.mouse.click(r.x + x, r.y + 5);
+    const got = Number(await page.evaluate(() =>
+      new Promise((res) => setTimeout(() => res(document.querySelector('#timeline').dataset.selected), 100))));
+    check(Math.abs(got - free) <= Math.ceil(want.steps / r.width) + 1,
+      `clicking the timeline at step ${free} away from the marks selects step ${got}`);
+    await selectedWithCalls(got, 'clicking the timeline away from the marks');
+  }
+
+  // The writes and reads of a byte clicked in the memory view.
+  if (c.byte) {
+    await jump(String(c.at), c.at);
+    await selectedWithCalls(c.at, `back to ${c.at}`);
+    await page.click(`#mem .b[data-addr="${c.byte.addr}"]`);
+    await selectedWithCalls(c.byte.source, `clicking byte ${c.byte.addr}`);
+    await timelineCount('write', `[data-addr="${c.byte.addr}"]`, c.byte.writes.length, `writes of ${c.byte.addr}`);
+    await timelineCount('read', `[data-addr="${c.byte.addr}"]`, c.byte.reads.length, `reads of ${c.byte.addr}`);
+    await clickMark(1, c.byte.writes, `write of ${c.byte.addr}`);
+    await clickMark(2, c.byte.reads, `read of ${c.byte.addr}`);
+  } else {
+    console.log('explorer: no byte of the memory view is both written and read; not checked');
+  }
+  await jump(String(c.at), c.at);
+  await selectedWithCalls(c.at, `back to ${c.at}`);
+}
+
+let failed = false;
+try {
+  const t0 = Date.now();
+  await page.goto(url);
+  await page.waitForSelector('#list-rows .row[data-i="0"]:not(.loading)');
+  await selected(0, 'the first step after loading');
+  console.log(`explorer: first rows after ${Date.now() - t0} ms`);
+  await page.waitForFunction((n) => document.querySelector('#status-text').textContent.includes(n),
+    want.steps.toLocaleString('en'));
+  equal(await page.getAttribute('#list', 'aria-rowcount'), String(want.steps), 'row count');
+
+  if (want.row) await mainChecks();
+  if (want.calls) await callChecks(want.calls);
+  if (want.no_calls) {
+    // Not an x86 stream: no call tree, and `f` says so.
+    await page.waitForSelector('#calls-panel.unavailable[data-i="0"]');
+    const text = await page.textContent('#frames');
+    check(text.includes('x86'), `the call panel of a stream that is not x86 says "${text}"`);
+    await page.focus('#list');
+    await page.keyboard.press('f');
+    await page.waitForFunction(() => document.querySelector('#status-note').textContent.includes('no call tree'));
+    await selected(0, 'f without a call tree');
+  }
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
   if (screenshot) await page.screenshot({ path: screenshot });
   console.log('explorer: all checks passed');

@@ -132,17 +132,52 @@ impl Oracle<'_> {
     }
 }
 
-#[test]
-fn the_explorer_page_shows_what_the_cli_computes() {
-    let (node, chromium) = match tools() {
-        Ok(t) => t,
+/// node and Chromium, or `None` (the test skipped, with a note) when missing; see the
+/// module docs for `TRACEKIT_REQUIRE_BROWSER`.
+fn tools_or_skip() -> Option<(PathBuf, PathBuf)> {
+    match tools() {
+        Ok(t) => Some(t),
         Err(why) => {
             if std::env::var_os("TRACEKIT_REQUIRE_BROWSER").is_some_and(|v| v == "1") {
                 panic!("{why}, and TRACEKIT_REQUIRE_BROWSER=1");
             }
             eprintln!("skipped: node/chromium/playwright-core missing: {why}");
-            return;
+            None
         }
+    }
+}
+
+/// Serves `path` and runs explorer.mjs on it against `expected`, keeping its screenshot as
+/// `target/NAME.png`.
+fn drive_page(tools: (PathBuf, PathBuf), path: &Path, expected: &Value, name: &str) {
+    let (node, chromium) = tools;
+    let expected_path = path.with_extension("expected.json");
+    std::fs::write(&expected_path, expected.to_string()).unwrap();
+    let (_server, url) = serve(path);
+    let screenshot = root().join(format!("target/{name}.png"));
+    let out = Command::new(node)
+        .arg(browser_dir().join("explorer.mjs"))
+        .args([url.as_str(), expected_path.to_str().unwrap()])
+        .arg(&screenshot)
+        .env("CHROMIUM", chromium)
+        .current_dir(browser_dir())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    eprint!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        out.status.success(),
+        "the explorer page does not show what the CLI computes on {} (screenshot: {}):\n{}",
+        path.display(),
+        screenshot.display(),
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_explorer_page_shows_what_the_cli_computes() {
+    let Some(tools) = tools_or_skip() else {
+        return;
     };
 
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
@@ -253,25 +288,181 @@ fn the_explorer_page_shows_what_the_cli_computes() {
         "byte_source": byte_source,
         "byte_next_read": byte_next_read,
     });
-    let expected_path = dir.join("expected.json");
-    std::fs::write(&expected_path, expected.to_string()).unwrap();
+    drive_page(tools, &path, &expected, "explorer-screenshot");
+}
 
-    let (_server, url) = serve(&path);
-    let screenshot = root().join("target/explorer-screenshot.png");
-    let out = Command::new(node)
-        .arg(browser_dir().join("explorer.mjs"))
-        .args([url.as_str(), expected_path.to_str().unwrap()])
-        .arg(&screenshot)
-        .env("CHROMIUM", chromium)
-        .current_dir(browser_dir())
-        .stdin(Stdio::null())
-        .output()
+/// The most marks a lane of the timeline strip shows (MAX_MARKS in app.js).
+const MAX_MARKS: usize = 10_000;
+
+/// The calls of `calls --json` open in step `n`'s thread at `n`, outermost first.
+fn open_at<'a>(calls: &'a [Value], rows: &[Value], n: u64) -> Vec<&'a Value> {
+    let thread = rows[n as usize]["thread"].as_u64().unwrap_or(0);
+    calls
+        .iter()
+        .filter(|c| {
+            c["thread"] == thread
+                && c["entry_i"].as_u64().is_some_and(|e| e <= n)
+                && c["ret_i"].as_u64().is_none_or(|r| n <= r)
+        })
+        .collect()
+}
+
+/// The distinct steps of `hits` (`xref --disasm` lines) that write the range, and those
+/// that read it: by `access`, else (unknown) a hit with a new value writes, one without
+/// reads (as the page sorts them).
+fn writes_and_reads(hits: &[Value]) -> (Vec<u64>, Vec<u64>) {
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    for h in hits {
+        let i = h["i"].as_u64().unwrap();
+        let (w, r) = match h["access"].as_str() {
+            Some("read") => (false, true),
+            Some("write") => (true, false),
+            Some("readwrite") => (true, true),
+            _ => (!h["new"].is_null(), h["new"].is_null()),
+        };
+        if w && writes.last() != Some(&i) {
+            writes.push(i);
+        }
+        if r && reads.last() != Some(&i) {
+            reads.push(i);
+        }
+    }
+    (writes, reads)
+}
+
+/// The call-tree panel and the timeline strip on Tenet traces with calls (a fixture with
+/// one; the real boombox trace, when there, with 24 nested up to depth 5): at a step inside
+/// the deepest frame, the panel lists exactly the frames `calls --json` has open there,
+/// its entry and return buttons go there, `f` goes to the step after the innermost return
+/// and `F` to its call (twice: then the caller's call); the strip has a mark for each
+/// `xref --pc` line of the pc executed most (capped) and for each step that writes or reads the
+/// byte clicked, and clicking a mark selects its step. On a PowerPC trace the panel says
+/// it has no call tree.
+#[test]
+fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let real = realdata("tenet/gaasedelen_tenet_boombox.trace.0.log");
+    for original in [Some(testdata("tenet/basic.log")), real]
+        .into_iter()
+        .flatten()
+    {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-calls");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(original.file_name().unwrap());
+        // The real file is read-only, and so is its copy from an earlier run.
+        let _ = std::fs::remove_file(&path);
+        std::fs::copy(&original, &path).unwrap();
+        let _ = std::fs::remove_file(path.with_extension("log.tkidx"));
+        let file = path.to_str().unwrap();
+        let rows = json_lines(&["dump", "-q", file]);
+        let steps = rows.len() as u64;
+        let mut calls = json_lines(&["calls", "-q", "--json", file]);
+        calls.pop(); // the summary
+
+        // The step with the most frames open whose innermost frame returns, strictly
+        // inside it where one is (so that `f` and `F` leave it on both sides).
+        let inside = |n: u64| {
+            let open = open_at(&calls, &rows, n);
+            let top = open.last()?;
+            let (entry, ret) = (top["entry_i"].as_u64()?, top["ret_i"].as_u64()?);
+            Some((entry < n && n < ret, open.len()))
+        };
+        let at = (0..steps)
+            .filter_map(|n| inside(n).map(|(strictly, depth)| (strictly, depth, n)))
+            .max_by_key(|&(strictly, depth, n)| (strictly, depth, std::cmp::Reverse(n)))
+            .map(|(_, _, n)| n)
+            .expect("a step inside a frame that returns");
+        let frames = open_at(&calls, &rows, at);
+        let top = frames.last().unwrap();
+        let ret = top["ret_i"].as_u64().unwrap();
+        let finish = if ret + 1 < steps { ret + 1 } else { ret };
+        let reverse = top["i"].as_u64().unwrap();
+        let reverse2 = open_at(&calls, &rows, reverse)
+            .last()
+            .map_or(reverse, |c| c["i"].as_u64().unwrap());
+
+        // The strip's pc marks: those of the pc executed most often (a loop's, in the real
+        // trace), at its first execution.
+        let mut runs: std::collections::HashMap<&str, (usize, u64)> = Default::default();
+        for (k, row) in rows.iter().enumerate() {
+            let e = runs
+                .entry(row["pc"].as_str().unwrap())
+                .or_insert((0, k as u64));
+            e.0 += 1;
+        }
+        let (pc, pc_at) = runs
+            .iter()
+            .max_by_key(|(_, (n, first))| (*n, std::cmp::Reverse(*first)))
+            .map(|(pc, (_, first))| ((*pc).to_owned(), *first))
+            .unwrap();
+        let mut pc_steps: Vec<u64> = json_lines(&["xref", file, "--pc", &pc])
+            .iter()
+            .map(|h| h["i"].as_u64().unwrap())
+            .collect();
+        let pc_capped = pc_steps.len() > MAX_MARKS;
+        pc_steps.truncate(MAX_MARKS);
+
+        // A byte of the memory view at `at` (256 bytes from rsp rounded down to 16) with a
+        // known source, both written and read somewhere.
+        let state: Value =
+            serde_json::from_str(&ok(&["state", file, "--at", &at.to_string(), "--json"])).unwrap();
+        let base = hex(&state["regs"]["rsp"]) & !15;
+        let mem: Value = serde_json::from_str(&ok(&[
+            "mem",
+            file,
+            "--at",
+            &at.to_string(),
+            &format!("{base:#x}"),
+            &LEN.to_string(),
+            "--json",
+        ]))
         .unwrap();
-    eprint!("{}{}", stdout(&out), stderr(&out));
-    assert!(
-        out.status.success(),
-        "the explorer page does not show what the CLI computes (screenshot: {}):\n{}",
-        screenshot.display(),
-        stderr(&out)
-    );
+        let byte = (0..LEN as usize)
+            .filter(|&k| !mem["source"][k].is_null() && mem["inferred"][k] == false)
+            .find_map(|k| {
+                let addr = base + k as u64;
+                let hits = json_lines(&["xref", "--disasm", file, &format!("{addr:#x}:1")]);
+                let (writes, reads) = writes_and_reads(&hits);
+                (!writes.is_empty() && !reads.is_empty()).then(|| {
+                    json!({
+                        "addr": format!("{addr:#x}"),
+                        "source": mem["source"][k],
+                        "writes": writes,
+                        "reads": reads,
+                    })
+                })
+            });
+
+        let expected = json!({
+            "steps": steps,
+            "calls": {
+                "at": at,
+                "frames": frames,
+                "finish": finish,
+                "reverse_finish": reverse,
+                "reverse_finish2": reverse2,
+                "pc": pc,
+                "pc_at": pc_at,
+                "pc_steps": pc_steps,
+                "pc_capped": pc_capped,
+                "byte": byte,
+            },
+        });
+        let name = format!(
+            "explorer-calls-{}",
+            original.file_stem().unwrap().to_string_lossy()
+        );
+        drive_page(tools.clone(), &path, &expected, &name);
+    }
+
+    // A stream that is not x86: the panel says there is no call tree, `f` too.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-calls");
+    let path = dir.join("example.tt6");
+    std::fs::copy(testdata("amber/example.tt6"), &path).unwrap();
+    let _ = std::fs::remove_file(path.with_extension("tt6.tkidx"));
+    let steps = json_lines(&["dump", "-q", path.to_str().unwrap()]).len();
+    let expected = json!({ "steps": steps, "no_calls": true });
+    drive_page(tools, &path, &expected, "explorer-calls-ppc");
 }

@@ -649,6 +649,68 @@ fn tfile_and_tenet_fixtures() {
     }
 }
 
+/// `/api/stack` at every step: exactly the calls of `calls --json` open in the step's
+/// thread there (entered at or before it, not returned before it), outermost first; on a
+/// Tenet fixture with one call and on a real trace with nested ones (24 calls, depth up to
+/// 5). Bad `i` is a 400 naming `i`; a stream that is not x86 gets the 400 of `/api/calls`.
+#[test]
+fn stack_is_the_calls_open_at_each_step() {
+    let real = realdata("tenet/gaasedelen_tenet_boombox.trace.0.log");
+    let fixtures = [Some(testdata("tenet/basic.log")), real];
+    for original in fixtures.into_iter().flatten() {
+        let dir = temp_dir("stack");
+        let path = dir.join(original.file_name().unwrap());
+        std::fs::copy(&original, &path).unwrap();
+        let file = path.to_str().unwrap();
+        let s = start(&path, &[]);
+        let steps = s.wait_ready()["steps"].as_u64().unwrap();
+        let rows = cli_lines(&["dump", file]);
+        let lines = cli_lines(&["calls", "--json", file]);
+        let (_summary, calls) = lines.split_last().unwrap();
+        let mut deepest = 0;
+        for i in 0..steps {
+            let thread = rows[i as usize]["thread"].as_u64().unwrap_or(0);
+            let open: Vec<&Value> = calls
+                .iter()
+                .filter(|c| {
+                    c["thread"] == thread
+                        && c["entry_i"].as_u64().is_some_and(|e| e <= i)
+                        && c["ret_i"].as_u64().is_none_or(|r| i <= r)
+                })
+                .collect();
+            deepest = deepest.max(open.len());
+            let got = s.ok(&format!("stack?i={i}"));
+            assert_eq!(got["i"], i);
+            assert_eq!(got["thread"], thread);
+            let frames: Vec<&Value> = got["frames"].as_array().unwrap().iter().collect();
+            assert_eq!(frames, open, "{file} step {i}");
+        }
+        assert!(deepest > 0, "{file}: a frame is open somewhere");
+        if original.to_str().unwrap().contains("boombox") {
+            assert_eq!(deepest, 6, "depth 0 to 5");
+        }
+        s.refused("stack", 400, Some("i"));
+        s.refused("stack?i=x", 400, Some("i"));
+        s.refused(&format!("stack?i={steps}"), 400, Some("i"));
+        s.refused("stack?i=0&count=1", 400, Some("count"));
+        drop(s);
+    }
+    let dir = temp_dir("stack-ppc");
+    let path = dir.join("example.tt6");
+    std::fs::copy(testdata("amber/example.tt6"), &path).unwrap();
+    let s = start(&path, &[]);
+    let calls = s.api("calls");
+    let stack = s.api("stack?i=0");
+    assert_eq!(
+        calls.status / 100,
+        4,
+        "{}",
+        String::from_utf8_lossy(&calls.body)
+    );
+    assert_eq!(stack.status, calls.status);
+    assert_eq!(stack.json()["error"], calls.json()["error"]);
+}
+
 /// Formats without an instruction stream are refused before binding (exit 2, no URL).
 #[test]
 fn formats_without_steps_are_refused() {

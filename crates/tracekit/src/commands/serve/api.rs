@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 
 use serde_json::{Map, Value, json};
+use trace_analyses::calls::{Call, CallsOptions, calls_of};
 use trace_analyses::mem::{MemQuery, mem_of};
 use trace_analyses::state::state_of;
 use trace_analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
@@ -37,6 +38,45 @@ const WRITER_FIRST: u64 = 256;
 
 /// How many requests are worked on at once (each with its own open inputs).
 pub const WORKERS: usize = 4;
+
+/// The most calls `stack` keeps in memory (about 200 bytes each): a trace with more is
+/// answered by a pass per request instead.
+pub const MAX_KEPT_CALLS: usize = 1_000_000;
+
+/// The calls `stack` answers from, found by its first request.
+#[derive(Clone, Debug)]
+enum KeptCalls {
+    /// The first request is reading them: the others are answered 503 meanwhile rather
+    /// than wait (each waiting request would hold a worker the page's rows need).
+    Finding,
+    /// Every call of the trace, in the order of their steps.
+    All(Arc<Vec<Call>>),
+    /// More than [`MAX_KEPT_CALLS`]: each request makes its own pass.
+    TooMany,
+}
+
+/// Puts the kept calls back to unknown when dropped before [`FindingCalls::done`] (the
+/// pass failed or panicked): the next request tries again.
+struct FindingCalls<'a> {
+    kept: &'a Mutex<Option<KeptCalls>>,
+    done: bool,
+}
+
+impl FindingCalls<'_> {
+    /// Keeps `found`.
+    fn done(mut self, found: KeptCalls) {
+        *lock(self.kept) = Some(found);
+        self.done = true;
+    }
+}
+
+impl Drop for FindingCalls<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            *lock(self.kept) = None;
+        }
+    }
+}
 
 /// The state of the background index, as `/api/status` reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,6 +128,9 @@ struct Shared {
     made: Mutex<usize>,
     /// Where the file was first found cut short by another process (see [`Api::handle`]).
     changed: Mutex<Option<u64>>,
+    /// The calls `stack` answers from, once found (a failed pass is not kept: the next
+    /// request tries again).
+    calls: Mutex<Option<KeptCalls>>,
 }
 
 /// The trace kept open: see the module docs.
@@ -223,6 +266,7 @@ impl Api {
             // The worker made of the input opened here.
             made: Mutex::new(1),
             changed: Mutex::new(None),
+            calls: Mutex::new(None),
         };
         let api = Api {
             shared: Arc::new(shared),
@@ -636,6 +680,7 @@ impl Worker {
             "xref" => self.xref(query, false),
             "find" => self.xref(query, true),
             "calls" => self.calls(query),
+            "stack" => self.stack(query),
             "writer" => self.register_search(query, "writer", find_writer),
             "reader" => self.register_search(query, "reader", find_reader),
             _ => Err(Response::error(
@@ -1061,7 +1106,6 @@ impl Worker {
     /// out; `summary` that of `calls --json`, over the whole trace). One pass over the
     /// trace per request.
     fn calls(&mut self, query: &[(String, String)]) -> Answer {
-        use trace_analyses::calls::{CallsOptions, calls_of};
         let p = Params::new(query, &["from", "count", "thread"])?;
         let count = p.count("count", 100, MAX_COUNT)?;
         let from = p.number("from")?.unwrap_or(0);
@@ -1101,6 +1145,127 @@ impl Worker {
         ))
     }
 
+    /// `stack?i=`: the frames open in step `i`'s thread at `i`, outermost first, as
+    /// `{"i":I,"thread":T,"frames":[CALL,…]}` (each CALL a line of `calls --json`). The
+    /// calls of the whole trace are found by the first request and kept (up to
+    /// [`MAX_KEPT_CALLS`]; past that, one pass per request, ended once the calls before
+    /// `i` are known).
+    fn stack(&mut self, query: &[(String, String)]) -> Answer {
+        let p = Params::new(query, &["i"])?;
+        let i = p.required("i")?;
+        self.check_i(i)?;
+        let kept = self.kept_calls()?;
+        let s = Arc::clone(&self.shared);
+        let thread = {
+            let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+                .map_err(|e| failure(&e, None))?;
+            steps.seek(i).map_err(|e| failure(&e, Some("i")))?;
+            match steps.next_step() {
+                Some(Ok(step)) => step.thread,
+                Some(Err(e)) => return Err(failure(&e, None)),
+                None => {
+                    let e = trace_registry::steps::past_end_of(s.meta.noun, i, i);
+                    return Err(failure(&e, Some("i")));
+                }
+            }
+        };
+        let frames: Vec<String> = match kept {
+            // Not handed out by `kept_calls`.
+            KeptCalls::Finding => return Err(Response::error(500, "no calls", None)),
+            KeptCalls::All(calls) => {
+                // Only a call before `i` can be open at `i`: the entry of a later one is
+                // after `i`.
+                let before = calls.partition_point(|c| c.i < i);
+                calls
+                    .get(..before)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|c| open_at(c, i, thread))
+                    .map(Call::to_json)
+                    .collect()
+            }
+            KeptCalls::TooMany => {
+                // Steps of their own, from the start: the pass needs the registers of
+                // every step.
+                let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+                    .map_err(|e| failure(&e, None))?;
+                let mut frames = Vec::new();
+                let result = calls_of(steps.as_mut(), &CallsOptions::default(), &mut |c| {
+                    // The calls come in the order of their steps: once one at `i` or
+                    // later comes, every call before `i` has.
+                    if c.i >= i {
+                        return Err(Error::Unsupported(STOP.into()));
+                    }
+                    if open_at(c, i, thread) {
+                        frames.push(c.to_json());
+                    }
+                    Ok(())
+                });
+                match result {
+                    Ok(_) => {}
+                    Err(Error::Unsupported(m)) if m == STOP => {}
+                    Err(e) => return Err(failure(&e, None)),
+                }
+                frames
+            }
+        };
+        Ok(Response::json(
+            200,
+            format!(
+                "{{\"i\":{i},\"thread\":{thread},\"frames\":[{}]}}",
+                frames.join(",")
+            ),
+        ))
+    }
+
+    /// The calls `stack` answers from: found by a pass on the first call, then kept; a
+    /// call while that pass runs is a 503 saying so.
+    fn kept_calls(&mut self) -> Result<KeptCalls, Response> {
+        let s = Arc::clone(&self.shared);
+        {
+            let mut kept = lock(&s.calls);
+            match kept.as_ref() {
+                Some(KeptCalls::Finding) => {
+                    return Err(Response::error(
+                        503,
+                        "the calls are still being found (the first call of /api/stack reads the whole trace): try again shortly",
+                        None,
+                    ));
+                }
+                Some(k) => return Ok(k.clone()),
+                None => *kept = Some(KeptCalls::Finding),
+            }
+        }
+        let finding = FindingCalls {
+            kept: &s.calls,
+            done: false,
+        };
+        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+            .map_err(|e| failure(&e, None))?;
+        let mut calls = Vec::new();
+        let mut too_many = false;
+        let result = calls_of(steps.as_mut(), &CallsOptions::default(), &mut |c| {
+            if calls.len() >= MAX_KEPT_CALLS {
+                too_many = true;
+                return Err(Error::Unsupported(STOP.into()));
+            }
+            calls.push(c.clone());
+            Ok(())
+        });
+        match result {
+            Ok(_) => {}
+            Err(Error::Unsupported(m)) if m == STOP && too_many => {}
+            Err(e) => return Err(failure(&e, None)),
+        }
+        let found = if too_many {
+            KeptCalls::TooMany
+        } else {
+            KeptCalls::All(Arc::new(calls))
+        };
+        finding.done(found.clone());
+        Ok(found)
+    }
+
     /// `writer` and `reader`: `search` from step `i` for register `reg`, answered as
     /// `{"i","reg",KEY:J|null}` with `"searched"` when none was found.
     fn register_search(
@@ -1129,6 +1294,14 @@ impl Worker {
         }
         Ok(Response::json(200, v.to_string()))
     }
+}
+
+/// Whether `call` is open in `thread` at step `i`: entered at or before `i`, and not
+/// returned before it (its ret, at `i` or later, or none in the trace).
+fn open_at(call: &Call, i: u64, thread: u64) -> bool {
+    call.thread == thread
+        && call.entry_i.is_some_and(|entry| entry <= i)
+        && call.ret_i.is_none_or(|ret| i <= ret)
 }
 
 /// One row of `/api/rows`: the dump's JSON line, and what [`Worker::complete_rows`]
@@ -1358,6 +1531,38 @@ mod tests {
         assert_eq!(seen[7], end);
         assert_eq!(seen[8], end);
         assert!(seen[1..].iter().all(|&d| d > 0 && d < total), "{seen:?}");
+    }
+
+    /// `stack` answers the same from the calls kept and by a pass per request (the path
+    /// of traces with more than [`MAX_KEPT_CALLS`] calls), and 503 while the first pass
+    /// runs.
+    #[test]
+    fn stacks_by_a_pass_are_the_stacks_kept() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/tenet/basic.log");
+        let api = Api::open(path.as_os_str(), None, &Options::default()).unwrap();
+        let steps = (0u64..)
+            .take_while(|i| api.handle("stack", &q(&[("i", &i.to_string())])).status == 200)
+            .count() as u64;
+        assert!(steps > 4, "{steps}");
+        let answers = |api: &Api| -> Vec<Vec<u8>> {
+            (0..steps)
+                .map(|i| api.handle("stack", &q(&[("i", &i.to_string())])).body)
+                .collect()
+        };
+        assert!(matches!(*lock(&api.shared.calls), Some(KeptCalls::All(_))));
+        let kept = answers(&api);
+        *lock(&api.shared.calls) = Some(KeptCalls::TooMany);
+        assert_eq!(answers(&api), kept);
+        // While a first pass runs, the others are told to come back.
+        *lock(&api.shared.calls) = Some(KeptCalls::Finding);
+        assert_eq!(api.handle("stack", &q(&[("i", "1")])).status, 503);
+        *lock(&api.shared.calls) = None;
+        assert_eq!(answers(&api), kept);
+        let open = kept
+            .iter()
+            .filter(|b| !String::from_utf8_lossy(b).contains("\"frames\":[]"))
+            .count();
+        assert!(open > 0, "a frame is open somewhere");
     }
 
     fn q(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -95,6 +95,15 @@
 //!   most C, 1..=10,000, default 100; of thread T when given), `next` the `from` of the
 //!   following page, `summary` that command's over the whole trace (x86/x64 streams; one
 //!   pass per request).
+//! - `GET /api/stack?i=N` → `{"i":N,"thread":T,"frames":[CALL,…]}`: the frames open in
+//!   step N's thread T at N, outermost first, each CALL a line of `tracekit calls --json
+//!   FILE` (as `/api/calls` gives them): the calls of thread T with `entry_i <= N` and
+//!   `ret_i` null or `N <= ret_i`. The first request finds the calls of the whole trace
+//!   by a pass and the server keeps them (up to [`api::MAX_KEPT_CALLS`]; a trace with more
+//!   gets a pass per request, up to N's calls); a request while that first pass runs is
+//!   a 503 `{"error":"the calls are still being found …"}` (try again), rather than hold
+//!   a worker. Streams other than x86/x64 get the 400 of `/api/calls`; an `i` past the end
+//!   is a 400 on `i`.
 //! - `GET /api/writer?i=N&reg=NAME` → `{"i":N,"reg":NAME,"writer":J|null}`: the last step
 //!   `J < N` of step N's thread after which register NAME (a name of `state`) changed
 //!   (the values of a step are those before it, so a change first seen at the thread's

@@ -1,5 +1,6 @@
-// The tracekit explorer: a virtualised instruction list, the registers and memory at the
-// selected step, and "who wrote this" navigation, over the JSON API of `tracekit serve`
+// The tracekit explorer: a virtualised instruction list, the registers, memory and open
+// call frames at the selected step, a timeline strip of the whole trace, and "who wrote
+// this" navigation, over the JSON API of `tracekit serve`
 // (documented in crates/tracekit/src/commands/serve/mod.rs). Plain ES2020, no build step.
 'use strict';
 
@@ -89,6 +90,8 @@
     provisional: 0, // a lower bound on the count while `steps` is null
     noun: 'instruction',
     format: '', // from /api/status: how rows record registers (see writtenText)
+    isa: '', // from /api/status: x64, x86, ppc or other (calls are found in x86 and x64)
+    index: '', // from /api/status: the index's state (the strip waits while it is built)
     wordSize: 8,
     topRow: 0, // the (fractional) row at the top of the viewport
     selected: null,
@@ -204,6 +207,7 @@
     list.setAttribute('aria-rowcount', String(n));
     $('list-panel').style.setProperty('--c-i', `${Math.max(4, String(Math.max(0, n - 1)).length)}ch`);
     layout();
+    drawTimeline();
   }
 
   function layout() {
@@ -241,7 +245,12 @@
   list.addEventListener('scroll', () => {
     if (Math.abs(list.scrollTop - expectedScrollTop) < 1) return;
     const range = scrollRange();
-    st.topRow = range > 0 ? (list.scrollTop / range) * maxTop() : 0;
+    if (count() * ROW_H <= MAX_SCROLL_H) {
+      // Unscaled, a row is ROW_H px of scrollbar: exact (the ratio below can round down).
+      st.topRow = clamp(list.scrollTop / ROW_H, 0, maxTop());
+    } else {
+      st.topRow = range > 0 ? (list.scrollTop / range) * maxTop() : 0;
+    }
     expectedScrollTop = list.scrollTop;
     scheduleRender();
   });
@@ -384,6 +393,9 @@
     ensureVisible(i, center);
     scheduleRender();
     loadDetails(i);
+    loadStack(i);
+    drawTimeline();
+    scheduleTimeline();
   }
 
   async function loadDetails(i) {
@@ -584,6 +596,7 @@
     const ans = await api('mem', { i, addr: hex(base), len: MEM_LEN }, signal);
     if (signal && signal.aborted) return;
     renderMem(ans, base);
+    scheduleTimeline(); // the strip's address may be the view's
   }
 
   function renderMem(ans, base) {
@@ -729,6 +742,343 @@
     }
   });
 
+  // ---- the call tree -------------------------------------------------------------------
+
+  const MAX_STACKS = 64; // stacks (/api/stack answers) kept in the LRU cache
+  const STACK_RETRY = 500; // ms between asks while the server finds the calls (503)
+  const stacks = new Lru(MAX_STACKS);
+  let stackCtl = null;
+
+  // Calls are found in x86 and x64 streams only (/api/stack refuses the others).
+  const hasCalls = () => st.isa === 'x64' || st.isa === 'x86';
+
+  async function getStack(i, signal) {
+    const hit = stacks.get(i);
+    if (hit) return hit;
+    const s = await api('stack', { i }, signal);
+    stacks.set(i, s);
+    return s;
+  }
+
+  // What a frame is called: its symbol, else its target (the API gives `0x<target>`).
+  const frameName = (f) => f.symbol || f.target || '(unknown target)';
+
+  function frameButton(cls, step, text, title) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.className = cls;
+    b.dataset.step = String(step);
+    b.textContent = text;
+    b.title = title;
+    return b;
+  }
+
+  function renderStack(i, stack) {
+    const frag = document.createDocumentFragment();
+    for (const f of stack.frames) {
+      const li = document.createElement('li');
+      li.className = 'frame';
+      li.dataset.call = String(f.i);
+      li.dataset.entry = String(f.entry_i);
+      li.dataset.ret = f.ret_i === null ? '' : String(f.ret_i);
+      li.style.setProperty('--depth', String(f.depth));
+      const name = document.createElement('span');
+      name.className = 'frame-name';
+      name.textContent = frameName(f);
+      name.title = `${frameName(f)}, called at step ${f.i}${f.unwound ? ' (closed by an unwinding return)' : ''}`;
+      li.append(name, frameButton('frame-entry', f.entry_i, `entry ${f.entry_i}`, `Go to the entry, step ${f.entry_i}`));
+      if (f.ret_i === null) {
+        const open = document.createElement('span');
+        open.className = 'frame-open';
+        open.textContent = 'open';
+        open.title = 'It does not return in the trace';
+        li.append(open);
+      } else {
+        li.append(frameButton('frame-ret', f.ret_i, `ret ${f.ret_i}`, `Go to the return, step ${f.ret_i}`));
+      }
+      frag.append(li);
+    }
+    if (stack.frames.length === 0) {
+      const li = document.createElement('li');
+      li.className = 'frame-none';
+      li.textContent = 'no frame open (outside every call seen)';
+      frag.append(li);
+    }
+    $('frames').replaceChildren(frag);
+    $('calls-at').textContent = `at step ${i} (thread ${stack.thread})`;
+    $('calls-panel').dataset.i = String(i);
+  }
+
+  async function loadStack(i) {
+    const panel = $('calls-panel');
+    if (!hasCalls()) {
+      panel.classList.add('unavailable');
+      $('frames').textContent = 'No call tree: calls are found in x86 and x64 instruction streams only.';
+      panel.dataset.i = String(i);
+      return;
+    }
+    panel.classList.remove('unavailable');
+    if (stackCtl) stackCtl.abort();
+    const ctl = new AbortController();
+    stackCtl = ctl;
+    panel.setAttribute('aria-busy', 'true');
+    try {
+      const stack = await getStack(i, ctl.signal);
+      if (!ctl.signal.aborted) renderStack(i, stack);
+    } catch (e) {
+      if (isAbort(e)) return;
+      if (e.status === 503) {
+        // The server's first pass over the calls is under way: ask again while step i is
+        // still the one selected.
+        $('frames').textContent = 'finding the calls…';
+        setTimeout(() => { if (st.selected === i && stackCtl === ctl) loadStack(i); }, STACK_RETRY);
+        return;
+      }
+      $('frames').textContent = `no call tree: ${e.message}`;
+      panel.dataset.i = String(i);
+    } finally {
+      if (stackCtl === ctl) panel.removeAttribute('aria-busy');
+    }
+  }
+
+  $('frames').addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (b && b.dataset.step !== undefined) select(Number(b.dataset.step), true);
+  });
+
+  // `f` (finish): the step after the innermost frame's ret (the ret itself when that is the
+  // last step); `F` (reverse-finish): the innermost frame's call.
+  async function finish(reverse) {
+    if (st.selected === null) return;
+    const i = st.selected;
+    if (!hasCalls()) {
+      note('no call tree in this trace (x86 and x64 only)');
+      return;
+    }
+    try {
+      const stack = await getStack(i);
+      const top = stack.frames[stack.frames.length - 1];
+      if (!top) {
+        note(`no frame open at step ${i}`);
+        return;
+      }
+      if (reverse) {
+        note(`reverse-finish: ${frameName(top)} was called at step ${top.i}`);
+        select(top.i, true);
+      } else if (top.ret_i === null) {
+        note(`${frameName(top)} (called at step ${top.i}) does not return in the trace`);
+      } else {
+        note(`finish: ${frameName(top)} returns at step ${top.ret_i}`);
+        select(top.ret_i + 1 < count() ? top.ret_i + 1 : top.ret_i, true);
+      }
+    } catch (e) {
+      if (e.status === 503) note('the calls are still being found: try again in a moment');
+      else showError(e);
+    }
+  }
+
+  // ---- origin (reserved) ----------------------------------------------------------------
+  // The "origin" of a register or byte in one click belongs to `tracekit origin` (being
+  // written separately): when the server answers it, a button beside each register value
+  // and byte goes here, calling select() with the step it names. Nothing else depends on it.
+
+  // ---- the timeline strip ------------------------------------------------------------------
+
+  const MAX_MARKS = 10_000; // marks per lane (a note says when a lane is cut there)
+  const MARK_PAGE = 10_000; // hits per /api/find or /api/xref request
+  const TL_LANE = 10; // px, the height of one lane (#timeline in style.css)
+  const SNAP_PX = 4; // a click this close to a mark goes to its step
+  const TL_DELAY = 150; // ms the selection must rest before the marks are fetched
+  const LANES = ['pc', 'write', 'read'];
+
+  const tl = {
+    pc: null, // the pc marked (a 0x… string)
+    loadingPc: null, // the pc whose marks are being fetched
+    addr: null, // { addr: BigInt, len } marked
+    marks: { pc: [], write: [], read: [] }, // sorted step numbers per lane
+    capped: { pc: false, write: false, read: false },
+  };
+  const timeline = $('timeline');
+  let tlTimer = 0;
+  let tlPcCtl = null;
+  let tlMemCtl = null;
+
+  // Every hit of `path` (find or xref) with `params`, page after page, up to MAX_MARKS + 1
+  // (one more than kept tells that there are more).
+  async function allHits(path, params, signal) {
+    const hits = [];
+    let from = 0;
+    for (;;) {
+      const ans = await api(path, { ...params, from, count: MARK_PAGE }, signal);
+      hits.push(...ans.hits);
+      if (ans.next === null || ans.next === undefined || hits.length > MAX_MARKS) break;
+      from = ans.next;
+    }
+    return hits;
+  }
+
+  // Distinct steps, sorted, at most MAX_MARKS; and whether some were left out.
+  function stepsOf(hits) {
+    const all = [...new Set(hits.map((h) => h.i))].sort((a, b) => a - b);
+    return [all.slice(0, MAX_MARKS), all.length > MAX_MARKS];
+  }
+
+  // Whether an xref hit (with `access`: xref --disasm) writes, or reads, the range; a hit
+  // of unknown access writes when it has a new value, else reads.
+  const hitWrites = (h) => (h.access && h.access !== 'unknown' ? h.access !== 'read' : h.new !== null && h.new !== undefined);
+  const hitReads = (h) => (h.access && h.access !== 'unknown' ? h.access !== 'write' : h.new === null || h.new === undefined);
+
+  function tlNote() {
+    const capped = LANES.filter((l) => tl.capped[l]);
+    $('tl-note').textContent = capped.length
+      ? `(${capped.join(', ')}: the first ${MAX_MARKS.toLocaleString('en')} steps only)`
+      : '';
+    const n = (lane) => `(${tl.marks[lane].length.toLocaleString('en')})`;
+    $('tl-pc').textContent = tl.pc === null ? '' : `${tl.pc} ${n('pc')}`;
+    $('tl-writes').textContent = tl.addr === null ? '' : n('write');
+    $('tl-reads').textContent = tl.addr === null ? '' : n('read');
+    $('tl-addr').textContent = tl.addr === null ? ''
+      : `of ${hex(tl.addr.addr)}${tl.addr.len > 1 ? `:${tl.addr.len}` : ''}`;
+    for (const l of LANES) {
+      timeline.dataset[`${l}Marks`] = String(tl.marks[l].length);
+      timeline.dataset[`${l}Capped`] = String(tl.capped[l]);
+    }
+    timeline.dataset.pc = tl.pc ?? '';
+    timeline.dataset.addr = tl.addr === null ? '' : hex(tl.addr.addr);
+  }
+
+  async function loadPcMarks(pc) {
+    if (tlPcCtl) tlPcCtl.abort();
+    const ctl = new AbortController();
+    tlPcCtl = ctl;
+    tl.loadingPc = pc;
+    timeline.dataset.pcLoading = 'true';
+    try {
+      const hits = await allHits('find', { pc }, ctl.signal);
+      if (ctl.signal.aborted) return;
+      [tl.marks.pc, tl.capped.pc] = stepsOf(hits);
+      tl.pc = pc;
+    } catch (e) {
+      showError(e);
+    } finally {
+      if (tlPcCtl === ctl) {
+        delete timeline.dataset.pcLoading;
+        tl.loadingPc = null;
+      }
+    }
+    tlNote();
+    drawTimeline();
+  }
+
+  async function loadMemMarks(addr, len) {
+    if (tlMemCtl) tlMemCtl.abort();
+    const ctl = new AbortController();
+    tlMemCtl = ctl;
+    timeline.dataset.memLoading = 'true';
+    try {
+      const hits = await allHits('xref', { addr: hex(addr), len, disasm: 1 }, ctl.signal);
+      if (ctl.signal.aborted) return;
+      [tl.marks.write, tl.capped.write] = stepsOf(hits.filter(hitWrites));
+      [tl.marks.read, tl.capped.read] = stepsOf(hits.filter(hitReads));
+      tl.addr = { addr, len };
+    } catch (e) {
+      showError(e);
+    } finally {
+      if (tlMemCtl === ctl) delete timeline.dataset.memLoading;
+    }
+    tlNote();
+    drawTimeline();
+  }
+
+  // The marks follow the selection once it rests: the selected step's pc, and the byte
+  // clicked last (else the word at the top of the memory view).
+  function scheduleTimeline() {
+    clearTimeout(tlTimer);
+    tlTimer = setTimeout(async () => {
+      if (st.selected === null) return;
+      // Without the index every search is a pass over the trace, on a worker the rows
+      // need: the marks wait for it (a failed index leaves the passes).
+      if (st.index === '' || st.index === 'building') {
+        $('tl-note').textContent = '(the marks come once the index is built)';
+        return;
+      }
+      tlNote();
+      try {
+        const pc = await pcOf(st.selected);
+        if (pc && pc !== tl.pc && pc !== tl.loadingPc) loadPcMarks(pc);
+      } catch (e) {
+        showError(e);
+      }
+      const [addr, len] = st.byte !== null ? [st.byte, 1] : [st.memBase, st.wordSize];
+      if (addr !== null && (tl.addr === null || tl.addr.addr !== addr || tl.addr.len !== len)) {
+        loadMemMarks(addr, len);
+      }
+    }, TL_DELAY);
+  }
+
+  // The x (CSS px) of the middle of step i on a strip `width` wide.
+  const stepX = (i, width) => ((i + 0.5) / Math.max(1, count())) * width;
+
+  function drawTimeline() {
+    const dpr = window.devicePixelRatio || 1;
+    const width = timeline.clientWidth;
+    const height = TL_LANE * LANES.length;
+    if (timeline.width !== Math.round(width * dpr)) timeline.width = Math.round(width * dpr);
+    if (timeline.height !== Math.round(height * dpr)) timeline.height = Math.round(height * dpr);
+    const g = timeline.getContext('2d');
+    if (!g) return;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, height);
+    const css = getComputedStyle(document.documentElement);
+    const n = Math.max(1, count());
+    // A mark is one step wide, and at least one device pixel.
+    const w = Math.max(1 / dpr, width / n);
+    LANES.forEach((lane, k) => {
+      g.fillStyle = css.getPropertyValue(`--tl-${lane}`).trim() || '#888';
+      for (const i of tl.marks[lane]) g.fillRect(stepX(i, width) - w / 2, k * TL_LANE + 1, w, TL_LANE - 2);
+    });
+    if (st.selected !== null) {
+      g.fillStyle = css.getPropertyValue('--fg').trim() || '#000';
+      g.fillRect(stepX(st.selected, width) - 1, 0, 2, height);
+    }
+    timeline.dataset.selected = st.selected === null ? '' : String(st.selected);
+  }
+
+  // The mark of `marks` (sorted) nearest to x, and its distance in px.
+  function nearestMark(marks, x, width) {
+    if (marks.length === 0) return null;
+    const want = (x / width) * count() - 0.5;
+    let lo = 0;
+    let hi = marks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (marks[mid] < want) lo = mid + 1;
+      else hi = mid;
+    }
+    let best = null;
+    for (const k of [lo - 1, lo]) {
+      if (k < 0 || k >= marks.length) continue;
+      const d = Math.abs(stepX(marks[k], width) - x);
+      if (best === null || d < best.d) best = { i: marks[k], d };
+    }
+    return best;
+  }
+
+  // A click seeks: to the nearest mark of the lane clicked when within SNAP_PX, else to the
+  // step under the pointer.
+  timeline.addEventListener('click', (e) => {
+    const n = count();
+    if (n === 0) return;
+    const r = timeline.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const lane = LANES[clamp(Math.floor(((e.clientY - r.top) / r.height) * LANES.length), 0, LANES.length - 1)];
+    const near = nearestMark(tl.marks[lane], x, r.width);
+    if (near && near.d <= SNAP_PX) select(near.i, true);
+    else select(clamp(Math.floor((x / r.width) * n), 0, n - 1), true);
+  });
+
+  new ResizeObserver(() => drawTimeline()).observe(timeline);
+
   // ---- jumps --------------------------------------------------------------------------
 
   async function pcOf(i) {
@@ -817,6 +1167,8 @@
       case 'k': case 'ArrowUp': select(Math.max(0, sel - 1)); break;
       case 'n': samePc(1); break;
       case 'p': samePc(-1); break;
+      case 'f': finish(false); break;
+      case 'F': finish(true); break;
       case 'PageDown': select(sel + page); break;
       case 'PageUp': select(Math.max(0, sel - page)); break;
       case 'Home': select(0); break;
@@ -853,6 +1205,10 @@
       const s = await api('status');
       st.noun = s.step_noun || st.noun;
       st.format = s.format || st.format;
+      st.isa = s.isa || st.isa;
+      const indexBefore = st.index;
+      st.index = (s.index && s.index.state) || st.index;
+      if (indexBefore === 'building' && st.index !== 'building') scheduleTimeline();
       if (s.word_size) st.wordSize = s.word_size;
       if (s.steps !== null && s.steps !== undefined) setSteps(s.steps);
       showStatus(s);
