@@ -931,20 +931,38 @@ pub struct Passed {
 }
 
 /// [`Steps::seek`] by reading, for formats without an index: reads steps up to and
-/// including step `n` (`steps` must be at its start). The implementation then returns that
-/// step, which it still holds, from its next `next_step`.
+/// including step `n` (by the steps' own numbers, [`Step::i`], so from wherever `steps`
+/// is). The implementation then returns that step, which it still holds, from its next
+/// `next_step`. A stream cannot go back: a step before the next one is an error (a
+/// format in memory reads again from its start first).
 ///
 /// # Errors
 ///
-/// As [`Steps::seek`].
+/// As [`Steps::seek`]; `n` before the next step.
 pub fn seek_by_scan<S: Steps + ?Sized>(steps: &mut S, n: u64) -> Result<(), Error> {
-    let mut count = 0u64;
+    let noun = steps.kind().noun();
+    let mut count = None;
     loop {
         match steps.next_step() {
-            Some(Ok(_)) if count == n => return Ok(()),
-            Some(Ok(_)) => count = count.saturating_add(1),
+            Some(Ok(step)) if step.i == n => return Ok(()),
+            Some(Ok(step)) if step.i > n => {
+                return Err(Error::Unsupported(format!(
+                    "cannot go back to {noun} {n} in a stream read once (a pipe or compressed \
+                     input): it is at {noun} {}",
+                    step.i
+                )));
+            }
+            Some(Ok(step)) => count = Some(step.i.saturating_add(1)),
             Some(Err(e)) => return Err(e),
-            None => return Err(past_end_of(steps.kind().noun(), n, count)),
+            None => {
+                return Err(match count {
+                    Some(count) => past_end_of(noun, n, count),
+                    None => Error::Unsupported(format!(
+                        "cannot go to {noun} {n}: no {noun}s are left to read (it is past the \
+                         end, or behind, and a stream read once cannot go back)"
+                    )),
+                });
+            }
         }
     }
 }

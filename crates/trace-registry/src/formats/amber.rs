@@ -140,6 +140,16 @@ pub(super) enum Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// The reader as it is now, to read again from here: records in memory only (a
+    /// stream or a merge of files is read once).
+    pub(super) fn again(&self) -> Option<Reader<'a>> {
+        match self {
+            Reader::Slice(r) => Some(Reader::Slice(r.clone())),
+            Reader::FullSlice(r) => Some(Reader::FullSlice(r.clone())),
+            Reader::Stream(_) | Reader::Merged(_) | Reader::FullStream(_) => None,
+        }
+    }
+
     /// Opens the reader of `input`, and the thread of a single file (from its
     /// `thread_NNN` name, else 0).
     ///

@@ -72,7 +72,8 @@ fn read_options(ctx: &Ctx<'_>) -> Result<ReadOptions, Error> {
 /// The lines of a trace in memory or from a stream (both readers hold the parser's
 /// register array inline: about the same size).
 enum Lines<'a> {
-    Slice(Reader<'a>),
+    /// In memory, with the bytes and options to read them again from the start.
+    Slice(Reader<'a>, &'a [u8], ReadOptions),
     Stream(StreamReader<Box<dyn Read + Send>>),
 }
 
@@ -80,14 +81,14 @@ impl<'a> Lines<'a> {
     fn open(input: &'a mut Input, ctx: &Ctx<'_>) -> Result<Lines<'a>, Error> {
         let options = read_options(ctx)?;
         Ok(match input.source() {
-            Source::Bytes(bytes) => Lines::Slice(Reader::parse(bytes, options)),
+            Source::Bytes(bytes) => Lines::Slice(Reader::parse(bytes, options), bytes, options),
             Source::Stream(s) => Lines::Stream(StreamReader::from_reader(s, options).map_err(err)?),
         })
     }
 
     fn next_line(&mut self) -> Option<Result<Line<'_>, Error>> {
         let line = match self {
-            Lines::Slice(r) => r.next_line(),
+            Lines::Slice(r, ..) => r.next_line(),
             Lines::Stream(s) => s.next_line(),
         };
         line.map(|l| l.map_err(err))
@@ -95,22 +96,34 @@ impl<'a> Lines<'a> {
 
     fn next_instruction(&mut self) -> Option<Result<Instruction<'_>, Error>> {
         let insn = match self {
-            Lines::Slice(r) => r.next_instruction(),
+            Lines::Slice(r, ..) => r.next_instruction(),
             Lines::Stream(s) => s.next_instruction(),
         };
         insn.map(|i| i.map_err(err))
     }
 
+    /// The lines again from the first (in memory only: a stream reads on).
+    fn restart(&self) -> Option<Lines<'a>> {
+        match self {
+            Lines::Slice(_, bytes, options) => Some(Lines::Slice(
+                Reader::parse(bytes, *options),
+                bytes,
+                *options,
+            )),
+            Lines::Stream(_) => None,
+        }
+    }
+
     fn position(&self) -> u64 {
         match self {
-            Lines::Slice(r) => r.position(),
+            Lines::Slice(r, ..) => r.position(),
             Lines::Stream(s) => s.position(),
         }
     }
 
     fn summary(&self) -> tenet_trace::Summary {
         match self {
-            Lines::Slice(r) => r.summary(),
+            Lines::Slice(r, ..) => r.summary(),
             Lines::Stream(s) => s.summary(),
         }
     }
@@ -701,7 +714,19 @@ impl Steps for TenetSteps<'_> {
         }));
     }
 
+    /// Reads on to step `n`; to an earlier step, reads again from the start (a trace in
+    /// memory: a stream cannot go back).
     fn seek(&mut self, n: u64) -> Result<(), Error> {
+        let first_unread = if self.pending {
+            self.step.i
+        } else {
+            self.index
+        };
+        if n < first_unread
+            && let Some(lines) = self.lines.restart()
+        {
+            *self = TenetSteps::new(lines);
+        }
         steps::seek_by_scan(self, n)?;
         self.pending = true;
         Ok(())
@@ -756,6 +781,54 @@ mod tests {
             ));
         }
         out
+    }
+
+    /// Seeking lands on step `n` with its registers and accesses, whatever was read
+    /// before: forwards, back (read again from the start), onto the step held, after the
+    /// end; past the end is an error; a stream (gzip) goes forwards only.
+    #[test]
+    fn seek_goes_to_step_n_from_anywhere() {
+        let bytes = testdata("tenet/basic.log");
+        let all = steps_of("basic.log", &bytes, false);
+        let n = all.len() as u64;
+        let options = Options::default();
+        let mut inp = input("basic.log", &bytes, false);
+        let mut s = Tenet.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
+        let pc_at = |s: &mut Box<dyn Steps + '_>, k: u64| {
+            s.seek(k).unwrap();
+            let step = s.next_step().unwrap().unwrap();
+            assert_eq!(step.i, k);
+            let pc = step.pc;
+            let names = s.reg_names().to_vec();
+            let rsp = s.regs()[names.iter().position(|x| x == "rsp").unwrap()];
+            (pc, rsp)
+        };
+        for k in [3, 1, 1, 0, n - 1, 2, n - 1, 0] {
+            let (pc, rsp) = pc_at(&mut s, k);
+            assert_eq!(
+                (pc, rsp),
+                (all[k as usize].0, all[k as usize].1),
+                "step {k}"
+            );
+        }
+        // Onto the step held: it is what comes next, once.
+        s.seek(2).unwrap();
+        s.seek(2).unwrap();
+        assert_eq!(s.next_step().unwrap().unwrap().i, 2);
+        assert_eq!(s.next_step().unwrap().unwrap().i, 3);
+        while s.next_step().is_some() {}
+        assert!(s.seek(n).unwrap_err().to_string().contains("past the end"));
+        assert_eq!(pc_at(&mut s, 1).0, all[1].0);
+
+        let mut inp = input("basic.log", &bytes, true);
+        let mut s = Tenet.steps(&mut inp, &mut Ctx::new(&options)).unwrap();
+        assert_eq!(pc_at(&mut s, 2).0, all[2].0);
+        assert_eq!(pc_at(&mut s, 4).0, all[4].0);
+        let e = s.seek(1).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot go back to instruction 1 in a stream"),
+            "{e}"
+        );
     }
 
     /// The hand-built `basic.log` (push rbp; mov rbp,rsp; mov rax,[rsp+0x10]; call; ret;

@@ -46,6 +46,10 @@ pub(super) struct AmberSteps<'a> {
     full: Option<Box<FullRecordOwned>>,
     regs: Vec<u64>,
     offset: u64,
+    /// The reader at the start, for a seek back (a trace in memory; a stream cannot).
+    start: Option<Reader<'a>>,
+    /// The number of the step after the last one read (0 before the first).
+    next_i: u64,
     pending: bool,
     done: bool,
 }
@@ -58,6 +62,7 @@ impl<'a> AmberSteps<'a> {
     ) -> Result<AmberSteps<'a>, Error> {
         let (reader, thread) = Reader::open(handler, input, ctx)?;
         let full = handler.kind() == Kind::Full;
+        let start = reader.again();
         Ok(AmberSteps {
             handler,
             reader,
@@ -71,6 +76,8 @@ impl<'a> AmberSteps<'a> {
             full: None,
             regs: Vec::new(),
             offset: 0,
+            start,
+            next_i: 0,
             pending: false,
             done: false,
         })
@@ -162,7 +169,10 @@ impl Steps for AmberSteps<'_> {
             return None;
         }
         match self.advance() {
-            Some(Ok(())) => Some(Ok(&self.step)),
+            Some(Ok(())) => {
+                self.next_i = self.step.i.saturating_add(1);
+                Some(Ok(&self.step))
+            }
             Some(Err(e)) => {
                 self.done = true;
                 Some(Err(self.handler.err(e)))
@@ -216,7 +226,25 @@ impl Steps for AmberSteps<'_> {
         out.push(word("vrvalid".into(), u64::from(v.save_vrvalid.get())));
     }
 
+    /// Reads on to step `n`; to an earlier step, from the start again (a trace in memory:
+    /// a stream cannot go back).
     fn seek(&mut self, n: u64) -> Result<(), Error> {
+        let first_unread = if self.pending {
+            self.step.i
+        } else {
+            self.next_i
+        };
+        if n < first_unread
+            && let Some(start) = self.start.as_ref().and_then(Reader::again)
+        {
+            self.reader = start;
+            self.step.clear();
+            self.full = None;
+            self.offset = 0;
+            self.next_i = 0;
+            self.pending = false;
+            self.done = false;
+        }
         steps::seek_by_scan(self, n)?;
         self.pending = true;
         Ok(())
@@ -336,6 +364,21 @@ mod tests {
                     let mut steps = open_steps(handler, &mut inp);
                     steps.seek(n as u64).unwrap();
                     assert_eq!(steps.next_step().unwrap().unwrap(), &r[n], "{name} @{n}");
+                }
+                // One stream sought back and forth: in memory it reads again from the
+                // start; a stream (gzip) goes forwards only.
+                let mut inp = input(base, &bytes, gzip);
+                let mut steps = open_steps(handler, &mut inp);
+                for n in [r.len() - 1, 0, r.len() / 2, r.len() / 2, r.len() - 1, 0] {
+                    match steps.seek(n as u64) {
+                        Ok(()) => {
+                            assert_eq!(steps.next_step().unwrap().unwrap(), &r[n], "{name} @{n}")
+                        }
+                        Err(e) => {
+                            assert!(gzip, "{name} @{n}: {e}");
+                            assert!(e.to_string().contains("cannot go back"), "{e}");
+                        }
+                    }
                 }
                 let mut inp = input(base, &bytes, gzip);
                 let mut steps = open_steps(handler, &mut inp);
