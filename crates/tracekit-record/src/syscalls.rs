@@ -256,8 +256,12 @@ mod tests {
     ) -> Vec<(u64, u64)> {
         let mut read = |addr: u64, buf: &mut [u8]| {
             for (base, bytes) in mem {
-                if let Some(off) = addr.checked_sub(*base)
-                    && let Some(src) = bytes.get(off as usize..off as usize + buf.len())
+                let off = addr
+                    .checked_sub(*base)
+                    .and_then(|o| usize::try_from(o).ok());
+                if let Some(off) = off
+                    && let Some(end) = off.checked_add(buf.len())
+                    && let Some(src) = bytes.get(off..end)
                 {
                     buf.copy_from_slice(src);
                     return true;
