@@ -29,6 +29,7 @@ pub mod bbv;
 pub mod calls;
 pub mod diff;
 pub mod mem;
+pub mod origin;
 pub mod state;
 pub mod symbols;
 pub mod xref;
