@@ -1025,3 +1025,342 @@ fn is_read(a: OpAccess) -> bool {
         OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
     )
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation
+)]
+mod tests {
+    use super::*;
+    use trac_x64dbg::{Arch, Header, MemAccess, Recorder, RecorderOptions, RegDump, Writer};
+    use trace_model::Options;
+    use trace_model::schema::testing::input;
+
+    const RAX: usize = 0;
+    const RCX: usize = 1;
+    const RBX: usize = 3;
+    const RSP: usize = 4;
+    const STACK: u64 = 0x14_fe00;
+
+    /// One instruction of a hand-built trace: its thread, bytes, the registers set before
+    /// it (word index, value) and its recorded memory words (address, old, new).
+    struct Ins {
+        thread: u32,
+        opcode: Vec<u8>,
+        set: Vec<(usize, u64)>,
+        mem: Vec<(u64, u64, Option<u64>)>,
+    }
+
+    fn ins(opcode: &[u8], set: &[(usize, u64)], mem: &[(u64, u64, Option<u64>)]) -> Ins {
+        Ins {
+            thread: 7,
+            opcode: opcode.to_vec(),
+            set: set.to_vec(),
+            mem: mem.to_vec(),
+        }
+    }
+
+    /// An x64 trace recorded from `steps` by `trac_x64dbg`'s `Recorder` (a full dump every
+    /// 512 instructions), each thread with its own registers.
+    fn built(steps: &[Ins]) -> Vec<u8> {
+        let header = Header::new(Arch::X64, "hand.exe");
+        let writer = Writer::new(Vec::new(), &header).unwrap();
+        let mut rec = Recorder::new(writer, RecorderOptions::default());
+        let mut regs: HashMap<u32, RegDump> = HashMap::new();
+        let mut pc = 0x7ff6_0000_1000u64;
+        for s in steps {
+            let r = regs.entry(s.thread).or_insert_with(|| {
+                let mut r = RegDump::new(Arch::X64);
+                r.set_word(RSP, STACK);
+                r
+            });
+            for &(k, v) in &s.set {
+                r.set_word(k, v);
+            }
+            r.set_ip(pc);
+            let mem = s
+                .mem
+                .iter()
+                .map(|&(address, old, new)| MemAccess {
+                    flags: u8::from(new.is_none()),
+                    address,
+                    old,
+                    new,
+                })
+                .collect();
+            rec.step(trac_x64dbg::Step {
+                thread: s.thread,
+                opcode: s.opcode.clone(),
+                regs: r.clone(),
+                mem,
+            })
+            .unwrap();
+            pc += s.opcode.len() as u64;
+        }
+        rec.finish().unwrap()
+    }
+
+    fn ask(bytes: &[u8], at: u64, target: &str, max_hops: usize) -> Result<Origin, Error> {
+        let mut input = input("o.trace64", bytes, false);
+        let handler = trace_registry::detect(&input).unwrap();
+        let options = Options::default();
+        let query = OriginQuery {
+            at,
+            target: target.parse().map_err(Error::Unsupported)?,
+            max_hops,
+        };
+        origin(handler, &mut input, &mut Ctx::new(&options), &query)
+    }
+
+    /// Each hop as (step, kind, loc, from).
+    fn shape(o: &Origin) -> Vec<(Option<u64>, HopKind, String, Option<String>)> {
+        o.hops
+            .iter()
+            .map(|h| (h.i, h.kind, h.loc.clone(), h.from.clone()))
+            .collect()
+    }
+
+    fn hop(
+        i: Option<u64>,
+        kind: HopKind,
+        loc: &str,
+        from: Option<&str>,
+    ) -> (Option<u64>, HopKind, String, Option<String>) {
+        (i, kind, loc.to_owned(), from.map(str::to_owned))
+    }
+
+    // The encodings the traces use.
+    const MOV_RCX_IMM: &[u8] = &[0x48, 0xc7, 0xc1, 0x34, 0x12, 0x00, 0x00]; // mov rcx, 0x1234
+    const MOV_RAX_IMM: &[u8] = &[0x48, 0xc7, 0xc0, 0x34, 0x12, 0x00, 0x00]; // mov rax, 0x1234
+    const STORE_RCX: &[u8] = &[0x48, 0x89, 0x4c, 0x24, 0x08]; // mov [rsp+8], rcx
+    const LOAD_RBX: &[u8] = &[0x48, 0x8b, 0x5c, 0x24, 0x08]; // mov rbx, [rsp+8]
+    const MOV_RAX_RBX: &[u8] = &[0x48, 0x89, 0xd8]; // mov rax, rbx
+    const ADD_RAX_RCX: &[u8] = &[0x48, 0x01, 0xc8]; // add rax, rcx
+    const PUSH_RAX: &[u8] = &[0x50];
+    const POP_RDX: &[u8] = &[0x5a];
+    const NOP: &[u8] = &[0x90];
+
+    /// A constant, stored, loaded, moved: copy, copy, copy back to the `mov` of the
+    /// immediate (a computation); the sub-register `eax` is `rax`'s.
+    #[test]
+    fn a_chain_of_copies_ends_at_the_constant() {
+        let a = STACK + 8;
+        let bytes = built(&[
+            ins(MOV_RCX_IMM, &[], &[]),
+            ins(STORE_RCX, &[(RCX, 0x1234)], &[(a, 5, Some(0x1234))]),
+            ins(LOAD_RBX, &[], &[(a, 0x1234, None)]),
+            ins(MOV_RAX_RBX, &[(RBX, 0x1234)], &[]),
+            ins(NOP, &[(RAX, 0x1234)], &[]),
+        ]);
+        let want = vec![
+            hop(Some(3), HopKind::Copy, "rax", Some("rbx")),
+            hop(Some(2), HopKind::Copy, "rbx", Some("0x14fe08:8")),
+            hop(Some(1), HopKind::Copy, "0x14fe08:8", Some("rcx")),
+            hop(Some(0), HopKind::Compute, "rcx", None),
+        ];
+        let o = ask(&bytes, 4, "rax", 64).unwrap();
+        assert_eq!(shape(&o), want);
+        assert_eq!(o.hops[0].asm.as_deref(), Some("mov rax, rbx"));
+        assert_eq!(o.hops[0].thread, Some(7));
+        assert_eq!(o.hops[0].pc, Some(0x7ff6_0000_1000 + 7 + 5 + 5));
+        // `eax` is found through `rax`'s writer.
+        let o = ask(&bytes, 4, "eax", 64).unwrap();
+        assert_eq!(o.hops[0].i, Some(3));
+        assert_eq!(o.hops.len(), 4);
+        // From the memory: the store, then the constant.
+        let o = ask(&bytes, 3, "0x14fe08", 64).unwrap();
+        assert_eq!(shape(&o), want[2..]);
+        // One byte of the word: the same writer, which wrote all of it.
+        let o = ask(&bytes, 3, "0x14fe0b:1", 64).unwrap();
+        assert_eq!(o.hops[0].i, Some(1));
+        assert_eq!(o.hops[0].kind, HopKind::Copy);
+        // A range the store covers only half of: partial.
+        let o = ask(&bytes, 3, "0x14fe0c:8", 64).unwrap();
+        assert_eq!(
+            shape(&o),
+            [hop(Some(1), HopKind::Partial, "0x14fe0c:8", None)]
+        );
+        // The JSON lines.
+        let o = ask(&bytes, 4, "rax", 2).unwrap();
+        assert_eq!(
+            o.to_json_lines(),
+            "{\"i\":3,\"thread\":7,\"pc\":\"0x7ff600001011\",\"asm\":\"mov rax, rbx\",\"from\":\"rbx\",\"kind\":\"copy\",\"loc\":\"rax\"}\n\
+             {\"i\":2,\"thread\":7,\"pc\":\"0x7ff60000100c\",\"asm\":\"mov rbx, qword ptr [rsp+8]\",\"from\":\"0x14fe08:8\",\"kind\":\"copy\",\"loc\":\"rbx\"}\n"
+        );
+        assert!(o.to_text().contains("cut at 2 hops"));
+    }
+
+    /// An `add` is a computation; a register nothing wrote, and memory nothing wrote, go
+    /// back to the start.
+    #[test]
+    fn computations_and_the_start_stop_the_chain() {
+        let bytes = built(&[
+            ins(MOV_RCX_IMM, &[], &[]),
+            ins(ADD_RAX_RCX, &[(RCX, 0x1234)], &[]),
+            ins(NOP, &[(RAX, 0x1234)], &[]),
+            ins(NOP, &[], &[]),
+        ]);
+        let o = ask(&bytes, 3, "rax", 64).unwrap();
+        assert_eq!(shape(&o), [hop(Some(1), HopKind::Compute, "rax", None)]);
+        let o = ask(&bytes, 3, "rdx", 64).unwrap();
+        assert_eq!(shape(&o), [hop(None, HopKind::Start, "rdx", None)]);
+        assert_eq!(
+            o.hops[0].to_json(),
+            r#"{"i":null,"thread":null,"pc":null,"asm":null,"from":null,"kind":"start","loc":"rdx"}"#
+        );
+        let o = ask(&bytes, 3, "0x5000:4", 64).unwrap();
+        assert_eq!(shape(&o), [hop(None, HopKind::Start, "0x5000:4", None)]);
+        // Before the writer, rax was there at the start.
+        let o = ask(&bytes, 1, "rax", 64).unwrap();
+        assert_eq!(shape(&o), [hop(None, HopKind::Start, "rax", None)]);
+    }
+
+    /// `push` copies its register to the stack (and computes rsp); `pop` copies the slot; a
+    /// syscall stops; a register another thread wrote is not this thread's.
+    #[test]
+    fn push_pop_syscall_and_threads() {
+        let slot = STACK - 8;
+        let mut other = ins(&[0x48, 0x31, 0xd2], &[], &[]); // xor rdx, rdx (thread 9)
+        other.thread = 9;
+        let bytes = built(&[
+            ins(&[0x0f, 0x05], &[], &[]), // syscall
+            ins(PUSH_RAX, &[(RAX, 0x77)], &[(slot, 0, Some(0x77))]),
+            other,
+            ins(POP_RDX, &[(RSP, slot)], &[(slot, 0x77, None)]),
+            ins(NOP, &[(RSP, STACK), (2, 0x77)], &[]),
+        ]);
+        let o = ask(&bytes, 4, "rdx", 64).unwrap();
+        assert_eq!(
+            shape(&o),
+            [
+                hop(Some(3), HopKind::Copy, "rdx", Some("0x14fdf8:8")),
+                hop(Some(1), HopKind::Copy, "0x14fdf8:8", Some("rax")),
+                hop(Some(0), HopKind::Syscall, "rax", None),
+            ]
+        );
+        // rsp was moved by the pop, not copied.
+        let o = ask(&bytes, 4, "rsp", 64).unwrap();
+        assert_eq!(shape(&o), [hop(Some(3), HopKind::Compute, "rsp", None)]);
+    }
+
+    /// A chain of 100 hops through stores, loads and register moves, with `nop`s between
+    /// (across full dumps): every hop found, in order, to the constant at the start; and
+    /// `max_hops` cuts it.
+    #[test]
+    fn a_hundred_hop_copy_chain() {
+        // Each instruction with what it does to the registers (set before the next one).
+        let mut steps: Vec<Ins> = Vec::new();
+        let mut effect: Vec<(usize, u64)> = Vec::new();
+        let mut push = |steps: &mut Vec<Ins>, opcode: &[u8], mem: &[_], then: &[(usize, u64)]| {
+            steps.push(ins(opcode, &effect, mem));
+            effect = then.to_vec();
+            steps.len() as u64 - 1
+        };
+        let v = 0x1234u64;
+        let first = push(&mut steps, MOV_RAX_IMM, &[], &[(RAX, v)]);
+        // The steps of the copies, and what each hop's location and source are.
+        let mut want = vec![(first, HopKind::Compute, "rax".to_owned(), None)];
+        // Unrelated instructions between the copies, a varying number.
+        for k in 0..33usize {
+            let disp = 8 + 8 * (k % 15) as u8;
+            let addr = STACK + u64::from(disp);
+            let loc = format!("{addr:#x}:8");
+            for _ in 0..((k) % 5) * 5 {
+                push(&mut steps, NOP, &[], &[]);
+            }
+            // mov [rsp+disp], rax
+            let i = push(
+                &mut steps,
+                &[0x48, 0x89, 0x44, 0x24, disp],
+                &[(addr, 0, Some(v))],
+                &[],
+            );
+            want.push((i, HopKind::Copy, loc.clone(), Some("rax".to_owned())));
+            for _ in 0..((k + 1) % 5) * 5 {
+                push(&mut steps, NOP, &[], &[]);
+            }
+            // mov rbx, [rsp+disp]
+            let i = push(
+                &mut steps,
+                &[0x48, 0x8b, 0x5c, 0x24, disp],
+                &[(addr, v, None)],
+                &[(RBX, v)],
+            );
+            want.push((i, HopKind::Copy, "rbx".to_owned(), Some(loc)));
+            for _ in 0..((k + 2) % 5) * 5 {
+                push(&mut steps, NOP, &[], &[]);
+            }
+            let i = push(&mut steps, MOV_RAX_RBX, &[], &[]);
+            want.push((i, HopKind::Copy, "rax".to_owned(), Some("rbx".to_owned())));
+            // Clobber rbx afterwards, so that only the right writer explains it.
+            push(&mut steps, &[0x48, 0x31, 0xdb], &[], &[(RBX, 0)]); // xor rbx, rbx
+        }
+        push(&mut steps, NOP, &[], &[]);
+        let at = steps.len() as u64 - 1;
+        assert!(at > 1024, "the chain crosses full dumps ({at})");
+        want.reverse();
+        let want: Vec<_> = want
+            .into_iter()
+            .map(|(i, kind, loc, from)| (Some(i), kind, loc, from))
+            .collect();
+        assert_eq!(want.len(), 100);
+        let bytes = built(&steps);
+        let o = ask(&bytes, at, "rax", 200).unwrap();
+        assert_eq!(shape(&o), want);
+        let o = ask(&bytes, at, "rax", 10).unwrap();
+        assert_eq!(shape(&o), want[..10]);
+        // The same with a sidecar index.
+        let dir = std::env::temp_dir().join(format!("tk-origin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("chain.trace64");
+        std::fs::write(&path, &bytes).unwrap();
+        let index = dir.join("chain.trace64.tkidx");
+        let options = Options {
+            index: Some(index.clone()),
+            ..Options::default()
+        };
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let handler = trace_registry::detect(&input).unwrap();
+        trace_index::build(
+            handler,
+            &mut input,
+            &mut Ctx::new(&options),
+            Some(&index),
+            trace_index::BuildOptions::default(),
+        )
+        .unwrap();
+        let mut input = Input::open(path.as_os_str()).unwrap();
+        let query = OriginQuery {
+            at,
+            target: "rax".parse().unwrap(),
+            max_hops: 200,
+        };
+        let o = origin(handler, &mut input, &mut Ctx::new(&options), &query).unwrap();
+        assert_eq!(shape(&o), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Bad targets and steps past the end say what is expected.
+    #[test]
+    fn errors_say_what_is_expected() {
+        let bytes = built(&[ins(NOP, &[], &[]), ins(NOP, &[], &[])]);
+        let e = ask(&bytes, 2, "rax", 64).unwrap_err();
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("2 is past the end")),
+            "{e}"
+        );
+        for bad in ["foo", "0x10:0", "0x10:65", "0xzz", "rflags"] {
+            let e = bad.parse::<Target>().unwrap_err();
+            assert!(e.contains("expected a register"), "{bad}: {e}");
+        }
+        assert_eq!(
+            "0x10:4".parse::<Target>(),
+            Ok(Target::Mem { addr: 16, len: 4 })
+        );
+        assert_eq!("16".parse::<Target>(), Ok(Target::Mem { addr: 16, len: 8 }));
+        assert_eq!("XMM3".parse::<Target>(), Ok(Target::Reg("xmm3".into())));
+    }
+}
