@@ -12,7 +12,7 @@
 //!   ends it without a reply, and GDB then reports a lost connection).
 //!
 //! What is left, a packet gdbstub knows but cannot parse (`m` with bad hex), ends
-//! the `gdbstub` run; [`super::serve`] answers it `E01` and starts a new run on the same
+//! the `gdbstub` run; `gdbserver`'s `serve` answers it `E01` and starts a new run on the same
 //! connection and replay ([`Shared`]).
 
 use std::cell::RefCell;
