@@ -379,8 +379,32 @@ pub fn origin_of(
             )));
         }
     }
+    if steps.kind().memory_is_snapshot() {
+        return Err(Error::Unsupported(format!(
+            "origin follows every executed instruction; this trace's steps are {}s, \
+             snapshots taken at tracepoints",
+            steps.kind().noun()
+        )));
+    }
     // Only the general registers are read (addresses, changes): the lean replay.
     steps.want_regs(RegsWanted::General);
+    // Streams that seek only forwards, by reading (Tenet, compressed x64dbg, stdin): their
+    // steps up to `at`, held in memory, seek instead.
+    steps.seek(0)?;
+    if steps.count_known().is_none() {
+        let mut buffered = Buffered::read(steps, query.at)?;
+        return hops_of(&mut buffered, None, query, isa);
+    }
+    hops_of(steps, sidecar.as_deref_mut(), query, isa)
+}
+
+/// [`origin_of`] over steps that seek to any step.
+fn hops_of(
+    steps: &mut dyn Steps,
+    mut sidecar: Option<&mut Sidecar>,
+    query: &OriginQuery,
+    isa: Isa,
+) -> Result<Origin, Error> {
     let mut tracer = Tracer::new(steps, isa);
     let first = tracer.at_step(steps, query.at)?;
     let mut target = query.target.clone();
@@ -403,6 +427,84 @@ pub fn origin_of(
         target: query.target.label(),
         hops,
     })
+}
+
+/// The most steps [`Buffered`] holds (about 250 bytes each).
+pub const MAX_BUFFERED: u64 = 4 << 20;
+
+/// The steps of a stream up to one, with their general registers, held in memory so that
+/// they seek: for the streams that seek only forwards.
+struct Buffered {
+    isa: Isa,
+    names: Vec<std::borrow::Cow<'static, str>>,
+    steps: Vec<(Step, Vec<u64>)>,
+    /// The step `next_step` gives next.
+    next: usize,
+}
+
+impl Buffered {
+    /// Steps 0 to `last` of `steps` (which are at their start).
+    fn read(steps: &mut dyn Steps, last: u64) -> Result<Buffered, Error> {
+        if last >= MAX_BUFFERED {
+            return Err(Error::Unsupported(format!(
+                "origin reads this trace (it seeks only forwards: a Tenet trace, compressed, \
+                 or stdin) into memory, up to {MAX_BUFFERED} instructions, not {}; \
+                 decompress it or convert it to x64dbg",
+                last.saturating_add(1)
+            )));
+        }
+        let mut held = Vec::new();
+        while let Some(step) = steps.next_step() {
+            let step = step?.clone();
+            let i = step.i;
+            held.push((step, steps.regs().to_vec()));
+            if i >= last {
+                break;
+            }
+        }
+        Ok(Buffered {
+            isa: steps.isa(),
+            names: steps.reg_names().to_vec(),
+            steps: held,
+            next: 0,
+        })
+    }
+}
+
+impl Steps for Buffered {
+    fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    fn reg_names(&self) -> &[std::borrow::Cow<'static, str>] {
+        &self.names
+    }
+
+    fn next_step(&mut self) -> Option<Result<&Step, Error>> {
+        let at = self.next;
+        self.next = at.saturating_add(1);
+        self.steps.get(at).map(|(step, _)| Ok(step))
+    }
+
+    fn regs(&self) -> &[u64] {
+        self.next
+            .checked_sub(1)
+            .and_then(|k| self.steps.get(k))
+            .map_or(&[], |(_, regs)| regs.as_slice())
+    }
+
+    fn named_regs(&self, _out: &mut Vec<trace_model::steps::NamedReg>) {}
+
+    fn seek(&mut self, n: u64) -> Result<(), Error> {
+        let count = self.steps.len() as u64;
+        match usize::try_from(n) {
+            Ok(k) if n < count => {
+                self.next = k;
+                Ok(())
+            }
+            _ => Err(trace_model::steps::past_end(n, count)),
+        }
+    }
 }
 
 /// Whether a register exists only in 64-bit mode.
@@ -1104,7 +1206,18 @@ mod tests {
     }
 
     fn ask(bytes: &[u8], at: u64, target: &str, max_hops: usize) -> Result<Origin, Error> {
-        let mut input = input("o.trace64", bytes, false);
+        ask_gz(bytes, false, at, target, max_hops)
+    }
+
+    /// [`ask`], of the trace gzipped (a stream that seeks only forwards) or not.
+    fn ask_gz(
+        bytes: &[u8],
+        gzip: bool,
+        at: u64,
+        target: &str,
+        max_hops: usize,
+    ) -> Result<Origin, Error> {
+        let mut input = input("o.trace64", bytes, gzip);
         let handler = trace_registry::detect(&input).unwrap();
         let options = Options::default();
         let query = OriginQuery {
@@ -1312,6 +1425,14 @@ mod tests {
         assert_eq!(shape(&o), want);
         let o = ask(&bytes, at, "rax", 10).unwrap();
         assert_eq!(shape(&o), want[..10]);
+        // Gzipped, the steps are read into memory first: the same hops.
+        let o = ask_gz(&bytes, true, at, "rax", 200).unwrap();
+        assert_eq!(shape(&o), want);
+        let e = ask_gz(&bytes, true, at + 1, "rax", 200).unwrap_err();
+        assert!(
+            matches!(&e, Error::Unsupported(m) if m.contains("past the end")),
+            "{e}"
+        );
         // The same with a sidecar index.
         let dir = std::env::temp_dir().join(format!("tk-origin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -318,6 +318,7 @@ fn origin_errors_say_what_is_expected() {
     let file = testdata("x64dbg/basic.trace64");
     let f = file.to_str().unwrap();
     let tt6 = testdata("amber/all-opcodes.tt6");
+    let tf = testdata("gdb-tfile/amd64.tf");
     for (args, says) in [
         (vec!["origin", "--at", "1100", f, "rax"], "past the end"),
         (vec!["origin", "--at", "5", f, "foo"], "expected a register"),
@@ -342,4 +343,36 @@ fn origin_errors_say_what_is_expected() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
+}
+
+/// A Tenet trace records no instruction bytes: the writer is found from the register and
+/// memory changes, and its kind is unknown.
+#[test]
+fn origin_of_a_tenet_trace_finds_the_writer_without_bytes() {
+    let file = testdata("tenet/basic.log");
+    let f = file.to_str().unwrap();
+    // `dump` shows rax becoming 0x55 after instruction 2, and 0x7ffe8 written by 0.
+    let dump = json_lines(&["dump", f]);
+    let changed = dump
+        .iter()
+        .find(|r| r["regs"]["rax"] == "0x55")
+        .and_then(|r| r["i"].as_u64())
+        .unwrap();
+    let hops = json_lines(&["origin", "--json", "--at", "6", f, "rax"]);
+    assert_eq!(hops.len(), 1);
+    assert_eq!(hops[0]["i"].as_u64(), Some(changed - 1));
+    assert_eq!(hops[0]["kind"], "unknown");
+    assert!(hops[0]["asm"].is_null());
+    let hops = json_lines(&["origin", "--json", "--at", "6", f, "0x7ffe8"]);
+    let writer = dump
+        .iter()
+        .find(|r| {
+            r["mem"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["access"] == "write" && m["addr"] == "0x7ffe8")
+        })
+        .and_then(|r| r["i"].as_u64());
+    assert_eq!(hops[0]["i"].as_u64(), writer);
 }
