@@ -362,7 +362,7 @@ pub fn origin(
 /// As [`origin`].
 pub fn origin_of(
     steps: &mut dyn Steps,
-    mut sidecar: Option<&mut Sidecar>,
+    sidecar: Option<&mut Sidecar>,
     query: &OriginQuery,
 ) -> Result<Origin, Error> {
     let isa = steps.isa();
@@ -395,7 +395,7 @@ pub fn origin_of(
         let mut buffered = Buffered::read(steps, query.at)?;
         return hops_of(&mut buffered, None, query, isa);
     }
-    hops_of(steps, sidecar.as_deref_mut(), query, isa)
+    hops_of(steps, sidecar, query, isa)
 }
 
 /// [`origin_of`] over steps that seek to any step.
