@@ -338,6 +338,10 @@ fn origin_errors_say_what_is_expected() {
             vec!["origin", "--at", "5", tt6.to_str().unwrap(), "eax"],
             "x86 and x64",
         ),
+        (
+            vec!["origin", "--at", "2", tf.to_str().unwrap(), "rax"],
+            "snapshots",
+        ),
     ] {
         let o = tracekit(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
