@@ -24,6 +24,13 @@
 //!
 //! At most [`OriginQuery::max_hops`] hops are made; a chain cut there ends with a `copy`.
 //!
+//! Any x86 or x64 instruction stream will do: x64dbg traces; Tenet traces, which record no
+//! instruction bytes, so that their hops name the writer (from the recorded changes) as
+//! `unknown`; compressed traces and stdin. A stream that seeks only forwards, by reading
+//! (Tenet, compressed, stdin), is read into memory up to N first, at most [`MAX_BUFFERED`]
+//! steps. GDB tracepoint frames are snapshots at tracepoints, not every instruction, and
+//! are refused.
+//!
 //! # Finding the writers, and what it costs
 //!
 //! A memory range's writer is found among the steps that accessed it, newest first, as
@@ -822,8 +829,10 @@ impl Tracer {
                     return Ok(Some((i, all)));
                 }
             }
+            // With a sidecar, until a round finds no candidate (a candidate step whose
+            // accesses do not match is not counted, so a short round is no proof of the end).
             let more = match sidecar {
-                Some(_) => found.len() >= candidates,
+                Some(_) => !found.is_empty(),
                 None => window.from > 0,
             };
             if !more {

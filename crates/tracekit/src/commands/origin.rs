@@ -16,7 +16,7 @@ use crate::{CliError, Progress};
 /// Arguments of `tracekit origin`.
 #[derive(Debug, Clone, Args)]
 pub struct OriginArgs {
-    /// The x86/x64 trace file (x64dbg, Tenet, gdb-tfile), or - for stdin.
+    /// The x86/x64 trace file (x64dbg, Tenet), or - for stdin.
     pub file: OsString,
     /// The instruction (0-based): the value before it.
     #[arg(long, value_name = "N", value_parser = args::count, allow_negative_numbers = true)]
