@@ -51,6 +51,13 @@
 //! the distance to the writer, and a register no step wrote (`start`) costs a read of
 //! every step before N.
 //!
+//! Measured (release build, 2 cores) on a synthetic x64dbg trace of 2 M instructions
+//! (107 MB, `cargo xtask synth x64dbg --records 2000000 --seed 1`) with its sidecar: a
+//! command with one memory hop took 6.5 ms at N = 1000, 1 M and 2 M alike, what `state
+//! --at N` takes (opening the trace and its sidecar); about 30 ms without the sidecar
+//! (the seek index is built first); a 64-hop register chain 18 ms; a register never
+//! written (`start`, every step read) 108 ms.
+//!
 //! ```
 //! use trace_analyses::origin::{HopKind, OriginQuery, Target, origin};
 //! use trace_registry::{Ctx, Input, Options};
