@@ -443,7 +443,8 @@ fn hops_of(
     })
 }
 
-/// The most steps [`Buffered`] holds (about 250 bytes each).
+/// The most steps of a stream that seeks only forwards that `origin` holds in memory
+/// (about 250 bytes each).
 pub const MAX_BUFFERED: u64 = 4 << 20;
 
 /// The steps of a stream up to one, with their general registers, held in memory so that
