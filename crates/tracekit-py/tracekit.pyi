@@ -159,6 +159,14 @@ class Trace:
         execution of that address, as `tracekit xref` lists them: [{"i", "thread", "pc"}
         plus "addr", "old", "new" for an access]."""
 
+    def origin(
+        self, i: int, target: Union[str, int], max_hops: int = 64
+    ) -> List[Dict[str, Any]]:
+        """Where the value of `target` (a register name, "ADDR[:LEN]" or an address of 8
+        bytes) before instruction `i` came from, as `tracekit origin --json` lists it: one
+        dict per hop, {"i", "thread", "pc" ("0x…"), "asm", "from", "kind", "loc"}. x86/x64
+        only; IndexError past the end."""
+
     def calls(
         self, *, thread: Optional[int] = None, abi: Optional[str] = None
     ) -> List[Dict[str, Any]]:

@@ -1,12 +1,13 @@
 //! The analyses users open traces for, written once over the model's instruction stream
 //! ([`Steps`](trace_model::steps::Steps)) and block view
 //! ([`Blocks`](trace_model::blocks::Blocks)): the register state and memory at any
-//! instruction, cross-references, call trees, the diff of two runs and basic-block vectors. Each
-//! answer is a value that serialises to the JSON the matching `tracekit` command prints
-//! with `--json`; each works for every format whose handler gives steps (or blocks).
+//! instruction, cross-references, where a value came from (`origin`), call trees, the diff
+//! of two runs and basic-block vectors. Each answer is a value that serialises to the JSON
+//! the matching `tracekit` command prints with `--json`; each works for every format whose
+//! handler gives steps (or blocks).
 //!
-//! Where a `.tkidx` sidecar (`trace-index`) is beside the trace, `mem` and `xref` answer
-//! from it instead of reading the steps.
+//! Where a `.tkidx` sidecar (`trace-index`) is beside the trace, `mem`, `xref` and
+//! `origin` answer from it instead of reading the steps.
 //!
 //! # Example
 //!
@@ -29,6 +30,7 @@ pub mod bbv;
 pub mod calls;
 pub mod diff;
 pub mod mem;
+pub mod origin;
 pub mod state;
 pub mod symbols;
 pub mod xref;

@@ -706,6 +706,52 @@ impl Trace {
         Ok(out.into_any().unbind())
     }
 
+    /// Where the value of `target` before instruction `i` came from, as `tracekit origin
+    /// --json` lists it: one dict per hop, {"i", "thread", "pc" ("0x…"), "asm", "from",
+    /// "kind", "loc"} (None where unknown; "kind" is "copy", "compute", "syscall",
+    /// "partial", "start" or "unknown"). `target`: a register name ("rax", "eax", "xmm0"),
+    /// "ADDR[:LEN]", or an address (8 bytes). x86/x64 only; IndexError past the end.
+    #[pyo3(signature = (i, target, max_hops=64))]
+    fn origin(
+        &self,
+        py: Python<'_>,
+        i: u64,
+        target: &Bound<'_, PyAny>,
+        max_hops: usize,
+    ) -> PyResult<Py<PyAny>> {
+        use trace_analyses::origin::{DEFAULT_LEN, OriginQuery, Target, origin};
+        let target = match target.extract::<u64>() {
+            Ok(addr) => Target::Mem {
+                addr,
+                len: DEFAULT_LEN,
+            },
+            Err(_) => target
+                .extract::<String>()?
+                .parse::<Target>()
+                .map_err(PyValueError::new_err)?,
+        };
+        if max_hops == 0 {
+            return Err(PyValueError::new_err("max_hops must be at least 1"));
+        }
+        let query = OriginQuery {
+            at: i,
+            target,
+            max_hops,
+        };
+        let opened = self.opened.clone();
+        let found = py
+            .detach(move || {
+                opened.with_input(|input, ctx| origin(opened.handler, input, ctx, &query))
+            })
+            .map_err(index_error)?;
+        let json = py.import("json")?;
+        let out = PyList::empty(py);
+        for hop in &found.hops {
+            out.append(json.call_method1("loads", (hop.to_json(),))?)?;
+        }
+        Ok(out.into_any().unbind())
+    }
+
     /// The call tree of an x86/x64 trace, as `tracekit calls --json` lists it: one dict per
     /// call in the order of its step, {"i", "thread", "depth", "target", "return_address",
     /// "entry_i", "ret_i", "unwound", "args" (four ints or None), "ret", "instructions",

@@ -705,6 +705,25 @@ def test_xref_equals_cli():
         t.xref()
 
 
+def test_origin_equals_cli():
+    """`Trace.origin` gives the hops `tracekit origin --json` prints, for registers and memory."""
+    path = TESTDATA / "x64dbg/basic.trace64"
+    t = tracekit.open(path)
+    for at, target in [(1050, "rax"), (1099, "0x34fdf8"), (701, "0x24fe00:4"), (300, "rsp")]:
+        expected = [
+            json.loads(l)
+            for l in cli("origin", "--json", "--at", str(at), str(path), target).stdout.splitlines()
+        ]
+        assert len(expected) >= 1
+        assert t.origin(at, target) == expected
+    assert t.origin(1099, 0x34FDF8) == t.origin(1099, "0x34fdf8:8")
+    assert len(t.origin(1050, "rax", max_hops=2)) == 2
+    with pytest.raises(IndexError):
+        t.origin(1100, "rax")
+    with pytest.raises(ValueError):
+        t.origin(5, "nope")
+
+
 def test_diff_equals_cli(tmp_path):
     """`tracekit.diff` gives the regions and the summary of `tracekit diff --json`."""
     a = TESTDATA / "x64dbg/basic.trace64"

@@ -15,6 +15,7 @@
 //! tracekit state FILE --at N [--regs R,…]  the registers before instruction N
 //! tracekit mem FILE --at N ADDR|[REG+OFF] [LEN]  memory as known before instruction N
 //! tracekit xref FILE ADDR[:LEN]   every access to the range (--pc ADDR: executions)
+//! tracekit origin FILE --at N REG|ADDR[:LEN]  where the value came from, copy by copy
 //! tracekit index FILE [-o PATH]   the sidecar index xref, state and mem answer from
 //! tracekit calls FILE [--json|--folded]  the call tree (args, returns, symbols)
 //! tracekit flame FILE -o OUT.svg  the flame graph of the call stacks
@@ -290,6 +291,21 @@ pub enum Cmd {
         /// `--disasm`.
         #[command(flatten)]
         disasm: DisasmArg,
+        /// `--index`.
+        #[command(flatten)]
+        index: IndexArg,
+    },
+    /// Where the value of a register or memory before instruction N came from (x86/x64):
+    /// its last writer, and through copies (mov, push/pop, xchg, movs/stos, SSE moves) the
+    /// writers of their sources, to a computation, a system call, the trace's start or an
+    /// unknown source; a line per hop, or JSON Lines with `--json`.
+    Origin {
+        /// The command's own arguments.
+        #[command(flatten)]
+        args: commands::origin::OriginArgs,
+        /// How to read the trace.
+        #[command(flatten)]
+        input: InputArgs,
         /// `--index`.
         #[command(flatten)]
         index: IndexArg,
@@ -657,6 +673,7 @@ impl Cmd {
                 index,
                 ..
             } => (Some(input), Some(disasm), Some(index), None),
+            Cmd::Origin { input, index, .. } => (Some(input), None, Some(index), None),
             Cmd::Encode { quiet, .. } | Cmd::Regions { quiet, .. } => {
                 (None, None, None, Some(quiet))
             }
@@ -680,6 +697,7 @@ impl Cmd {
             Cmd::Encode { .. } => "encode",
             Cmd::Find { .. } => "find",
             Cmd::Xref { .. } => "xref",
+            Cmd::Origin { .. } => "origin",
             Cmd::Index { .. } => "index",
             Cmd::Calls { .. } => "calls",
             Cmd::Flame { .. } => "flame",
@@ -1066,6 +1084,12 @@ pub fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Cl
             let p = progress(&opened);
             let o = r.options();
             commands::xref::run(h, opened, &o, args, p, out, err)
+        }
+        Cmd::Origin { args, .. } => {
+            let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;
+            let p = progress(&opened);
+            let o = r.options();
+            commands::origin::run(h, opened, &o, args, p, out, err)
         }
         Cmd::Index { args, force, .. } => {
             let (opened, h) = open(&args.file, r.input.format.as_deref(), &r.options())?;

@@ -22,6 +22,7 @@ pub mod diff;
 pub mod find;
 pub mod gdbserver;
 pub mod mem;
+pub mod origin;
 pub mod record;
 pub mod regions;
 pub mod serve;

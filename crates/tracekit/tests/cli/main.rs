@@ -26,6 +26,7 @@ mod gdbserver;
 mod grammar;
 mod harden;
 mod memory;
+mod origin;
 mod record;
 mod serve;
 mod simpoint;
