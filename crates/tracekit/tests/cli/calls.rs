@@ -345,52 +345,6 @@ fn flame_writes_an_svg() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// The rows of a dataset's table, each as a JSON object of its plain columns (integers as
-/// numbers, booleans, strings; null where missing).
-fn parquet_rows(dir: &std::path::Path, table: &str) -> Vec<serde_json::Map<String, Value>> {
-    use arrow_array::{Array, BooleanArray, StringArray, UInt32Array, UInt64Array};
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(table))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let mut rows = Vec::new();
-    for f in files {
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            std::fs::File::open(f).unwrap(),
-        )
-        .unwrap()
-        .build()
-        .unwrap();
-        for batch in reader {
-            let batch = batch.unwrap();
-            for k in 0..batch.num_rows() {
-                let mut row = serde_json::Map::new();
-                for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
-                    let any = col.as_any();
-                    let v = if col.is_null(k) {
-                        Value::Null
-                    } else if let Some(a) = any.downcast_ref::<UInt64Array>() {
-                        a.value(k).into()
-                    } else if let Some(a) = any.downcast_ref::<UInt32Array>() {
-                        a.value(k).into()
-                    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
-                        a.value(k).into()
-                    } else if let Some(a) = any.downcast_ref::<StringArray>() {
-                        a.value(k).into()
-                    } else {
-                        // Bytes, lists, dictionaries: not compared here.
-                        continue;
-                    };
-                    row.insert(field.name().clone(), v);
-                }
-                rows.push(row);
-            }
-        }
-    }
-    rows
-}
-
 /// `export --calls` writes the `calls` table: the rows of `calls --json`, field by field
 /// (`args` as `arg0`…`arg3`), each call's `entry_i` joining the instruction at its target.
 /// Input without an x86/x64 stream, and a stream (read once), are usage errors.
@@ -408,7 +362,7 @@ fn export_calls_table_holds_the_rows_of_calls_json() {
         let out = dir.join(format!("ds{n}"));
         let o = tracekit(["export", file, "-o", out.to_str().unwrap(), "--calls"]);
         assert!(o.status.success(), "{file}: {}", stderr(&o));
-        let rows = parquet_rows(&out, "calls");
+        let rows = crate::common::parquet_rows(&out, "calls");
         assert_eq!(rows.len(), expected.len(), "{file}");
         for (row, want) in rows.iter().zip(&expected) {
             for (key, v) in want.as_object().unwrap() {
@@ -427,7 +381,7 @@ fn export_calls_table_holds_the_rows_of_calls_json() {
                 }
             }
         }
-        let instructions = parquet_rows(&out, "instructions");
+        let instructions = crate::common::parquet_rows(&out, "instructions");
         for row in &rows {
             let (Some(entry), Some(target)) = (row["entry_i"].as_u64(), row["target"].as_u64())
             else {

@@ -140,3 +140,52 @@ pub fn tenet_trace(lines: u64) -> Vec<u8> {
 fn hex_bytes(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+/// The rows of a dataset's table, each as a JSON object of its plain columns (integers as
+/// numbers, booleans, strings; null where missing).
+pub fn parquet_rows(
+    dir: &std::path::Path,
+    table: &str,
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    use arrow_array::{Array, BooleanArray, StringArray, UInt32Array, UInt64Array};
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join(table))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut rows = Vec::new();
+    for f in files {
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            std::fs::File::open(f).unwrap(),
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            for k in 0..batch.num_rows() {
+                let mut row = serde_json::Map::new();
+                for (field, col) in batch.schema().fields().iter().zip(batch.columns()) {
+                    let any = col.as_any();
+                    let v = if col.is_null(k) {
+                        serde_json::Value::Null
+                    } else if let Some(a) = any.downcast_ref::<UInt64Array>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<UInt32Array>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<BooleanArray>() {
+                        a.value(k).into()
+                    } else if let Some(a) = any.downcast_ref::<StringArray>() {
+                        a.value(k).into()
+                    } else {
+                        // Bytes, lists, dictionaries: not compared here.
+                        continue;
+                    };
+                    row.insert(field.name().clone(), v);
+                }
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}

@@ -468,33 +468,15 @@ fn diff_names_tenet_registers() {
 /// Column `column` of the exported table `table` in `dir`, as integers (NULL: `None`), in
 /// file order.
 fn exported_u64(dir: &std::path::Path, table: &str, column: &str) -> Vec<Option<u64>> {
-    use arrow_array::Array;
-    let mut files: Vec<_> = std::fs::read_dir(dir.join(table))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-            std::fs::File::open(f).unwrap(),
-        )
-        .unwrap()
-        .build()
-        .unwrap();
-        for batch in reader {
-            let batch = batch.unwrap();
-            let col = batch
-                .column_by_name(column)
+    crate::common::parquet_rows(dir, table)
+        .iter()
+        .map(|row| {
+            let v = row
+                .get(column)
                 .unwrap_or_else(|| panic!("{table}.{column}"));
-            let col = col
-                .as_any()
-                .downcast_ref::<arrow_array::UInt64Array>()
-                .unwrap();
-            out.extend((0..col.len()).map(|k| col.is_valid(k).then(|| col.value(k))));
-        }
-    }
-    out
+            v.as_u64()
+        })
+        .collect()
 }
 
 /// One step numbering in every command: an access is numbered by the instruction that
