@@ -1287,6 +1287,20 @@ fn origin_is_the_cli_origin() {
     assert_eq!(origin.json()["param"], Value::Null);
     drop(s);
 
+    // An x86 trace (Tenet): an x64 register is a 400 on `target`; memory is answered.
+    let dir = temp_dir("origin-x86");
+    let path = dir.join("qemu-x86.log");
+    std::fs::copy(testdata("tenet/qemu-x86.log"), &path).unwrap();
+    let file = path.to_str().unwrap();
+    let s = start(&path, &[]);
+    s.wait_ready();
+    s.refused("origin?i=1&target=r8", 400, Some("target"));
+    assert_eq!(
+        s.ok("origin?i=2&target=eax")["hops"].as_array().unwrap(),
+        &cli_lines(&["origin", file, "--json", "--at", "2", "eax"])
+    );
+    drop(s);
+
     // Tracepoint frames: snapshots, refused naming no parameter.
     let dir = temp_dir("origin-tfile");
     let path = dir.join("amd64.tf");
