@@ -352,6 +352,13 @@ async function originChecks(o) {
     sameHops(await originShown(o.at, target, bwhat), o.byte_hops, bwhat);
     await selected(o.at, `Alt+clicking byte ${o.byte}`);
     console.log(`explorer: ${bwhat}: ${o.byte_hops.length} hops`);
+    // A plain click goes to the byte's source; "Origin" then asks before the step it was
+    // clicked at, not the source step.
+    await page.click(`#mem .b[data-addr="${o.byte}"]`);
+    await selected(o.byte_source, `clicking byte ${o.byte}`);
+    await page.click('#origin-close');
+    await page.click('#byte-origin');
+    sameHops(await originShown(o.at, target, `"Origin" of ${bwhat}`), o.byte_hops, `"Origin" of ${bwhat}`);
   }
   await page.click('#origin-close');
   await page.waitForSelector('#origin-panel[hidden]', { state: 'attached' });

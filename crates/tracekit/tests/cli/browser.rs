@@ -471,7 +471,8 @@ fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
 /// through the stack and back (`rsi` before step 600, nine hops to the trace's start), its
 /// origin button shows exactly the hops of `tracekit origin --json` (steps, kinds,
 /// locations) and their stop kind; clicking a hop selects its step; Alt+clicking a byte of
-/// the memory view shows that byte's origin and leaves the step selected.
+/// the memory view shows that byte's origin and leaves the step selected, and so does its
+/// "Origin" button after a plain click took the page to the byte's source.
 #[test]
 fn the_origin_panel_shows_what_the_cli_computes() {
     let Some(tools) = tools_or_skip() else {
@@ -511,12 +512,12 @@ fn the_origin_panel_shows_what_the_cli_computes() {
         .map(|k| {
             let addr = format!("{:#x}", base + k);
             let hops = origin(&format!("{addr}:1"));
-            (addr, hops)
+            (addr, hops, mem["source"][k as usize].clone())
         })
-        .max_by_key(|(_, hops)| hops.len());
-    let (byte, byte_hops) = match byte {
-        Some((addr, hops)) => (Value::from(addr), Value::from(hops)),
-        None => (Value::Null, Value::Null),
+        .max_by_key(|(_, hops, _)| hops.len());
+    let (byte, byte_hops, byte_source) = match byte {
+        Some((addr, hops, source)) => (Value::from(addr), Value::from(hops), source),
+        None => (Value::Null, Value::Null, Value::Null),
     };
     let expected = json!({
         "steps": steps,
@@ -526,6 +527,7 @@ fn the_origin_panel_shows_what_the_cli_computes() {
             "reg_hops": reg_hops,
             "byte": byte,
             "byte_hops": byte_hops,
+            "byte_source": byte_source,
         },
     });
     drive_page(tools, &path, &expected, "explorer-origin");

@@ -97,6 +97,7 @@
     selected: null,
     memBase: null, // BigInt: the first address of the memory view
     byte: null, // BigInt: the byte clicked last
+    byteAt: null, // the step selected when it was clicked (its origin is asked before it)
     followTouched: false,
   };
   const count = () => (st.steps === null ? st.provisional : st.steps);
@@ -697,8 +698,11 @@
   function pickByte(cell) {
     const addr = BigInt(cell.dataset.addr);
     st.byte = addr;
+    st.byteAt = st.selected;
     followNone(); // keep this byte in view while stepping to its source
     $('next-read').disabled = false;
+    $('byte-origin').disabled = st.byteAt === null || !hasOrigin();
+    $('byte-origin').title = `Where the value of ${hex(addr)} before step ${st.byteAt} came from (origin)`;
     const src = cell.dataset.source;
     const how = cell.classList.contains('unknown')
       ? 'unknown'
@@ -990,6 +994,12 @@
     }
   }
 
+  // The byte clicked last, before the step it was clicked at (not the source step the click
+  // went to, where the byte still held its older value): the button for those whose
+  // Alt+click the desktop takes.
+  $('byte-origin').addEventListener('click', () => {
+    if (st.byte !== null && st.byteAt !== null) showOrigin(st.byteAt, `${hex(st.byte)}:1`);
+  });
   $('origin-hops').addEventListener('click', (e) => {
     const b = e.target.closest('button');
     if (b && b.dataset.step !== undefined) select(Number(b.dataset.step), true);
