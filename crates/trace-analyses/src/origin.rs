@@ -127,6 +127,20 @@ impl Target {
         }
     }
 
+    /// Whether a trace of `isa` has it: memory always, a register when it is one of that
+    /// instruction set's (`r8` and the other x64-only registers are not x86's). Checked by
+    /// [`origin_of`] too; callers that name the parameter at fault (`tracekit serve`) ask
+    /// first.
+    #[must_use]
+    pub fn fits(&self, isa: Isa) -> bool {
+        match self {
+            Target::Reg(name) => {
+                Target::register(name).is_some_and(|r| isa == Isa::X64 || !needs_x64(r))
+            }
+            Target::Mem { .. } => true,
+        }
+    }
+
     /// The register a name stands for: a general, segment or vector register.
     fn register(name: &str) -> Option<Register> {
         Register::values().find(|&r| {
@@ -280,6 +294,13 @@ impl Origin {
         out
     }
 
+    /// One JSON object, `{"at":N,"target":"…","hops":[HOP,…]}`, each HOP a line of
+    /// [`Origin::to_json_lines`] (`tracekit serve`'s `/api/origin`).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
     /// The text `tracekit origin` prints: a title, then one line per hop.
     #[must_use]
     pub fn to_text(&self) -> String {
@@ -385,13 +406,12 @@ pub fn origin_of(
             "origin decodes x86 and x64 instructions; this trace's instruction set is {isa:?}"
         )));
     }
-    if let Target::Reg(name) = &query.target {
-        let usable = Target::register(name).is_some_and(|r| isa == Isa::X64 || !needs_x64(r));
-        if !usable {
-            return Err(Error::Unsupported(format!(
-                "{name} is not a register of this {isa:?} trace"
-            )));
-        }
+    if let Target::Reg(name) = &query.target
+        && !query.target.fits(isa)
+    {
+        return Err(Error::Unsupported(format!(
+            "{name} is not a register of this {isa:?} trace"
+        )));
     }
     if steps.kind().memory_is_snapshot() {
         return Err(Error::Unsupported(format!(

@@ -301,6 +301,70 @@ async function callChecks(c) {
   await selectedWithCalls(c.at, `back to ${c.at}`);
 }
 
+// Waits until the origin panel shows `target` before step `at`, and returns its hops.
+async function originShown(at, target, what) {
+  try {
+    await page.waitForSelector(`#origin-panel[data-i="${at}"][data-target="${target}"]:not([hidden]):not([aria-busy])`);
+    await page.waitForSelector('#origin-stop[data-kind]:not([data-kind=""])');
+  } catch {
+    throw new Mismatch(`${what}: the origin panel does not show ${target} before step ${at}` +
+      ` (${await page.textContent('#origin-title')}: ${await page.textContent('#origin-stop')})`);
+  }
+  return page.$$eval('#origin-hops .hop', (hs) => hs.map((h) => ({
+    i: h.dataset.step === undefined ? null : Number(h.dataset.step),
+    kind: h.dataset.kind,
+    loc: h.dataset.loc,
+  })));
+}
+
+function sameHops(shown, hops, what) {
+  equal(shown.length, hops.length, `${what}: number of hops`);
+  hops.forEach((h, k) => {
+    equal(shown[k].i, h.i, `${what}: hop ${k}'s step`);
+    equal(shown[k].kind, h.kind, `${what}: hop ${k}'s kind`);
+    equal(shown[k].loc, h.loc, `${what}: hop ${k}'s location`);
+  });
+}
+
+async function originChecks(o) {
+  // A register's origin button: the chain of `tracekit origin --json`, its stop kind shown.
+  await jump(String(o.at), o.at);
+  await page.click(`#regs [data-reg="${o.reg}"] .reg-origin`);
+  const what = `origin of ${o.reg} before step ${o.at}`;
+  sameHops(await originShown(o.at, o.reg, what), o.reg_hops, what);
+  const last = o.reg_hops[o.reg_hops.length - 1];
+  equal(await page.getAttribute('#origin-stop', 'data-kind'), last.kind, `${what}: the stop kind`);
+  const stopText = await page.textContent('#origin-stop');
+  check(stopText.startsWith(last.kind === 'copy' ? 'cut' : last.kind), `${what}: the stop says "${stopText}"`);
+  console.log(`explorer: ${what}: ${o.reg_hops.length} hops, ${stopText}`);
+  // Clicking a hop goes to its step; the panel stays.
+  const hop = o.reg_hops.filter((h) => h.i !== null && h.i !== o.at).pop();
+  await page.click(`#origin-hops .hop[data-step="${hop.i}"] .hop-step`);
+  await selected(hop.i, `clicking the hop of step ${hop.i} in the ${what}`);
+  equal(await page.getAttribute('#origin-panel', 'data-i'), String(o.at), 'the origin panel after a hop click');
+
+  // Alt+click on a byte: its origin, the step unchanged.
+  if (o.byte) {
+    await jump(String(o.at), o.at);
+    await page.click(`#mem .b[data-addr="${o.byte}"]`, { modifiers: ['Alt'] });
+    const target = `${o.byte}:1`;
+    const bwhat = `origin of byte ${o.byte} before step ${o.at}`;
+    sameHops(await originShown(o.at, target, bwhat), o.byte_hops, bwhat);
+    await selected(o.at, `Alt+clicking byte ${o.byte}`);
+    console.log(`explorer: ${bwhat}: ${o.byte_hops.length} hops`);
+    // A plain click goes to the byte's source; "Origin" then asks before the step it was
+    // clicked at, not the source step.
+    await page.click(`#mem .b[data-addr="${o.byte}"]`);
+    await selected(o.byte_source, `clicking byte ${o.byte}`);
+    await page.click('#origin-close');
+    await page.click('#byte-origin');
+    sameHops(await originShown(o.at, target, `"Origin" of ${bwhat}`), o.byte_hops, `"Origin" of ${bwhat}`);
+  }
+  await page.click('#origin-close');
+  await page.waitForSelector('#origin-panel[hidden]', { state: 'attached' });
+  await jump(String(o.at), o.at);
+}
+
 let failed = false;
 try {
   const t0 = Date.now();
@@ -314,6 +378,7 @@ try {
 
   if (want.row) await mainChecks();
   if (want.calls) await callChecks(want.calls);
+  if (want.origin) await originChecks(want.origin);
   if (want.no_calls) {
     // Not an x86 stream: no call tree, and `f` says so.
     await page.waitForSelector('#calls-panel.unavailable[data-i="0"]');

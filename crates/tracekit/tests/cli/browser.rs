@@ -1,7 +1,7 @@
 //! The explorer page of `tracekit serve` in a real browser: a synthetic x64dbg trace with
 //! three threads, the values the page must show computed here with `tracekit dump`,
-//! `state --json`, `mem --json` and `xref` (the writer of a register by walking `state`
-//! back through the thread's steps), then `node tests/browser/explorer.mjs` drives Chromium
+//! `state --json`, `mem --json`, `xref` (the writer of a register by walking `state`
+//! back through the thread's steps) and `origin --json`, then `node tests/browser/explorer.mjs` drives Chromium
 //! through the page (playwright-core) and compares. The screenshot it takes is kept as
 //! `target/explorer-screenshot.png` (a CI artifact).
 //!
@@ -465,4 +465,70 @@ fn the_call_tree_and_the_timeline_show_what_the_cli_computes() {
     let steps = json_lines(&["dump", "-q", path.to_str().unwrap()]).len();
     let expected = json!({ "steps": steps, "no_calls": true });
     drive_page(tools, &path, &expected, "explorer-calls-ppc");
+}
+
+/// The origin panel on the x64dbg fixture: at a step where a register's value was copied
+/// through the stack and back (`rsi` before step 600, nine hops to the trace's start), its
+/// origin button shows exactly the hops of `tracekit origin --json` (steps, kinds,
+/// locations) and their stop kind; clicking a hop selects its step; Alt+clicking a byte of
+/// the memory view shows that byte's origin and leaves the step selected, and so does its
+/// "Origin" button after a plain click took the page to the byte's source.
+#[test]
+fn the_origin_panel_shows_what_the_cli_computes() {
+    let Some(tools) = tools_or_skip() else {
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-origin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("basic.trace64");
+    std::fs::copy(testdata("x64dbg/basic.trace64"), &path).unwrap();
+    let _ = std::fs::remove_file(dir.join("basic.trace64.tkidx"));
+    let file = path.to_str().unwrap();
+    let steps = json_lines(&["dump", "-q", file]).len();
+    let (at, reg) = (600usize, "rsi");
+    let at_text = at.to_string();
+    let origin =
+        |target: &str| json_lines(&["origin", "-q", file, "--json", "--at", &at_text, target]);
+    let reg_hops = origin(reg);
+    assert!(reg_hops.len() > 2, "a chain of copies: {reg_hops:?}");
+
+    // A byte of the memory view (256 bytes from rsp rounded down to 16) with a known
+    // source: the one with the longest chain.
+    let state: Value =
+        serde_json::from_str(&ok(&["state", file, "--at", &at_text, "--json"])).unwrap();
+    let base = hex(&state["regs"]["rsp"]) & !15;
+    let mem: Value = serde_json::from_str(&ok(&[
+        "mem",
+        file,
+        "--at",
+        &at_text,
+        &format!("{base:#x}"),
+        &LEN.to_string(),
+        "--json",
+    ]))
+    .unwrap();
+    let byte = (0..LEN)
+        .filter(|&k| !mem["source"][k as usize].is_null())
+        .map(|k| {
+            let addr = format!("{:#x}", base + k);
+            let hops = origin(&format!("{addr}:1"));
+            (addr, hops, mem["source"][k as usize].clone())
+        })
+        .max_by_key(|(_, hops, _)| hops.len());
+    let (byte, byte_hops, byte_source) = match byte {
+        Some((addr, hops, source)) => (Value::from(addr), Value::from(hops), source),
+        None => (Value::Null, Value::Null, Value::Null),
+    };
+    let expected = json!({
+        "steps": steps,
+        "origin": {
+            "at": at,
+            "reg": reg,
+            "reg_hops": reg_hops,
+            "byte": byte,
+            "byte_hops": byte_hops,
+            "byte_source": byte_source,
+        },
+    });
+    drive_page(tools, &path, &expected, "explorer-origin");
 }

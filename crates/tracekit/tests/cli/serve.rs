@@ -1194,3 +1194,122 @@ fn serve_on_a_recording() {
         &cli_lines(&["xref", &trace, &format!("{addr}:8")])
     );
 }
+
+/// `/api/origin` is `tracekit origin --json`'s lines as one object, for registers, memory
+/// and a cut chain, before and after the index is ready (so with and without the
+/// sidecar); bad parameters are 400s naming them; a trace that is not x86 or x64 gets
+/// the 400 of `/api/calls`, and tracepoint frames a 400 naming no parameter.
+#[test]
+fn origin_is_the_cli_origin() {
+    let dir = temp_dir("origin");
+    let path = dir.join("basic.trace64");
+    std::fs::copy(testdata("x64dbg/basic.trace64"), &path).unwrap();
+    let file = path.to_str().unwrap();
+    let s = start(&path, &[]);
+    let queries = [
+        (701u64, "0x24fe00", None),
+        (701, "0x24fe00:1", None),
+        (701, "rdi", None),
+        (600, "rsi", None),
+        (600, "rsi", Some(3u64)),
+        (1000, "rax", None),
+        (10, "rax", None),
+        (600, "esi", None),
+    ];
+    let check = |s: &Server| {
+        for (at, target, max_hops) in queries {
+            let mut call = format!("origin?i={at}&target={target}");
+            let mut args = vec!["origin", file, "--json", "--at"];
+            let at_text = at.to_string();
+            args.push(&at_text);
+            args.push(target);
+            let hops_text = max_hops.map(|k| k.to_string());
+            if let Some(k) = &hops_text {
+                call.push_str(&format!("&max_hops={k}"));
+                args.extend(["--max-hops", k]);
+            }
+            let api = s.ok(&call);
+            let hops = cli_lines(&args);
+            assert!(!hops.is_empty(), "{call}");
+            assert_eq!(api["at"], at, "{call}");
+            assert_eq!(api["target"], hops[0]["loc"], "{call}: the target's label");
+            assert_eq!(api["hops"].as_array().unwrap(), &hops, "{call}");
+            assert_eq!(api.as_object().unwrap().len(), 3, "{call}: {api}");
+        }
+    };
+    // Whatever the index's state, then with the sidecar.
+    check(&s);
+    let steps = s.wait_ready()["steps"].as_u64().unwrap();
+    check(&s);
+    // The cut chain ends with a copy; a full one with its stop kind.
+    let cut = s.ok("origin?i=600&target=rsi&max_hops=3");
+    assert_eq!(cut["hops"].as_array().unwrap().len(), 3);
+    assert_eq!(cut["hops"][2]["kind"], "copy");
+    let full = s.ok("origin?i=600&target=rsi");
+    assert_eq!(
+        full["hops"].as_array().unwrap().last().unwrap()["kind"],
+        "start"
+    );
+    s.ok(&format!("origin?i=600&target=rsi&max_hops={}", 1024));
+    for (call, param) in [
+        ("origin?target=rax", "i"),
+        ("origin?i=x&target=rax", "i"),
+        (&format!("origin?i={steps}&target=rax") as &str, "i"),
+        ("origin?i=5", "target"),
+        ("origin?i=5&target=nosuch", "target"),
+        ("origin?i=5&target=0x10:0", "target"),
+        ("origin?i=5&target=0x10:65", "target"),
+        ("origin?i=5&target=0xffffffffffffffff:2", "target"),
+        ("origin?i=5&target=rax&max_hops=0", "max_hops"),
+        ("origin?i=5&target=rax&max_hops=1025", "max_hops"),
+        ("origin?i=5&target=rax&max_hops=x", "max_hops"),
+        ("origin?i=5&target=rax&target=rbx", "target"),
+        ("origin?i=5&target=rax&at=5", "at"),
+    ] {
+        s.refused(call, 400, Some(param));
+    }
+    drop(s);
+
+    // Not x86: amber TT6 (PowerPC), refused as /api/calls refuses it.
+    let dir = temp_dir("origin-ppc");
+    let path = dir.join("example.tt6");
+    std::fs::copy(testdata("amber/example.tt6"), &path).unwrap();
+    let s = start(&path, &[]);
+    let calls = s.api("calls");
+    let origin = s.api("origin?i=0&target=0x10");
+    assert_eq!(origin.status, calls.status);
+    assert_eq!(
+        origin.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&origin.body)
+    );
+    assert_eq!(origin.json()["param"], Value::Null);
+    drop(s);
+
+    // An x86 trace (Tenet): an x64 register is a 400 on `target`; memory is answered.
+    let dir = temp_dir("origin-x86");
+    let path = dir.join("qemu-x86.log");
+    std::fs::copy(testdata("tenet/qemu-x86.log"), &path).unwrap();
+    let file = path.to_str().unwrap();
+    let s = start(&path, &[]);
+    s.wait_ready();
+    s.refused("origin?i=1&target=r8", 400, Some("target"));
+    assert_eq!(
+        s.ok("origin?i=2&target=eax")["hops"].as_array().unwrap(),
+        &cli_lines(&["origin", file, "--json", "--at", "2", "eax"])
+    );
+    drop(s);
+
+    // Tracepoint frames: snapshots, refused naming no parameter.
+    let dir = temp_dir("origin-tfile");
+    let path = dir.join("amd64.tf");
+    std::fs::copy(testdata("gdb-tfile/amd64.tf"), &path).unwrap();
+    let s = start(&path, &[]);
+    s.wait_ready();
+    let tf = s.api("origin?i=0&target=rax");
+    assert_eq!(tf.status, 400, "{}", String::from_utf8_lossy(&tf.body));
+    let v = tf.json();
+    assert!(v["error"].as_str().unwrap().contains("tracepoint"), "{v}");
+    assert_eq!(v["param"], Value::Null);
+}

@@ -10,6 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use serde_json::{Map, Value, json};
 use trace_analyses::calls::{Call, CallsOptions, calls_of};
 use trace_analyses::mem::{MemQuery, mem_of};
+use trace_analyses::origin::{DEFAULT_MAX_HOPS, OriginQuery, Target, origin_of};
 use trace_analyses::state::state_of;
 use trace_analyses::xref::{Window, XrefHit, XrefQuery, xref_of};
 use trace_index::{self as index, BuildOptions, Identity, Sidecar};
@@ -35,6 +36,9 @@ pub const WRITER_SEARCH: u64 = 1 << 22;
 
 /// The first window `writer` reads back (then twice as many each time).
 const WRITER_FIRST: u64 = 256;
+
+/// The most hops one `origin` call follows.
+pub const MAX_HOPS: u64 = 1024;
 
 /// How many requests are worked on at once (each with its own open inputs).
 pub const WORKERS: usize = 4;
@@ -681,6 +685,7 @@ impl Worker {
             "find" => self.xref(query, true),
             "calls" => self.calls(query),
             "stack" => self.stack(query),
+            "origin" => self.origin(query),
             "writer" => self.register_search(query, "writer", find_writer),
             "reader" => self.register_search(query, "reader", find_reader),
             _ => Err(Response::error(
@@ -1264,6 +1269,50 @@ impl Worker {
         };
         finding.done(found.clone());
         Ok(found)
+    }
+
+    /// `origin?i=&target=&max_hops=`: `tracekit origin --json`'s hops as one object,
+    /// `{"at":I,"target":"…","hops":[HOP,…]}`, with the sidecar when the server has one
+    /// that seeks.
+    fn origin(&mut self, query: &[(String, String)]) -> Answer {
+        let p = Params::new(query, &["i", "target", "max_hops"])?;
+        let i = p.required("i")?;
+        let target: Target = p
+            .get("target")
+            .ok_or_else(|| bad("target", "parameter \"target\" is required"))?
+            .parse()
+            .map_err(|m: String| bad("target", m))?;
+        let default_hops = u64::try_from(DEFAULT_MAX_HOPS).unwrap_or(MAX_HOPS);
+        let max_hops = p.count("max_hops", default_hops, MAX_HOPS)?;
+        self.check_i(i)?;
+        let s = Arc::clone(&self.shared);
+        let mut steps = Self::steps(s.handler, &s, &mut self.input, &s.options)
+            .map_err(|e| failure(&e, None))?;
+        let isa = steps.isa();
+        // The analysis refuses a whole trace (not x86/x64, tracepoint frames) with no
+        // parameter at fault; past those, a refusal is of the register or of `i`.
+        let whole_trace = !matches!(isa, Isa::X64 | Isa::X86) || steps.kind().memory_is_snapshot();
+        let param = if whole_trace {
+            None
+        } else if target.fits(isa) {
+            Some("i")
+        } else {
+            Some("target")
+        };
+        let q = OriginQuery {
+            at: i,
+            target,
+            max_hops: usize::try_from(max_hops).unwrap_or(usize::MAX),
+        };
+        let mut sidecar = lock(&s.sidecar);
+        let found = origin_of(
+            steps.as_mut(),
+            sidecar.as_mut().filter(|sc| sc.has_seek_index()),
+            &q,
+        );
+        drop(sidecar);
+        let found = found.map_err(|e| failure(&e, param))?;
+        Ok(Response::json(200, found.to_json()))
     }
 
     /// `writer` and `reader`: `search` from step `i` for register `reg`, answered as

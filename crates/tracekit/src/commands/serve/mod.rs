@@ -117,6 +117,15 @@
 //!   carry their bytes: x64dbg). Read forwards up to [`api::READER_SEARCH`] steps; when
 //!   none is found the answer adds `"searched":M`. A NAME that is no x86 register or
 //!   flag, or a trace of another instruction set, is a 400 on `reg`.
+//! - `GET /api/origin?i=N&target=T&max_hops=K` → `{"at":N,"target":LABEL,"hops":[HOP,…]}`:
+//!   where the value of T before step N came from, `tracekit origin --json --at N T
+//!   --max-hops K`'s lines as one object (each HOP `{"i","thread","pc","asm","from",
+//!   "kind","loc"}`, newest first; the last hop's `kind`, `compute`, `syscall`, `partial`,
+//!   `start` or `unknown`, says why the chain stopped, a `copy` that K cut it). T is a
+//!   register as `state` names it or `ADDR[:LEN]` (LEN 1 to 64, default 8); K 1..=1,024,
+//!   default 64. The sidecar is used when the server has one. A T that does not parse or
+//!   is no register of the trace's instruction set is a 400 on `target`; a trace that is
+//!   not x86/x64, or of tracepoint frames (tfile), a 400 with no parameter.
 
 pub mod api;
 pub mod http;

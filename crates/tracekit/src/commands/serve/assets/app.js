@@ -1,6 +1,6 @@
 // The tracekit explorer: a virtualised instruction list, the registers, memory and open
-// call frames at the selected step, a timeline strip of the whole trace, and "who wrote
-// this" navigation, over the JSON API of `tracekit serve`
+// call frames at the selected step, a timeline strip of the whole trace, "who wrote
+// this" navigation and the origin of a value hop by hop, over the JSON API of `tracekit serve`
 // (documented in crates/tracekit/src/commands/serve/mod.rs). Plain ES2020, no build step.
 'use strict';
 
@@ -97,6 +97,7 @@
     selected: null,
     memBase: null, // BigInt: the first address of the memory view
     byte: null, // BigInt: the byte clicked last
+    byteAt: null, // the step selected when it was clicked (its origin is asked before it)
     followTouched: false,
   };
   const count = () => (st.steps === null ? st.provisional : st.steps);
@@ -506,13 +507,23 @@
         nb.className = 'reg-name';
         nb.textContent = name;
         nb.title = `Go to the step that last wrote ${name}`;
+        cell.append(nb);
+        if (hasOrigin() && ORIGIN_REG.test(name)) {
+          const ob = document.createElement('button');
+          ob.type = 'button';
+          ob.className = 'reg-origin';
+          ob.textContent = '⤺';
+          ob.title = `Where the value of ${name} came from (origin)`;
+          ob.setAttribute('aria-label', `origin of ${name}`);
+          cell.append(ob);
+        }
         const vb = document.createElement('button');
         vb.type = 'button';
         vb.className = 'reg-val';
         vb.textContent = regs[name];
         vb.title = `Show memory at ${regs[name]}`;
         if (isChanged) vb.setAttribute('aria-description', 'changed');
-        cell.append(nb, vb);
+        cell.append(vb);
         grid.append(cell);
       }
       det.append(grid);
@@ -551,6 +562,10 @@
     const cell = e.target.closest('.reg');
     if (!btn || !cell || st.selected === null) return;
     const name = cell.dataset.reg;
+    if (btn.classList.contains('reg-origin') || (e.altKey && btn.classList.contains('reg-name'))) {
+      showOrigin(st.selected, name);
+      return;
+    }
     if (btn.classList.contains('reg-val')) {
       const v = parseNumber(btn.textContent);
       if (v === null) return;
@@ -683,8 +698,11 @@
   function pickByte(cell) {
     const addr = BigInt(cell.dataset.addr);
     st.byte = addr;
+    st.byteAt = st.selected;
     followNone(); // keep this byte in view while stepping to its source
     $('next-read').disabled = false;
+    $('byte-origin').disabled = st.byteAt === null || !hasOrigin();
+    $('byte-origin').title = `Where the value of ${hex(addr)} before step ${st.byteAt} came from (origin)`;
     const src = cell.dataset.source;
     const how = cell.classList.contains('unknown')
       ? 'unknown'
@@ -699,7 +717,10 @@
 
   $('mem').addEventListener('click', (e) => {
     const cell = e.target.closest('.b');
-    if (cell) pickByte(cell);
+    if (!cell) return;
+    // Alt+click: where the byte's value came from, without leaving the step.
+    if (e.altKey && st.selected !== null) showOrigin(st.selected, `${cell.dataset.addr}:1`);
+    else pickByte(cell);
   });
 
   const MAX_ROW_CHECKS = 200; // rows looked up per "next read" to classify writes
@@ -877,10 +898,116 @@
     }
   }
 
-  // ---- origin (reserved) ----------------------------------------------------------------
-  // The "origin" of a register or byte in one click belongs to `tracekit origin` (being
-  // written separately): when the server answers it, a button beside each register value
-  // and byte goes here, calling select() with the step it names. Nothing else depends on it.
+  // ---- origin ------------------------------------------------------------------------
+  // Where the value of a register or a byte before the selected step came from, hop by hop
+  // (/api/origin, `tracekit origin`): the register's origin button or an Alt+click on a
+  // register name or a byte shows the chain in the origin panel; each hop goes to its step.
+
+  // `tracekit origin` decodes x86 and x64 instructions.
+  const hasOrigin = () => st.isa === 'x64' || st.isa === 'x86';
+  // The registers origin follows: general (and their parts), segment and vector registers.
+  const ORIGIN_REG = /^([re]?(ax|bx|cx|dx|si|di|sp|bp)|[abcd][lh]|(si|di|sp|bp)l|r\d+[dwb]?|[cdefgs]s|[xyz]mm\d+)$/i;
+  // What each stop kind means, as the panel says it (the module docs of origin.rs).
+  const STOPS = {
+    compute: 'computed here (not a copy): the chain stops',
+    syscall: 'made by a system call or interrupt',
+    partial: 'only part of it written here: the rest came from elsewhere',
+    start: 'there when the trace began (nothing before wrote it)',
+    unknown: 'the writer\'s instruction or source address is not known',
+    copy: 'cut: the hop limit was reached',
+  };
+  let originCtl = null;
+
+  function originHop(hop) {
+    const li = document.createElement('li');
+    li.className = 'hop';
+    li.dataset.kind = hop.kind;
+    li.dataset.loc = hop.loc;
+    if (hop.i === null) {
+      const none = document.createElement('span');
+      none.className = 'hop-step';
+      none.textContent = 'start';
+      none.title = 'No step before wrote it';
+      li.append(none);
+    } else {
+      li.dataset.step = String(hop.i);
+      li.append(frameButton('hop-step', hop.i, `step ${hop.i}`, `Go to step ${hop.i}, the writer of ${hop.loc}`));
+    }
+    const cell = (cls, text, title = '') => {
+      const c = document.createElement('span');
+      c.className = cls;
+      c.textContent = text;
+      if (title) c.title = title;
+      return c;
+    };
+    li.append(
+      cell('hop-pc', hop.pc || ''),
+      cell('hop-asm', hop.asm || (hop.i === null ? '' : '(bytes unknown)')),
+      cell('hop-kind', hop.kind, hop.kind === 'copy' ? `a pure copy of ${hop.from}` : STOPS[hop.kind]),
+      cell('hop-flow', hop.from ? `${hop.from} → ${hop.loc}` : hop.loc,
+        hop.from ? `${hop.loc} is a copy of ${hop.from}` : `the location resolved: ${hop.loc}`),
+    );
+    return li;
+  }
+
+  function renderOrigin(ans) {
+    const hops = ans.hops || [];
+    const frag = document.createDocumentFragment();
+    for (const hop of hops) frag.append(originHop(hop));
+    $('origin-hops').replaceChildren(frag);
+    const last = hops[hops.length - 1];
+    const stop = $('origin-stop');
+    stop.dataset.kind = last ? last.kind : '';
+    stop.textContent = last
+      ? `${last.kind === 'copy' ? 'cut' : last.kind}: ${STOPS[last.kind] || ''} (${hops.length} hop${hops.length === 1 ? '' : 's'})`
+      : 'no hops';
+  }
+
+  // Shows the origin of `target` (a register name or `0x…:LEN`) before step `i`.
+  async function showOrigin(i, target) {
+    const panel = $('origin-panel');
+    panel.hidden = false;
+    $('origin-title-target').textContent = `${target} before step ${i}`;
+    panel.dataset.i = String(i);
+    panel.dataset.target = target;
+    if (!hasOrigin()) {
+      $('origin-hops').replaceChildren();
+      $('origin-stop').dataset.kind = '';
+      $('origin-stop').textContent = 'No origin: it is found in x86 and x64 instruction streams only.';
+      return;
+    }
+    if (originCtl) originCtl.abort();
+    const ctl = new AbortController();
+    originCtl = ctl;
+    panel.setAttribute('aria-busy', 'true');
+    $('origin-stop').dataset.kind = '';
+    $('origin-stop').textContent = 'following the writers…';
+    try {
+      const ans = await api('origin', { i, target }, ctl.signal);
+      if (!ctl.signal.aborted) renderOrigin(ans);
+    } catch (e) {
+      if (isAbort(e)) return;
+      $('origin-hops').replaceChildren();
+      $('origin-stop').textContent = `no origin: ${e.message}`;
+    } finally {
+      if (originCtl === ctl) panel.removeAttribute('aria-busy');
+    }
+  }
+
+  // The byte clicked last, before the step it was clicked at (not the source step the click
+  // went to, where the byte still held its older value): the button for those whose
+  // Alt+click the desktop takes.
+  $('byte-origin').addEventListener('click', () => {
+    if (st.byte !== null && st.byteAt !== null) showOrigin(st.byteAt, `${hex(st.byte)}:1`);
+  });
+  $('origin-hops').addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (b && b.dataset.step !== undefined) select(Number(b.dataset.step), true);
+  });
+  $('origin-close').addEventListener('click', () => {
+    if (originCtl) originCtl.abort();
+    $('origin-panel').hidden = true;
+  });
 
   // ---- the timeline strip ------------------------------------------------------------------
 
