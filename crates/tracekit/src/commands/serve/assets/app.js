@@ -867,8 +867,20 @@
     if (b && b.dataset.step !== undefined) select(Number(b.dataset.step), true);
   });
 
-  // `f` (finish): the step after the innermost frame's ret (the ret itself when that is the
-  // last step); `F` (reverse-finish): the innermost frame's call.
+  // The thread's step after a frame's ret: a matched ret closes its frame where the thread
+  // next executes the return address; else (an unwound frame, or not found on the first
+  // page) the step after the ret, or the ret itself when that is the last step.
+  async function afterReturn(frame, thread) {
+    if (!frame.unwound && frame.ret_i + 1 < count()) {
+      const ans = await api('find', { pc: frame.return_address, from: frame.ret_i + 1, count: 100 });
+      const hit = ans.hits.find((h) => h.thread === thread);
+      if (hit) return hit.i;
+    }
+    return frame.ret_i + 1 < count() ? frame.ret_i + 1 : frame.ret_i;
+  }
+
+  // `f` (finish): the thread's step after the innermost frame's ret (GDB's `finish`);
+  // `F` (reverse-finish): the innermost frame's call.
   async function finish(reverse) {
     if (st.selected === null) return;
     const i = st.selected;
@@ -890,7 +902,7 @@
         note(`${frameName(top)} (called at step ${top.i}) does not return in the trace`);
       } else {
         note(`finish: ${frameName(top)} returns at step ${top.ret_i}`);
-        select(top.ret_i + 1 < count() ? top.ret_i + 1 : top.ret_i, true);
+        select(await afterReturn(top, stack.thread), true);
       }
     } catch (e) {
       if (e.status === 503) note('the calls are still being found: try again in a moment');
