@@ -267,7 +267,8 @@ pub fn export(
 ///
 /// # Errors
 ///
-/// A stream or directory input, or one without an x86/x64 instruction stream (usage).
+/// A stream or directory input, or one without an x86/x64 instruction stream (usage); the
+/// stream cannot be opened.
 fn calls_input(handler: &dyn Handler, input: &Input, options: &Options) -> Result<Input, CliError> {
     let mut again = input.again().ok_or_else(|| {
         CliError::Usage(format!(
@@ -275,10 +276,14 @@ fn calls_input(handler: &dyn Handler, input: &Input, options: &Options) -> Resul
             input.name()
         ))
     })??;
-    let isa = handler
-        .steps(&mut again, &mut Ctx::new(options))
-        .map(|s| s.isa());
-    if !matches!(isa, Ok(Isa::X64 | Isa::X86)) {
+    // No instruction stream is the usage error below; a stream that cannot be read, the
+    // reader's own error.
+    let isa = match handler.steps(&mut again, &mut Ctx::new(options)) {
+        Ok(steps) => Some(steps.isa()),
+        Err(trace_registry::Error::Unsupported(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if !matches!(isa, Some(Isa::X64 | Isa::X86)) {
         return Err(CliError::Usage(format!(
             "--calls needs an x86/x64 instruction stream; {} input {} has none",
             handler.name(),

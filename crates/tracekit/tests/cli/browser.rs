@@ -87,13 +87,6 @@ fn ok(args: &[&str]) -> String {
     stdout(&o)
 }
 
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    ok(args)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn hex(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }

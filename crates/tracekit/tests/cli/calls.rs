@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::{realdata, stderr, stdout, testdata, tracekit};
+use crate::common::{json_lines, realdata, stderr, stdout, testdata, tracekit};
 
 fn temp_dir(name: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -15,15 +15,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tk-calls-{name}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    let o = tracekit(args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    stdout(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// What an independent decoder says an x86 instruction is, from its bytes alone: legacy

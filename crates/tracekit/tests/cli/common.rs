@@ -189,3 +189,13 @@ pub fn parquet_rows(
     }
     rows
 }
+
+/// The JSON lines the binary prints for `args` (which must succeed).
+pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    let o = tracekit(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -10,16 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::{stderr, stdout, testdata, tracekit};
-
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    let o = tracekit(args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    stdout(&o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use crate::common::{json_lines, stderr, stdout, testdata, tracekit};
 
 fn hex(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
