@@ -271,8 +271,11 @@ pub trait Records {
         0
     }
 
-    /// Notes about the whole input, known once every record is read (one line each).
-    fn finish(&mut self) -> Vec<String> {
+    /// Notes about the whole input, known once every record is read. A reader moved by
+    /// [`Records::seek`] counts ([`Note::Count`]) only what it read after the seek, so that
+    /// the notes of readers of consecutive parts of one input add up to one reader's
+    /// ([`merge_notes`]).
+    fn finish(&mut self) -> Vec<Note> {
         Vec::new()
     }
 
@@ -302,6 +305,53 @@ pub trait Records {
         let _ = index;
         skip_records(self, n)
     }
+}
+
+/// A note about a whole input ([`Records::finish`]), shown as one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// `count` of what `what` says (`note: 3 block(s) carry …`): the counts of readers of
+    /// parts of one input add up.
+    Count {
+        /// How many.
+        count: u64,
+        /// What was counted, after the number.
+        what: &'static str,
+    },
+    /// A line as it is.
+    Line(String),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::Count { count, what } => write!(f, "note: {count} {what}"),
+            Note::Line(line) => f.write_str(line),
+        }
+    }
+}
+
+/// The notes of several readers of one input (each over a part of it, in order) as one
+/// reader's: counts of the same thing added (where the first was), lines kept in order,
+/// zero counts dropped.
+#[must_use]
+pub fn merge_notes(notes: impl IntoIterator<Item = Note>) -> Vec<Note> {
+    let mut out: Vec<Note> = Vec::new();
+    for note in notes {
+        if let Note::Count { count, what } = &note {
+            let seen = out.iter_mut().find_map(|n| match n {
+                Note::Count { count: c, what: w } if w == what => Some(c),
+                _ => None,
+            });
+            if let Some(c) = seen {
+                *c = c.saturating_add(*count);
+                continue;
+            }
+        }
+        out.push(note);
+    }
+    out.retain(|n| !matches!(n, Note::Count { count: 0, .. }));
+    out
 }
 
 /// Reads and drops the next `n` records of `records` (fewer at the end): the default
@@ -438,4 +488,26 @@ pub struct Offers {
     /// format reads. Any other one given is a mistake ([`Options::unread`]) that `tracekit`
     /// reports rather than ignores.
     pub reads: &'static [&'static str],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Note, merge_notes};
+
+    /// Counts of the same thing add up where the first was; lines stay in order; zero
+    /// counts go.
+    #[test]
+    fn notes_of_parts_merge_into_one_readers() {
+        let count = |count| Note::Count {
+            count,
+            what: "block(s)",
+        };
+        let other = Note::Count {
+            count: 0,
+            what: "other",
+        };
+        let merged = merge_notes([count(2), Note::Line("warning: x".into()), other, count(3)]);
+        assert_eq!(merged, vec![count(5), Note::Line("warning: x".into())]);
+        assert_eq!(merged[0].to_string(), "note: 5 block(s)");
+    }
 }

@@ -28,7 +28,7 @@ use crate::disasm::Disassembler;
 use crate::schema::{Field, Json, Row, Schema, Type, Visitor};
 use crate::steps::{Isa, Steps};
 use crate::{
-    Confidence, Ctx, Error, Handler, Hex, Info, Input, Offers, Record, Records, Source, Value,
+    Confidence, Ctx, Error, Handler, Hex, Info, Input, Note, Offers, Record, Records, Source, Value,
 };
 
 mod blocks;
@@ -882,9 +882,13 @@ impl Records for Tt6Rows<'_> {
         }
     }
 
-    fn finish(&mut self) -> Vec<String> {
+    fn finish(&mut self) -> Vec<Note> {
         match &self.source {
-            Tt6Source::Merged(m) => m.unmatched().iter().map(unmatched_line).collect(),
+            Tt6Source::Merged(m) => m
+                .unmatched()
+                .iter()
+                .map(|u| Note::Line(unmatched_line(u)))
+                .collect(),
             _ => Vec::new(),
         }
     }

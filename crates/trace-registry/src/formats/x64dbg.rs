@@ -34,7 +34,7 @@ use crate::steps::{
     self, Indexing, Isa, NamedReg, OnStep, Os, Passed, Raw, RegCopy, RegPlan, RegSource, RegValue,
     Registers, RegsWanted, ScanQuery, SeekIndex, Step, Steps,
 };
-use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Record, Records, Source};
+use crate::{Confidence, Ctx, Error, Handler, Hex, Info, Input, Note, Record, Records, Source};
 
 mod blocks;
 mod table;
@@ -330,6 +330,7 @@ impl Handler for X64dbg {
             disasm,
             done: false,
             stage: None,
+            recovered_before: 0,
         }))
     }
 
@@ -1311,6 +1312,9 @@ struct X64Records<'a> {
     /// The typed fast path's buffer of state words ([`StateRows`]), kept from one fill to
     /// the next.
     stage: Option<Box<StateStage>>,
+    /// The blocks with recovered thread ids before the last seek (not this reader's to
+    /// note).
+    recovered_before: u64,
 }
 
 impl Row for X64Records<'_> {
@@ -1469,17 +1473,25 @@ impl Records for X64Records<'_> {
         self.pending = true;
         self.done = false;
         self.failed = None;
-        crate::skip_records(self, n.saturating_sub(at))
+        crate::skip_records(self, n.saturating_sub(at))?;
+        // The notes count what is read from here (see `Records::finish`).
+        self.recovered_before = self.blocks.counters().recovered_thread_ids;
+        Ok(())
     }
 
-    fn finish(&mut self) -> Vec<String> {
-        let n = self.blocks.counters().recovered_thread_ids;
-        if n == 0 {
+    fn finish(&mut self) -> Vec<Note> {
+        let count = self
+            .blocks
+            .counters()
+            .recovered_thread_ids
+            .saturating_sub(self.recovered_before);
+        if count == 0 {
             return Vec::new();
         }
-        vec![format!(
-            "note: {n} block(s) carry thread-id bytes without the flag (x64dbg before PR #3920); recovered"
-        )]
+        vec![Note::Count {
+            count,
+            what: "block(s) carry thread-id bytes without the flag (x64dbg before PR #3920); recovered",
+        }]
     }
 }
 

@@ -32,7 +32,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use columns::Tables;
 use trace_model::schema::{Row, Schema};
-use trace_model::{Error, Records};
+use trace_model::{Error, Note, Records};
 use writer::{Files, Writer};
 
 /// The version of the dataset layout and table schemas, in `_tracekit.json`. It changes
@@ -325,7 +325,7 @@ impl Dataset {
         mut self,
         origin: &Origin,
         failure: Option<&Error>,
-        notes: &[String],
+        notes: &[Note],
     ) -> Result<Vec<TableSummary>, Error> {
         let tables = self.tables.take();
         let Some(tables) = tables else {
@@ -571,7 +571,7 @@ struct Manifest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     record: Option<u64>,
     tables: Vec<ManifestTable<'a>>,
-    notes: &'a [String],
+    notes: Vec<String>,
 }
 
 #[derive(serde::Serialize)]
@@ -602,7 +602,7 @@ fn is_true(b: &bool) -> bool {
 fn manifest<'a>(
     origin: &'a Origin,
     failure: Option<&Error>,
-    notes: &'a [String],
+    notes: &[Note],
     columns: &'a [(String, Arc<arrow_schema::Schema>, Vec<bool>)],
     summaries: &'a [TableSummary],
 ) -> Manifest<'a> {
@@ -636,7 +636,7 @@ fn manifest<'a>(
                     .collect(),
             })
             .collect(),
-        notes,
+        notes: notes.iter().map(ToString::to_string).collect(),
     }
 }
 

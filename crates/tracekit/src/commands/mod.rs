@@ -146,7 +146,7 @@ pub fn dump(
             }
         };
         sink.flush()?;
-        notes.extend(records.finish());
+        notes.extend(records.finish().iter().map(ToString::to_string));
         result
     };
     progress.finish();
