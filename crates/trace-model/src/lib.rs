@@ -70,6 +70,7 @@ mod mapped;
 pub mod output;
 pub mod schema;
 pub mod steps;
+pub mod stretches;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -304,6 +305,14 @@ pub trait Records {
     fn seek(&mut self, n: u64, index: Option<&steps::SeekIndex>) -> Result<(), Error> {
         let _ = index;
         skip_records(self, n)
+    }
+
+    /// Whether [`Records::seek`] with a seek index jumps to record `n` (its cost does not
+    /// grow with `n`) rather than reading the records before it: what makes reading parts
+    /// of one input on several threads worth it ([`stretches::Stretches`]). The default:
+    /// `false`.
+    fn seeks_by_index(&self) -> bool {
+        false
     }
 }
 

@@ -14,10 +14,10 @@
 //! channel (memory: a few chunks or batches). Python waits for them with the GIL released.
 //! `state` and far `seek`s use the input and seek index a `Trace` keeps once made.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::ToPyArrow;
@@ -31,6 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
 use trace_registry::steps::SeekIndex;
+use trace_registry::stretches::Stretches;
 use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 use trace_sinks::native::{Native, Node};
 use trace_sinks::parquet::{
@@ -466,7 +467,7 @@ impl Trace {
         // Several threads build stretches of the batches when there are cores for them,
         // unless the trace is known to have no seek index. The index is made meanwhile
         // (while the first thread builds the first stretches from the start) when it is
-        // not known yet.
+        // not known yet, and kept by the Trace.
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
         // Not waiting (with the GIL) for a seek index being made: then it is made again.
         let known = match self.kept.try_lock() {
@@ -474,45 +475,33 @@ impl Trace {
             Err(TryLockError::Poisoned(p)) => p.into_inner().index.clone(),
             Err(TryLockError::WouldBlock) => None,
         };
-        if threads > 1 && !matches!(known, Some(None)) {
-            let index = match known {
-                Some(index) => IndexState::Known(index),
-                None => IndexState::Make(Arc::clone(&self.kept)),
+        let (handler, kept) = (self.opened.handler, Arc::clone(&self.kept));
+        let rx = self.opened.spawn_on_input(move |input, ctx, tx| {
+            let keep = |made: Option<SeekIndex>| {
+                let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                kept.index.get_or_insert(made).clone()
             };
-            let rx = spawn_stretches(&self.opened, table, index, threads.min(MAX_THREADS));
-            return arrow_reader(py, rx);
-        }
-        let rx = self.opened.spawn(move |records, tx| {
-            let mut batches = Batches::new(records.tables(), &table, BATCH_ROWS)?;
-            if tx.send(Ok(Chunk::Schema(batches.schema()))).is_err() {
+            let how = Stretches::new(handler, BATCH_ROWS as u64, threads.min(MAX_THREADS));
+            let how = match known {
+                Some(index) => how.with_index(index),
+                None => how.keeping_index(&keep),
+            };
+            let reading = how.open(input, ctx)?;
+            let schema = Batches::new(reading.tables(), &table, BATCH_ROWS)?.schema();
+            if tx.send(Ok(Chunk::Schema(schema))).is_err() {
                 return Ok(());
             }
-            let send = |batches: &mut Batches| -> bool {
-                while let Some(b) = batches.take() {
-                    if tx.send(Ok(Chunk::Batch(b))).is_err() {
-                        return false;
-                    }
-                }
-                true
-            };
-            loop {
-                match batches.pull(records) {
-                    Pulled::Records(_) => {
-                        if !send(&mut batches) {
-                            return Ok(());
-                        }
-                    }
-                    Pulled::End => break,
-                    // The rows before the damage come first, then the error.
-                    Pulled::Failed(e) => {
-                        batches.finish();
-                        return if send(&mut batches) { Err(e) } else { Ok(()) };
-                    }
-                }
-            }
-            batches.finish();
-            send(&mut batches);
-            Ok(())
+            let ended = reading.run(
+                ctx,
+                |records, limit| stretch(records, &table, limit),
+                |batches| {
+                    batches
+                        .into_iter()
+                        .all(|b| tx.send(Ok(Chunk::Batch(b))).is_ok())
+                },
+            );
+            // The rows before the damage come first, then the error.
+            ended.failure.map_or(Ok(()), Err)
         });
         arrow_reader(py, rx)
     }
@@ -1061,313 +1050,34 @@ fn arrow_reader(py: Python<'_>, rx: Receiver<Result<Chunk, Error>>) -> PyResult<
 /// Threads at most for one `to_arrow` (each holds a stretch's batches: memory).
 const MAX_THREADS: usize = 4;
 
-/// The batches of one stretch of records ([`BATCH_ROWS`] of them), then whether the
-/// records end within it, or the error that ends them there.
-type Stretch = (Vec<RecordBatch>, Result<bool, Error>);
-
-/// The seek index a `to_arrow` on several threads starts with.
-enum IndexState {
-    /// Known: the index, or `None` where the trace has none.
-    Known(Option<SeekIndex>),
-    /// To be made (and kept by the Trace) while the first stretches are built.
-    Make(Arc<Mutex<Kept>>),
-}
-
-/// What the threads of one `to_arrow` share.
-struct Claims {
-    /// The next stretch to build.
-    next: u64,
-    /// How many stretches the coordinator has handed on.
-    sent: u64,
-    /// The last stretch, once a thread found the records end (or fail) in it.
-    last: Option<u64>,
-    /// `None` while the seek index is being made; then the index (`None`: there is none).
-    index: Option<Option<SeekIndex>>,
-    /// While it is being made, the indexes that reach the stretches its pass has gone past
-    /// ([`trace_registry::steps::Indexing::seek_index_reaching`]), by stretch, until claimed.
-    starts: HashMap<u64, SeekIndex>,
-    /// Set when the coordinator is done (the end, an error, or Python stopped reading).
-    stop: bool,
-}
-
-/// [`Claims`] and the signal that they changed.
-struct Shared {
-    claims: Mutex<Claims>,
-    changed: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Claims> {
-        self.claims
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Changes the claims and wakes the threads waiting on them.
-    fn update(&self, f: impl FnOnce(&mut Claims)) {
-        f(&mut self.lock());
-        self.changed.notify_all();
-    }
-
-    /// The next stretch to build and a seek index that reaches it, or `None` when there
-    /// is nothing more to build. At most `window` stretches are claimed past those handed
-    /// on (memory). With `needs_index`, waits until an index reaches the stretch, and stops
-    /// where none will: threads other than the first can only start through the index.
-    fn claim(&self, needs_index: bool, window: u64) -> Option<(u64, Option<SeekIndex>)> {
-        let mut c = self.lock();
-        loop {
-            let past_last = c.last.is_some_and(|last| c.next > last);
-            let start = c.starts.get(&c.next).cloned();
-            let never = matches!(c.index, Some(None)) && start.is_none();
-            if c.stop || past_last || (needs_index && never) {
-                return None;
-            }
-            let ready = !needs_index || c.index.is_some() || start.is_some();
-            if ready && c.next < c.sent.saturating_add(window) {
-                let k = c.next;
-                c.next = k.saturating_add(1);
-                c.starts.remove(&k);
-                return Some((k, start.or_else(|| c.index.clone().flatten())));
-            }
-            c = self
-                .changed
-                .wait(c)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-}
-
-/// `to_arrow` on `threads` threads. Each claims the next stretch of [`BATCH_ROWS`]
-/// records in turn and builds its batches with a reader of its own: the first thread
-/// from the start, reading on while its claims follow each other; the others (and the
-/// first, past a stretch another took) moved there through the seek `index`
-/// ([`trace_registry::Records::seek`]), so they start once it is known. A coordinating
-/// thread hands the batches on in order (the same as one thread's), then the error that
-/// ends the records, if any. Memory: at most `threads + 1` stretches built ahead of
-/// those handed on.
-fn spawn_stretches(
-    opened: &Opened,
-    table: String,
-    index: IndexState,
-    threads: usize,
-) -> Receiver<Result<Chunk, Error>> {
-    let me = opened.clone();
-    opened.spawn(move |records, tx| {
-        let schema = Batches::new(records.tables(), &table, BATCH_ROWS)?.schema();
-        if tx.send(Ok(Chunk::Schema(schema))).is_err() {
-            return Ok(());
-        }
-        let shared = Arc::new(Shared {
-            claims: Mutex::new(Claims {
-                next: 0,
-                sent: 0,
-                last: None,
-                index: match &index {
-                    IndexState::Known(i) => Some(i.clone()),
-                    IndexState::Make(_) => None,
-                },
-                starts: HashMap::new(),
-                stop: false,
-            }),
-            changed: Condvar::new(),
-        });
-        // One input shared by the threads: a mapped file is mapped (and its pages faulted
-        // in) once, not once per thread.
-        let base = me.source.input()?;
-        let input = || base.share().map_or_else(|| me.source.input(), Ok);
-        if let IndexState::Make(kept) = index {
-            make_index(&me, input(), kept, &shared);
-        }
-        // One stretch past those being built: a thread that finished can go on while
-        // another still builds the stretch due next.
-        let window = (threads as u64).saturating_add(1);
-        let (rtx, rrx) = channel();
-        for w in 0..threads {
-            let (me, table, shared, rtx) =
-                (me.clone(), table.clone(), Arc::clone(&shared), rtx.clone());
-            let input = input();
-            let spawned = std::thread::Builder::new()
-                .name("tracekit-stretch".into())
-                .spawn(move || stretches(&me, input, &table, &shared, &rtx, w == 0, window));
-            // Without the first thread nothing is read; the others only share the work.
-            if let Err(e) = spawned
-                && w == 0
-            {
-                return Err(Error::io("cannot start a reader thread", e));
-            }
-        }
-        drop(rtx);
-        let outcome = hand_on(&rrx, tx, &shared);
-        shared.update(|c| c.stop = true);
-        outcome
-    })
-}
-
-/// Makes the seek index in a thread of its own (the Trace keeps it), sharing on the way
-/// the indexes that reach each stretch its pass has gone past, then the whole; an input
-/// read as a stream gets none here (`to_arrow` would otherwise load it whole).
-fn make_index(
-    me: &Opened,
-    input: Result<Input, Error>,
-    kept: Arc<Mutex<Kept>>,
-    shared: &Arc<Shared>,
-) {
-    let (me, shared) = (me.clone(), Arc::clone(shared));
-    let done = Arc::clone(&shared);
-    let spawned = std::thread::Builder::new()
-        .name("tracekit-index".into())
-        .spawn(move || {
-            let run = std::panic::AssertUnwindSafe(|| -> Result<Option<SeekIndex>, Error> {
-                let mut input = input?;
-                if input.is_stream() {
-                    return Ok(None);
-                }
-                // Made without holding the Trace's lock (`state` and `seek` go on
-                // meanwhile), as `Kept::index` makes it, and kept unless one is by then.
-                let mut ctx = Ctx::new(&me.options);
-                let mut reached = |n: u64, index: SeekIndex| {
-                    let k = n.checked_div(BATCH_ROWS as u64).unwrap_or(0);
-                    shared.update(|c| {
-                        // Only a stretch not claimed yet can start through it.
-                        if k >= c.next {
-                            c.starts.insert(k, index);
-                        }
-                    });
-                };
-                let index = match me.handler.steps(&mut input, &mut ctx) {
-                    Ok(mut steps) => steps
-                        .seek_index_reaching(BATCH_ROWS as u64, &mut reached)
-                        .ok()
-                        .flatten()
-                        .map(SeekIndex::new),
-                    Err(_) => None,
-                };
-                let mut kept = kept
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                Ok(kept.index.get_or_insert(index).clone())
-            });
-            let index = std::panic::catch_unwind(run)
-                .ok()
-                .and_then(Result::ok)
-                .flatten();
-            shared.update(|c| {
-                c.index = Some(index);
-                c.starts.clear();
-            });
-        });
-    if spawned.is_err() {
-        done.update(|c| c.index = Some(None));
-    }
-}
-
-/// The coordinator of [`spawn_stretches`]: the stretches' batches in order, then the end
-/// or the error that ends the records.
-fn hand_on(
-    rx: &Receiver<(u64, Result<Stretch, Error>)>,
-    tx: &SyncSender<Result<Chunk, Error>>,
-    shared: &Shared,
-) -> Result<(), Error> {
-    let mut early = BTreeMap::new();
-    for k in 0u64.. {
-        let got = match early.remove(&k) {
-            Some(got) => got,
-            None => loop {
-                let (j, got) = rx.recv().map_err(|_| internal("a reader thread stopped"))?;
-                if j == k {
-                    break got;
-                }
-                early.insert(j, got);
-            },
-        };
-        let (batches, end) = got?;
-        for b in batches {
-            if tx.send(Ok(Chunk::Batch(b))).is_err() {
-                return Ok(());
-            }
-        }
-        shared.update(|c| c.sent = k.saturating_add(1));
-        if end? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// One thread of [`spawn_stretches`]: builds the stretches it claims and sends each with
-/// its number, until there are no more or one ends the records (or fails).
-fn stretches(
-    me: &Opened,
-    input: Result<Input, Error>,
+/// The batches of table `table` of the next records of `records`, at most `limit` of them,
+/// and whether the records end there, or the error that ends them (after the batches of
+/// the records before it): one stretch of a `to_arrow`.
+fn stretch(
+    records: &mut dyn Records,
     table: &str,
-    shared: &Shared,
-    tx: &Sender<(u64, Result<Stretch, Error>)>,
-    first: bool,
-    window: u64,
-) {
-    let Some((mut k, mut index)) = shared.claim(!first, window) else {
-        return;
+    limit: u64,
+) -> (Vec<RecordBatch>, Result<bool, Error>) {
+    let mut batches = match Batches::new(records.tables(), table, BATCH_ROWS) {
+        Ok(b) => b,
+        Err(e) => return (Vec::new(), Err(e)),
     };
-    let run = std::panic::AssertUnwindSafe(|| -> Result<(), Error> {
-        let mut input = input?;
-        let mut ctx = Ctx::new(&me.options);
-        // A reader from the start, moved to the first stretch it builds; reading on while
-        // the claims follow each other, else a fresh one (`seek` moves a fresh reader).
-        loop {
-            let mut records = me.handler.records(&mut input, &mut ctx)?;
-            let from = k.saturating_mul(BATCH_ROWS as u64);
-            if from > 0 {
-                records.seek(from, index.as_ref())?;
-            }
-            loop {
-                let built = stretch(records.as_mut(), table)?;
-                let last = !matches!(built.1, Ok(false));
-                if last {
-                    shared.update(|c| c.last = Some(c.last.map_or(k, |l| l.min(k))));
-                }
-                if tx.send((k, Ok(built))).is_err() || last {
-                    return Ok(());
-                }
-                let Some((next, i)) = shared.claim(false, window) else {
-                    return Ok(());
-                };
-                let follows = next == k.saturating_add(1);
-                (k, index) = (next, i);
-                if !follows {
-                    break;
-                }
-            }
-        }
-    });
-    let result =
-        std::panic::catch_unwind(run).unwrap_or_else(|_| Err(internal("a reader thread panicked")));
-    if let Err(e) = result {
-        shared.update(|c| c.last = Some(c.last.map_or(k, |l| l.min(k))));
-        let _ = tx.send((k, Err(e)));
-    }
-}
-
-/// The batches of table `table` of the next [`BATCH_ROWS`] records of `records`. An error
-/// of the records comes after the batches of the records before it.
-fn stretch(records: &mut dyn Records, table: &str) -> Result<Stretch, Error> {
-    let mut batches = Batches::new(records.tables(), table, BATCH_ROWS)?;
-    let mut left = BATCH_ROWS;
+    let mut left = limit;
     let mut out = Vec::new();
-    let mut failure = None;
-    while left > 0 {
-        match batches.pull_at_most(records, left) {
-            Pulled::Records(n) => left = left.saturating_sub(n),
-            Pulled::End => break,
-            Pulled::Failed(e) => {
-                failure = Some(e);
-                break;
-            }
+    let end = loop {
+        if left == 0 {
+            break Ok(false);
+        }
+        match batches.pull_at_most(records, usize::try_from(left).unwrap_or(usize::MAX)) {
+            Pulled::Records(n) => left = left.saturating_sub(n as u64),
+            Pulled::End => break Ok(true),
+            Pulled::Failed(e) => break Err(e),
         }
         out.extend(std::iter::from_fn(|| batches.take()));
-    }
+    };
     batches.finish();
     out.extend(std::iter::from_fn(|| batches.take()));
-    Ok((out, failure.map_or(Ok(left > 0), Err)))
+    (out, end)
 }
 
 /// What a `to_arrow` reader thread sends: the schema first, then the batches.

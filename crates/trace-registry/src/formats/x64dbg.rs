@@ -1317,6 +1317,23 @@ struct X64Records<'a> {
     recovered_before: u64,
 }
 
+impl X64Records<'_> {
+    /// After a seek: the notes count the blocks read from here (see `Records::finish`),
+    /// the next record's included, though its block was read to find it.
+    fn count_from_here(&mut self) {
+        let next_recovered = self.pending
+            && self
+                .current
+                .as_ref()
+                .is_some_and(|i| i.thread_field() == trac_x64dbg::ThreadField::Unflagged);
+        self.recovered_before = self
+            .blocks
+            .counters()
+            .recovered_thread_ids
+            .saturating_sub(u64::from(next_recovered));
+    }
+}
+
 impl Row for X64Records<'_> {
     fn visit(&self, v: &mut dyn Visitor) {
         if let (Some(ins), Blocks::Slice(r)) = (self.current, &self.blocks) {
@@ -1463,7 +1480,9 @@ impl Records for X64Records<'_> {
             _ => None,
         };
         let Some((at, (ins, replay))) = found else {
-            return crate::skip_records(self, n);
+            crate::skip_records(self, n)?;
+            self.count_from_here();
+            return Ok(());
         };
         if let Some(d) = &mut self.disasm {
             d.prepare(&ins, replay.regs(), self.state_words);
@@ -1474,9 +1493,13 @@ impl Records for X64Records<'_> {
         self.done = false;
         self.failed = None;
         crate::skip_records(self, n.saturating_sub(at))?;
-        // The notes count what is read from here (see `Records::finish`).
-        self.recovered_before = self.blocks.counters().recovered_thread_ids;
+        self.count_from_here();
         Ok(())
+    }
+
+    fn seeks_by_index(&self) -> bool {
+        // In memory; a stream is read on.
+        self.trace.is_some()
     }
 
     fn finish(&mut self) -> Vec<Note> {

@@ -788,6 +788,12 @@ impl Tables {
             q.push_back(batch);
             return;
         }
+        self.send(batch);
+    }
+
+    /// Hands a batch to the writer (the first error is kept for [`Tables::check`]).
+    pub(crate) fn send(&mut self, batch: Batch) {
+        let table = batch.table;
         if self.error.is_some() {
             return;
         }

@@ -199,7 +199,65 @@ pub struct Dataset {
     dir: PathBuf,
     tmp: PathBuf,
     tables: Option<Tables>,
+    parts: Parts,
     finished: bool,
+}
+
+/// How the rows of the next records of a reader are built into a [`Part`] for
+/// [`Dataset::append`], on any thread: for a caller that reads parts of one input on
+/// several threads ([`trace_model::stretches::Stretches`]). Cloned from
+/// [`Dataset::parts`].
+#[derive(Clone, Debug)]
+pub struct Parts {
+    schemas: Arc<[Arc<Schema>]>,
+    batch_rows: usize,
+    batch_bytes: usize,
+}
+
+/// The rows of some consecutive records, built by [`Parts::build`], in the dataset's
+/// tables.
+pub struct Part {
+    batches: Vec<writer::Batch>,
+}
+
+impl std::fmt::Debug for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Part")
+            .field("batches", &self.batches.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Parts {
+    /// The rows of the next records of `records`, at most `limit` of them, and whether the
+    /// records end there (`Ok(true)`), go on (`Ok(false)`, after exactly `limit`), or the
+    /// error that ends them (the rows before it are in the part): the same rows as
+    /// [`Dataset::pull`] of those records.
+    pub fn build(&self, records: &mut dyn Records, limit: u64) -> (Part, Result<bool, Error>) {
+        let mut tables = Tables::new(&self.schemas, self.batch_rows, self.batch_bytes);
+        tables.queue = Some(std::collections::VecDeque::new());
+        let mut left = limit;
+        let end = loop {
+            if left == 0 {
+                break Ok(false);
+            }
+            let most = usize::try_from(left).unwrap_or(usize::MAX);
+            match pull(&mut tables, records, most, |tables, table, row| {
+                if let Some(t) = tables.top(table) {
+                    tables.append(t, row);
+                }
+            }) {
+                Pulled::Records(n) => left = left.saturating_sub(n as u64),
+                Pulled::End => break Ok(true),
+                Pulled::Failed(e) => break Err(e),
+            }
+        };
+        for t in 0..tables.tables.len() {
+            tables.flush(t);
+        }
+        let batches = tables.queue.take().map(Vec::from).unwrap_or_default();
+        (Part { batches }, end)
+    }
 }
 
 impl std::fmt::Debug for Tables {
@@ -245,6 +303,11 @@ impl Dataset {
             dir: dir.to_path_buf(),
             tmp,
             tables: None,
+            parts: Parts {
+                schemas: schemas.into(),
+                batch_rows: options.batch_rows,
+                batch_bytes: options.batch_bytes,
+            },
             finished: false,
         };
         let mut tables = Tables::new(schemas, options.batch_rows, options.batch_bytes);
@@ -311,6 +374,32 @@ impl Dataset {
         });
         tables.check()?;
         Ok(pulled)
+    }
+
+    /// How to build parts of the dataset on other threads ([`Dataset::append`]).
+    #[must_use]
+    pub fn parts(&self) -> Parts {
+        self.parts.clone()
+    }
+
+    /// Writes a part built by [`Parts::build`]: parts appended in the order of their
+    /// records give the same dataset, byte for byte, as [`Dataset::pull`] of the records
+    /// (rows written before the part come before it).
+    ///
+    /// # Errors
+    ///
+    /// Writing a full batch failed.
+    pub fn append(&mut self, part: Part) -> Result<(), Error> {
+        let Some(tables) = self.tables.as_mut() else {
+            return Ok(());
+        };
+        for t in 0..tables.tables.len() {
+            tables.flush(t);
+        }
+        for batch in part.batches {
+            tables.send(batch);
+        }
+        tables.check()
     }
 
     /// Completes the dataset: writes what is buffered, closes every file, writes
@@ -1105,6 +1194,207 @@ mod tests {
         }
         // 100 cases, or `QUICKCHECK_TESTS` (read by `QuickCheck::new`).
         QuickCheck::new().quickcheck(prop as fn(u64, (bool, u8, u8, bool), u16, u8, u16) -> bool);
+    }
+
+    /// Every file of a dataset, by its path under `dir`.
+    fn dataset_files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = std::collections::BTreeMap::new();
+        let mut dirs = vec![dir.to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).unwrap();
+                    out.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+                }
+            }
+        }
+        out
+    }
+
+    /// The records of some `TestRow`s, in order.
+    struct TestRecords {
+        tables: [Arc<Schema>; 1],
+        rows: Vec<TestRow>,
+        at: usize,
+    }
+
+    impl Records for TestRecords {
+        fn tables(&self) -> &[Arc<Schema>] {
+            &self.tables
+        }
+
+        fn next_record(&mut self) -> Option<Result<trace_model::Record<'_>, Error>> {
+            let row = self.rows.get(self.at)?;
+            self.at += 1;
+            Some(Ok(trace_model::Record::new(0, row)))
+        }
+    }
+
+    /// Parts of any size, appended in order, make the files of the rows written one by
+    /// one, byte for byte: the calls to the encoder are cut by the rows alone, whatever
+    /// the batches of each part (every type of the model, child tables, tiny batches, row
+    /// groups and files, calls cut by bytes).
+    #[test]
+    fn parts_make_the_bytes_of_rows_written_one_by_one() {
+        fn prop(mut rows: Vec<TestRow>, sizes: (u8, u8, u8, u8)) -> bool {
+            for (n, r) in rows.iter_mut().enumerate() {
+                r.i = n as u64;
+            }
+            let (part, batch, group, bytes) = sizes;
+            let options = ParquetOptions {
+                rows_per_file: (group % 3 == 0).then_some(1 + u64::from(group % 11)),
+                row_group_rows: 1 + usize::from(group % 9),
+                batch_rows: 1 + usize::from(batch % 7),
+                batch_bytes: 1 + usize::from(bytes),
+                ..ParquetOptions::default()
+            };
+            let write = |parts: Option<u64>| {
+                let dir = temp_dir();
+                let mut d = Dataset::create(&dir, &[schema()], &options, false).unwrap();
+                match parts {
+                    None => rows.iter().for_each(|r| d.write(0, r).unwrap()),
+                    Some(limit) => {
+                        let mut records = TestRecords {
+                            tables: [schema()],
+                            rows: rows.clone(),
+                            at: 0,
+                        };
+                        let plan = d.parts();
+                        loop {
+                            let (part, end) = plan.build(&mut records, limit);
+                            d.append(part).unwrap();
+                            if end.unwrap() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                d.finish(&Origin::default(), None, &[]).unwrap();
+                let files = dataset_files(&dir);
+                std::fs::remove_dir_all(&dir).unwrap();
+                files
+            };
+            write(None) == write(Some(1 + u64::from(part % 13)))
+        }
+        QuickCheck::new()
+            .tests(30)
+            .quickcheck(prop as fn(Vec<TestRow>, (u8, u8, u8, u8)) -> bool);
+    }
+
+    /// An x64dbg trace exported through `Dataset::pull` (`None`) or through `Stretches`
+    /// of `rows` records on `threads` threads and `Dataset::append`: the dataset's files
+    /// (finished as partial on a damaged trace), the error that ends the records, the
+    /// notes.
+    fn export_x64dbg(
+        bytes: &Arc<[u8]>,
+        options: &ParquetOptions,
+        stretches: Option<(u64, usize)>,
+    ) -> (
+        std::collections::BTreeMap<PathBuf, Vec<u8>>,
+        Option<String>,
+        Vec<Note>,
+    ) {
+        use trace_model::stretches::Stretches;
+        use trace_model::{Ctx, Input, Options};
+        let handler = trace_registry::by_name("x64dbg").unwrap();
+        let opts = Options::default();
+        let mut ctx = Ctx::new(&opts);
+        let mut input = Input::from_shared("q.trace64", Arc::clone(bytes)).unwrap();
+        let dir = temp_dir();
+        let (dataset, failure, notes) = match stretches {
+            None => {
+                let mut records = handler.records(&mut input, &mut ctx).unwrap();
+                let mut d = Dataset::create(&dir, records.tables(), options, false).unwrap();
+                let failure = loop {
+                    match d.pull(records.as_mut()).unwrap() {
+                        Pulled::Records(_) => {}
+                        Pulled::End => break None,
+                        Pulled::Failed(e) => break Some(e),
+                    }
+                };
+                (d, failure, records.finish())
+            }
+            Some((rows, threads)) => {
+                let reading = Stretches::new(handler, rows, threads)
+                    .open(&mut input, &mut ctx)
+                    .unwrap();
+                let mut d = Dataset::create(&dir, reading.tables(), options, false).unwrap();
+                let plan = d.parts();
+                let ended = reading.run(
+                    &mut ctx,
+                    |records, limit| plan.build(records, limit),
+                    |part| d.append(part).is_ok(),
+                );
+                (d, ended.failure, ended.notes)
+            }
+        };
+        let origin = Origin::default();
+        dataset.finish(&origin, failure.as_ref(), &notes).unwrap();
+        let files = dataset_files(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        (files, failure.map(|e| e.to_string()), notes)
+    }
+
+    /// Random x64dbg traces (damaged or not, thread ids with or without the flag) exported
+    /// from stretches of any size on 1 to 3 threads: the same files, byte for byte, the
+    /// same error and the same notes as one reader's.
+    #[test]
+    fn stretches_on_threads_export_the_bytes_of_one_reader() {
+        fn prop(
+            seed: u64,
+            shape: (u8, u8, bool),
+            len: u16,
+            cut: u8,
+            sizes: (u16, u16, u16),
+        ) -> bool {
+            let (threads, run, legacy) = shape;
+            let opts = trac_x64dbg::testgen::Options {
+                arch: trac_x64dbg::Arch::X64,
+                threads: 1 + u32::from(threads % 4),
+                max_run: 1 + u64::from(run % 64),
+                seed,
+            };
+            let rec = trac_x64dbg::RecorderOptions {
+                full_dump_interval: 1 + u32::from(run % 40),
+                legacy_thread_ids: legacy,
+                lookahead: true,
+            };
+            let mut bytes =
+                trac_x64dbg::testgen::trace(opts, 1 + u64::from(len % 1500), rec, "q.exe");
+            bytes.truncate(bytes.len().saturating_sub(usize::from(cut % 40)));
+            let bytes: Arc<[u8]> = bytes.into();
+            let (stretch, batch, group) = sizes;
+            let options = ParquetOptions {
+                rows_per_file: (group % 3 == 0).then_some(1 + u64::from(group % 5000)),
+                row_group_rows: 1 + usize::from(group % 4000),
+                batch_rows: 1 + usize::from(batch % 3000),
+                batch_bytes: 1 + usize::from(batch % 5000),
+                ..ParquetOptions::default()
+            };
+            let one = export_x64dbg(&bytes, &options, None);
+            (1..=3).all(|threads| {
+                let rows = 1 + u64::from(stretch % 700);
+                let many = export_x64dbg(&bytes, &options, Some((rows, threads)));
+                let same = many == one;
+                if !same {
+                    eprintln!(
+                        "threads {threads}, stretches of {rows}: files {}, error {:?} / {:?}, notes {:?} / {:?}",
+                        many.0 == one.0,
+                        many.1,
+                        one.1,
+                        many.2,
+                        one.2
+                    );
+                }
+                same
+            })
+        }
+        QuickCheck::new()
+            .tests(12)
+            .quickcheck(prop as fn(u64, (u8, u8, bool), u16, u8, (u16, u16, u16)) -> bool);
     }
 
     #[test]

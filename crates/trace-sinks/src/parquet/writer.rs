@@ -80,6 +80,8 @@ struct TableFiles {
     written: Written,
     /// Batches are dropped, no file is made (a carrier table).
     skip: bool,
+    /// Rows taken and not written yet.
+    pending: Pending,
 }
 
 /// Every table's files, written in the order batches arrive.
@@ -120,6 +122,7 @@ impl Files {
                 skip: !written,
                 part: None,
                 written: Written::default(),
+                pending: Pending::default(),
             });
         }
         Ok(Files {
@@ -128,79 +131,30 @@ impl Files {
         })
     }
 
-    /// Writes a batch, cutting it where a row group or a file ends.
+    /// Takes a batch of a table's rows. They are written in calls cut by the rows alone,
+    /// wherever the batches were cut (see [`call_len`]), so that the files do not depend on
+    /// how the rows came: the same bytes from one reader as from several, each of which cut
+    /// its own child tables' batches.
     pub(crate) fn write(&mut self, batch: &Batch) -> Result<(), Error> {
-        if self.tables.get(batch.table).is_some_and(|t| t.skip) {
+        let Files { tables, options } = self;
+        let t = tables.get_mut(batch.table).ok_or_else(|| {
+            Error::io(
+                "writing Parquet",
+                std::io::Error::other("batch of an unknown table"),
+            )
+        })?;
+        if t.skip || batch.rows == 0 {
             return Ok(());
         }
-        let mut done = 0usize;
-        while done < batch.rows {
-            let t = self.tables.get_mut(batch.table).ok_or_else(|| {
-                Error::io(
-                    "writing Parquet",
-                    std::io::Error::other("batch of an unknown table"),
-                )
-            })?;
-            if t.part.is_none() {
-                t.part = Some(open_part(t, &batch.columns)?);
-            }
-            let Some(part) = t.part.as_mut() else {
-                break;
-            };
-            if part.group.is_none() {
-                part.group = Some((
-                    part.factory
-                        .create_column_writers(part.groups)
-                        .map_err(pq)?,
-                    0,
-                ));
-            }
-            let group_rows = part.group.as_ref().map_or(0, |g| g.1);
-            let mut take = batch.rows.saturating_sub(done);
-            take = take.min(
-                self.options
-                    .row_group_rows
-                    .saturating_sub(group_rows)
-                    .max(1),
-            );
-            if let Some(limit) = self.options.rows_per_file {
-                let left = limit.saturating_sub(part.rows).max(1);
-                take = take.min(usize::try_from(left).unwrap_or(usize::MAX));
-            }
-            let columns: Vec<ArrayRef> = if done == 0 && take == batch.rows {
-                batch.columns.clone()
-            } else {
-                batch.columns.iter().map(|c| c.slice(done, take)).collect()
-            };
-            if let Some((writers, rows)) = part.group.as_mut() {
-                encode(writers, &t.schema, &columns, self.options.threads)?;
-                *rows = rows.saturating_add(take);
-            }
-            part.rows = part.rows.saturating_add(take as u64);
-            t.written.rows = t.written.rows.saturating_add(take as u64);
-            done = done.saturating_add(take);
-            let group_full = part
-                .group
-                .as_ref()
-                .is_some_and(|g| g.1 >= self.options.row_group_rows);
-            let file_full = self.options.rows_per_file.is_some_and(|n| part.rows >= n);
-            if group_full || file_full {
-                close_group(part)?;
-            }
-            let file_full = file_full
-                || (self.options.rows_per_file.is_none()
-                    && part.file.bytes_written() as u64 >= self.options.bytes_per_file);
-            if file_full {
-                close_part(t)?;
-            }
-        }
-        Ok(())
+        t.pending.push(batch.columns.clone(), batch.rows);
+        write_ready(t, options, false)
     }
 
     /// Closes every file; a table without rows gets one empty file, so that every table's
     /// folder can be read.
     pub(crate) fn finish(mut self) -> Result<Vec<Written>, Error> {
         for t in &mut self.tables {
+            write_ready(t, &self.options, true)?;
             if t.part.is_none() && t.written.files == 0 && !t.skip {
                 t.part = Some(open_part(t, &[])?);
             }
@@ -208,6 +162,199 @@ impl Files {
         }
         Ok(self.tables.into_iter().map(|t| t.written).collect())
     }
+}
+
+/// Rows of one table taken and not written yet: the columns of batches, or of what is left
+/// of one, in order.
+#[derive(Default)]
+struct Pending {
+    pieces: std::collections::VecDeque<Piece>,
+    rows: usize,
+    /// Bytes of variable-length values in the pieces.
+    bytes: usize,
+}
+
+struct Piece {
+    columns: Vec<ArrayRef>,
+    rows: usize,
+    bytes: usize,
+}
+
+impl Pending {
+    fn push(&mut self, columns: Vec<ArrayRef>, rows: usize) {
+        let bytes = columns.iter().map(|c| value_bytes(c, rows)).sum();
+        self.rows = self.rows.saturating_add(rows);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.pieces.push_back(Piece {
+            columns,
+            rows,
+            bytes,
+        });
+    }
+
+    /// Bytes of variable-length values in the first `rows` rows.
+    fn bytes_of_first(&self, rows: usize) -> usize {
+        let (mut left, mut bytes) = (rows, 0usize);
+        for p in &self.pieces {
+            if left == 0 {
+                break;
+            }
+            let n = left.min(p.rows);
+            bytes = bytes.saturating_add(if n == p.rows {
+                p.bytes
+            } else {
+                p.columns.iter().map(|c| value_bytes(c, n)).sum()
+            });
+            left = left.saturating_sub(n);
+        }
+        bytes
+    }
+
+    /// Takes the first `rows` rows (at most those pending) as one slice of each column:
+    /// the batch itself when it is exactly that, else slices, joined where they span
+    /// batches.
+    fn take(&mut self, rows: usize) -> Result<Vec<ArrayRef>, Error> {
+        let mut parts: Vec<Vec<ArrayRef>> = Vec::new();
+        let mut left = rows;
+        while left > 0 {
+            let Some(mut p) = self.pieces.pop_front() else {
+                break;
+            };
+            if p.rows > left {
+                let tail_rows = p.rows.saturating_sub(left);
+                let tail = p.columns.iter().map(|c| c.slice(left, tail_rows)).collect();
+                p.columns = p.columns.iter().map(|c| c.slice(0, left)).collect();
+                p.rows = left;
+                let head_bytes = p.columns.iter().map(|c| value_bytes(c, left)).sum();
+                self.pieces.push_front(Piece {
+                    columns: tail,
+                    rows: tail_rows,
+                    bytes: p.bytes.saturating_sub(head_bytes),
+                });
+                p.bytes = head_bytes;
+            }
+            left = left.saturating_sub(p.rows);
+            self.rows = self.rows.saturating_sub(p.rows);
+            self.bytes = self.bytes.saturating_sub(p.bytes);
+            parts.push(p.columns);
+        }
+        if parts.len() == 1 {
+            return Ok(parts.pop().unwrap_or_default());
+        }
+        let width = parts.first().map_or(0, Vec::len);
+        (0..width)
+            .map(|c| {
+                let arrays: Vec<&dyn Array> = parts
+                    .iter()
+                    .filter_map(|p| p.get(c).map(AsRef::as_ref))
+                    .collect();
+                arrow_select::concat::concat(&arrays).map_err(|e| pq(e.into()))
+            })
+            .collect()
+    }
+}
+
+/// Bytes of the variable-length values (byte strings, strings, list values) of the first
+/// `rows` rows of a column: what cuts a write call short of its rows.
+fn value_bytes(column: &ArrayRef, rows: usize) -> usize {
+    use arrow_array::cast::AsArray;
+    use arrow_schema::DataType;
+    let span = |offsets: &[i32]| {
+        let first = offsets.first().copied().unwrap_or(0);
+        let last = offsets.get(rows).copied().unwrap_or(first);
+        usize::try_from(last.saturating_sub(first)).unwrap_or(0)
+    };
+    match column.data_type() {
+        DataType::Binary => span(column.as_binary::<i32>().value_offsets()),
+        DataType::Utf8 => span(column.as_string::<i32>().value_offsets()),
+        DataType::List(_) => span(column.as_list::<i32>().value_offsets()).saturating_mul(8),
+        _ => 0,
+    }
+}
+
+/// Rows at which a write call may be cut by bytes: a few pages' worth.
+const CALL_STEP: usize = 1024;
+
+/// The rows of the next write call of table `t`, when they are pending (all that is left,
+/// at the `end`): `batch_rows`, fewer where the row group or the file ends first, or the
+/// first multiple of [`CALL_STEP`] rows whose variable-length values reach `batch_bytes`.
+/// Parquet cuts pages at points counted from the start of each call, so calls cut by the
+/// rows alone make the same files from batches cut anywhere.
+fn call_len(t: &TableFiles, options: &ParquetOptions, end: bool) -> Option<usize> {
+    let pending = &t.pending;
+    if pending.rows == 0 {
+        return None;
+    }
+    let (group_rows, part_rows) = t
+        .part
+        .as_ref()
+        .map_or((0, 0), |p| (p.group.as_ref().map_or(0, |g| g.1), p.rows));
+    let mut target = options
+        .batch_rows
+        .max(1)
+        .min(options.row_group_rows.saturating_sub(group_rows).max(1));
+    if let Some(limit) = options.rows_per_file {
+        let left = limit.saturating_sub(part_rows).max(1);
+        target = target.min(usize::try_from(left).unwrap_or(usize::MAX));
+    }
+    if pending.bytes >= options.batch_bytes {
+        let upto = target.min(pending.rows);
+        let mut rows = CALL_STEP;
+        while rows < upto {
+            if pending.bytes_of_first(rows) >= options.batch_bytes {
+                return Some(rows);
+            }
+            rows = rows.saturating_add(CALL_STEP);
+        }
+    }
+    if pending.rows >= target {
+        Some(target)
+    } else {
+        end.then_some(pending.rows)
+    }
+}
+
+/// Writes the calls of table `t` that are ready (all that is pending, at the `end`),
+/// closing row groups and files where they fill.
+fn write_ready(t: &mut TableFiles, options: &ParquetOptions, end: bool) -> Result<(), Error> {
+    while let Some(rows) = call_len(t, options, end) {
+        let columns = t.pending.take(rows)?;
+        if t.part.is_none() {
+            t.part = Some(open_part(t, &columns)?);
+        }
+        let Some(part) = t.part.as_mut() else {
+            break;
+        };
+        if part.group.is_none() {
+            part.group = Some((
+                part.factory
+                    .create_column_writers(part.groups)
+                    .map_err(pq)?,
+                0,
+            ));
+        }
+        if let Some((writers, group_rows)) = part.group.as_mut() {
+            encode(writers, &t.schema, &columns, options.threads)?;
+            *group_rows = group_rows.saturating_add(rows);
+        }
+        part.rows = part.rows.saturating_add(rows as u64);
+        t.written.rows = t.written.rows.saturating_add(rows as u64);
+        let group_full = part
+            .group
+            .as_ref()
+            .is_some_and(|g| g.1 >= options.row_group_rows);
+        let file_full = options.rows_per_file.is_some_and(|n| part.rows >= n);
+        if group_full || file_full {
+            close_group(part)?;
+        }
+        let file_full = file_full
+            || (options.rows_per_file.is_none()
+                && part.file.bytes_written() as u64 >= options.bytes_per_file);
+        if file_full {
+            close_part(t)?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a 64-bit column is better delta-encoded than dictionary-encoded, judged on a

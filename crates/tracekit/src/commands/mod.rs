@@ -9,9 +9,10 @@ use dcfg_trace::encode::{EncodeOptions, ProcessEdges, ThreadEdges};
 use trace_core::Located;
 use trace_registry::formats::{amber, dcfg as dcfg_handler, dcfg_trace as dcfg_trace_handler};
 use trace_registry::steps::Isa;
+use trace_registry::stretches::Stretches;
 use trace_registry::{Ctx, Handler, Info, Input, Options, Source};
 use trace_sinks::JsonLines;
-use trace_sinks::parquet::{Compression, Dataset, Origin, ParquetOptions, Pulled};
+use trace_sinks::parquet::{Compression, Dataset, Origin, ParquetOptions};
 
 use crate::{CliError, DotArgs, EncodeArgs, ExportArgs, Progress};
 
@@ -156,6 +157,10 @@ pub fn dump(
     Ok(result?)
 }
 
+/// Records per stretch of `tracekit export` on several threads: one batch of the main table
+/// each, so that memory stays a few batches per thread.
+const STRETCH_ROWS: u64 = 1 << 16;
+
 /// `tracekit export`: every record into a Parquet dataset at `args.output`, written under a
 /// temporary name and renamed when complete. On a damaged input the partial output is
 /// removed, or with `--partial` kept and marked incomplete; either way the error is
@@ -198,26 +203,28 @@ pub fn export(
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
-        let mut records = handler.records(&mut input, &mut ctx)?;
-        let mut schemas = records.tables().to_vec();
+        // Stretches of whole batches, read on every thread where the format seeks by index:
+        // the same bytes as on one.
+        let reading = Stretches::new(handler, STRETCH_ROWS, threads).open(&mut input, &mut ctx)?;
+        let mut schemas = reading.tables().to_vec();
         let calls_table = schemas.len();
         if calls_input.is_some() {
             schemas.push(trace_analyses::calls::table());
         }
         let mut dataset = Dataset::create(&args.output, &schemas, &parquet_options, args.force)?;
-        let mut n = 0usize;
-        let mut failure = loop {
-            match dataset.pull(records.as_mut())? {
-                Pulled::Records(k) => n = n.saturating_add(k),
-                Pulled::End => break None,
-                Pulled::Failed(e) => break Some(e),
-            }
-            if n >= 4096 {
-                n = 0;
-                ctx.progress(records.position());
-            }
-        };
-        notes.extend(records.finish());
+        let parts = dataset.parts();
+        let mut written = Ok(());
+        let ended = reading.run(
+            &mut ctx,
+            |records, limit| parts.build(records, limit),
+            |part| {
+                written = dataset.append(part);
+                written.is_ok()
+            },
+        );
+        written?;
+        notes.extend(ended.notes);
+        let mut failure = ended.failure;
         if let (None, Some(again)) = (&failure, calls_input.as_mut()) {
             let options = trace_analyses::calls::CallsOptions::default();
             let written =
