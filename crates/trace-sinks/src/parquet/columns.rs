@@ -141,6 +141,47 @@ impl NameColumn {
     }
 }
 
+/// 64-bit value buffers of batches already encoded, handed back for the next batches by
+/// whichever thread encoded them: growing fresh ones costs copies and fresh pages (the
+/// allocator gives large freed buffers back to the system, and the kernel clears the pages
+/// it hands out again). Clones share the buffers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Spare(Arc<std::sync::Mutex<Vec<Vec<u64>>>>);
+
+impl Spare {
+    /// Buffers kept at most (a few batches of every table).
+    const MAX: usize = 256;
+
+    /// Keeps the value buffer of `array` when it is a 64-bit array that nothing else holds.
+    pub(crate) fn give(&self, array: ArrayRef) {
+        let Some(a) = array.as_any().downcast_ref::<UInt64Array>() else {
+            return;
+        };
+        let buffer = a.values().inner().clone();
+        drop(array);
+        if let Ok(mut v) = buffer.into_vec::<u64>() {
+            v.clear();
+            let mut kept = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if kept.len() < Self::MAX {
+                kept.push(v);
+            }
+        }
+    }
+
+    /// A kept buffer of room for at least `rows` values, if there is one.
+    fn take(&self, rows: usize) -> Option<Vec<u64>> {
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = kept.iter().rposition(|v| v.capacity() >= rows)?;
+        Some(kept.swap_remove(at))
+    }
+}
+
 /// Integers: values as 64-bit patterns and where the missing ones are.
 struct IntColumn {
     ty: DataType,
@@ -197,28 +238,14 @@ fn ascending(offsets: &[i32]) -> bool {
 }
 
 impl IntColumn {
-    /// Takes back the value buffer of an array this column made, when nothing else holds
-    /// it, as the column's (empty) buffer for the next batch.
-    fn recycle(&mut self, array: ArrayRef) {
-        let Some(a) = array.as_any().downcast_ref::<UInt64Array>() else {
-            return;
-        };
-        let buffer = a.values().inner().clone();
-        drop(array);
-        if let Ok(mut v) = buffer.into_vec::<u64>()
-            && self.buf.values.is_empty()
-            && v.capacity() > self.buf.values.capacity()
-        {
-            v.clear();
-            self.buf.values = v;
-        }
-    }
-
     fn finish(&mut self) -> ArrayRef {
-        let (v, nulls) = self.buf.take();
+        let (mut v, nulls) = self.buf.take();
         let nulls = validity(v.len(), &nulls);
+        if matches!(self.ty, DataType::UInt64) {
+            return Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls));
+        }
         // Each value was read from a field of the column's width: the casts keep it whole.
-        match self.ty {
+        let array: ArrayRef = match self.ty {
             DataType::UInt8 => {
                 Arc::new(UInt8Array::new(v.iter().map(|x| *x as u8).collect(), nulls))
             }
@@ -243,8 +270,12 @@ impl IntColumn {
                 v.iter().map(|x| *x as i64).collect(),
                 nulls,
             )),
-            _ => Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
-        }
+            _ => Arc::new(UInt64Array::new(v.iter().copied().collect(), nulls)),
+        };
+        // The 64-bit buffer stays for the next batch.
+        v.clear();
+        self.buf.values = v;
+        array
     }
 }
 
@@ -546,6 +577,8 @@ pub(crate) struct Tables {
     pub(crate) skip: Vec<bool>,
     batch_rows: usize,
     batch_bytes: usize,
+    /// Buffers of encoded batches, for the next ones.
+    pub(crate) spare: Spare,
 }
 
 impl Tables {
@@ -562,6 +595,7 @@ impl Tables {
             skip: Vec::new(),
             batch_rows: batch_rows.max(1),
             batch_bytes,
+            spare: Spare::default(),
         };
         for s in schemas {
             let index = t.plan(s, None);
@@ -800,20 +834,21 @@ impl Tables {
         let Some(out) = self.out.as_mut() else {
             return;
         };
-        match out.write(batch) {
-            Err(e) => self.error = Some(e),
-            // Reusing the 64-bit buffers saves growing fresh ones for every batch (and the
-            // allocator handing their pages back and faulting them in again).
-            Ok(Some(batch)) => {
-                if let Some(t) = self.tables.get_mut(table) {
-                    for (c, a) in t.columns.iter_mut().zip(batch.columns) {
-                        if let Column::Int(c) = c {
-                            c.recycle(a);
-                        }
-                    }
+        if let Err(e) = out.write(batch) {
+            self.error = Some(e);
+            return;
+        }
+        // Written in this thread, the batch's 64-bit buffers are spare again: its columns
+        // take them back rather than growing fresh ones.
+        if let Some(t) = self.tables.get_mut(table) {
+            for c in &mut t.columns {
+                if let Column::Int(c) = c
+                    && c.buf.values.capacity() == 0
+                    && let Some(v) = self.spare.take(0)
+                {
+                    c.buf.values = v;
                 }
             }
-            Ok(None) => {}
         }
     }
 
@@ -981,7 +1016,19 @@ impl trace_model::schema::ColumnSink for Tables {
         // A batch's integer columns at their size from its start: growing them as rows
         // come moves each several times (a tenth of the fast path's time).
         let reserve = self.batch_rows.min(RESERVE_ROWS);
+        let spare = &self.spare;
         for (index, t) in self.tables.iter_mut().enumerate() {
+            // Integer columns of a table just flushed take an encoded batch's buffer.
+            if t.rows == 0 {
+                for c in &mut t.columns {
+                    if let Column::Int(c) = c
+                        && c.buf.values.capacity() < reserve
+                        && let Some(v) = spare.take(reserve)
+                    {
+                        c.buf.values = v;
+                    }
+                }
+            }
             if index == rec {
                 // Also when a row came first the visiting way (as after a seek), which
                 // made the columns small: growing them to the batch's size cost as much

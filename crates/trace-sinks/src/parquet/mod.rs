@@ -212,6 +212,7 @@ pub struct Parts {
     schemas: Arc<[Arc<Schema>]>,
     batch_rows: usize,
     batch_bytes: usize,
+    spare: columns::Spare,
 }
 
 /// The rows of some consecutive records, built by [`Parts::build`], in the dataset's
@@ -236,6 +237,7 @@ impl Parts {
     pub fn build(&self, records: &mut dyn Records, limit: u64) -> (Part, Result<bool, Error>) {
         let mut tables = Tables::new(&self.schemas, self.batch_rows, self.batch_bytes);
         tables.queue = Some(std::collections::VecDeque::new());
+        tables.spare = self.spare.clone();
         let mut left = limit;
         let end = loop {
             if left == 0 {
@@ -307,6 +309,7 @@ impl Dataset {
                 schemas: schemas.into(),
                 batch_rows: options.batch_rows,
                 batch_bytes: options.batch_bytes,
+                spare: columns::Spare::default(),
             },
             finished: false,
         };
@@ -322,7 +325,14 @@ impl Dataset {
                 written: !t.carrier,
             })
             .collect();
-        let files = Files::create(&dataset.tmp, &layout, options.properties(), options.clone())?;
+        let files = Files::create(
+            &dataset.tmp,
+            &layout,
+            options.properties(),
+            options.clone(),
+            &tables.spare,
+        )?;
+        dataset.parts.spare = tables.spare.clone();
         tables.set_writer(Writer::new(files, options.threads));
         dataset.tables = Some(tables);
         Ok(dataset)

@@ -1,5 +1,5 @@
 //! Arrow batches into Parquet files: one folder per table, files cut by size or row count,
-//! row groups closed every so many rows, the columns of a batch encoded in parallel.
+//! row groups closed every so many rows, each table encoded in a thread of its own.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -16,6 +16,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 
 use super::ParquetOptions;
+use super::columns::Spare;
 use trace_model::Error;
 
 /// A Parquet error as ours: the sink's failures are output failures.
@@ -82,6 +83,8 @@ struct TableFiles {
     skip: bool,
     /// Rows taken and not written yet.
     pending: Pending,
+    /// Where the buffers of encoded rows go.
+    spare: Spare,
 }
 
 /// Every table's files, written in the order batches arrive.
@@ -97,6 +100,7 @@ impl Files {
         tables: &[Layout],
         props: WriterProperties,
         options: ParquetOptions,
+        spare: &Spare,
     ) -> Result<Files, Error> {
         let mut out = Vec::with_capacity(tables.len());
         for Layout {
@@ -123,6 +127,7 @@ impl Files {
                 part: None,
                 written: Written::default(),
                 pending: Pending::default(),
+                spare: spare.clone(),
             });
         }
         Ok(Files {
@@ -131,36 +136,52 @@ impl Files {
         })
     }
 
-    /// Takes a batch of a table's rows. They are written in calls cut by the rows alone,
-    /// wherever the batches were cut (see [`call_len`]), so that the files do not depend on
-    /// how the rows came: the same bytes from one reader as from several, each of which cut
-    /// its own child tables' batches.
-    pub(crate) fn write(&mut self, batch: &Batch) -> Result<(), Error> {
-        let Files { tables, options } = self;
-        let t = tables.get_mut(batch.table).ok_or_else(|| {
-            Error::io(
-                "writing Parquet",
-                std::io::Error::other("batch of an unknown table"),
-            )
-        })?;
-        if t.skip || batch.rows == 0 {
-            return Ok(());
-        }
-        t.pending.push(batch.columns.clone(), batch.rows);
-        write_ready(t, options, false)
+    /// Takes a batch of a table's rows (see [`TableFiles::take`]).
+    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
+        let t = self.tables.get_mut(batch.table).ok_or_else(unknown_table)?;
+        t.take(batch, &self.options)
     }
 
     /// Closes every file; a table without rows gets one empty file, so that every table's
     /// folder can be read.
-    pub(crate) fn finish(mut self) -> Result<Vec<Written>, Error> {
-        for t in &mut self.tables {
-            write_ready(t, &self.options, true)?;
-            if t.part.is_none() && t.written.files == 0 && !t.skip {
-                t.part = Some(open_part(t, &[])?);
-            }
-            close_part(t)?;
+    pub(crate) fn finish(self) -> Result<Vec<Written>, Error> {
+        let options = self.options;
+        self.tables
+            .into_iter()
+            .map(|t| t.finish(&options))
+            .collect()
+    }
+}
+
+fn unknown_table() -> Error {
+    Error::io(
+        "writing Parquet",
+        std::io::Error::other("batch of an unknown table"),
+    )
+}
+
+impl TableFiles {
+    /// Takes a batch of the table's rows. They are written in calls cut by the rows alone,
+    /// wherever the batches were cut (see [`call_len`]), so that the files do not depend on
+    /// how the rows came: the same bytes from one reader as from several, each of which cut
+    /// its own child tables' batches.
+    fn take(&mut self, batch: Batch, options: &ParquetOptions) -> Result<(), Error> {
+        if self.skip || batch.rows == 0 {
+            return Ok(());
         }
-        Ok(self.tables.into_iter().map(|t| t.written).collect())
+        self.pending.push(batch.columns, batch.rows);
+        write_ready(self, options, false)
+    }
+
+    /// Writes what is pending and closes the last file; a table without rows gets one empty
+    /// file, so that its folder can be read.
+    fn finish(mut self, options: &ParquetOptions) -> Result<Written, Error> {
+        write_ready(&mut self, options, true)?;
+        if self.part.is_none() && self.written.files == 0 && !self.skip {
+            self.part = Some(open_part(&mut self, &[])?);
+        }
+        close_part(&mut self)?;
+        Ok(self.written)
     }
 }
 
@@ -334,7 +355,10 @@ fn write_ready(t: &mut TableFiles, options: &ParquetOptions, end: bool) -> Resul
             ));
         }
         if let Some((writers, group_rows)) = part.group.as_mut() {
-            encode(writers, &t.schema, &columns, options.threads)?;
+            encode(writers, &t.schema, &columns)?;
+            for c in columns {
+                t.spare.give(c);
+            }
             *group_rows = group_rows.saturating_add(rows);
         }
         part.rows = part.rows.saturating_add(rows as u64);
@@ -516,16 +540,14 @@ fn close_part(t: &mut TableFiles) -> Result<(), Error> {
     Ok(())
 }
 
-/// Encodes one slice of columns into their writers, on up to `threads` threads.
+/// Encodes one slice of columns into their writers.
 fn encode(
     writers: &mut [ArrowColumnWriter],
     schema: &ArrowSchema,
     columns: &[ArrayRef],
-    threads: usize,
 ) -> Result<(), Error> {
     // One leaf per column: the model has no nested columns but lists of plain values,
     // which are one leaf each.
-    let mut jobs = Vec::with_capacity(writers.len());
     let mut writers = writers.iter_mut();
     for (field, array) in schema.fields().iter().zip(columns) {
         for leaf in compute_leaves(field, array).map_err(pq)? {
@@ -534,36 +556,10 @@ fn encode(
                     "more leaves than column writers".into(),
                 )));
             };
-            jobs.push((w, leaf));
-        }
-    }
-    if threads <= 1 || jobs.len() <= 1 {
-        for (w, leaf) in jobs {
             w.write(&leaf).map_err(pq)?;
         }
-        return Ok(());
     }
-    // Workers take columns from a shared queue; the costly ones (wide, many distinct
-    // values) thereby spread over the threads without planning.
-    let queue = std::sync::Mutex::new(jobs);
-    let work = || -> Result<(), Error> {
-        loop {
-            let job = queue.lock().map_err(|_| poisoned())?.pop();
-            let Some((w, leaf)) = job else {
-                return Ok(());
-            };
-            w.write(&leaf).map_err(pq)?;
-        }
-    };
-    std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
-        let mut result = work();
-        for h in helpers {
-            let r = h.join().unwrap_or_else(|_| Err(poisoned()));
-            result = result.and(r);
-        }
-        result
-    })
+    Ok(())
 }
 
 fn poisoned() -> Error {
@@ -573,38 +569,50 @@ fn poisoned() -> Error {
     )
 }
 
-/// Where batches go: encoded in the caller's thread, or handed to a writer thread so that
-/// reading the trace and encoding Parquet overlap.
+/// Where batches go: encoded in the caller's thread, or handed to a thread per table so
+/// that reading the trace and encoding the tables overlap. The tables' files are
+/// independent, so each table's thread writes exactly what the one thread would.
 pub(crate) enum Writer {
     /// One thread does everything.
     Inline(Box<Files>),
-    /// A writer thread encodes; the channel is bounded, so at most a few batches wait.
-    Thread {
-        send: SyncSender<Batch>,
-        handle: JoinHandle<Result<Files, Error>>,
-    },
+    /// A thread per table encodes; the channels are bounded, so at most a few batches wait.
+    Threads(Vec<TableThread>),
+}
+
+/// One table's writer thread.
+pub(crate) struct TableThread {
+    send: SyncSender<Batch>,
+    handle: JoinHandle<Result<Written, Error>>,
 }
 
 impl Writer {
-    /// A writer for `files`: threaded when more than one thread is allowed.
+    /// A writer for `files`: a thread per table when more than one thread is allowed.
     pub(crate) fn new(files: Files, threads: usize) -> Writer {
         if threads <= 1 {
             return Writer::Inline(Box::new(files));
         }
-        let (send, recv) = sync_channel::<Batch>(2);
-        let handle = std::thread::spawn(move || write_all(files, &recv));
-        Writer::Thread { send, handle }
+        let Files { tables, options } = files;
+        let threads = tables
+            .into_iter()
+            .map(|t| {
+                let (send, recv) = sync_channel::<Batch>(2);
+                let options = options.clone();
+                let handle = std::thread::spawn(move || write_all(t, &options, &recv));
+                TableThread { send, handle }
+            })
+            .collect();
+        Writer::Threads(threads)
     }
 
     /// Writes a batch (or queues it). A writer thread's error shows here or at `finish`.
-    /// Written in this thread, the batch comes back, so that its buffers can be reused.
-    pub(crate) fn write(&mut self, batch: Batch) -> Result<Option<Batch>, Error> {
+    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
         match self {
-            Writer::Inline(files) => files.write(&batch).map(|()| Some(batch)),
+            Writer::Inline(files) => files.write(batch),
             // A send fails only when the thread stopped on an error; `finish` reports it.
-            Writer::Thread { send, .. } => {
-                let _ = send.send(batch);
-                Ok(None)
+            Writer::Threads(threads) => {
+                let t = threads.get(batch.table).ok_or_else(unknown_table)?;
+                let _ = t.send.send(batch);
+                Ok(())
             }
         }
     }
@@ -613,17 +621,28 @@ impl Writer {
     pub(crate) fn finish(self) -> Result<Vec<Written>, Error> {
         match self {
             Writer::Inline(files) => files.finish(),
-            Writer::Thread { send, handle } => {
-                drop(send);
-                handle.join().unwrap_or_else(|_| Err(poisoned()))?.finish()
+            Writer::Threads(threads) => {
+                // Every thread is waited for (none is left writing), the first error kept.
+                let written: Vec<_> = threads
+                    .into_iter()
+                    .map(|TableThread { send, handle }| {
+                        drop(send);
+                        handle.join().unwrap_or_else(|_| Err(poisoned()))
+                    })
+                    .collect();
+                written.into_iter().collect()
             }
         }
     }
 }
 
-fn write_all(mut files: Files, recv: &Receiver<Batch>) -> Result<Files, Error> {
+fn write_all(
+    mut table: TableFiles,
+    options: &ParquetOptions,
+    recv: &Receiver<Batch>,
+) -> Result<Written, Error> {
     for batch in recv {
-        files.write(&batch)?;
+        table.take(batch, options)?;
     }
-    Ok(files)
+    table.finish(options)
 }
