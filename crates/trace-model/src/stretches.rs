@@ -83,7 +83,7 @@ impl std::fmt::Debug for Stretches<'_> {
     }
 }
 
-/// How a [`Stretches::run`] ended.
+/// How a [`Reading::run`] ended.
 #[derive(Debug)]
 pub struct Ended {
     /// The error that ends the records: the consumer has taken every stretch before the
@@ -224,7 +224,7 @@ impl<'a> Stretches<'a> {
         })
     }
 
-    /// [`Stretches::run`] on several threads, each reading a share of `base`.
+    /// [`Reading::run`] on several threads, each reading a share of `base`.
     fn parallel<S: Send>(
         &self,
         base: &Input,
@@ -439,7 +439,7 @@ fn internal(what: &str) -> Error {
     Error::io("reading on several threads", std::io::Error::other(what))
 }
 
-/// What the threads of one [`Stretches::run`] share.
+/// What the threads of one [`Reading::run`] share.
 struct Claims {
     /// The next stretch to build.
     next: u64,
