@@ -824,7 +824,8 @@ impl<R: Read> StreamReader<R> {
     fn fill(&mut self) -> Result<bool, Error> {
         // Drop the lines already handed out once they are at least half the buffer (so
         // that each byte is moved a bounded number of times), and grow the buffer
-        // geometrically when less than a chunk is free.
+        // geometrically when less than a chunk is free, up to what the longest line allowed
+        // needs (a line past it is an error: the buffer never doubles past the limit).
         if self.start > 0 && self.start >= self.end.saturating_sub(self.start) {
             self.buf.copy_within(self.start..self.end, 0);
             self.base = self.base.saturating_add(self.start as u64);
@@ -832,10 +833,13 @@ impl<R: Read> StreamReader<R> {
             self.start = 0;
         }
         if self.buf.len().saturating_sub(self.end) < CHUNK {
+            let most = MAX_LINE_LEN.saturating_add(CHUNK.saturating_mul(2));
             let want = self
                 .end
                 .saturating_add(CHUNK)
-                .max(self.buf.len().saturating_mul(2));
+                .max(self.buf.len().saturating_mul(2).min(most));
+            // Exactly: `resize` alone would double the capacity past `most`.
+            self.buf.reserve_exact(want.saturating_sub(self.buf.len()));
             self.buf.resize(want, 0);
         }
         loop {

@@ -397,12 +397,11 @@ impl IntBuf {
         &self.nulls
     }
 
-    /// Takes the values and missing rows out, leaving the buffer empty.
-    pub fn take(&mut self) -> (Vec<u64>, Vec<usize>) {
-        (
-            std::mem::take(&mut self.values),
-            std::mem::take(&mut self.nulls),
-        )
+    /// Takes the values out, leaving the buffer empty (the missing rows, read before from
+    /// [`IntBuf::null_rows`], are cleared: their room stays for the next values).
+    pub fn take_values(&mut self) -> Vec<u64> {
+        self.nulls.clear();
+        std::mem::take(&mut self.values)
     }
 }
 
@@ -475,12 +474,14 @@ impl BytesBuf {
         &self.nulls
     }
 
-    /// Takes the bytes, offsets and missing rows out, leaving the buffer empty.
-    pub fn take(&mut self) -> (Vec<u8>, Vec<i32>, Vec<usize>) {
+    /// Takes the bytes and offsets out, leaving the buffer empty (the missing rows, read
+    /// before from [`BytesBuf::null_rows`], are cleared: their room stays for the next
+    /// values).
+    pub fn take_values(&mut self) -> (Vec<u8>, Vec<i32>) {
+        self.nulls.clear();
         (
             std::mem::take(&mut self.data),
             std::mem::replace(&mut self.offsets, vec![0]),
-            std::mem::take(&mut self.nulls),
         )
     }
 }

@@ -154,10 +154,13 @@ impl Spare {
 
     /// Keeps the value buffer of `array` when it is a 64-bit array that nothing else holds.
     pub(crate) fn give(&self, array: ArrayRef) {
-        let Some(a) = array.as_any().downcast_ref::<UInt64Array>() else {
+        let buffer = if let Some(a) = array.as_any().downcast_ref::<UInt64Array>() {
+            a.values().inner().clone()
+        } else if let Some(a) = array.as_any().downcast_ref::<Int64Array>() {
+            a.values().inner().clone()
+        } else {
             return;
         };
-        let buffer = a.values().inner().clone();
         drop(array);
         if let Ok(mut v) = buffer.into_vec::<u64>() {
             v.clear();
@@ -211,9 +214,8 @@ fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
 
 /// A byte-string column's buffer as an Arrow array.
 fn binary_array(buf: &mut BytesBuf) -> ArrayRef {
-    let len = buf.len();
-    let (data, offsets, nulls) = buf.take();
-    let nulls = validity(len, &nulls);
+    let nulls = validity(buf.len(), buf.null_rows());
+    let (data, offsets) = buf.take_values();
     // `BytesBuf` makes offsets that grow from 0 (saturating past 2 GiB, which a batch
     // never reaches); checked anyway, as `OffsetBuffer::new` panics on others. An empty
     // array stands in should they be wrong.
@@ -239,10 +241,17 @@ fn ascending(offsets: &[i32]) -> bool {
 
 impl IntColumn {
     fn finish(&mut self) -> ArrayRef {
-        let (mut v, nulls) = self.buf.take();
-        let nulls = validity(v.len(), &nulls);
-        if matches!(self.ty, DataType::UInt64) {
-            return Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls));
+        let nulls = validity(self.buf.values.len(), self.buf.null_rows());
+        let mut v = self.buf.take_values();
+        // 64-bit columns keep the buffer (a value's bits are the same as signed).
+        match self.ty {
+            DataType::UInt64 => return Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
+            DataType::Int64 => {
+                let len = v.len();
+                let values = ScalarBuffer::new(Buffer::from_vec(v), 0, len);
+                return Arc::new(Int64Array::new(values, nulls));
+            }
+            _ => {}
         }
         // Each value was read from a field of the column's width: the casts keep it whole.
         let array: ArrayRef = match self.ty {
@@ -264,10 +273,6 @@ impl IntColumn {
             )),
             DataType::Int32 => Arc::new(Int32Array::new(
                 v.iter().map(|x| *x as i32).collect(),
-                nulls,
-            )),
-            DataType::Int64 => Arc::new(Int64Array::new(
-                v.iter().map(|x| *x as i64).collect(),
                 nulls,
             )),
             _ => Arc::new(UInt64Array::new(v.iter().copied().collect(), nulls)),

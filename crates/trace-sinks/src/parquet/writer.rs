@@ -582,7 +582,8 @@ pub(crate) enum Writer {
 /// One table's writer thread.
 pub(crate) struct TableThread {
     send: SyncSender<Batch>,
-    handle: JoinHandle<Result<Written, Error>>,
+    /// The thread, or why it did not start (reported by `finish`).
+    handle: Result<JoinHandle<Result<Written, Error>>, Error>,
 }
 
 impl Writer {
@@ -597,7 +598,16 @@ impl Writer {
             .map(|t| {
                 let (send, recv) = sync_channel::<Batch>(2);
                 let options = options.clone();
-                let handle = std::thread::spawn(move || write_all(t, &options, &recv));
+                let handle = std::thread::Builder::new()
+                    .name(format!(
+                        "write-{}",
+                        t.dir
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    ))
+                    .spawn(move || write_all(t, &options, &recv))
+                    .map_err(|e| Error::io("cannot start a writer thread", e));
                 TableThread { send, handle }
             })
             .collect();
@@ -627,7 +637,7 @@ impl Writer {
                     .into_iter()
                     .map(|TableThread { send, handle }| {
                         drop(send);
-                        handle.join().unwrap_or_else(|_| Err(poisoned()))
+                        handle?.join().unwrap_or_else(|_| Err(poisoned()))
                     })
                     .collect();
                 written.into_iter().collect()
