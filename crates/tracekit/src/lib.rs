@@ -537,7 +537,8 @@ pub struct ExportArgs {
     /// Replace DIR if it exists.
     #[arg(long)]
     pub force: bool,
-    /// Threads: one reads the trace while the others encode (default: every core).
+    /// Threads that read stretches of the trace (where its format seeks by index, as
+    /// x64dbg) and encode its tables; the same files on any number (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
     pub threads: Option<u64>,
     /// Also write the `calls` table (the rows of `tracekit calls --json`, joining

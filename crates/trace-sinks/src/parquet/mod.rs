@@ -73,8 +73,8 @@ pub struct ParquetOptions {
     pub batch_rows: usize,
     /// Bytes of variable-length values (memory contents, strings) that also end a batch.
     pub batch_bytes: usize,
-    /// Threads: 1 reads and encodes in turn; more read in one thread while the others
-    /// encode the columns of the previous batch.
+    /// Threads: 1 encodes the batches as they come; more encode each table in a thread of
+    /// its own (the same bytes either way).
     pub threads: usize,
 }
 
