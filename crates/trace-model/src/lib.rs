@@ -13,6 +13,8 @@
 //!   do something faster than reading steps ([`steps::Steps::registers`],
 //!   [`steps::Steps::raw`], [`steps::Steps::indexing`]);
 //! - [`blocks::Blocks`]: basic-block executions;
+//! - [`stretches::Stretches`]: one input's records read on several threads and handed on
+//!   in order;
 //! - [`Input`]: a path (memory-mapped), stdin, a `.gz`/`.bz2` stream or an amber thread
 //!   directory, opened once; [`output::AtomicFile`]: outputs that appear only complete;
 //! - [`Info`] and [`Error`]: summaries and errors as values a program can read.
