@@ -157,10 +157,6 @@ pub fn dump(
     Ok(result?)
 }
 
-/// Records per stretch of `tracekit export` on several threads: one batch of the main table
-/// each, so that memory stays a few batches per thread.
-const STRETCH_ROWS: u64 = 1 << 16;
-
 /// `tracekit export`: every record into a Parquet dataset at `args.output`, written under a
 /// temporary name and renamed when complete. On a damaged input the partial output is
 /// removed, or with `--partial` kept and marked incomplete; either way the error is
@@ -203,9 +199,10 @@ pub fn export(
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
-        // Stretches of whole batches, read on every thread where the format seeks by index:
-        // the same bytes as on one.
-        let reading = Stretches::new(handler, STRETCH_ROWS, threads).open(&mut input, &mut ctx)?;
+        // Stretches of one batch of the main table (memory: a few batches per thread), read
+        // on every thread where the format seeks by index: the same bytes as on one.
+        let stretch = parquet_options.batch_rows as u64;
+        let reading = Stretches::new(handler, stretch, threads).open(&mut input, &mut ctx)?;
         let mut schemas = reading.tables().to_vec();
         let calls_table = schemas.len();
         if calls_input.is_some() {
