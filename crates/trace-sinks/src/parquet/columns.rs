@@ -175,7 +175,7 @@ impl Spare {
     }
 
     /// A kept buffer of room for at least `rows` values, if there is one.
-    fn take(&self, rows: usize) -> Option<Vec<u64>> {
+    pub(crate) fn take(&self, rows: usize) -> Option<Vec<u64>> {
         let mut kept = self
             .0
             .lock()
@@ -1023,15 +1023,16 @@ impl trace_model::schema::ColumnSink for Tables {
         let reserve = self.batch_rows.min(RESERVE_ROWS);
         let spare = &self.spare;
         for (index, t) in self.tables.iter_mut().enumerate() {
-            // Integer columns of a table just flushed take an encoded batch's buffer.
-            if t.rows == 0 {
-                for c in &mut t.columns {
-                    if let Column::Int(c) = c
-                        && c.buf.values.capacity() < reserve
-                        && let Some(v) = spare.take(reserve)
-                    {
-                        c.buf.values = v;
-                    }
+            // Small integer columns (of a table just flushed, or of a part whose first row
+            // came the visiting way, after a seek) take an encoded batch's buffer: its pages
+            // are already the process's.
+            for c in &mut t.columns {
+                if let Column::Int(c) = c
+                    && c.buf.values.capacity() < reserve
+                    && let Some(mut v) = spare.take(reserve)
+                {
+                    v.extend_from_slice(&c.buf.values);
+                    c.buf.values = v;
                 }
             }
             if index == rec {

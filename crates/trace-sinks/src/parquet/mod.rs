@@ -213,6 +213,9 @@ pub struct Parts {
     batch_rows: usize,
     batch_bytes: usize,
     spare: columns::Spare,
+    /// Tables of parts already built, for the next parts: their columns keep the room
+    /// (and the pages) the last part grew.
+    idle: Arc<std::sync::Mutex<Vec<Tables>>>,
 }
 
 /// The rows of some consecutive records, built by [`Parts::build`], in the dataset's
@@ -235,9 +238,13 @@ impl Parts {
     /// error that ends them (the rows before it are in the part): the same rows as
     /// [`Dataset::pull`] of those records.
     pub fn build(&self, records: &mut dyn Records, limit: u64) -> (Part, Result<bool, Error>) {
-        let mut tables = Tables::new(&self.schemas, self.batch_rows, self.batch_bytes);
-        tables.queue = Some(std::collections::VecDeque::new());
-        tables.spare = self.spare.clone();
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let mut tables = idle.unwrap_or_else(|| {
+            let mut t = Tables::new(&self.schemas, self.batch_rows, self.batch_bytes);
+            t.queue = Some(std::collections::VecDeque::new());
+            t.spare = self.spare.clone();
+            t
+        });
         let mut left = limit;
         let end = loop {
             if left == 0 {
@@ -257,7 +264,16 @@ impl Parts {
         for t in 0..tables.tables.len() {
             tables.flush(t);
         }
-        let batches = tables.queue.take().map(Vec::from).unwrap_or_default();
+        let batches = tables
+            .queue
+            .as_mut()
+            .map_or_else(Vec::new, |q| q.drain(..).collect());
+        // Every row is in the batches: the tables are as new, but for their room.
+        if end.is_ok()
+            && let Ok(mut idle) = self.idle.lock()
+        {
+            idle.push(tables);
+        }
         (Part { batches }, end)
     }
 }
@@ -310,6 +326,7 @@ impl Dataset {
                 batch_rows: options.batch_rows,
                 batch_bytes: options.batch_bytes,
                 spare: columns::Spare::default(),
+                idle: Arc::default(),
             },
             finished: false,
         };

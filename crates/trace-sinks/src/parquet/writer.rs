@@ -195,10 +195,32 @@ struct Pending {
     bytes: usize,
 }
 
+/// A batch, of which the rows from `start` on are pending.
 struct Piece {
+    /// The batch's columns, whole: their buffers go back to the spare ones once every row
+    /// is written.
     columns: Vec<ArrayRef>,
+    start: usize,
     rows: usize,
     bytes: usize,
+}
+
+impl Piece {
+    /// Bytes of variable-length values in the next `rows` pending rows.
+    fn bytes_of_next(&self, rows: usize) -> usize {
+        if rows == self.rows {
+            return self.bytes;
+        }
+        let head = |c: &ArrayRef| value_bytes(&c.slice(self.start, rows), rows);
+        self.columns.iter().map(head).sum()
+    }
+}
+
+/// The columns of one write call, and batches whose rows are all in it or written before:
+/// [`Spare::give`] them once the call's columns are gone.
+struct Call {
+    columns: Vec<ArrayRef>,
+    done: Vec<Vec<ArrayRef>>,
 }
 
 impl Pending {
@@ -208,6 +230,7 @@ impl Pending {
         self.bytes = self.bytes.saturating_add(bytes);
         self.pieces.push_back(Piece {
             columns,
+            start: 0,
             rows,
             bytes,
         });
@@ -221,58 +244,108 @@ impl Pending {
                 break;
             }
             let n = left.min(p.rows);
-            bytes = bytes.saturating_add(if n == p.rows {
-                p.bytes
-            } else {
-                p.columns.iter().map(|c| value_bytes(c, n)).sum()
-            });
+            bytes = bytes.saturating_add(p.bytes_of_next(n));
             left = left.saturating_sub(n);
         }
         bytes
     }
 
-    /// Takes the first `rows` rows (at most those pending) as one slice of each column:
-    /// the batch itself when it is exactly that, else slices, joined where they span
-    /// batches.
-    fn take(&mut self, rows: usize) -> Result<Vec<ArrayRef>, Error> {
-        let mut parts: Vec<Vec<ArrayRef>> = Vec::new();
+    /// Takes the first `rows` rows (at most those pending) as one array per column: the
+    /// batch itself when it is exactly that, else slices, joined where they span batches
+    /// (64-bit columns into a spare buffer).
+    fn take(&mut self, rows: usize, spare: &Spare) -> Result<Call, Error> {
+        let mut heads: Vec<Vec<ArrayRef>> = Vec::new();
+        let mut done = Vec::new();
         let mut left = rows;
         while left > 0 {
-            let Some(mut p) = self.pieces.pop_front() else {
+            let Some(p) = self.pieces.front_mut() else {
                 break;
             };
-            if p.rows > left {
-                let tail_rows = p.rows.saturating_sub(left);
-                let tail = p.columns.iter().map(|c| c.slice(left, tail_rows)).collect();
-                p.columns = p.columns.iter().map(|c| c.slice(0, left)).collect();
-                p.rows = left;
-                let head_bytes = p.columns.iter().map(|c| value_bytes(c, left)).sum();
-                self.pieces.push_front(Piece {
-                    columns: tail,
-                    rows: tail_rows,
-                    bytes: p.bytes.saturating_sub(head_bytes),
-                });
-                p.bytes = head_bytes;
+            let n = left.min(p.rows);
+            let bytes = p.bytes_of_next(n);
+            if p.start == 0 && n == p.rows {
+                heads.push(std::mem::take(&mut p.columns));
+            } else {
+                heads.push(p.columns.iter().map(|c| c.slice(p.start, n)).collect());
+                p.start = p.start.saturating_add(n);
+                p.bytes = p.bytes.saturating_sub(bytes);
             }
-            left = left.saturating_sub(p.rows);
-            self.rows = self.rows.saturating_sub(p.rows);
-            self.bytes = self.bytes.saturating_sub(p.bytes);
-            parts.push(p.columns);
+            p.rows = p.rows.saturating_sub(n);
+            if p.rows == 0
+                && let Some(p) = self.pieces.pop_front()
+                && !p.columns.is_empty()
+            {
+                done.push(p.columns);
+            }
+            left = left.saturating_sub(n);
+            self.rows = self.rows.saturating_sub(n);
+            self.bytes = self.bytes.saturating_sub(bytes);
         }
-        if parts.len() == 1 {
-            return Ok(parts.pop().unwrap_or_default());
+        if heads.len() == 1 {
+            let columns = heads.pop().unwrap_or_default();
+            return Ok(Call { columns, done });
         }
-        let width = parts.first().map_or(0, Vec::len);
-        (0..width)
+        let width = heads.first().map_or(0, Vec::len);
+        let columns = (0..width)
             .map(|c| {
-                let arrays: Vec<&dyn Array> = parts
+                let arrays: Vec<&dyn Array> = heads
                     .iter()
                     .filter_map(|p| p.get(c).map(AsRef::as_ref))
                     .collect();
-                arrow_select::concat::concat(&arrays).map_err(|e| pq(e.into()))
+                match concat_wide(&arrays, spare) {
+                    Some(joined) => Ok(joined),
+                    None => arrow_select::concat::concat(&arrays).map_err(|e| pq(e.into())),
+                }
             })
-            .collect()
+            .collect::<Result<Vec<_>, Error>>()?;
+        // Copied: whole batches can give their buffers back now.
+        for c in heads.into_iter().flatten() {
+            spare.give(c);
+        }
+        Ok(Call { columns, done })
     }
+}
+
+/// 64-bit `arrays` joined into a spare buffer (one the writer can give back after, unlike
+/// the 64-byte-aligned one Arrow's `concat` allocates); `None` for other types.
+fn concat_wide(arrays: &[&dyn Array], spare: &Spare) -> Option<ArrayRef> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int64Type, UInt64Type};
+    use arrow_array::{Int64Array, UInt64Array};
+    use arrow_buffer::{Buffer, NullBufferBuilder, ScalarBuffer};
+    use arrow_schema::DataType;
+    let ty = arrays.first()?.data_type().clone();
+    if !matches!(ty, DataType::UInt64 | DataType::Int64)
+        || arrays.iter().any(|a| *a.data_type() != ty)
+    {
+        return None;
+    }
+    let len: usize = arrays.iter().map(|a| a.len()).sum();
+    let mut values = spare.take(len).unwrap_or_else(|| Vec::with_capacity(len));
+    for a in arrays {
+        if let Some(a) = a.as_primitive_opt::<UInt64Type>() {
+            values.extend_from_slice(a.values());
+        } else if let Some(a) = a.as_primitive_opt::<Int64Type>() {
+            values.extend(a.values().iter().map(|&v| v as u64));
+        }
+    }
+    let nulls = arrays.iter().any(|a| a.null_count() > 0).then(|| {
+        let mut b = NullBufferBuilder::new(len);
+        for a in arrays {
+            match a.nulls() {
+                Some(n) => b.append_buffer(n),
+                None => b.append_n_non_nulls(a.len()),
+            }
+        }
+        b.finish()
+    });
+    let nulls = nulls.flatten();
+    Some(if ty == DataType::UInt64 {
+        Arc::new(UInt64Array::new(ScalarBuffer::from(values), nulls))
+    } else {
+        let values = ScalarBuffer::new(Buffer::from_vec(values), 0, len);
+        Arc::new(Int64Array::new(values, nulls))
+    })
 }
 
 /// Bytes of the variable-length values (byte strings, strings, list values) of the first
@@ -339,7 +412,7 @@ fn call_len(t: &TableFiles, options: &ParquetOptions, end: bool) -> Option<usize
 /// closing row groups and files where they fill.
 fn write_ready(t: &mut TableFiles, options: &ParquetOptions, end: bool) -> Result<(), Error> {
     while let Some(rows) = call_len(t, options, end) {
-        let columns = t.pending.take(rows)?;
+        let Call { columns, done } = t.pending.take(rows, &t.spare)?;
         if t.part.is_none() {
             t.part = Some(open_part(t, &columns)?);
         }
@@ -356,7 +429,7 @@ fn write_ready(t: &mut TableFiles, options: &ParquetOptions, end: bool) -> Resul
         }
         if let Some((writers, group_rows)) = part.group.as_mut() {
             encode(writers, &t.schema, &columns)?;
-            for c in columns {
+            for c in columns.into_iter().chain(done.into_iter().flatten()) {
                 t.spare.give(c);
             }
             *group_rows = group_rows.saturating_add(rows);
