@@ -11,7 +11,9 @@ use arrow_array::{
     ArrayRef, BinaryArray, DictionaryArray, Int8Array, Int16Array, Int32Array, Int64Array,
     ListArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
-use arrow_buffer::{Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    BooleanBufferBuilder, Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
 use super::writer::{Batch, Writer};
@@ -191,25 +193,27 @@ struct IntColumn {
     buf: IntBuf,
 }
 
-/// The validity of `len` values of which the rows `nulls` are missing (none: all valid).
+/// The validity of `len` values of which the rows `nulls` are missing (none: all valid):
+/// every bit set, then each missing row's cleared, one store per missing row (most rows of
+/// some columns are missing, x64dbg's `registers.wide`).
 fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
     if nulls.is_empty() {
         return None;
     }
-    let mut b = NullBufferBuilder::new(len);
-    let mut at = 0;
+    let mut bits = BooleanBufferBuilder::new(len);
+    bits.append_n(len, true);
+    let (mut at, mut missing) = (0, false);
     // In order and inside the values, as the buffers record them; any other entry (a
     // reader that cut `values` short) is passed over, so the length is always `len`.
     for &n in nulls {
         if n < at || n >= len {
             continue;
         }
-        b.append_n_non_nulls(n.saturating_sub(at));
-        b.append_null();
+        bits.set_bit(n, false);
+        missing = true;
         at = n.saturating_add(1);
     }
-    b.append_n_non_nulls(len.saturating_sub(at));
-    b.finish()
+    missing.then(|| NullBuffer::new(bits.finish()))
 }
 
 /// A byte-string column's buffer as an Arrow array.
@@ -1341,7 +1345,7 @@ impl Visitor for Tables {
 
 #[cfg(test)]
 mod tests {
-    use super::ascending;
+    use super::{NullBuffer, ascending, validity};
 
     #[test]
     fn ascending_is_every_pair_in_order() {
@@ -1357,5 +1361,21 @@ mod tests {
         for v in cases {
             assert_eq!(ascending(&v), v.windows(2).all(|w| w[0] <= w[1]), "{v:?}");
         }
+    }
+
+    #[test]
+    fn validity_clears_the_missing_rows_in_order_and_inside_the_values() {
+        let valid =
+            |v: &NullBuffer, len: usize| (0..len).map(|i| v.is_valid(i)).collect::<Vec<_>>();
+        assert!(validity(4, &[]).is_none());
+        let v = validity(6, &[1, 4]).unwrap();
+        assert_eq!(valid(&v, 6), [true, false, true, true, false, true]);
+        assert_eq!(v.null_count(), 2);
+        // Entries out of order or past the values (a reader that cut them short) are
+        // passed over.
+        let v = validity(4, &[2, 1, 2, 9]).unwrap();
+        assert_eq!(valid(&v, 4), [true, true, false, true]);
+        assert_eq!(v.null_count(), 1);
+        assert!(validity(3, &[5, 7]).is_none());
     }
 }
