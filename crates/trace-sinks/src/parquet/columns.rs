@@ -187,6 +187,18 @@ impl Spare {
     }
 }
 
+/// 64-bit values as an Arrow array, unsigned or `signed` (a value's bits are the same),
+/// on the buffer itself, so that [`Spare`] can take it back once the batch is encoded.
+pub(crate) fn wide_array(signed: bool, values: Vec<u64>, nulls: Option<NullBuffer>) -> ArrayRef {
+    if signed {
+        let len = values.len();
+        let values = ScalarBuffer::new(Buffer::from_vec(values), 0, len);
+        Arc::new(Int64Array::new(values, nulls))
+    } else {
+        Arc::new(UInt64Array::new(ScalarBuffer::from(values), nulls))
+    }
+}
+
 /// Integers: values as 64-bit patterns and where the missing ones are.
 struct IntColumn {
     ty: DataType,
@@ -202,7 +214,7 @@ fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
     }
     let mut bits = BooleanBufferBuilder::new(len);
     bits.append_n(len, true);
-    let (mut at, mut missing) = (0, false);
+    let mut at = 0;
     // In order and inside the values, as the buffers record them; any other entry (a
     // reader that cut `values` short) is passed over, so the length is always `len`.
     for &n in nulls {
@@ -210,10 +222,9 @@ fn validity(len: usize, nulls: &[usize]) -> Option<NullBuffer> {
             continue;
         }
         bits.set_bit(n, false);
-        missing = true;
         at = n.saturating_add(1);
     }
-    missing.then(|| NullBuffer::new(bits.finish()))
+    Some(NullBuffer::new(bits.finish())).filter(|v| v.null_count() > 0)
 }
 
 /// A byte-string column's buffer as an Arrow array.
@@ -247,15 +258,8 @@ impl IntColumn {
     fn finish(&mut self) -> ArrayRef {
         let nulls = validity(self.buf.values.len(), self.buf.null_rows());
         let mut v = self.buf.take_values();
-        // 64-bit columns keep the buffer (a value's bits are the same as signed).
-        match self.ty {
-            DataType::UInt64 => return Arc::new(UInt64Array::new(ScalarBuffer::from(v), nulls)),
-            DataType::Int64 => {
-                let len = v.len();
-                let values = ScalarBuffer::new(Buffer::from_vec(v), 0, len);
-                return Arc::new(Int64Array::new(values, nulls));
-            }
-            _ => {}
+        if matches!(self.ty, DataType::UInt64 | DataType::Int64) {
+            return wide_array(self.ty == DataType::Int64, v, nulls);
         }
         // Each value was read from a field of the column's width: the casts keep it whole.
         let array: ArrayRef = match self.ty {

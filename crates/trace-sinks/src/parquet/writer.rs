@@ -311,8 +311,7 @@ impl Pending {
 fn concat_wide(arrays: &[&dyn Array], spare: &Spare) -> Option<ArrayRef> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int64Type, UInt64Type};
-    use arrow_array::{Int64Array, UInt64Array};
-    use arrow_buffer::{Buffer, NullBufferBuilder, ScalarBuffer};
+    use arrow_buffer::NullBufferBuilder;
     use arrow_schema::DataType;
     let ty = arrays.first()?.data_type().clone();
     if !matches!(ty, DataType::UInt64 | DataType::Int64)
@@ -329,7 +328,7 @@ fn concat_wide(arrays: &[&dyn Array], spare: &Spare) -> Option<ArrayRef> {
             values.extend(a.values().iter().map(|&v| v as u64));
         }
     }
-    let nulls = arrays.iter().any(|a| a.null_count() > 0).then(|| {
+    let nulls = if arrays.iter().any(|a| a.null_count() > 0) {
         let mut b = NullBufferBuilder::new(len);
         for a in arrays {
             match a.nulls() {
@@ -338,14 +337,14 @@ fn concat_wide(arrays: &[&dyn Array], spare: &Spare) -> Option<ArrayRef> {
             }
         }
         b.finish()
-    });
-    let nulls = nulls.flatten();
-    Some(if ty == DataType::UInt64 {
-        Arc::new(UInt64Array::new(ScalarBuffer::from(values), nulls))
     } else {
-        let values = ScalarBuffer::new(Buffer::from_vec(values), 0, len);
-        Arc::new(Int64Array::new(values, nulls))
-    })
+        None
+    };
+    Some(super::columns::wide_array(
+        ty == DataType::Int64,
+        values,
+        nulls,
+    ))
 }
 
 /// Bytes of the variable-length values (byte strings, strings, list values) of the first
