@@ -16,7 +16,7 @@ use arrow_buffer::{
 };
 use arrow_schema::{DataType, Field as ArrowField, Schema as ArrowSchema};
 
-use super::writer::{Batch, Writer};
+use super::writer::{Batch, Group, Writer};
 use trace_model::Error;
 use trace_model::schema::{
     BytesBuf, Cell, Col, Columns, Field, IntBuf, Json, Run, Schema, Type, Visitor, row_one_by_one,
@@ -863,6 +863,35 @@ impl Tables {
                 }
             }
         }
+    }
+
+    /// Ends the row group in progress of every table (after its buffered rows).
+    pub(crate) fn end_groups(&mut self) {
+        for t in 0..self.tables.len() {
+            self.flush(t);
+        }
+        if self.error.is_none()
+            && let Some(out) = self.out.as_mut()
+            && let Err(e) = out.end_groups(self.tables.len())
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Writes a row group of `table` encoded elsewhere, after the rows before it.
+    pub(crate) fn put(&mut self, table: usize, group: Group) {
+        self.flush(table);
+        if self.error.is_none()
+            && let Some(out) = self.out.as_mut()
+            && let Err(e) = out.put(table, group)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    /// Where full batches go, if set.
+    pub(crate) fn writer(&mut self) -> Option<&mut Writer> {
+        self.out.as_mut()
     }
 
     /// Sets where full batches go.

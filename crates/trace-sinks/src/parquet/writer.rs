@@ -1,8 +1,8 @@
-//! Arrow batches into Parquet files: one folder per table, files cut by size or row count,
-//! row groups closed every so many rows, each table encoded in a thread of its own.
+//! Arrow batches into Parquet files: one folder per table, row groups encoded on the thread
+//! that built their rows (or one per table), files cut by size or row count.
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -11,7 +11,9 @@ use std::thread::JoinHandle;
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::Schema as ArrowSchema;
 use parquet::arrow::ArrowSchemaConverter;
-use parquet::arrow::arrow_writer::{ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
+use parquet::arrow::arrow_writer::{
+    ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves,
+};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 
@@ -53,43 +55,311 @@ pub(crate) struct Written {
     pub(crate) bytes: u64,
 }
 
-/// An open part file with its row group in progress.
-struct Part {
-    file: SerializedFileWriter<BufWriter<File>>,
-    factory: ArrowRowGroupWriterFactory,
-    /// The column writers of the row group in progress, and its rows.
-    group: Option<(Vec<ArrowColumnWriter>, usize)>,
-    groups: usize,
-    rows: u64,
-}
-
-/// One table's files.
-struct TableFiles {
-    dir: PathBuf,
+/// How one table's columns are encoded: the same for its encoders and its files.
+#[derive(Debug)]
+struct Plan {
     schema: Arc<ArrowSchema>,
     /// The properties every table starts from.
     base: WriterProperties,
-    /// Per column: delta-encode it unless its first batch says otherwise.
+    /// Per column: delta-encode it unless the first rows of its row group say otherwise.
     delta: Vec<bool>,
     /// Per column: write min/max statistics.
     stats: Vec<bool>,
-    /// The writer properties, chosen when the first file opens (from the first batch),
-    /// with the Arrow schema in the files' metadata so that Arrow readers get the
-    /// dictionary-encoded and unsigned types back exactly.
-    props: Option<Arc<WriterProperties>>,
-    part: Option<Part>,
-    written: Written,
-    /// Batches are dropped, no file is made (a carrier table).
+}
+
+impl Plan {
+    /// The properties of a row group whose first rows are `first`: the encodings they
+    /// suit (see [`prefers_delta`]), with the Arrow schema in the files' metadata so that
+    /// Arrow readers get the dictionary-encoded and unsigned types back exactly. Chosen per
+    /// row group, so that a group is encoded the same wherever and whenever it is built.
+    fn props(&self, first: &[ArrayRef]) -> Arc<WriterProperties> {
+        let mut delta = self.delta.clone();
+        for (d, column) in delta.iter_mut().zip(first) {
+            if let Some(prefers) = prefers_delta(column) {
+                *d = prefers;
+            }
+        }
+        let mut props = encodings(&self.schema, &delta, &self.stats, self.base.clone());
+        parquet::arrow::add_encoded_arrow_schema_to_metadata(&self.schema, &mut props);
+        Arc::new(props)
+    }
+
+    /// A Parquet file writer of these columns over `out`.
+    fn file<W: Write + Send>(
+        &self,
+        out: W,
+        props: &Arc<WriterProperties>,
+    ) -> Result<SerializedFileWriter<W>, Error> {
+        let parquet_schema = ArrowSchemaConverter::new()
+            .with_coerce_types(props.coerce_types())
+            .convert(&self.schema)
+            .map_err(pq)?;
+        SerializedFileWriter::new(out, parquet_schema.root_schema_ptr(), Arc::clone(props))
+            .map_err(pq)
+    }
+}
+
+/// A closed row group of one table: its column chunks, encoded and compressed, ready to be
+/// copied into a file.
+pub(crate) struct Group {
+    chunks: Vec<ArrowColumnChunk>,
+    rows: usize,
+    /// What it was encoded with (the first group of a file gives the file's).
+    props: Arc<WriterProperties>,
+}
+
+/// The row group being encoded.
+struct Open {
+    writers: Vec<ArrowColumnWriter>,
+    rows: usize,
+    props: Arc<WriterProperties>,
+}
+
+/// One table's row groups being encoded: batches in, closed groups out. Groups close at
+/// `row_group_rows` rows, where the caller ends one ([`Encoder::end_group`]), and, when
+/// files are cut by rows, where a file ends (counted from the encoder's first row: such an
+/// encoder takes every row of its table).
+pub(crate) struct Encoder {
+    plan: Arc<Plan>,
+    /// Batches are dropped, nothing is encoded (a carrier table).
     skip: bool,
-    /// Rows taken and not written yet.
+    /// Rows taken and not encoded yet.
     pending: Pending,
+    open: Option<Open>,
+    /// Rows encoded.
+    rows: u64,
+    /// Groups closed and not taken yet.
+    closed: Vec<Group>,
     /// Where the buffers of encoded rows go.
     spare: Spare,
 }
 
-/// Every table's files, written in the order batches arrive.
+impl Encoder {
+    fn new(plan: Arc<Plan>, skip: bool, spare: &Spare) -> Encoder {
+        Encoder {
+            plan,
+            skip,
+            pending: Pending::default(),
+            open: None,
+            rows: 0,
+            closed: Vec::new(),
+            spare: spare.clone(),
+        }
+    }
+
+    /// Takes a batch of the table's rows. They are encoded in calls cut by the rows alone,
+    /// wherever the batches were cut (see [`call_len`]), so that the groups do not depend
+    /// on how the rows came.
+    fn take(&mut self, batch: Batch, options: &ParquetOptions) -> Result<(), Error> {
+        if self.skip || batch.rows == 0 {
+            return Ok(());
+        }
+        self.pending.push(batch.columns, batch.rows);
+        self.encode_ready(options, false)
+    }
+
+    /// Takes what a table's writer is given.
+    fn receive(&mut self, message: Message, options: &ParquetOptions) -> Result<(), Error> {
+        match message {
+            Message::Batch(batch) => self.take(batch, options),
+            Message::EndGroup => self.end_group(options),
+            Message::Group(group) => {
+                // A group built elsewhere starts after the rows before it.
+                self.end_group(options)?;
+                self.closed.push(group);
+                Ok(())
+            }
+        }
+    }
+
+    /// Encodes what is pending and closes the group in progress.
+    fn end_group(&mut self, options: &ParquetOptions) -> Result<(), Error> {
+        self.encode_ready(options, true)?;
+        self.close()
+    }
+
+    /// Encodes the calls that are ready (all that is pending, at the `end`), closing
+    /// groups where they fill.
+    fn encode_ready(&mut self, options: &ParquetOptions, end: bool) -> Result<(), Error> {
+        while let Some(rows) = call_len(self, options, end) {
+            let Call { columns, done } = self.pending.take(rows, &self.spare)?;
+            let open = match self.open.as_mut() {
+                Some(open) => open,
+                None => {
+                    let props = self.plan.props(&columns);
+                    let file = self.plan.file(std::io::sink(), &props)?;
+                    let writers =
+                        ArrowRowGroupWriterFactory::new(&file, Arc::clone(&self.plan.schema))
+                            .create_column_writers(0)
+                            .map_err(pq)?;
+                    self.open.insert(Open {
+                        writers,
+                        rows: 0,
+                        props,
+                    })
+                }
+            };
+            encode(&mut open.writers, &self.plan.schema, &columns)?;
+            for c in columns.into_iter().chain(done.into_iter().flatten()) {
+                self.spare.give(c);
+            }
+            open.rows = open.rows.saturating_add(rows);
+            self.rows = self.rows.saturating_add(rows as u64);
+            let file_full = options
+                .rows_per_file
+                .is_some_and(|n| self.rows.checked_rem(n) == Some(0));
+            if open.rows >= options.row_group_rows || file_full {
+                self.close()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        let Some(Open {
+            writers,
+            rows,
+            props,
+        }) = self.open.take()
+        else {
+            return Ok(());
+        };
+        let chunks = writers
+            .into_iter()
+            .map(|w| w.close().map_err(pq))
+            .collect::<Result<_, _>>()?;
+        self.closed.push(Group {
+            chunks,
+            rows,
+            props,
+        });
+        Ok(())
+    }
+}
+
+/// An open part file.
+struct Part {
+    file: SerializedFileWriter<BufWriter<File>>,
+    rows: u64,
+}
+
+/// One table's files, made of closed groups.
+struct TableFiles {
+    dir: PathBuf,
+    plan: Arc<Plan>,
+    part: Option<Part>,
+    written: Written,
+    /// No file is made (a carrier table).
+    skip: bool,
+}
+
+impl TableFiles {
+    /// Copies a closed group into the open file (opening one with the group's properties
+    /// first), and closes the file where it is full.
+    fn append(&mut self, group: Group, options: &ParquetOptions) -> Result<(), Error> {
+        if self.skip || group.rows == 0 {
+            return Ok(());
+        }
+        let part = match self.part.as_mut() {
+            Some(part) => part,
+            None => {
+                let part = self.open(&group.props)?;
+                self.part.insert(part)
+            }
+        };
+        let mut row_group = part.file.next_row_group().map_err(pq)?;
+        for chunk in group.chunks {
+            chunk.append_to_row_group(&mut row_group).map_err(pq)?;
+        }
+        row_group.close().map_err(pq)?;
+        part.rows = part.rows.saturating_add(group.rows as u64);
+        self.written.rows = self.written.rows.saturating_add(group.rows as u64);
+        let full = match options.rows_per_file {
+            Some(n) => part.rows >= n,
+            None => part.file.bytes_written() as u64 >= options.bytes_per_file,
+        };
+        if full {
+            self.close()?;
+        }
+        Ok(())
+    }
+
+    /// Closes the last file; a table without rows gets one empty file, so that its folder
+    /// can be read.
+    fn finish(mut self) -> Result<Written, Error> {
+        if self.part.is_none() && self.written.files == 0 && !self.skip {
+            let props = self.plan.props(&[]);
+            self.part = Some(self.open(&props)?);
+        }
+        self.close()?;
+        Ok(self.written)
+    }
+
+    fn open(&mut self, props: &Arc<WriterProperties>) -> Result<Part, Error> {
+        let path = self
+            .dir
+            .join(format!("part-{:05}.parquet", self.written.files));
+        let file = File::create(&path)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        let file = self
+            .plan
+            .file(BufWriter::with_capacity(1 << 20, file), props)?;
+        self.written.files = self.written.files.saturating_add(1);
+        Ok(Part { file, rows: 0 })
+    }
+
+    fn close(&mut self) -> Result<(), Error> {
+        let Some(part) = self.part.take() else {
+            return Ok(());
+        };
+        let inner = part.file.into_inner().map_err(pq)?;
+        let file = inner
+            .into_inner()
+            .map_err(|e| Error::io("writing Parquet", e.into_error()))?;
+        self.written.bytes = self
+            .written
+            .bytes
+            .saturating_add(file.metadata().map_or(0, |m| m.len()));
+        Ok(())
+    }
+}
+
+/// One table's encoder and files: what the dataset's own writer holds per table.
+struct Table {
+    encoder: Encoder,
+    files: TableFiles,
+}
+
+impl Table {
+    /// Takes what the dataset's writer is given.
+    fn take(&mut self, message: Message, options: &ParquetOptions) -> Result<(), Error> {
+        self.encoder.receive(message, options)?;
+        for group in self.encoder.closed.drain(..) {
+            self.files.append(group, options)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, options: &ParquetOptions) -> Result<Written, Error> {
+        self.take(Message::EndGroup, options)?;
+        self.files.finish()
+    }
+}
+
+/// What a table's writer is given.
+pub(crate) enum Message {
+    /// Rows to encode.
+    Batch(Batch),
+    /// The group in progress ends.
+    EndGroup,
+    /// A group encoded elsewhere, to be written after the rows before it.
+    Group(Group),
+}
+
+/// Every table's encoders and files: a dataset's, or encoders alone (for a part built on
+/// another thread, whose groups go to the dataset's files after).
 pub(crate) struct Files {
-    tables: Vec<TableFiles>,
+    tables: Vec<Table>,
     options: ParquetOptions,
 }
 
@@ -98,7 +368,7 @@ impl Files {
     pub(crate) fn create(
         root: &Path,
         tables: &[Layout],
-        props: WriterProperties,
+        props: &WriterProperties,
         options: ParquetOptions,
         spare: &Spare,
     ) -> Result<Files, Error> {
@@ -116,18 +386,21 @@ impl Files {
                 std::fs::create_dir(&dir)
                     .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
             }
-            out.push(TableFiles {
-                dir,
+            let plan = Arc::new(Plan {
                 schema: Arc::clone(schema),
                 base: props.clone(),
                 delta: delta.clone(),
                 stats: stats.clone(),
-                props: None,
-                skip: !written,
-                part: None,
-                written: Written::default(),
-                pending: Pending::default(),
-                spare: spare.clone(),
+            });
+            out.push(Table {
+                encoder: Encoder::new(Arc::clone(&plan), !written, spare),
+                files: TableFiles {
+                    dir,
+                    plan,
+                    part: None,
+                    written: Written::default(),
+                    skip: !written,
+                },
             });
         }
         Ok(Files {
@@ -136,15 +409,27 @@ impl Files {
         })
     }
 
-    /// Takes a batch of a table's rows (see [`TableFiles::take`]).
-    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
-        let t = self.tables.get_mut(batch.table).ok_or_else(unknown_table)?;
-        t.take(batch, &self.options)
+    /// The tables' plans, for the encoders of parts built on other threads.
+    pub(crate) fn plans(&self) -> Plans {
+        Plans {
+            tables: self
+                .tables
+                .iter()
+                .map(|t| (Arc::clone(&t.encoder.plan), t.encoder.skip))
+                .collect(),
+            options: self.options.clone(),
+        }
+    }
+
+    /// Takes a message for table `table`.
+    fn take(&mut self, table: usize, message: Message) -> Result<(), Error> {
+        let t = self.tables.get_mut(table).ok_or_else(unknown_table)?;
+        t.take(message, &self.options)
     }
 
     /// Closes every file; a table without rows gets one empty file, so that every table's
     /// folder can be read.
-    pub(crate) fn finish(self) -> Result<Vec<Written>, Error> {
+    fn finish(self) -> Result<Vec<Written>, Error> {
         let options = self.options;
         self.tables
             .into_iter()
@@ -153,36 +438,53 @@ impl Files {
     }
 }
 
+/// How every table is encoded, and which are skipped: what makes a part's [`Encoders`].
+#[derive(Clone, Debug)]
+pub(crate) struct Plans {
+    tables: Arc<[(Arc<Plan>, bool)]>,
+    options: ParquetOptions,
+}
+
+impl Plans {
+    /// Fresh encoders of every table, giving the buffers of encoded rows to `spare`.
+    pub(crate) fn encoders(&self, spare: &Spare) -> Encoders {
+        let tables = self
+            .tables
+            .iter()
+            .map(|(plan, skip)| Encoder::new(Arc::clone(plan), *skip, spare))
+            .collect();
+        Encoders {
+            tables,
+            options: self.options.clone(),
+        }
+    }
+}
+
+/// Every table's encoder, with no files: the rows of a part, encoded on the thread that
+/// built them; [`Encoders::groups`] takes what they closed.
+pub(crate) struct Encoders {
+    tables: Vec<Encoder>,
+    options: ParquetOptions,
+}
+
+impl Encoders {
+    /// Ends the group in progress of every table and takes every closed group, with its
+    /// table, in order.
+    pub(crate) fn groups(&mut self) -> Result<Vec<(usize, Group)>, Error> {
+        let mut out = Vec::new();
+        for (i, t) in self.tables.iter_mut().enumerate() {
+            t.end_group(&self.options)?;
+            out.extend(t.closed.drain(..).map(|g| (i, g)));
+        }
+        Ok(out)
+    }
+}
+
 fn unknown_table() -> Error {
     Error::io(
         "writing Parquet",
         std::io::Error::other("batch of an unknown table"),
     )
-}
-
-impl TableFiles {
-    /// Takes a batch of the table's rows. They are written in calls cut by the rows alone,
-    /// wherever the batches were cut (see [`call_len`]), so that the files do not depend on
-    /// how the rows came: the same bytes from one reader as from several, each of which cut
-    /// its own child tables' batches.
-    fn take(&mut self, batch: Batch, options: &ParquetOptions) -> Result<(), Error> {
-        if self.skip || batch.rows == 0 {
-            return Ok(());
-        }
-        self.pending.push(batch.columns, batch.rows);
-        write_ready(self, options, false)
-    }
-
-    /// Writes what is pending and closes the last file; a table without rows gets one empty
-    /// file, so that its folder can be read.
-    fn finish(mut self, options: &ParquetOptions) -> Result<Written, Error> {
-        write_ready(&mut self, options, true)?;
-        if self.part.is_none() && self.written.files == 0 && !self.skip {
-            self.part = Some(open_part(&mut self, &[])?);
-        }
-        close_part(&mut self)?;
-        Ok(self.written)
-    }
 }
 
 /// Rows of one table taken and not written yet: the columns of batches, or of what is left
@@ -365,29 +667,26 @@ fn value_bytes(column: &ArrayRef, rows: usize) -> usize {
     }
 }
 
-/// Rows at which a write call may be cut by bytes: a few pages' worth.
+/// Rows at which an encoding call may be cut by bytes: a few pages' worth.
 const CALL_STEP: usize = 1024;
 
-/// The rows of the next write call of table `t`, when they are pending (all that is left,
-/// at the `end`): `batch_rows`, fewer where the row group or the file ends first, or the
+/// The rows of the next encoding call of `e`, when they are pending (all that is left, at
+/// the `end`): `batch_rows`, fewer where the row group or the file ends first, or the
 /// first multiple of [`CALL_STEP`] rows whose variable-length values reach `batch_bytes`.
 /// Parquet cuts pages at points counted from the start of each call, so calls cut by the
-/// rows alone make the same files from batches cut anywhere.
-fn call_len(t: &TableFiles, options: &ParquetOptions, end: bool) -> Option<usize> {
-    let pending = &t.pending;
+/// rows alone make the same groups from batches cut anywhere.
+fn call_len(e: &Encoder, options: &ParquetOptions, end: bool) -> Option<usize> {
+    let pending = &e.pending;
     if pending.rows == 0 {
         return None;
     }
-    let (group_rows, part_rows) = t
-        .part
-        .as_ref()
-        .map_or((0, 0), |p| (p.group.as_ref().map_or(0, |g| g.1), p.rows));
+    let group_rows = e.open.as_ref().map_or(0, |o| o.rows);
     let mut target = options
         .batch_rows
         .max(1)
         .min(options.row_group_rows.saturating_sub(group_rows).max(1));
-    if let Some(limit) = options.rows_per_file {
-        let left = limit.saturating_sub(part_rows).max(1);
+    if let Some(n) = options.rows_per_file {
+        let left = n.saturating_sub(e.rows.checked_rem(n).unwrap_or(0)).max(1);
         target = target.min(usize::try_from(left).unwrap_or(usize::MAX));
     }
     if pending.bytes >= options.batch_bytes {
@@ -405,52 +704,6 @@ fn call_len(t: &TableFiles, options: &ParquetOptions, end: bool) -> Option<usize
     } else {
         end.then_some(pending.rows)
     }
-}
-
-/// Writes the calls of table `t` that are ready (all that is pending, at the `end`),
-/// closing row groups and files where they fill.
-fn write_ready(t: &mut TableFiles, options: &ParquetOptions, end: bool) -> Result<(), Error> {
-    while let Some(rows) = call_len(t, options, end) {
-        let Call { columns, done } = t.pending.take(rows, &t.spare)?;
-        if t.part.is_none() {
-            t.part = Some(open_part(t, &columns)?);
-        }
-        let Some(part) = t.part.as_mut() else {
-            break;
-        };
-        if part.group.is_none() {
-            part.group = Some((
-                part.factory
-                    .create_column_writers(part.groups)
-                    .map_err(pq)?,
-                0,
-            ));
-        }
-        if let Some((writers, group_rows)) = part.group.as_mut() {
-            encode(writers, &t.schema, &columns)?;
-            for c in columns.into_iter().chain(done.into_iter().flatten()) {
-                t.spare.give(c);
-            }
-            *group_rows = group_rows.saturating_add(rows);
-        }
-        part.rows = part.rows.saturating_add(rows as u64);
-        t.written.rows = t.written.rows.saturating_add(rows as u64);
-        let group_full = part
-            .group
-            .as_ref()
-            .is_some_and(|g| g.1 >= options.row_group_rows);
-        let file_full = options.rows_per_file.is_some_and(|n| part.rows >= n);
-        if group_full || file_full {
-            close_group(part)?;
-        }
-        let file_full = file_full
-            || (options.rows_per_file.is_none()
-                && part.file.bytes_written() as u64 >= options.bytes_per_file);
-        if file_full {
-            close_part(t)?;
-        }
-    }
-    Ok(())
 }
 
 /// Whether a 64-bit column is better delta-encoded than dictionary-encoded, judged on a
@@ -544,74 +797,6 @@ fn encodings(
     b.build()
 }
 
-fn open_part(t: &mut TableFiles, first: &[ArrayRef]) -> Result<Part, Error> {
-    if t.props.is_none() {
-        let mut delta = t.delta.clone();
-        for (d, column) in delta.iter_mut().zip(first) {
-            if let Some(prefers) = prefers_delta(column) {
-                *d = prefers;
-            }
-        }
-        let mut props = encodings(&t.schema, &delta, &t.stats, t.base.clone());
-        parquet::arrow::add_encoded_arrow_schema_to_metadata(&t.schema, &mut props);
-        t.props = Some(Arc::new(props));
-    }
-    let props = t
-        .props
-        .get_or_insert_with(|| Arc::new(WriterProperties::default()));
-    let path = t.dir.join(format!("part-{:05}.parquet", t.written.files));
-    let file = File::create(&path)
-        .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
-    let file = BufWriter::with_capacity(1 << 20, file);
-    let parquet_schema = ArrowSchemaConverter::new()
-        .with_coerce_types(props.coerce_types())
-        .convert(&t.schema)
-        .map_err(pq)?;
-    let file = SerializedFileWriter::new(file, parquet_schema.root_schema_ptr(), Arc::clone(props))
-        .map_err(pq)?;
-    let factory = ArrowRowGroupWriterFactory::new(&file, Arc::clone(&t.schema));
-    t.written.files = t.written.files.saturating_add(1);
-    Ok(Part {
-        file,
-        factory,
-        group: None,
-        groups: 0,
-        rows: 0,
-    })
-}
-
-fn close_group(part: &mut Part) -> Result<(), Error> {
-    let Some((writers, _)) = part.group.take() else {
-        return Ok(());
-    };
-    let mut group = part.file.next_row_group().map_err(pq)?;
-    for w in writers {
-        w.close()
-            .map_err(pq)?
-            .append_to_row_group(&mut group)
-            .map_err(pq)?;
-    }
-    group.close().map_err(pq)?;
-    part.groups = part.groups.saturating_add(1);
-    Ok(())
-}
-
-fn close_part(t: &mut TableFiles) -> Result<(), Error> {
-    let Some(mut part) = t.part.take() else {
-        return Ok(());
-    };
-    close_group(&mut part)?;
-    let inner = part.file.into_inner().map_err(pq)?;
-    let file = inner
-        .into_inner()
-        .map_err(|e| Error::io("writing Parquet", e.into_error()))?;
-    t.written.bytes = t
-        .written
-        .bytes
-        .saturating_add(file.metadata().map_or(0, |m| m.len()));
-    Ok(())
-}
-
 /// Encodes one slice of columns into their writers.
 fn encode(
     writers: &mut [ArrowColumnWriter],
@@ -641,19 +826,23 @@ fn poisoned() -> Error {
     )
 }
 
-/// Where batches go: encoded in the caller's thread, or handed to a thread per table so
-/// that reading the trace and encoding the tables overlap. The tables' files are
+/// Where batches go: encoded and written in the caller's thread, handed to a thread per
+/// table so that reading the trace and encoding the tables overlap, or encoded in the
+/// caller's thread into groups for the dataset's files (a part's). The tables are
 /// independent, so each table's thread writes exactly what the one thread would.
 pub(crate) enum Writer {
     /// One thread does everything.
     Inline(Box<Files>),
-    /// A thread per table encodes; the channels are bounded, so at most a few batches wait.
+    /// A thread per table encodes and writes; the channels are bounded, so at most a few
+    /// batches wait.
     Threads(Vec<TableThread>),
+    /// The caller's thread encodes, into groups taken by [`Encoders::groups`].
+    Encode(Box<Encoders>),
 }
 
 /// One table's writer thread.
 pub(crate) struct TableThread {
-    send: SyncSender<Batch>,
+    send: SyncSender<Message>,
     /// The thread, or why it did not start (reported by `finish`).
     handle: Result<JoinHandle<Result<Written, Error>>, Error>,
 }
@@ -668,12 +857,13 @@ impl Writer {
         let threads = tables
             .into_iter()
             .map(|t| {
-                let (send, recv) = sync_channel::<Batch>(2);
+                let (send, recv) = sync_channel::<Message>(2);
                 let options = options.clone();
                 let handle = std::thread::Builder::new()
                     .name(format!(
                         "write-{}",
-                        t.dir
+                        t.files
+                            .dir
                             .file_name()
                             .map(|n| n.to_string_lossy().into_owned())
                             .unwrap_or_default()
@@ -686,20 +876,40 @@ impl Writer {
         Writer::Threads(threads)
     }
 
-    /// Writes a batch (or queues it). A writer thread's error shows here or at `finish`.
-    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
+    /// Takes a message for table `table` (or queues it). A writer thread's error shows
+    /// here or at `finish`.
+    fn send(&mut self, table: usize, message: Message) -> Result<(), Error> {
         match self {
-            Writer::Inline(files) => files.write(batch),
+            Writer::Inline(files) => files.take(table, message),
             // A send fails only when the thread stopped on an error; `finish` reports it.
             Writer::Threads(threads) => {
-                let t = threads.get(batch.table).ok_or_else(unknown_table)?;
-                let _ = t.send.send(batch);
+                let t = threads.get(table).ok_or_else(unknown_table)?;
+                let _ = t.send.send(message);
                 Ok(())
+            }
+            Writer::Encode(encoders) => {
+                let e = encoders.tables.get_mut(table).ok_or_else(unknown_table)?;
+                e.receive(message, &encoders.options)
             }
         }
     }
 
-    /// Waits for every batch to be written and closes the files.
+    /// Writes a batch (or queues it).
+    pub(crate) fn write(&mut self, batch: Batch) -> Result<(), Error> {
+        self.send(batch.table, Message::Batch(batch))
+    }
+
+    /// Ends the row group in progress of every table.
+    pub(crate) fn end_groups(&mut self, tables: usize) -> Result<(), Error> {
+        (0..tables).try_for_each(|t| self.send(t, Message::EndGroup))
+    }
+
+    /// Writes a group of table `table` encoded elsewhere, after the rows before it.
+    pub(crate) fn put(&mut self, table: usize, group: Group) -> Result<(), Error> {
+        self.send(table, Message::Group(group))
+    }
+
+    /// Waits for every batch to be written and closes the files (none for encoders).
     pub(crate) fn finish(self) -> Result<Vec<Written>, Error> {
         match self {
             Writer::Inline(files) => files.finish(),
@@ -714,17 +924,18 @@ impl Writer {
                     .collect();
                 written.into_iter().collect()
             }
+            Writer::Encode(_) => Ok(Vec::new()),
         }
     }
 }
 
 fn write_all(
-    mut table: TableFiles,
+    mut table: Table,
     options: &ParquetOptions,
-    recv: &Receiver<Batch>,
+    recv: &Receiver<Message>,
 ) -> Result<Written, Error> {
-    for batch in recv {
-        table.take(batch, options)?;
+    for message in recv {
+        table.take(message, options)?;
     }
     table.finish(options)
 }

@@ -199,9 +199,10 @@ pub fn export(
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
-        // Stretches of one batch of the main table (memory: a few batches per thread), read
-        // on every thread where the format seeks by index: the same bytes as on one.
-        let stretch = parquet_options.batch_rows as u64;
+        // Stretches of one row group of records, each built and encoded on one thread
+        // (memory: a few encoded row groups per thread), read on every thread where the
+        // format seeks by index: the same bytes as on one.
+        let stretch = parquet_options.row_group_rows.max(1) as u64;
         let reading = Stretches::new(handler, stretch, threads).open(&mut input, &mut ctx)?;
         let mut schemas = reading.tables().to_vec();
         let calls_table = schemas.len();
