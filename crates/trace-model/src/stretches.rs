@@ -118,6 +118,24 @@ impl Reading<'_, '_> {
         self.records.tables()
     }
 
+    /// How many threads build the stretches: 1 when the caller's thread reads them all.
+    #[must_use]
+    pub fn threads(&self) -> usize {
+        if self.base.is_some() {
+            self.how.threads
+        } else {
+            1
+        }
+    }
+
+    /// Reads stretches of `rows` records (at least one) instead: for a consumer whose unit
+    /// depends on how many threads build them ([`Reading::threads`]).
+    #[must_use]
+    pub fn in_stretches_of(mut self, rows: u64) -> Self {
+        self.how.rows = rows.max(1);
+        self
+    }
+
     /// Reads the records: `build` makes something of the next records of a reader, at most
     /// `limit` of them (on any thread), and says whether they end there (`Ok(true)`), go on
     /// (`Ok(false)`, after exactly `limit`), or the error that ends them; `take` gets what

@@ -526,8 +526,9 @@ pub struct ExportArgs {
     /// suffixes count thousands, millions, billions.
     #[arg(long, value_name = "N", value_parser = commands::args::positive_count, allow_negative_numbers = true)]
     pub rows_per_file: Option<u64>,
-    /// Rows per row group (the unit engines skip by their min/max statistics); `K`, `M`,
-    /// `G` suffixes as for --rows-per-file.
+    /// Rows per row group (the unit engines skip by their min/max statistics); every
+    /// table's row groups also end after every N records, so a child table's row group
+    /// holds rows of one of its parent's; `K`, `M`, `G` suffixes as for --rows-per-file.
     #[arg(long, value_name = "N", default_value = "1048576", value_parser = commands::args::positive_count, allow_negative_numbers = true)]
     pub row_group_rows: u64,
     /// On a damaged input keep every complete record before the error (the manifest says

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! DIR/_tracekit.json              schema version, source, tables, row counts, completeness
-//! DIR/<table>/part-00000.parquet  row groups of about a million rows, with statistics
+//! DIR/<table>/part-00000.parquet  row groups of at most a million rows, with statistics
 //! DIR/<table>/part-00001.parquet  (files cut at about 128 MiB, or every --rows-per-file rows)
 //! ```
 //!
@@ -15,7 +15,11 @@
 //! ([`trace_model::schema::Type::Struct`]) are flattened into their parent's columns. Integers
 //! keep their width and sign (addresses are `UInt64`), byte strings are `Binary`, names are
 //! dictionary-encoded strings, lists of plain values are list columns. Every table is
-//! written, with an empty file when it has no rows, so engines never miss a folder.
+//! written, with an empty file when it has no rows, so engines never miss a folder. Row
+//! groups end every [`ParquetOptions::row_group_rows`] rows of their table and, in every
+//! table, after every `row_group_rows` records: a child table's row group holds rows of one
+//! row group of its parent's, and each group of records is built and encoded on one thread
+//! ([`Parts`]), so any number of threads writes the same bytes.
 //!
 //! [`Dataset`] writes under a temporary name beside `DIR` and renames it when complete: a
 //! failed export leaves nothing that looks like a dataset, unless it is finished on purpose
@@ -196,6 +200,17 @@ fn pull(
     }
 }
 
+/// Records per part of batches (see [`Parts::records`]).
+fn batch_records(options: &ParquetOptions) -> u64 {
+    let group = options.row_group_rows.max(1) as u64;
+    let most = options.batch_rows.max(1) as u64;
+    let fewest = group.div_ceil(most);
+    (fewest..=fewest.saturating_mul(4))
+        .find(|&k| group.is_multiple_of(k))
+        .and_then(|k| group.checked_div(k))
+        .unwrap_or(group)
+}
+
 /// A Parquet dataset being written.
 #[derive(Debug)]
 pub struct Dataset {
@@ -203,8 +218,10 @@ pub struct Dataset {
     tmp: PathBuf,
     tables: Option<Tables>,
     parts: Parts,
-    /// Records written (rows of the reader's tables), which end row groups.
+    /// Records written (rows of the reader's tables), which end row groups...
     records: u64,
+    /// ...after every this many.
+    group_records: u64,
     finished: bool,
 }
 
@@ -213,11 +230,13 @@ pub struct Dataset {
 /// several threads ([`trace_model::stretches::Stretches`]). Cloned from
 /// [`Dataset::parts`].
 ///
-/// A part of [`Parts::records`] records holds whole row groups of every table, encoded and
-/// compressed on the thread that built their rows (rows crossing to another core to be
-/// encoded cost more than the encoding: measured in `docs/performance.md`). Where files are
-/// cut by rows (`rows_per_file`), a part holds its rows as batches instead, encoded by the
-/// dataset's writer, which alone knows where each file ends.
+/// Built on several threads, a part of [`Parts::records`] records holds whole row groups of
+/// every table, encoded and compressed on the thread that built their rows (rows crossing
+/// to another core to be encoded cost more than the encoding: measured in
+/// `docs/performance.md`). Built on one thread, or where files are cut by rows
+/// (`rows_per_file`: the dataset's writer alone knows where each file ends), a part holds
+/// its rows as batches, which the dataset's writer encodes (on a thread per table, beside
+/// the reading, when the dataset has threads); the files are the same either way.
 #[derive(Clone, Debug)]
 pub struct Parts {
     schemas: Arc<[Arc<Schema>]>,
@@ -225,8 +244,10 @@ pub struct Parts {
     batch_bytes: usize,
     /// How the tables are encoded, when parts encode their rows.
     plans: Option<Plans>,
-    /// Records per part: a row group's.
+    /// Records per part.
     records: u64,
+    /// Records per part of batches.
+    batch_records: u64,
     /// Where the buffers of encoded batches go back to, when the dataset's writer encodes.
     spare: columns::Spare,
     /// Tables of parts already built, for the next parts: their columns keep the room
@@ -258,7 +279,10 @@ impl std::fmt::Debug for Part {
 
 impl Parts {
     /// Records per part: parts of this many records (the last may hold fewer), appended in
-    /// order, make the dataset [`Dataset::pull`] of the records would.
+    /// order, make the dataset [`Dataset::pull`] of the records would. Parts that encode
+    /// hold a row group of records; parts of batches as few records as divide a row
+    /// group's into parts of at most `batch_rows` (memory: a few batches per part), or a
+    /// row group's where only small parts would.
     #[must_use]
     pub fn records(&self) -> u64 {
         self.records
@@ -380,10 +404,12 @@ impl Dataset {
                 batch_bytes: options.batch_bytes,
                 plans: None,
                 records: options.row_group_rows.max(1) as u64,
+                batch_records: 1,
                 spare: columns::Spare::default(),
                 idle: Arc::default(),
             },
             records: 0,
+            group_records: options.row_group_rows.max(1) as u64,
             finished: false,
         };
         let mut tables = Tables::new(schemas, options.batch_rows, options.batch_bytes);
@@ -407,6 +433,7 @@ impl Dataset {
         )?;
         dataset.parts.spare = tables.spare.clone();
         dataset.parts.plans = options.rows_per_file.is_none().then(|| files.plans());
+        dataset.parts.batch_records = batch_records(options);
         tables.set_writer(Writer::new(files, options.threads));
         dataset.tables = Some(tables);
         Ok(dataset)
@@ -442,7 +469,7 @@ impl Dataset {
 
     /// Records left before the row groups end.
     fn group_left(&self) -> u64 {
-        let whole = self.parts.records;
+        let whole = self.group_records;
         whole.saturating_sub(self.records.checked_rem(whole).unwrap_or(0))
     }
 
@@ -488,10 +515,15 @@ impl Dataset {
         Ok(pulled)
     }
 
-    /// How to build parts of the dataset on other threads ([`Dataset::append`]).
+    /// How to build parts of the dataset ([`Dataset::append`]) on `threads` threads.
     #[must_use]
-    pub fn parts(&self) -> Parts {
-        self.parts.clone()
+    pub fn parts(&self, threads: usize) -> Parts {
+        let mut parts = self.parts.clone();
+        if threads <= 1 || parts.plans.is_none() {
+            parts.plans = None;
+            parts.records = parts.batch_records;
+        }
+        parts
     }
 
     /// Writes a part built by [`Parts::build`]: parts of [`Parts::records`] records (the
@@ -1366,7 +1398,7 @@ mod tests {
     /// groups and files, calls cut by bytes).
     #[test]
     fn parts_make_the_bytes_of_rows_written_one_by_one() {
-        fn prop(mut rows: Vec<TestRow>, sizes: (u8, u8, u8)) -> bool {
+        fn prop(mut rows: Vec<TestRow>, sizes: (u8, u8, u8), threads: bool) -> bool {
             for (n, r) in rows.iter_mut().enumerate() {
                 r.i = n as u64;
             }
@@ -1389,7 +1421,7 @@ mod tests {
                             rows: rows.clone(),
                             at: 0,
                         };
-                        let plan = d.parts();
+                        let plan = d.parts(if threads { 2 } else { 1 });
                         loop {
                             let (part, end) = plan.build(&mut records, plan.records());
                             d.append(part).unwrap();
@@ -1408,17 +1440,17 @@ mod tests {
         }
         QuickCheck::new()
             .tests(30)
-            .quickcheck(prop as fn(Vec<TestRow>, (u8, u8, u8)) -> bool);
+            .quickcheck(prop as fn(Vec<TestRow>, (u8, u8, u8), bool) -> bool);
     }
 
-    /// An x64dbg trace exported through `Dataset::pull` (`None`) or through `Stretches`
-    /// of `rows` records on `threads` threads and `Dataset::append`: the dataset's files
+    /// An x64dbg trace exported through `Dataset::pull` (`None`) or through `Stretches` on
+    /// `threads` threads, a part each, and `Dataset::append`: the dataset's files
     /// (finished as partial on a damaged trace), the error that ends the records, the
     /// notes.
     fn export_x64dbg(
         bytes: &Arc<[u8]>,
         options: &ParquetOptions,
-        stretches: Option<(u64, usize)>,
+        threads: Option<usize>,
     ) -> (
         std::collections::BTreeMap<PathBuf, Vec<u8>>,
         Option<String>,
@@ -1431,7 +1463,7 @@ mod tests {
         let mut ctx = Ctx::new(&opts);
         let mut input = Input::from_shared("q.trace64", Arc::clone(bytes)).unwrap();
         let dir = temp_dir();
-        let (dataset, failure, notes) = match stretches {
+        let (dataset, failure, notes) = match threads {
             None => {
                 let mut records = handler.records(&mut input, &mut ctx).unwrap();
                 let mut d = Dataset::create(&dir, records.tables(), options, false).unwrap();
@@ -1444,12 +1476,13 @@ mod tests {
                 };
                 (d, failure, records.finish())
             }
-            Some((rows, threads)) => {
-                let reading = Stretches::new(handler, rows, threads)
+            Some(threads) => {
+                let reading = Stretches::new(handler, 1, threads)
                     .open(&mut input, &mut ctx)
                     .unwrap();
                 let mut d = Dataset::create(&dir, reading.tables(), options, false).unwrap();
-                let plan = d.parts();
+                let plan = d.parts(reading.threads());
+                let reading = reading.in_stretches_of(plan.records());
                 let ended = reading.run(
                     &mut ctx,
                     |records, limit| plan.build(records, limit),
@@ -1466,8 +1499,8 @@ mod tests {
     }
 
     /// Random x64dbg traces (damaged or not, thread ids with or without the flag) exported
-    /// from stretches of a row group of records on 1 to 3 threads: the same files, byte for
-    /// byte, the same error and the same notes as one reader's.
+    /// from stretches (a part each) on 1 to 3 threads: the same files, byte for byte, the
+    /// same error and the same notes as one reader's.
     #[test]
     fn stretches_on_threads_export_the_bytes_of_one_reader() {
         fn prop(seed: u64, shape: (u8, u8, bool), len: u16, cut: u8, sizes: (u16, u16)) -> bool {
@@ -1497,12 +1530,11 @@ mod tests {
             };
             let one = export_x64dbg(&bytes, &options, None);
             (1..=3).all(|threads| {
-                let rows = options.row_group_rows as u64;
-                let many = export_x64dbg(&bytes, &options, Some((rows, threads)));
+                let many = export_x64dbg(&bytes, &options, Some(threads));
                 let same = many == one;
                 if !same {
                     eprintln!(
-                        "threads {threads}, stretches of {rows}: files {}, error {:?} / {:?}, notes {:?} / {:?}",
+                        "threads {threads}: files {}, error {:?} / {:?}, notes {:?} / {:?}",
                         many.0 == one.0,
                         many.1,
                         one.1,
@@ -1516,6 +1548,23 @@ mod tests {
         QuickCheck::new()
             .tests(12)
             .quickcheck(prop as fn(u64, (u8, u8, bool), u16, u8, (u16, u16)) -> bool);
+    }
+
+    #[test]
+    fn parts_of_batches_divide_a_row_group() {
+        let records = |row_group_rows, batch_rows| {
+            batch_records(&ParquetOptions {
+                row_group_rows,
+                batch_rows,
+                ..ParquetOptions::default()
+            })
+        };
+        assert_eq!(records(1 << 20, 1 << 16), 1 << 16);
+        assert_eq!(records(1_000_000, 1 << 16), 62_500);
+        assert_eq!(records(7, 1 << 16), 7);
+        assert_eq!(records(12, 5), 4);
+        // A prime: only parts of one record would divide it, so a part is a row group.
+        assert_eq!(records(999_983, 1 << 16), 999_983);
     }
 
     #[test]

@@ -199,18 +199,19 @@ pub fn export(
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
-        // Stretches of one row group of records, each built and encoded on one thread
-        // (memory: a few encoded row groups per thread), read on every thread where the
-        // format seeks by index: the same bytes as on one.
-        let stretch = parquet_options.row_group_rows.max(1) as u64;
-        let reading = Stretches::new(handler, stretch, threads).open(&mut input, &mut ctx)?;
+        // Read on every thread where the format seeks by index, a part per stretch (on
+        // several threads a row group of records each, built and encoded by one): the
+        // same bytes as on one.
+        let group = parquet_options.row_group_rows.max(1) as u64;
+        let reading = Stretches::new(handler, group, threads).open(&mut input, &mut ctx)?;
         let mut schemas = reading.tables().to_vec();
         let calls_table = schemas.len();
         if calls_input.is_some() {
             schemas.push(trace_analyses::calls::table());
         }
         let mut dataset = Dataset::create(&args.output, &schemas, &parquet_options, args.force)?;
-        let parts = dataset.parts();
+        let parts = dataset.parts(reading.threads());
+        let reading = reading.in_stretches_of(parts.records());
         let mut written = Ok(());
         let ended = reading.run(
             &mut ctx,
