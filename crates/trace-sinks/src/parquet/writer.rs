@@ -187,6 +187,8 @@ impl Encoder {
                 Some(open) => open,
                 None => {
                     let props = self.plan.props(&columns);
+                    // Column writers come from a file writer (its schema and properties);
+                    // one over a sink serves a group encoded away from its file.
                     let file = self.plan.file(std::io::sink(), &props)?;
                     let writers =
                         ArrowRowGroupWriterFactory::new(&file, Arc::clone(&self.plan.schema))
@@ -356,8 +358,7 @@ pub(crate) enum Message {
     Group(Group),
 }
 
-/// Every table's encoders and files: a dataset's, or encoders alone (for a part built on
-/// another thread, whose groups go to the dataset's files after).
+/// Every table's encoder and files: a dataset's own writer.
 pub(crate) struct Files {
     tables: Vec<Table>,
     options: ParquetOptions,
