@@ -31,7 +31,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use trace_core::Located;
 use trace_registry::steps::SeekIndex;
-use trace_registry::stretches::Stretches;
+use trace_registry::stretches::{Ended, Stretches};
 use trace_registry::{Ctx, Error, Handler, Info, Input, Options, Records, Value};
 use trace_sinks::native::{Native, Node};
 use trace_sinks::parquet::{
@@ -999,17 +999,11 @@ fn export(
     let mut input = opened.source.input()?;
     let mut origin = Origin::new(&input, opened.handler.name());
     let mut ctx = Ctx::new(&opened.options);
-    let mut records = opened.handler.records(&mut input, &mut ctx)?;
-    let mut dataset = Dataset::create(dir, records.tables(), options, force)?;
-    let failure = loop {
-        match dataset.pull(records.as_mut())? {
-            Pulled::Records(_) => {}
-            Pulled::End => break None,
-            Pulled::Failed(e) => break Some(e),
-        }
-    };
-    let notes = records.finish();
-    drop(records);
+    let group = options.row_group_rows.max(1) as u64;
+    let threads = options.threads.min(MAX_THREADS);
+    let reading = Stretches::new(opened.handler, group, threads).open(&mut input, &mut ctx)?;
+    let mut dataset = Dataset::create(dir, reading.tables(), options, force)?;
+    let Ended { failure, notes } = dataset.read(reading, &mut ctx)?;
     origin.read(&input);
     match failure {
         // Dropping the unfinished dataset removes its temporary folder.
@@ -1047,7 +1041,8 @@ fn arrow_reader(py: Python<'_>, rx: Receiver<Result<Chunk, Error>>) -> PyResult<
         .call_method1("from_batches", (schema.to_pyarrow(py)?, batches))
 }
 
-/// Threads at most for one `to_arrow` (each holds a stretch's batches: memory).
+/// Threads at most for one `to_arrow` or `export_parquet` (each holds a stretch's batches
+/// or row groups: memory).
 const MAX_THREADS: usize = 4;
 
 /// The batches of table `table` of the next records of `records`, at most `limit` of them,

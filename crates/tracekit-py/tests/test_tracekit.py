@@ -215,6 +215,15 @@ def test_export_parquet_matches_cli(tmp_path):
         a = pq.read_table(tmp_path / "mine" / name)
         b = pq.read_table(tmp_path / "cli" / name)
         assert a.num_rows == n and a.to_pylist() == b.to_pylist()
+    # On two threads (stretches of row groups, each encoded where it is read): the CLI's
+    # files, byte for byte.
+    t.export_parquet(tmp_path / "two", threads=2, row_group_rows=700)
+    cli("export", str(TESTDATA / "x64dbg/basic.trace64"), "-o", str(tmp_path / "cli1"),
+        "--threads", "1", "--row-group-rows", "700")
+    parts = sorted(p.relative_to(tmp_path / "cli1") for p in (tmp_path / "cli1").rglob("*.parquet"))
+    assert parts
+    for part in parts:
+        assert (tmp_path / "two" / part).read_bytes() == (tmp_path / "cli1" / part).read_bytes()
     with pytest.raises(OSError):
         t.export_parquet(tmp_path / "mine")  # exists, no force
     t.export_parquet(tmp_path / "mine", force=True, compression="snappy")

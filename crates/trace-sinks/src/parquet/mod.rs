@@ -515,6 +515,33 @@ impl Dataset {
         Ok(pulled)
     }
 
+    /// Writes every record of `reading`, in parts built on its threads ([`Dataset::parts`],
+    /// stretches of [`Parts::records`]): the same files as [`Dataset::pull`] of the
+    /// records. How the records ended (the error that ends them: every record before it
+    /// is written) and the readers' notes are in the [`Ended`](trace_model::stretches::Ended).
+    ///
+    /// # Errors
+    ///
+    /// Encoding or writing failed.
+    pub fn read(
+        &mut self,
+        reading: trace_model::stretches::Reading<'_, '_>,
+        ctx: &mut trace_model::Ctx<'_>,
+    ) -> Result<trace_model::stretches::Ended, Error> {
+        let parts = self.parts(reading.threads());
+        let reading = reading.in_stretches_of(parts.records());
+        let mut written = Ok(());
+        let ended = reading.run(
+            ctx,
+            |records, limit| parts.build(records, limit),
+            |part| {
+                written = self.append(part);
+                written.is_ok()
+            },
+        );
+        written.map(|()| ended)
+    }
+
     /// How to build parts of the dataset ([`Dataset::append`]) on `threads` threads.
     #[must_use]
     pub fn parts(&self, threads: usize) -> Parts {
@@ -1481,13 +1508,7 @@ mod tests {
                     .open(&mut input, &mut ctx)
                     .unwrap();
                 let mut d = Dataset::create(&dir, reading.tables(), options, false).unwrap();
-                let plan = d.parts(reading.threads());
-                let reading = reading.in_stretches_of(plan.records());
-                let ended = reading.run(
-                    &mut ctx,
-                    |records, limit| plan.build(records, limit),
-                    |part| d.append(part).is_ok(),
-                );
+                let ended = d.read(reading, &mut ctx).unwrap();
                 (d, ended.failure, ended.notes)
             }
         };

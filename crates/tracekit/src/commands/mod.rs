@@ -199,9 +199,9 @@ pub fn export(
     let mut notes = Vec::new();
     let (dataset, failure) = {
         let mut ctx = ctx(options, &mut progress, &mut *err);
-        // Read on every thread where the format seeks by index, a part per stretch (on
-        // several threads a row group of records each, built and encoded by one): the
-        // same bytes as on one.
+        // Read on every thread where the format seeks by index, in stretches that
+        // `Dataset::read` sizes (a row group of records each, built and encoded by one
+        // thread): the same bytes as on one.
         let group = parquet_options.row_group_rows.max(1) as u64;
         let reading = Stretches::new(handler, group, threads).open(&mut input, &mut ctx)?;
         let mut schemas = reading.tables().to_vec();
@@ -210,18 +210,7 @@ pub fn export(
             schemas.push(trace_analyses::calls::table());
         }
         let mut dataset = Dataset::create(&args.output, &schemas, &parquet_options, args.force)?;
-        let parts = dataset.parts(reading.threads());
-        let reading = reading.in_stretches_of(parts.records());
-        let mut written = Ok(());
-        let ended = reading.run(
-            &mut ctx,
-            |records, limit| parts.build(records, limit),
-            |part| {
-                written = dataset.append(part);
-                written.is_ok()
-            },
-        );
-        written?;
+        let ended = dataset.read(reading, &mut ctx)?;
         notes.extend(ended.notes);
         let mut failure = ended.failure;
         if let (None, Some(again)) = (&failure, calls_input.as_mut()) {
