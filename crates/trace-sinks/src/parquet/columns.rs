@@ -841,14 +841,7 @@ impl Tables {
     /// Hands a batch to the writer (the first error is kept for [`Tables::check`]).
     pub(crate) fn send(&mut self, batch: Batch) {
         let table = batch.table;
-        if self.error.is_some() {
-            return;
-        }
-        let Some(out) = self.out.as_mut() else {
-            return;
-        };
-        if let Err(e) = out.write(batch) {
-            self.error = Some(e);
+        if !self.with_writer(|out| out.write(batch)) {
             return;
         }
         // Written in this thread, the batch's 64-bit buffers are spare again: its columns
@@ -870,22 +863,31 @@ impl Tables {
         for t in 0..self.tables.len() {
             self.flush(t);
         }
-        if self.error.is_none()
-            && let Some(out) = self.out.as_mut()
-            && let Err(e) = out.end_groups(self.tables.len())
-        {
-            self.error = Some(e);
-        }
+        let tables = self.tables.len();
+        self.with_writer(|out| out.end_groups(tables));
     }
 
     /// Writes a row group of `table` encoded elsewhere, after the rows before it.
     pub(crate) fn put(&mut self, table: usize, group: Group) {
         self.flush(table);
-        if self.error.is_none()
-            && let Some(out) = self.out.as_mut()
-            && let Err(e) = out.put(table, group)
-        {
-            self.error = Some(e);
+        self.with_writer(|out| out.put(table, group));
+    }
+
+    /// Hands the writer to `f` unless there is none or an earlier call failed, keeping the
+    /// first error for [`Tables::check`]; whether it went through.
+    fn with_writer(&mut self, f: impl FnOnce(&mut Writer) -> Result<(), Error>) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let Some(out) = self.out.as_mut() else {
+            return false;
+        };
+        match f(out) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
         }
     }
 

@@ -218,10 +218,9 @@ pub struct Dataset {
     tmp: PathBuf,
     tables: Option<Tables>,
     parts: Parts,
-    /// Records written (rows of the reader's tables), which end row groups...
+    /// Records written (rows of the reader's tables): row groups end after every
+    /// `row_group_rows` of them.
     records: u64,
-    /// ...after every this many.
-    group_records: u64,
     finished: bool,
 }
 
@@ -244,8 +243,8 @@ pub struct Parts {
     batch_bytes: usize,
     /// How the tables are encoded, when parts encode their rows.
     plans: Option<Plans>,
-    /// Records per part.
-    records: u64,
+    /// Records per row group: per part that encodes.
+    group_records: u64,
     /// Records per part of batches.
     batch_records: u64,
     /// Where the buffers of encoded batches go back to, when the dataset's writer encodes.
@@ -285,7 +284,11 @@ impl Parts {
     /// row group's where only small parts would.
     #[must_use]
     pub fn records(&self) -> u64 {
-        self.records
+        if self.plans.is_some() {
+            self.group_records
+        } else {
+            self.batch_records
+        }
     }
 
     /// The rows of the next records of `records`, at most `limit` of them, and whether the
@@ -403,13 +406,12 @@ impl Dataset {
                 batch_rows: options.batch_rows,
                 batch_bytes: options.batch_bytes,
                 plans: None,
-                records: options.row_group_rows.max(1) as u64,
-                batch_records: 1,
+                group_records: options.row_group_rows.max(1) as u64,
+                batch_records: batch_records(options),
                 spare: columns::Spare::default(),
                 idle: Arc::default(),
             },
             records: 0,
-            group_records: options.row_group_rows.max(1) as u64,
             finished: false,
         };
         let mut tables = Tables::new(schemas, options.batch_rows, options.batch_bytes);
@@ -433,7 +435,6 @@ impl Dataset {
         )?;
         dataset.parts.spare = tables.spare.clone();
         dataset.parts.plans = options.rows_per_file.is_none().then(|| files.plans());
-        dataset.parts.batch_records = batch_records(options);
         tables.set_writer(Writer::new(files, options.threads));
         dataset.tables = Some(tables);
         Ok(dataset)
@@ -469,7 +470,7 @@ impl Dataset {
 
     /// Records left before the row groups end.
     fn group_left(&self) -> u64 {
-        let whole = self.group_records;
+        let whole = self.parts.group_records;
         whole.saturating_sub(self.records.checked_rem(whole).unwrap_or(0))
     }
 
@@ -546,9 +547,8 @@ impl Dataset {
     #[must_use]
     pub fn parts(&self, threads: usize) -> Parts {
         let mut parts = self.parts.clone();
-        if threads <= 1 || parts.plans.is_none() {
+        if threads <= 1 {
             parts.plans = None;
-            parts.records = parts.batch_records;
         }
         parts
     }

@@ -708,7 +708,7 @@ fn call_len(e: &Encoder, options: &ParquetOptions, end: bool) -> Option<usize> {
 }
 
 /// Whether a 64-bit column is better delta-encoded than dictionary-encoded, judged on a
-/// sample of its first batch. Delta encoding makes runs of equal or nearby values nearly
+/// sample of the first rows of its row group. Delta encoding makes runs of equal or nearby values nearly
 /// free (indices, offsets, pcs, register state, positions) and costs no hash per value; a
 /// dictionary packs values that repeat out of order (the changes of different registers,
 /// memory addresses), so it is kept for columns of few distinct values and far jumps.
@@ -759,7 +759,7 @@ fn prefers_delta(column: &ArrayRef) -> Option<bool> {
 }
 
 /// Per-column encodings: 64-bit integers delta-encoded where `delta` says (or where the
-/// first batch shows runs, see [`prefers_delta`]), dictionaries elsewhere; byte strings
+/// row group's first rows show runs, see [`prefers_delta`]), dictionaries elsewhere; byte strings
 /// (opcodes, memory contents) plain, left to the page compression.
 fn encodings(
     schema: &ArrowSchema,
